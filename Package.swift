@@ -1,0 +1,84 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strictSwift: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "swift-keychain",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "KeychainServices", targets: ["KeychainServices"]),
+        .library(name: "KeychainKit", targets: ["KeychainKit"]),
+        .executable(name: "security", targets: ["security"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        // The engine shared by both APIs: schema, codecs, keybag, encrypted SQLite store, query evaluation.
+        .target(
+            name: "KeychainCore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // Apple's Keychain Services API, source-compatible with `import Security`.
+        .target(
+            name: "KeychainServices",
+            dependencies: ["KeychainCore"],
+            swiftSettings: strictSwift
+        ),
+        // What is ours alone: the Swift-native API.
+        .target(
+            name: "KeychainKit",
+            dependencies: ["KeychainCore"],
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "security",
+            dependencies: [
+                "KeychainCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // A small program the tests run as a separate process (crash durability, multi-process races,
+        // entitlements read from the environment).
+        .executableTarget(
+            name: "keychain-test-helper",
+            dependencies: ["KeychainServices"],
+            path: "Tests/Helper",
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "KeychainCoreTests",
+            dependencies: ["KeychainCore"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "KeychainServicesTests",
+            dependencies: ["KeychainServices", "KeychainCore", "keychain-test-helper"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "KeychainKitTests",
+            dependencies: ["KeychainKit"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "SecurityToolTests",
+            dependencies: ["security", "KeychainCore"],
+            swiftSettings: strictSwift
+        ),
+    ]
+)

@@ -1,0 +1,59 @@
+import Foundation
+
+/// The access groups a caller may use, in Apple's order; the first is the default for new items.
+package struct AccessPolicy: Sendable, Hashable {
+    /// The caller's groups, in order. `"*"` grants every group, as for Apple's system clients.
+    package let groups: [String]
+    /// Whether the caller may use every access group (the `security` tool, the user's own admin tool).
+    package let unrestricted: Bool
+
+    package init(groups: [String]) {
+        self.groups = groups.filter { $0 != "*" }
+        unrestricted = groups.contains("*")
+    }
+
+    /// A caller that may use every group and creates new items in `defaultGroup`.
+    package static func unrestricted(defaultGroup: String) -> AccessPolicy {
+        AccessPolicy(groups: [defaultGroup, "*"])
+    }
+
+    package var defaultGroup: String? { groups.first }
+
+    package func allows(_ group: String) -> Bool { unrestricted || groups.contains(group) }
+
+    /// The caller's groups from the entitlements plist named by `KEYCHAIN_ENTITLEMENTS`: its
+    /// `keychain-access-groups`, then its `application-identifier` (Apple's order). Without the variable,
+    /// the only group is the executable's name.
+    package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment,
+                                        executableName: String = currentExecutableName()) throws(KeychainError) -> AccessPolicy {
+        guard let path = environment["KEYCHAIN_ENTITLEMENTS"], !path.isEmpty else {
+            return AccessPolicy(groups: [executableName])
+        }
+        return try fromEntitlements(at: path)
+    }
+
+    /// Reads an entitlements plist (XML or binary).
+    package static func fromEntitlements(at path: String) throws(KeychainError) -> AccessPolicy {
+        let unreadable = KeychainError(code: .missingEntitlement, message: "KEYCHAIN_ENTITLEMENTS names \(path), which is not a readable property list with 'keychain-access-groups' (array of strings) and/or 'application-identifier' (string). Fix the file or unset the variable.")
+        guard let data = try FileSystem.read(path),
+              let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
+              let dict = plist as? [String: Any] else { throw unreadable }
+        var groups: [String] = []
+        if let list = dict["keychain-access-groups"] {
+            guard let strings = list as? [String] else { throw unreadable }
+            groups += strings
+        }
+        if let appID = dict["application-identifier"] {
+            guard let s = appID as? String else { throw unreadable }
+            groups.append(s)
+        }
+        var seen = Set<String>()
+        return AccessPolicy(groups: groups.filter { seen.insert($0).inserted })
+    }
+
+    /// The name of the running executable (`/proc/self/exe`, else `argv[0]`).
+    package static func currentExecutableName() -> String {
+        let arg0 = CommandLine.arguments.first ?? "unknown"
+        return NSStringPath(arg0).lastPathComponent
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Big-endian binary writer for the keychain's on-disk formats (keybag, item blobs, attribute records).
+package struct BinaryWriter {
+    package private(set) var bytes: [UInt8] = []
+
+    package init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
+    package mutating func u8(_ v: UInt8) { bytes.append(v) }
+    package mutating func u16(_ v: UInt16) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
+    package mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
+    package mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
+    package mutating func raw(_ v: some Sequence<UInt8>) { bytes.append(contentsOf: v) }
+    /// A byte string with a 32-bit length prefix.
+    package mutating func lengthPrefixed(_ v: some Collection<UInt8>) {
+        u32(UInt32(v.count))
+        bytes.append(contentsOf: v)
+    }
+    /// A short byte string (≤ 255 bytes) with an 8-bit length prefix.
+    package mutating func shortString(_ s: String) {
+        let utf8 = Array(s.utf8.prefix(255))
+        u8(UInt8(utf8.count))
+        bytes.append(contentsOf: utf8)
+    }
+
+    package var data: Data { Data(bytes) }
+}
+
+/// Big-endian reader that reports truncation instead of trapping.
+package struct BinaryReader {
+    private let bytes: [UInt8]
+    package private(set) var offset = 0
+
+    package init(_ data: some Sequence<UInt8>) { bytes = Array(data) }
+
+    package var remaining: Int { bytes.count - offset }
+    package var isAtEnd: Bool { offset == bytes.count }
+
+    package struct Truncated: Error, Sendable {}
+
+    package mutating func take(_ n: Int) throws(Truncated) -> ArraySlice<UInt8> {
+        guard n >= 0, n <= remaining else { throw Truncated() }
+        defer { offset += n }
+        return bytes[offset ..< offset + n]
+    }
+
+    package mutating func u8() throws(Truncated) -> UInt8 { try take(1).first ?? 0 }
+    package mutating func u16() throws(Truncated) -> UInt16 { UInt16(try integer(2)) }
+    package mutating func u32() throws(Truncated) -> UInt32 { UInt32(try integer(4)) }
+    package mutating func u64() throws(Truncated) -> UInt64 { try integer(8) }
+
+    private mutating func integer(_ width: Int) throws(Truncated) -> UInt64 {
+        var value: UInt64 = 0
+        for byte in try take(width) { value = value << 8 | UInt64(byte) }
+        return value
+    }
+
+    package mutating func lengthPrefixed() throws(Truncated) -> ArraySlice<UInt8> {
+        let n = try u32()
+        return try take(Int(n))
+    }
+
+    package mutating func shortString() throws(Truncated) -> String {
+        let n = try u8()
+        let raw = try take(Int(n))
+        guard let s = String(validating: raw, as: UTF8.self) else { throw Truncated() }
+        return s
+    }
+}

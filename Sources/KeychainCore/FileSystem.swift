@@ -1,0 +1,112 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Small POSIX file helpers with the permissions and durability the keychain needs.
+package enum FileSystem {
+    /// Creates `path` (and parents) with mode 0700 if missing, and tightens an existing folder to 0700.
+    package static func ensurePrivateDirectory(_ path: String) throws(KeychainError) {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw KeychainError(code: .io, message: "Cannot create the keychain folder \(path): \(error.localizedDescription). Check its parent's permissions or set KEYCHAIN_HOME to a writable folder.", cause: nil)
+        }
+        _ = chmod(path, 0o700)
+    }
+
+    /// Reads a whole file, or returns nil when it does not exist.
+    package static func read(_ path: String) throws(KeychainError) -> Data? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw ioError("read", path)
+        }
+        defer { close(fd) }
+        var result = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; throw ioError("read", path) }
+            if n == 0 { break }
+            result.append(contentsOf: buffer[0 ..< n])
+        }
+        return result
+    }
+
+    /// Writes `bytes` to a new 0600 file beside `path`, fsyncs it, and publishes it at `path`.
+    ///
+    /// With `exclusive`, publication uses `link(2)` and fails with `false` if `path` already exists (so two
+    /// processes creating the same file race safely); otherwise it uses `rename(2)` and replaces any old file.
+    /// The folder is fsynced afterwards so the new name survives a crash.
+    @discardableResult
+    package static func writeAtomically(_ bytes: some Collection<UInt8>, to path: String, exclusive: Bool) throws(KeychainError) -> Bool {
+        let directory = NSStringPath(path).deletingLastPathComponent
+        let temp = "\(path).tmp-\(getpid())-\(UInt64.random(in: 0 ... .max))"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd < 0 { throw ioError("create", temp) }
+        var ok = false
+        defer { if !ok || exclusive { unlink(temp) } }
+        let data = Array(bytes)
+        var written = 0
+        while written < data.count {
+            let n = data.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            if n < 0 { if errno == EINTR { continue }; close(fd); throw ioError("write", temp) }
+            written += n
+        }
+        if fsync(fd) != 0 { close(fd); throw ioError("fsync", temp) }
+        close(fd)
+        if exclusive {
+            if link(temp, path) != 0 {
+                if errno == EEXIST { ok = true; return false }
+                throw ioError("link", path)
+            }
+        } else if rename(temp, path) != 0 {
+            throw ioError("rename", path)
+        }
+        ok = true
+        syncDirectory(directory)
+        return true
+    }
+
+    /// Creates `path` as an empty 0600 file if it does not exist (so SQLite's -wal/-shm inherit 0600).
+    package static func createPrivateFile(_ path: String) throws(KeychainError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 { throw ioError("create", path) }
+        fchmod(fd, 0o600)
+        close(fd)
+    }
+
+    package static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 { fsync(fd); close(fd) }
+    }
+
+    static func ioError(_ operation: String, _ path: String) -> KeychainError {
+        let code = errno
+        let reason = String(cString: strerror(code))
+        return KeychainError(code: .io, message: "Cannot \(operation) \(path): \(reason). Check that KEYCHAIN_HOME is writable by you and the disk is not full.")
+    }
+}
+
+/// Path arithmetic without Foundation's NSString bridging.
+package struct NSStringPath: ExpressibleByStringLiteral {
+    let path: String
+    package init(stringLiteral value: String) { path = value }
+    package init(_ path: String) { self.path = path }
+    package var deletingLastPathComponent: String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+    package var lastPathComponent: String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+}
+

@@ -1,0 +1,463 @@
+import Foundation
+import Logging
+import Crypto
+import GRDB
+
+/// One item as read back from the store.
+package struct FoundItem: Sendable {
+    package var itemClass: ItemClass
+    package var uuid: Data
+    /// Every stored attribute, by four-character code.
+    package var attributes: [String: AttributeValue]
+    /// The secret, when it was requested and the item has one.
+    package var data: Data?
+
+    package var persistentRef: PersistentReference { PersistentReference(itemClass: itemClass, uuid: uuid) }
+}
+
+/// The keychain engine shared by Keychain Services, KeychainKit and the `security` tool: it owns the
+/// encrypted SQLite store and applies Apple's SecItem semantics to typed requests.
+///
+/// Thread-safe: one engine serves every thread of a process; several processes may open the same
+/// keychain at once (SQLite WAL with full sync, immediate write transactions, a busy timeout).
+package final class KeychainEngine: Sendable {
+    package let location: KeychainLocation
+    let pool: DatabasePool
+    let crypto: ItemCrypto
+    let logger: Logger
+    let random: any RandomSource
+
+    /// Schema version of `keychain-2.db` (`PRAGMA user_version`).
+    package static let schemaVersion = 1
+
+    /// Opens (creating when missing) the keychain at `location`.
+    package init(location: KeychainLocation, logger: Logger = Logger(label: "swift-keychain"),
+                 random: any RandomSource = SystemRandom()) throws(KeychainError) {
+        self.location = location
+        self.logger = logger
+        self.random = random
+        try FileSystem.ensurePrivateDirectory(location.home)
+        let deviceKey = try KeychainEngine.loadOrCreateDeviceKey(location, random: random)
+        let keybag = try KeychainEngine.loadOrCreateKeybag(location, deviceKey: deviceKey, random: random)
+        crypto = ItemCrypto(keybag: keybag, random: random)
+        try FileSystem.createPrivateFile(location.databasePath)
+        var config = Configuration()
+        config.busyMode = .timeout(120)
+        config.label = "keychain"
+        config.maximumReaderCount = 4
+        config.prepareDatabase { db in
+            // Every acknowledged write is fsynced before the call returns.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            pool = try DatabasePool(path: location.databasePath, configuration: config)
+            try pool.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    try KeychainEngine.migrate(db)
+                    return .commit
+                }
+            }
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError(code: .notAvailable, message: "Cannot open the keychain database \(location.databasePath). If it is damaged, move it away (a new, empty keychain is created).", cause: DescribedError(error))
+        }
+        logger.debug("opened keychain", metadata: ["home": "\(location.home)"])
+    }
+
+    // MARK: Files
+
+    static func loadOrCreateDeviceKey(_ location: KeychainLocation, random: any RandomSource) throws(KeychainError) -> SymmetricKey {
+        for _ in 0 ..< 2 {
+            if let bytes = try FileSystem.read(location.deviceKeyPath) {
+                guard bytes.count == 32 else {
+                    throw KeychainError(code: .corruptData, message: "\(location.deviceKeyPath) is not a device key (expected 32 bytes). Restore it from a backup.")
+                }
+                return SymmetricKey(data: bytes)
+            }
+            try FileSystem.writeAtomically(random.bytes(32), to: location.deviceKeyPath, exclusive: true)
+        }
+        throw KeychainError(code: .io, message: "Cannot create \(location.deviceKeyPath).")
+    }
+
+    static func loadOrCreateKeybag(_ location: KeychainLocation, deviceKey: SymmetricKey, random: any RandomSource) throws(KeychainError) -> Keybag {
+        for _ in 0 ..< 2 {
+            if let bytes = try FileSystem.read(location.keybagPath) {
+                return try Keybag.decode(bytes, deviceKey: deviceKey)
+            }
+            let bag = Keybag.generate(random: random)
+            try FileSystem.writeAtomically(bag.encode(deviceKey: deviceKey, random: random), to: location.keybagPath, exclusive: true)
+        }
+        throw KeychainError(code: .io, message: "Cannot create \(location.keybagPath).")
+    }
+
+    // MARK: Schema
+
+    static func column(_ code: String) -> String { "\"h_\(code)\"" }
+
+    static func migrate(_ db: Database) throws {
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        if version == schemaVersion { return }
+        guard version == 0 else {
+            throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: "keychain-2.db has schema version \(version); this swift-keychain understands \(schemaVersion). Upgrade swift-keychain.")
+        }
+        for cls in ItemClass.stored {
+            let t = cls.table
+            var columns = [
+                "rowid INTEGER PRIMARY KEY",
+                "uuid BLOB NOT NULL UNIQUE",
+                "pk BLOB NOT NULL UNIQUE",
+                "sync INTEGER NOT NULL DEFAULT 0",
+                "tomb INTEGER NOT NULL DEFAULT 0",
+                "pdmn TEXT NOT NULL",
+            ]
+            columns += cls.attributes.filter(\.searchable).map { "\(column($0.code)) BLOB" }
+            columns += ["meta BLOB NOT NULL", "secret BLOB"]
+            try db.execute(sql: "CREATE TABLE \"\(t)\" (\(columns.joined(separator: ", ")))")
+            for index in cls.indexes {
+                let name = "\(t)_" + index.joined(separator: "_")
+                try db.execute(sql: "CREATE INDEX \"\(name)\" ON \"\(t)\" (\(index.map(column).joined(separator: ", ")))")
+            }
+        }
+        try db.execute(sql: "PRAGMA user_version = \(schemaVersion)")
+    }
+
+    // MARK: Rows
+
+    struct StoredRow {
+        var rowid: Int64
+        var identity: ItemCrypto.RowIdentity
+        var meta: Data
+        var secret: Data?
+    }
+
+    func identity(for cls: ItemClass, uuid: Data, attributes: [String: AttributeValue], protection: ProtectionClass,
+                  sync: Bool, tombstone: Bool) -> ItemCrypto.RowIdentity {
+        ItemCrypto.RowIdentity(
+            table: cls.table, uuid: uuid, protection: protection,
+            groupHash: crypto.attributeHash(table: cls.table, code: "agrp", value: attributes["agrp"] ?? .string("")),
+            primaryKeyHash: crypto.primaryKeyHash(itemClass: cls, attributes: attributes),
+            sync: sync, tombstone: tombstone)
+    }
+
+    /// Builds the SQL filter for a query and the checks that must run on decrypted attributes.
+    func selectSQL(_ q: ItemQuery, groups: [String]?, columns: String) -> (sql: String, arguments: StatementArguments) {
+        let cls = q.itemClass
+        var clauses: [String] = []
+        var args: [(any DatabaseValueConvertible)?] = []
+        if let ref = q.persistentRef {
+            clauses.append("uuid = ?")
+            args.append(ref.uuid)
+        } else {
+            if case .int(let tomb)? = q.attributes["tomb"] {
+                clauses.append("tomb = ?"); args.append(tomb)
+            } else if q.attributes["tomb"] == nil {
+                clauses.append("tomb = 0")
+            }
+            switch q.sync {
+            case .local: clauses.append("sync = 0")
+            case .synchronizable: clauses.append("sync = 1")
+            case .any: break
+            }
+        }
+        if let groups {
+            clauses.append("h_agrp IN (\(Array(repeating: "?", count: groups.count).joined(separator: ",")))")
+            args += groups.map { crypto.attributeHash(table: cls.table, code: "agrp", value: .string($0)) }
+        }
+        for code in q.attributes.keys.sorted() where code != "agrp" {
+            guard let value = q.attributes[code], let descriptor = cls.attribute(code) else { continue }
+            if code == "pdmn", let s = value.stringValue {
+                clauses.append("pdmn = ?"); args.append(s)
+            } else if descriptor.searchable {
+                clauses.append("\(KeychainEngine.column(code)) = ?")
+                args.append(crypto.attributeHash(table: cls.table, code: code, value: value))
+            }
+        }
+        let whereClause = clauses.isEmpty ? "" : " WHERE " + clauses.joined(separator: " AND ")
+        return ("SELECT \(columns) FROM \"\(cls.table)\"\(whereClause) ORDER BY rowid", StatementArguments(args))
+    }
+
+    static let rowColumns = "rowid, uuid, pdmn, sync, tomb, h_agrp, pk, meta"
+
+    /// The access groups a query is confined to: nil means every group.
+    func visibleGroups(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [String]? {
+        if let group = q.accessGroup {
+            guard caller.allows(group) else { throw missingEntitlement(group, caller: caller) }
+            return [group]
+        }
+        if caller.unrestricted { return nil }
+        guard !caller.groups.isEmpty else { throw noEntitlements() }
+        return caller.groups
+    }
+
+    func missingEntitlement(_ group: String, caller: AccessPolicy) -> KeychainError {
+        KeychainError(code: .missingEntitlement, message: "This process is not entitled to access group '\(group)'; its groups are \(caller.groups). Add the group to 'keychain-access-groups' in the plist named by KEYCHAIN_ENTITLEMENTS.")
+    }
+
+    func noEntitlements() -> KeychainError {
+        KeychainError(code: .missingEntitlement, message: "This process has no keychain access groups. Give it 'keychain-access-groups' or 'application-identifier' in the plist named by KEYCHAIN_ENTITLEMENTS.")
+    }
+
+    /// Reads the rows matching `q`, decrypting and verifying each; stops after `limit` matches.
+    func matchingRows(_ db: Database, _ q: ItemQuery, groups: [String]?, includeSecret: Bool, limit: Int?) throws -> [(StoredRow, FoundItem)] {
+        let cls = q.itemClass
+        let columns = KeychainEngine.rowColumns + (includeSecret ? ", secret" : "")
+        let (sql, arguments) = selectSQL(q, groups: groups, columns: columns)
+        let statement = try db.cachedStatement(sql: sql)
+        let cursor = try Row.fetchCursor(statement, arguments: arguments)
+        var out: [(StoredRow, FoundItem)] = []
+        while let row = try cursor.next() {
+            let pdmnRaw: String = row[2]
+            guard let protection = ProtectionClass(rawValue: pdmnRaw) else {
+                logger.error("skipping item with unknown protection class", metadata: ["class": "\(cls.rawValue)"])
+                continue
+            }
+            let identity = ItemCrypto.RowIdentity(table: cls.table, uuid: row[1], protection: protection,
+                                                  groupHash: row[5], primaryKeyHash: row[6],
+                                                  sync: (row[3] as Int64) != 0, tombstone: (row[4] as Int64) != 0)
+            let stored = StoredRow(rowid: row[0], identity: identity, meta: row[7], secret: includeSecret ? row[8] : nil)
+            let attributes: [String: AttributeValue]
+            do {
+                attributes = try crypto.openAttributes(stored.meta, row: identity)
+            } catch let error where error.code == .corruptData {
+                logger.error("skipping item that failed authentication", metadata: ["class": "\(cls.rawValue)"])
+                continue
+            }
+            guard matches(attributes, q) else { continue }
+            var item = FoundItem(itemClass: cls, uuid: identity.uuid, attributes: attributes, data: nil)
+            if includeSecret, let blob = stored.secret {
+                item.data = try crypto.openSecret(blob, row: identity)
+            }
+            out.append((stored, item))
+            if let limit, out.count >= limit { break }
+        }
+        return out
+    }
+
+    /// Verifies on decrypted attributes what the hash columns selected (and what they cannot: dates, hosts).
+    func matches(_ attributes: [String: AttributeValue], _ q: ItemQuery) -> Bool {
+        for (code, wanted) in q.attributes {
+            guard let actual = attributes[code] else { return false }
+            if actual != wanted && actual.matchBytes != wanted.matchBytes { return false }
+        }
+        if let host = q.hostOrSubdomain {
+            guard let server = attributes["srvr"]?.stringValue,
+                  server == host || server.hasSuffix("." + host) else { return false }
+        }
+        return true
+    }
+
+    // MARK: Operations
+
+    /// Inserts an item (Apple's `SecItemAdd`), returning it as stored.
+    package func add(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> FoundItem {
+        let cls = q.itemClass
+        guard cls != .identity else { throw .param("Identities cannot be added by attributes.") }
+        var attributes = q.attributes
+        let group: String
+        if let explicit = q.accessGroup {
+            guard caller.allows(explicit) else { throw missingEntitlement(explicit, caller: caller) }
+            group = explicit
+        } else {
+            guard let first = caller.defaultGroup else { throw noEntitlements() }
+            group = first
+        }
+        attributes["agrp"] = .string(group)
+        let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:))
+            ?? cls.defaultAccessibility
+        if protection == .whenPasscodeSetThisDeviceOnly {
+            throw KeychainError(code: .authenticationFailed, message: "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a keychain passcode, and none is set.")
+        }
+        attributes["pdmn"] = .string(protection.rawValue)
+        let sync = q.sync == .synchronizable
+        attributes["sync"] = .int(sync ? 1 : 0)
+        attributes["tomb"] = .int(0)
+        for descriptor in cls.attributes where attributes[descriptor.code] == nil {
+            if let value = descriptor.defaultValue, descriptor.primaryKey { attributes[descriptor.code] = value }
+        }
+        let now = Date()
+        attributes["cdat"] = .date(now)
+        attributes["mdat"] = .date(now)
+        let uuid = Data(random.bytes(ItemCrypto.uuidLength))
+        let identity = identity(for: cls, uuid: uuid, attributes: attributes, protection: protection, sync: sync, tombstone: false)
+        let meta = try crypto.sealAttributes(attributes, row: identity)
+        let secret = try q.valueData.map { (data) throws(KeychainError) in try crypto.sealSecret(data, row: identity) }
+        let hashes: [(String, Data)] = cls.attributes.compactMap { d in
+            guard d.searchable, let v = attributes[d.code] else { return nil }
+            return (d.code, crypto.attributeHash(table: cls.table, code: d.code, value: v))
+        }
+        let names = ["uuid", "pk", "sync", "tomb", "pdmn", "meta", "secret"] + hashes.map { KeychainEngine.column($0.0) }
+        let sql = "INSERT INTO \"\(cls.table)\" (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ",")))"
+        var args: [(any DatabaseValueConvertible)?] = [uuid, identity.primaryKeyHash, sync ? 1 : 0, 0, protection.rawValue, meta, secret]
+        args += hashes.map { $0.1 }
+        let arguments = StatementArguments(args)
+        try write { db in
+            do {
+                try db.cachedStatement(sql: sql).execute(arguments: arguments)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                // A tombstone (deleted synchronizable item) with the same key is silently replaced.
+                let removed = try db.cachedStatement(sql: "DELETE FROM \"\(cls.table)\" WHERE pk = ? AND tomb = 1")
+                try removed.execute(arguments: [identity.primaryKeyHash])
+                guard db.changesCount > 0 else { throw KeychainError(code: .duplicateItem, message: "An item with the same primary key already exists in this access group. Update it with SecItemUpdate, or delete it first.") }
+                try db.cachedStatement(sql: sql).execute(arguments: arguments)
+            }
+        }
+        logger.debug("add", metadata: ["class": "\(cls.rawValue)"])
+        return FoundItem(itemClass: cls, uuid: uuid, attributes: attributes, data: q.valueData)
+    }
+
+    /// Finds matching items (Apple's `SecItemCopyMatching`); throws `errSecItemNotFound` when none match.
+    package func find(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [FoundItem] {
+        if q.itemClass == .identity {
+            _ = try visibleGroups(q, caller: caller)
+            throw .notFound("No identity matched: identities (certificate plus private key) are not supported yet.")
+        }
+        let groups = try visibleGroups(q, caller: caller)
+        let items = try read { db in
+            try matchingRows(db, q, groups: groups, includeSecret: q.returns.data, limit: q.limit.maximum).map(\.1)
+        }
+        logger.debug("copy-matching", metadata: ["class": "\(q.itemClass.rawValue)", "count": "\(items.count)"])
+        guard !items.isEmpty else { throw .notFound() }
+        return items
+    }
+
+    /// Updates every matching item (Apple's `SecItemUpdate`); the whole update is one transaction.
+    package func update(_ q: ItemQuery, attributes changes: [String: AttributeValue], sync newSync: Bool?, data: Data?,
+                        caller: AccessPolicy) throws(KeychainError) {
+        let cls = q.itemClass
+        if q.hasReturnKeys { throw .param("SecItemUpdate's query cannot contain kSecReturn… keys.") }
+        if q.hasMatchKeys { throw .param("SecItemUpdate's query cannot contain kSecMatch… keys (not even kSecMatchLimit).") }
+        if cls == .identity { throw .notFound("Identities cannot be updated yet.") }
+        if case .string(let group)? = changes["agrp"], !caller.allows(group) { throw missingEntitlement(group, caller: caller) }
+        if changes["pdmn"]?.stringValue == ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue {
+            throw KeychainError(code: .authenticationFailed, message: "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a keychain passcode, and none is set.")
+        }
+        let groups = try visibleGroups(q, caller: caller)
+        let count = try write { db in
+            let rows = try matchingRows(db, q, groups: groups, includeSecret: true, limit: nil)
+            guard !rows.isEmpty else { throw KeychainError.notFound() }
+            let now = Date()
+            for (stored, item) in rows {
+                var attributes = item.attributes
+                for (code, value) in changes { attributes[code] = value }
+                let sync = newSync ?? stored.identity.sync
+                attributes["sync"] = .int(sync ? 1 : 0)
+                attributes["mdat"] = .date(now)
+                let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? stored.identity.protection
+                let identity = identity(for: cls, uuid: stored.identity.uuid, attributes: attributes, protection: protection, sync: sync, tombstone: false)
+                let meta = try crypto.sealAttributes(attributes, row: identity)
+                var secret = stored.secret
+                if let data {
+                    secret = try crypto.sealSecret(data, row: identity)
+                } else if let old = stored.secret, protection != stored.identity.protection {
+                    secret = try crypto.rewrapSecret(old, from: stored.identity, to: identity)
+                }
+                var sets = ["pk = ?", "sync = ?", "pdmn = ?", "meta = ?", "secret = ?"]
+                var args: [(any DatabaseValueConvertible)?] = [identity.primaryKeyHash, sync ? 1 : 0, protection.rawValue, meta, secret]
+                for d in cls.attributes where d.searchable {
+                    sets.append("\(KeychainEngine.column(d.code)) = ?")
+                    args.append(attributes[d.code].map { crypto.attributeHash(table: cls.table, code: d.code, value: $0) })
+                }
+                args.append(stored.rowid)
+                do {
+                    try db.cachedStatement(sql: "UPDATE \"\(cls.table)\" SET \(sets.joined(separator: ", ")) WHERE rowid = ?")
+                        .execute(arguments: StatementArguments(args))
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                    throw KeychainError(code: .duplicateItem, message: "The update would give an item the same primary key as another item; nothing was changed.")
+                }
+            }
+            return rows.count
+        }
+        logger.debug("update", metadata: ["class": "\(cls.rawValue)", "count": "\(count)"])
+    }
+
+    /// Deletes every matching item (Apple's `SecItemDelete`), leaving tombstones for synchronizable ones.
+    @discardableResult
+    package func delete(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> Int {
+        let cls = q.itemClass
+        if q.hasMatchKeys { throw .param("SecItemDelete's query cannot contain kSecMatch… keys (not even kSecMatchLimit).") }
+        if cls == .identity {
+            _ = try visibleGroups(q, caller: caller)
+            throw .notFound("No identity matched: identities are not supported yet.")
+        }
+        let groups = try visibleGroups(q, caller: caller)
+        let count = try write { db in
+            let rows = try matchingRows(db, q, groups: groups, includeSecret: false, limit: nil)
+            guard !rows.isEmpty else { throw KeychainError.notFound() }
+            for (stored, item) in rows {
+                if stored.identity.sync {
+                    var attributes = item.attributes
+                    attributes["tomb"] = .int(1)
+                    attributes["mdat"] = .date(Date())
+                    var identity = stored.identity
+                    identity.tombstone = true
+                    let meta = try crypto.sealAttributes(attributes, row: identity)
+                    try db.cachedStatement(sql: "UPDATE \"\(cls.table)\" SET tomb = 1, meta = ?, secret = NULL WHERE rowid = ?")
+                        .execute(arguments: [meta, stored.rowid])
+                } else {
+                    try db.cachedStatement(sql: "DELETE FROM \"\(cls.table)\" WHERE rowid = ?").execute(arguments: [stored.rowid])
+                }
+            }
+            return rows.count
+        }
+        logger.debug("delete", metadata: ["class": "\(cls.rawValue)", "count": "\(count)"])
+        return count
+    }
+
+    // MARK: Database access with error mapping
+
+    func read<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
+        do {
+            return try pool.read(body)
+        } catch {
+            throw mapError(error)
+        }
+    }
+
+    func write<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
+        do {
+            return try pool.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                guard let result else { throw KeychainError(code: .internal, message: "Transaction produced no result.") }
+                return result
+            }
+        } catch {
+            throw mapError(error)
+        }
+    }
+
+    func mapError(_ error: any Error) -> KeychainError {
+        if let error = error as? KeychainError { return error }
+        if let error = error as? DatabaseError {
+            logger.error("database error", metadata: ["code": "\(error.resultCode.rawValue)"])
+            switch error.resultCode {
+            case .SQLITE_BUSY, .SQLITE_LOCKED:
+                return KeychainError(code: .io, message: "The keychain database stayed busy too long; another process holds a long write. Try again.", cause: DescribedError(error))
+            case .SQLITE_FULL:
+                return KeychainError(code: .io, status: .diskFull, message: "The disk is full. Free some space and try again.", cause: DescribedError(error))
+            case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+                return KeychainError(code: .notAvailable, message: "keychain-2.db is damaged. Restore it from a backup, or move it away to start a new keychain.", cause: DescribedError(error))
+            default:
+                return KeychainError(code: .io, message: "The keychain database failed (SQLite code \(error.resultCode.rawValue)). Check KEYCHAIN_HOME's disk and permissions.", cause: DescribedError(error))
+            }
+        }
+        return KeychainError(code: .internal, message: "Unexpected failure.", cause: DescribedError(error))
+    }
+}
+
+/// A sendable description of an underlying error. Database errors may quote SQL and its arguments, which
+/// can contain hashes but never values; only the result code and message are kept.
+package struct DescribedError: Error, Sendable, CustomStringConvertible {
+    package let description: String
+    init(_ error: any Error) {
+        if let db = error as? DatabaseError {
+            description = "SQLite error \(db.resultCode.rawValue): \(db.message ?? "")"
+        } else {
+            description = String(describing: type(of: error))
+        }
+    }
+}

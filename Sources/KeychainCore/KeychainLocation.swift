@@ -1,0 +1,25 @@
+import Foundation
+
+/// Where a keychain's files live: `$KEYCHAIN_HOME`, else `$XDG_DATA_HOME/keychain`, else
+/// `~/.local/share/keychain`. The folder is 0700; every file in it is 0600.
+package struct KeychainLocation: Sendable, Hashable {
+    /// The keychain folder.
+    package let home: String
+
+    package init(home: String) { self.home = home }
+
+    /// The location the environment names.
+    package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> KeychainLocation {
+        if let home = environment["KEYCHAIN_HOME"], !home.isEmpty { return KeychainLocation(home: home) }
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return KeychainLocation(home: xdg + "/keychain") }
+        let user = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
+        return KeychainLocation(home: user + "/.local/share/keychain")
+    }
+
+    /// The item database (Apple's name).
+    package var databasePath: String { home + "/keychain-2.db" }
+    /// The keybag holding the wrapped class keys and metadata key.
+    package var keybagPath: String { home + "/keychain.keybag" }
+    /// The random device key that wraps the keybag.
+    package var deviceKeyPath: String { home + "/device.key" }
+}

@@ -1,0 +1,241 @@
+import Foundation
+
+/// Parses SecItem dictionaries the way Apple's `securityd` does (`SecDbQuery.c`, `query_applier`):
+/// keys are classified by length and first character, values coerced by the schema's kinds.
+package enum QueryParser {
+    /// The operation a dictionary is parsed for; each accepts a different set of keys.
+    package enum Operation: Sendable { case add, copyMatching, update, delete }
+
+    static let accessibleValues = Set(ProtectionClass.allCases.map(\.rawValue))
+    static let synchronizableAny = "syna"
+
+    /// Parses the query (or Add attributes) dictionary.
+    package static func parse(_ dict: [String: PlistValue], for operation: Operation) throws(KeychainError) -> ItemQuery {
+        let itemClass: ItemClass
+        var persistentRef: PersistentReference?
+        if let refValue = dict["v_PersistentRef"], operation != .add {
+            guard case .data(let data) = refValue, let ref = PersistentReference(data) else {
+                throw .param("kSecValuePersistentRef must be a persistent reference returned by this keychain (Data).")
+            }
+            persistentRef = ref
+        }
+        switch dict["class"] {
+        case .string(let raw)?:
+            guard let cls = ItemClass(rawValue: raw) else {
+                throw KeychainError(code: .noSuchClass, message: "kSecClass '\(raw)' is not an item class. Use kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey or kSecClassIdentity.")
+            }
+            if let persistentRef, persistentRef.itemClass != cls {
+                throw .param("kSecClass does not match the class of kSecValuePersistentRef.")
+            }
+            itemClass = cls
+        case nil:
+            guard let persistentRef else { throw .param("The query has no kSecClass. Add kSecClass (for example kSecClassGenericPassword).") }
+            itemClass = persistentRef.itemClass
+        case let other?:
+            throw .param("kSecClass must be a string such as kSecClassGenericPassword, not a \(other.typeName).")
+        }
+
+        var query = ItemQuery(itemClass: itemClass)
+        query.persistentRef = persistentRef
+        for key in dict.keys.sorted() {
+            guard let value = dict[key] else { continue }
+            try apply(key: key, value: value, to: &query, operation: operation)
+        }
+        if persistentRef != nil, !query.attributes.isEmpty || query.syncGiven {
+            throw .param("A query by kSecValuePersistentRef cannot also match attributes.")
+        }
+        if operation == .add, query.itemClass == .identity {
+            throw .param("Identities cannot be added by attributes: add the certificate and its private key instead.")
+        }
+        return query
+    }
+
+    private static func apply(key: String, value: PlistValue, to query: inout ItemQuery, operation: Operation) throws(KeychainError) {
+        if key.utf8.count == 4 {
+            try applyAttribute(key, value, to: &query, operation: operation)
+            return
+        }
+        switch key.first {
+        case "c":
+            guard key == "class" else { throw .param("Unknown key '\(key)' in the query dictionary.") }
+        case "m":
+            query.hasMatchKeys = true
+            try applyMatch(key, value, to: &query, operation: operation)
+        case "r":
+            query.hasReturnKeys = true
+            let flag = try boolean(value, key: key)
+            switch key {
+            case "r_Data": query.returns.data = flag
+            case "r_Attributes": query.returns.attributes = flag
+            case "r_Ref": query.returns.ref = flag
+            case "r_PersistentRef": query.returns.persistentRef = flag
+            default: throw .param("Unknown return key '\(key)'.")
+            }
+        case "u":
+            break // kSecUseAuthenticationUI, kSecUseOperationPrompt, …: accepted, nothing to do without access control.
+        case "v":
+            switch key {
+            case "v_Data":
+                guard case .data(let data) = value else {
+                    throw .param("kSecValueData must be Data, not a \(value.typeName). Encode strings with Data(string.utf8).")
+                }
+                query.valueData = data
+            case "v_PersistentRef":
+                if operation == .add { throw .param("kSecValuePersistentRef cannot be used to add an item.") }
+            case "v_Ref":
+                throw .param("kSecValueRef needs a SecKey, SecCertificate or SecIdentity, which this keychain does not create yet.")
+            default:
+                throw .param("Unknown value key '\(key)'.")
+            }
+        case "f":
+            break
+        default:
+            throw .param("Unknown key '\(key)' in the query dictionary.")
+        }
+    }
+
+    private static func applyMatch(_ key: String, _ value: PlistValue, to query: inout ItemQuery, operation: Operation) throws(KeychainError) {
+        switch key {
+        case "m_Limit":
+            switch value {
+            case .string("m_LimitOne"): query.limit = .one
+            case .string("m_LimitAll"): query.limit = .all
+            case .int(let n) where n >= 1: query.limit = n == 1 ? .one : .count(Int(clamping: n))
+            default: throw .param("kSecMatchLimit must be kSecMatchLimitOne, kSecMatchLimitAll or a positive number.")
+            }
+        case "m_CaseInsensitive":
+            // Accepted and ignored, as on Apple's data-protection keychain: matching is always byte-exact.
+            _ = try boolean(value, key: key)
+        case "m_ItemList", "m_SearchList", "m_DiacriticInsensitive", "m_WidthInsensitive":
+            break // Accepted and not filtered on, as securityd does.
+        case "m_HostOrSubdomainOfHost":
+            guard query.itemClass == .internetPassword else {
+                throw KeychainError(code: .unimplemented, message: "kSecMatchHostOrSubdomainOfHost applies to internet passwords only.")
+            }
+            guard case .string(let host) = value else { throw .param("kSecMatchHostOrSubdomainOfHost must be a string.") }
+            query.hostOrSubdomain = host
+        case "m_Policy", "m_Issuers", "m_EmailAddressIfPresent", "m_SubjectContains", "m_SubjectStartsWith",
+             "m_SubjectEndsWith", "m_SubjectWholeString", "m_TrustedOnly", "m_ValidOnDate":
+            throw KeychainError(code: .unimplemented, message: "\(key) is not supported yet.")
+        default:
+            throw .param("Unknown match key '\(key)'.")
+        }
+    }
+
+    private static func applyAttribute(_ code: String, _ value: PlistValue, to query: inout ItemQuery, operation: Operation) throws(KeychainError) {
+        switch code {
+        case "nleg", "musr":
+            return // kSecUseDataProtectionKeychain; the single-user keychain ignores musr.
+        case "sync":
+            query.syncGiven = true
+            switch value {
+            case .string(synchronizableAny):
+                guard operation != .add else { throw .param("kSecAttrSynchronizableAny cannot be used to add an item; use true or false.") }
+                query.sync = .any
+            default:
+                let flag: Bool
+                switch value {
+                case .bool(let b): flag = b
+                case .int(let i) where i == 0 || i == 1: flag = i == 1
+                case .string("0"), .string("1"): flag = value == .string("1")
+                default: throw .param("kSecAttrSynchronizable must be a boolean or kSecAttrSynchronizableAny.")
+                }
+                query.sync = flag ? .synchronizable : .local
+            }
+            return
+        default:
+            break
+        }
+        guard let descriptor = query.itemClass.attribute(code) else {
+            throw KeychainError(code: .noSuchAttribute, message: "'\(code)' is not an attribute of class \(query.itemClass.rawValue).")
+        }
+        query.attributes[code] = try coerce(value, to: descriptor)
+    }
+
+    /// Coerces a value to an attribute's kind (Apple's `SecDbItem.c` `copyBlob/copyNumber/…`).
+    package static func coerce(_ value: PlistValue, to descriptor: AttributeDescriptor) throws(KeychainError) -> AttributeValue {
+        let bad = KeychainError.param("The value of attribute '\(descriptor.code)' has the wrong type (\(value.typeName)).")
+        switch descriptor.kind {
+        case .blob:
+            switch value {
+            case .string(let s): return .string(s)
+            case .data(let d): return .data(d)
+            case .int(let i): return .int(i)
+            case .double(let d): return .double(d)
+            default: throw bad
+            }
+        case .number:
+            switch value {
+            case .int(let i): return .int(i)
+            case .double(let d): return d.rounded() == d && abs(d) < 9e18 ? .int(Int64(d)) : .double(d)
+            case .bool(let b): return .int(b ? 1 : 0)
+            case .string(let s):
+                if let i = Int64(s) { return .int(i) }
+                return .string(s)
+            default: throw bad
+            }
+        case .date:
+            guard case .date(let d) = value else { throw bad }
+            return .date(d)
+        case .string:
+            switch value {
+            case .string(let s): return .string(s)
+            case .data(let d):
+                guard let s = String(validating: d, as: UTF8.self) else { throw bad }
+                return .string(s)
+            default: throw bad
+            }
+        case .data:
+            switch value {
+            case .data(let d): return .data(d)
+            case .string(let s): return .data(Data(s.utf8))
+            default: throw bad
+            }
+        case .accessibility:
+            guard case .string(let s) = value, accessibleValues.contains(s) else {
+                throw .param("kSecAttrAccessible must be one of the kSecAttrAccessible… constants.")
+            }
+            return .string(s)
+        case .accessControl:
+            throw .param("kSecAttrAccessControl needs a SecAccessControl object, which this keychain does not support yet.")
+        }
+    }
+
+    private static func boolean(_ value: PlistValue, key: String) throws(KeychainError) -> Bool {
+        guard case .bool(let flag) = value else {
+            throw .param("\(key) must be a boolean (true or kCFBooleanTrue), not a \(value.typeName).")
+        }
+        return flag
+    }
+
+    /// Parses the attributes-to-update dictionary of SecItemUpdate for `itemClass` (Apple's
+    /// `query_update_applier`): every key other than `kSecValueData` must be an attribute of the class.
+    package static func parseUpdate(_ dict: [String: PlistValue], itemClass: ItemClass) throws(KeychainError) -> (attributes: [String: AttributeValue], sync: Bool?, data: Data?) {
+        var attributes: [String: AttributeValue] = [:]
+        var sync: Bool?
+        var data: Data?
+        for key in dict.keys.sorted() {
+            guard let value = dict[key] else { continue }
+            switch key {
+            case "v_Data":
+                guard case .data(let d) = value else { throw .param("kSecValueData must be Data, not a \(value.typeName).") }
+                data = d
+            case "musr", "nleg":
+                continue
+            case "sync":
+                switch value {
+                case .bool(let b): sync = b
+                case .int(let i) where i == 0 || i == 1: sync = i == 1
+                default: throw .param("kSecAttrSynchronizable in an update must be true or false.")
+                }
+            default:
+                guard let descriptor = itemClass.attribute(key) else {
+                    throw KeychainError(code: .noSuchAttribute, message: "'\(key)' cannot be updated: it is not an attribute of class \(itemClass.rawValue).")
+                }
+                if descriptor.readOnly { continue } // cdat/mdat are set by the keychain.
+                attributes[key] = try coerce(value, to: descriptor)
+            }
+        }
+        return (attributes, sync, data)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// Apple's four SecItem operations on property-list dictionaries, with Apple's result shapes.
+///
+/// The API layer converts CoreFoundation values to ``PlistValue`` and back; everything between (parsing,
+/// entitlement checks, storage, result shaping) happens here, so embedded and daemon modes share it.
+extension KeychainEngine {
+    /// `SecItemAdd`. Returns the result object when a return key was set.
+    package func secItemAdd(_ attributes: [String: PlistValue], caller: AccessPolicy) throws(KeychainError) -> PlistValue? {
+        let q = try QueryParser.parse(attributes, for: .add)
+        if q.hasMatchKeys { throw .param("SecItemAdd does not take kSecMatch… keys.") }
+        let item = try add(q, caller: caller)
+        guard q.returns.any else { return nil }
+        return KeychainEngine.shape(item, q.returns, addResult: true)
+    }
+
+    /// `SecItemCopyMatching`.
+    package func secItemCopyMatching(_ query: [String: PlistValue], caller: AccessPolicy) throws(KeychainError) -> PlistValue? {
+        let q = try QueryParser.parse(query, for: .copyMatching)
+        let items = try find(q, caller: caller)
+        guard q.returns.any else { return nil }
+        if q.limit.returnsArray {
+            let shaped = items.compactMap { KeychainEngine.shape($0, q.returns, addResult: false) }
+            return shaped.isEmpty ? nil : .array(shaped)
+        }
+        return items.first.flatMap { KeychainEngine.shape($0, q.returns, addResult: false) }
+    }
+
+    /// `SecItemUpdate`.
+    package func secItemUpdate(_ query: [String: PlistValue], attributesToUpdate: [String: PlistValue], caller: AccessPolicy) throws(KeychainError) {
+        let q = try QueryParser.parse(query, for: .update)
+        let (changes, sync, data) = try QueryParser.parseUpdate(attributesToUpdate, itemClass: q.itemClass)
+        try update(q, attributes: changes, sync: sync, data: data, caller: caller)
+    }
+
+    /// `SecItemDelete`.
+    package func secItemDelete(_ query: [String: PlistValue], caller: AccessPolicy) throws(KeychainError) {
+        let q = try QueryParser.parse(query, for: .delete)
+        try delete(q, caller: caller)
+    }
+
+    /// The attributes Apple returns for an item: everything stored, plus `musr` (empty for the single-user keychain).
+    package static func returnedAttributes(_ item: FoundItem) -> [String: PlistValue] {
+        var out = item.attributes.mapValues(\.plist)
+        out["musr"] = .data(Data())
+        return out
+    }
+
+    /// One item's result (Apple's `SecDbItemCopyResult` plus the client's post-processing).
+    static func shape(_ item: FoundItem, _ r: ReturnOptions, addResult: Bool) -> PlistValue? {
+        switch (r.data, r.attributes, r.ref, r.persistentRef) {
+        case (true, false, false, false):
+            return .data(item.data ?? Data())
+        case (false, false, false, true):
+            return .data(item.persistentRef.data)
+        case (false, false, true, false):
+            // Password items have no ref object on iOS: success with a NULL result.
+            return nil
+        default:
+            var dict: [String: PlistValue] = r.attributes ? returnedAttributes(item) : [:]
+            if r.data, let data = item.data { dict["v_Data"] = .data(data) }
+            if r.persistentRef { dict["v_PersistentRef"] = .data(item.persistentRef.data) }
+            if r.ref { dict["class"] = .string(item.itemClass.rawValue) }
+            return .dictionary(dict)
+        }
+    }
+}
