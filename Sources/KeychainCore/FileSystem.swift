@@ -32,7 +32,7 @@ package enum FileSystem {
         var result = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let n = buffer.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
             if n < 0 { if errno == EINTR { continue }; throw ioError("read", path) }
             if n == 0 { break }
             result.append(contentsOf: buffer[0 ..< n])
@@ -56,7 +56,10 @@ package enum FileSystem {
         let data = Array(bytes)
         var written = 0
         while written < data.count {
-            let n = data.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            let n = data.withUnsafeBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return write(fd, base + written, raw.count - written)
+            }
             if n < 0 { if errno == EINTR { continue }; close(fd); throw ioError("write", temp) }
             written += n
         }
@@ -83,6 +86,19 @@ package enum FileSystem {
         close(fd)
     }
 
+    /// Runs `body` holding an exclusive `flock(2)` on `path` (created 0600), so that processes opening the
+    /// same keychain for the first time create its files one at a time.
+    package static func withExclusiveLock<T>(_ path: String, _ body: () throws(KeychainError) -> T) throws(KeychainError) -> T {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 { throw ioError("open", path) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { throw ioError("lock", path) }
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+
     package static func syncDirectory(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd >= 0 { fsync(fd); close(fd) }
@@ -93,6 +109,11 @@ package enum FileSystem {
         let reason = String(cString: strerror(code))
         return KeychainError(code: .io, message: "Cannot \(operation) \(path): \(reason). Check that KEYCHAIN_HOME is writable by you and the disk is not full.")
     }
+}
+
+/// `read(2)`, named apart from `FileSystem.read(_:)`.
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(fd, buffer, count)
 }
 
 /// Path arithmetic without Foundation's NSString bridging.

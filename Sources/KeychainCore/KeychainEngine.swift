@@ -37,9 +37,20 @@ package final class KeychainEngine: Sendable {
         self.logger = logger
         self.random = random
         try FileSystem.ensurePrivateDirectory(location.home)
+        // Opening is serialized across processes: two first opens must not race to create the keybag or to
+        // switch a new database to WAL.
+        (crypto, pool) = try FileSystem.withExclusiveLock(location.lockPath) { () throws(KeychainError) in
+            try KeychainEngine.open(location, random: random)
+        }
+        logger.debug("opened keychain", metadata: ["home": "\(location.home)"])
+    }
+
+    // MARK: Files
+
+    static func open(_ location: KeychainLocation, random: any RandomSource) throws(KeychainError) -> (ItemCrypto, DatabasePool) {
         let deviceKey = try KeychainEngine.loadOrCreateDeviceKey(location, random: random)
         let keybag = try KeychainEngine.loadOrCreateKeybag(location, deviceKey: deviceKey, random: random)
-        crypto = ItemCrypto(keybag: keybag, random: random)
+        let crypto = ItemCrypto(keybag: keybag, random: random)
         try FileSystem.createPrivateFile(location.databasePath)
         var config = Configuration()
         config.busyMode = .timeout(120)
@@ -50,22 +61,21 @@ package final class KeychainEngine: Sendable {
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         do {
-            pool = try DatabasePool(path: location.databasePath, configuration: config)
+            let pool = try DatabasePool(path: location.databasePath, configuration: config)
             try pool.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
                     try KeychainEngine.migrate(db)
                     return .commit
                 }
             }
+            return (crypto, pool)
         } catch let error as KeychainError {
             throw error
         } catch {
             throw KeychainError(code: .notAvailable, message: "Cannot open the keychain database \(location.databasePath). If it is damaged, move it away (a new, empty keychain is created).", cause: DescribedError(error))
         }
-        logger.debug("opened keychain", metadata: ["home": "\(location.home)"])
     }
 
-    // MARK: Files
 
     static func loadOrCreateDeviceKey(_ location: KeychainLocation, random: any RandomSource) throws(KeychainError) -> SymmetricKey {
         for _ in 0 ..< 2 {
@@ -145,15 +155,16 @@ package final class KeychainEngine: Sendable {
         let cls = q.itemClass
         var clauses: [String] = []
         var args: [(any DatabaseValueConvertible)?] = []
+        // Tombstones are never visible unless the caller asks for them by `tomb`.
+        if case .int(let tomb)? = q.attributes["tomb"] {
+            clauses.append("tomb = ?"); args.append(tomb)
+        } else if q.attributes["tomb"] == nil {
+            clauses.append("tomb = 0")
+        }
         if let ref = q.persistentRef {
             clauses.append("uuid = ?")
             args.append(ref.uuid)
         } else {
-            if case .int(let tomb)? = q.attributes["tomb"] {
-                clauses.append("tomb = ?"); args.append(tomb)
-            } else if q.attributes["tomb"] == nil {
-                clauses.append("tomb = 0")
-            }
             switch q.sync {
             case .local: clauses.append("sync = 0")
             case .synchronizable: clauses.append("sync = 1")
@@ -216,13 +227,7 @@ package final class KeychainEngine: Sendable {
                                                   groupHash: row[5], primaryKeyHash: row[6],
                                                   sync: (row[3] as Int64) != 0, tombstone: (row[4] as Int64) != 0)
             let stored = StoredRow(rowid: row[0], identity: identity, meta: row[7], secret: includeSecret ? row[8] : nil)
-            let attributes: [String: AttributeValue]
-            do {
-                attributes = try crypto.openAttributes(stored.meta, row: identity)
-            } catch let error where error.code == .corruptData {
-                logger.error("skipping item that failed authentication", metadata: ["class": "\(cls.rawValue)"])
-                continue
-            }
+            guard let attributes = try openAttributesSkippingCorrupt(stored.meta, row: identity) else { continue }
             guard matches(attributes, q) else { continue }
             var item = FoundItem(itemClass: cls, uuid: identity.uuid, attributes: attributes, data: nil)
             if includeSecret, let blob = stored.secret {
@@ -232,6 +237,18 @@ package final class KeychainEngine: Sendable {
             if let limit, out.count >= limit { break }
         }
         return out
+    }
+
+    /// Opens a row's attributes; a row that fails authentication (damaged or tampered with) is logged and
+    /// skipped, never deleted. (Kept out of `matchingRows`: a typed do/catch inside its loop makes the
+    /// Swift 6.3 compiler hang.)
+    func openAttributesSkippingCorrupt(_ meta: Data, row identity: ItemCrypto.RowIdentity) throws(KeychainError) -> [String: AttributeValue]? {
+        do {
+            return try crypto.openAttributes(meta, row: identity)
+        } catch where error.code == .corruptData {
+            logger.error("skipping item that failed authentication", metadata: ["class": "\(identity.table)"])
+            return nil
+        }
     }
 
     /// Verifies on decrypted attributes what the hash columns selected (and what they cannot: dates, hosts).

@@ -20,6 +20,8 @@ package struct KeychainLocation: Sendable, Hashable {
     package var databasePath: String { home + "/keychain-2.db" }
     /// The keybag holding the wrapped class keys and metadata key.
     package var keybagPath: String { home + "/keychain.keybag" }
+    /// The lock file that serializes first-time creation of the keychain's files.
+    package var lockPath: String { home + "/keychain.lock" }
     /// The random device key that wraps the keybag.
     package var deviceKeyPath: String { home + "/device.key" }
 }

@@ -1,1 +1,54 @@
-print("x")
+// A small program the tests run as a separate process: it calls Keychain Services exactly as an app
+// would, with KEYCHAIN_HOME and KEYCHAIN_ENTITLEMENTS from its environment.
+//
+//   keychain-test-helper add ACCOUNT SERVICE SECRET [GROUP]   → "status=N"
+//   keychain-test-helper add-and-hold ACCOUNT SERVICE SECRET  → "status=N", then sleeps until killed
+//   keychain-test-helper race BARRIER ACCOUNT SERVICE SECRET  → waits for file BARRIER, adds, "status=N"
+//   keychain-test-helper find ACCOUNT SERVICE [GROUP]         → "status=N", "data=…", "agrp=…"
+import Foundation
+import KeychainServices
+
+// Every `print` is flushed at once (line-buffered output), so a parent sees a status before a kill.
+func flushLine(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+let args = Array(CommandLine.arguments.dropFirst())
+
+func add(_ account: String, _ service: String, _ secret: String, group: String?) -> OSStatus {
+    var query: [String: Any] = [
+        kSecClass as String: kSecClassGenericPassword,
+        kSecAttrAccount as String: account,
+        kSecAttrService as String: service,
+        kSecValueData as String: Data(secret.utf8),
+    ]
+    if let group { query[kSecAttrAccessGroup as String] = group }
+    return SecItemAdd(query as CFDictionary, nil)
+}
+
+switch args.first {
+case "add" where args.count >= 4:
+    flushLine("status=\(add(args[1], args[2], args[3], group: args.count > 4 ? args[4] : nil))")
+case "add-and-hold" where args.count == 4:
+    flushLine("status=\(add(args[1], args[2], args[3], group: nil))")
+    while true { sleep(60) }
+case "race" where args.count == 5:
+    while !FileManager.default.fileExists(atPath: args[1]) { usleep(1_000) }
+    flushLine("status=\(add(args[2], args[3], args[4], group: nil))")
+case "find" where args.count >= 3:
+    var query: [String: Any] = [
+        kSecClass as String: kSecClassGenericPassword,
+        kSecAttrAccount as String: args[1],
+        kSecAttrService as String: args[2],
+        kSecReturnData as String: true,
+        kSecReturnAttributes as String: true,
+    ]
+    if args.count > 3 { query[kSecAttrAccessGroup as String] = args[3] }
+    var item: CFTypeRef?
+    let status = SecItemCopyMatching(query as CFDictionary, &item)
+    flushLine("status=\(status)")
+    if let dict = item as? [String: Any] {
+        if let data = dict[kSecValueData as String] as? Data { flushLine("data=\(String(decoding: data, as: UTF8.self))") }
+        if let group = dict[kSecAttrAccessGroup as String] as? String { flushLine("agrp=\(group)") }
+    }
+default:
+    FileHandle.standardError.write(Data("usage: keychain-test-helper add|add-and-hold|race|find …\n".utf8))
+    exit(2)
+}

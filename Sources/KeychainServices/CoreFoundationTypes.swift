@@ -1,0 +1,38 @@
+#if canImport(Security) && !KEYCHAIN_FORCE_BUILD_API
+@_exported import Security
+#else
+@_exported import Foundation
+
+// The CoreFoundation names that Keychain Services code uses, as Foundation types, so that code written
+// for Apple's platforms compiles unchanged on Linux.
+
+/// A CoreFoundation object (`AnyObject` here).
+public typealias CFTypeRef = AnyObject
+/// An immutable dictionary (Foundation's `NSDictionary`).
+public typealias CFDictionary = NSDictionary
+/// A mutable dictionary (Foundation's `NSMutableDictionary`).
+public typealias CFMutableDictionary = NSMutableDictionary
+/// An immutable string (Foundation's `NSString`).
+public typealias CFString = NSString
+/// Immutable bytes (Foundation's `NSData`).
+public typealias CFData = NSData
+/// An immutable array (Foundation's `NSArray`).
+public typealias CFArray = NSArray
+/// A number (Foundation's `NSNumber`).
+public typealias CFNumber = NSNumber
+/// A boolean number (Foundation's `NSNumber`).
+public typealias CFBoolean = NSNumber
+/// A point in time (Foundation's `NSDate`).
+public typealias CFDate = NSDate
+/// An error object (Foundation's `NSError`).
+public typealias CFError = NSError
+/// A CoreFoundation index or count.
+public typealias CFIndex = Int
+/// The result code of a Security framework call: `errSecSuccess` or an `errSec…` code.
+public typealias OSStatus = Int32
+
+/// The boolean `true` object.
+public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
+/// The boolean `false` object.
+public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)
+#endif

@@ -1,0 +1,68 @@
+import Foundation
+import Testing
+import KeychainServices
+import KeychainCore
+
+@Suite struct StoreSecurityTests {
+    /// Every byte under KEYCHAIN_HOME, including the -wal and -shm files.
+    func allFileBytes(_ home: String) throws -> [(String, Data)] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: home)
+        return try names.map { ($0, try Data(contentsOf: URL(fileURLWithPath: home + "/" + $0))) }
+    }
+
+    @Test func noSecretOrAttributeValueAppearsInAnyFile() throws {
+        let kc = try TestKeychain(groups: ["GROUPMARKERq9Zx"])
+        let secrets = ["SECRETMARKERx7Qw-correct-horse", "PASSWORDMARKERk2Jv"]
+        let values = ["ACCOUNTMARKERp3Lm", "SERVICEMARKERr8Ty", "LABELMARKERa1Sd", "COMMENTMARKERf4Gh", "SERVERMARKERh5Jk", "PATHMARKERb2Nm", "GROUPMARKERq9Zx"]
+        kc.run {
+            #expect(add(genp(values[0], values[1], [kSecAttrLabel as String: values[2], kSecAttrComment as String: values[3],
+                                                   kSecValueData as String: Data(secrets[0].utf8)])) == errSecSuccess)
+            #expect(add([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: values[4], kSecAttrPath as String: values[5],
+                         kSecAttrAccount as String: values[0], kSecValueData as String: Data(secrets[1].utf8)]) == errSecSuccess)
+            #expect(SecItemUpdate(genp(values[0], values[1]) as CFDictionary, [kSecValueData as String: Data((secrets[0] + "2").utf8)] as CFDictionary) == errSecSuccess)
+            // The items are really there and readable.
+            #expect(copy(genp(values[0], values[1], [kSecReturnData as String: true])).1 as? Data == Data((secrets[0] + "2").utf8))
+        }
+        let files = try allFileBytes(kc.home)
+        #expect(files.contains { $0.0 == "keychain-2.db-wal" }) // the WAL is checked too
+        for (name, bytes) in files {
+            for marker in secrets + values {
+                #expect(bytes.range(of: Data(marker.utf8)) == nil, "\(marker) found in \(name)")
+                // Also no UTF-16 copy of it.
+                #expect(bytes.range(of: marker.data(using: .utf16LittleEndian) ?? Data()) == nil, "\(marker) (UTF-16) found in \(name)")
+            }
+        }
+    }
+
+    @Test func filesArePrivate() throws {
+        let kc = try TestKeychain()
+        kc.run { #expect(add(genp("a", "s", [kSecValueData as String: Data("x".utf8)])) == errSecSuccess) }
+        let dirMode = try #require(try FileManager.default.attributesOfItem(atPath: kc.home)[.posixPermissions] as? Int)
+        #expect(dirMode & 0o777 == 0o700)
+        for name in try FileManager.default.contentsOfDirectory(atPath: kc.home) {
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: kc.home + "/" + name)[.posixPermissions] as? Int)
+            #expect(mode & 0o077 == 0, "\(name) is readable by others: \(String(mode, radix: 8))")
+        }
+    }
+
+    @Test func swappedRowsAreRejectedNotMisread() throws {
+        let kc = try TestKeychain()
+        kc.run {
+            #expect(add(genp("a", "s", [kSecValueData as String: Data("AAA".utf8)])) == errSecSuccess)
+            #expect(add(genp("b", "s", [kSecValueData as String: Data("BBB".utf8)])) == errSecSuccess)
+        }
+        // Someone with write access to the database moves b's sealed attributes and secret into a's row.
+        let sqlite = Process()
+        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        sqlite.arguments = [kc.home + "/keychain-2.db",
+                            "UPDATE genp SET meta = (SELECT meta FROM genp WHERE rowid = 2), secret = (SELECT secret FROM genp WHERE rowid = 2) WHERE rowid = 1;"]
+        try sqlite.run()
+        sqlite.waitUntilExit()
+        #expect(sqlite.terminationStatus == 0)
+        kc.run {
+            // Row 1 no longer authenticates and is skipped; b is still b; nobody reads "BBB" as a's secret.
+            #expect(copy(genp("a", "s", [kSecReturnData as String: true])).0 == errSecItemNotFound)
+            #expect(copy(genp("b", "s", [kSecReturnData as String: true])).1 as? Data == Data("BBB".utf8))
+        }
+    }
+}
