@@ -5,6 +5,7 @@
 //   keychain-test-helper add-and-hold ACCOUNT SERVICE SECRET  → "status=N", then sleeps until killed
 //   keychain-test-helper race BARRIER ACCOUNT SERVICE SECRET  → waits for file BARRIER, adds, "status=N"
 //   keychain-test-helper find ACCOUNT SERVICE [GROUP]         → "status=N", "data=…", "agrp=…"
+//   keychain-test-helper bench N                              → rough single-thread ops/s of add, find, update, delete
 import Foundation
 import KeychainServices
 
@@ -47,6 +48,28 @@ case "find" where args.count >= 3:
     if let dict = item as? [String: Any] {
         if let data = dict[kSecValueData as String] as? Data { flushLine("data=\(String(decoding: data, as: UTF8.self))") }
         if let group = dict[kSecAttrAccessGroup as String] as? String { flushLine("agrp=\(group)") }
+    }
+case "bench" where args.count == 2:
+    let n = Int(args[1]) ?? 1000
+    func measure(_ label: String, _ body: (Int) -> OSStatus) {
+        let start = DispatchTime.now().uptimeNanoseconds
+        for i in 0 ..< n where body(i) != errSecSuccess { flushLine("\(label) failed at \(i)"); exit(1) }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        flushLine("\(label): \(Int(Double(n) / seconds)) ops/s (\(n) in \(String(format: "%.2f", seconds)) s)")
+    }
+    measure("add") { add("account-\($0)", "bench", "secret-\($0)", group: nil) }
+    measure("find (return data)") { i in
+        var item: CFTypeRef?
+        return SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "account-\(i)",
+                                    kSecAttrService as String: "bench", kSecReturnData as String: true] as CFDictionary, &item)
+    }
+    measure("update") { i in
+        SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "account-\(i)",
+                       kSecAttrService as String: "bench"] as CFDictionary, [kSecValueData as String: Data("new-\(i)".utf8)] as CFDictionary)
+    }
+    measure("delete") { i in
+        SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "account-\(i)",
+                       kSecAttrService as String: "bench"] as CFDictionary)
     }
 default:
     FileHandle.standardError.write(Data("usage: keychain-test-helper add|add-and-hold|race|find …\n".utf8))
