@@ -53,7 +53,9 @@ package struct AccessPolicy: Sendable, Hashable {
 
     /// The name of the running executable (`/proc/self/exe`, else `argv[0]`).
     package static func currentExecutableName() -> String {
-        let arg0 = CommandLine.arguments.first ?? "unknown"
-        return NSStringPath(arg0).lastPathComponent
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"), !exe.isEmpty {
+            return NSStringPath(exe).lastPathComponent
+        }
+        return NSStringPath(CommandLine.arguments.first ?? "unknown").lastPathComponent
     }
 }

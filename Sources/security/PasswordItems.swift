@@ -1,0 +1,214 @@
+import Foundation
+import KeychainCore
+
+/// The attributes of a generic password given on the command line (`-a -s -l -j -D -G -c -C`).
+struct GenericPasswordAttributes {
+    var account: String?
+    var service: String?
+    var label: String?
+    var comment: String?
+    var kind: String?
+    var generic: String?
+    var creator: FourCharCode?
+    var type: FourCharCode?
+
+    /// Every given attribute, by four-character code.
+    var attributes: [String: AttributeValue] {
+        var out: [String: AttributeValue] = [:]
+        out["acct"] = account.map(AttributeValue.string)
+        out["svce"] = service.map(AttributeValue.string)
+        out["labl"] = label.map(AttributeValue.string)
+        out["icmt"] = comment.map(AttributeValue.string)
+        out["desc"] = kind.map(AttributeValue.string)
+        out["gena"] = generic.map(AttributeValue.string)
+        out["crtr"] = creator?.numberValue
+        out["type"] = type?.numberValue
+        return out
+    }
+
+    /// What a search matches on. As on macOS, when the whole primary key (account and service) is given the
+    /// other attributes are not searched on, so `-U` can change them.
+    var searchAttributes: [String: AttributeValue] {
+        let all = attributes
+        guard account != nil, service != nil else { return all }
+        return all.filter { ["acct", "svce"].contains($0.key) }
+    }
+
+    /// Whether no attribute was given at all.
+    var isEmpty: Bool { attributes.isEmpty }
+}
+
+/// The attributes of an internet password given on the command line (`-a -s -l -j -D -d -p -P -r -t -c -C`).
+struct InternetPasswordAttributes {
+    var account: String?
+    var server: String?
+    var label: String?
+    var comment: String?
+    var kind: String?
+    var securityDomain: String?
+    var path: String?
+    /// The port; 0 means none, as for macOS.
+    var port: UInt16?
+    var `protocol`: FourCharCode?
+    var authenticationType: FourCharCode?
+    var creator: FourCharCode?
+    var type: FourCharCode?
+
+    /// Every given attribute, by four-character code. Protocol and authentication type are stored as
+    /// four-character strings, as Apple's `kSecAttrProtocol…`/`kSecAttrAuthenticationType…` constants are.
+    var attributes: [String: AttributeValue] {
+        var out: [String: AttributeValue] = [:]
+        out["acct"] = account.map(AttributeValue.string)
+        out["srvr"] = server.map(AttributeValue.string)
+        out["labl"] = label.map(AttributeValue.string)
+        out["icmt"] = comment.map(AttributeValue.string)
+        out["desc"] = kind.map(AttributeValue.string)
+        out["sdmn"] = securityDomain.map(AttributeValue.string)
+        out["path"] = path.map(AttributeValue.string)
+        if let port, port != 0 { out["port"] = .int(Int64(port)) }
+        out["ptcl"] = `protocol`?.stringValue
+        out["atyp"] = authenticationType?.stringValue
+        out["crtr"] = creator?.numberValue
+        out["type"] = type?.numberValue
+        return out
+    }
+
+    /// What a search matches on: only the primary key when all of it is given (macOS's rule).
+    var searchAttributes: [String: AttributeValue] {
+        let all = attributes
+        let key = ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]
+        guard key.allSatisfy({ all[$0] != nil }) else { return all }
+        return all.filter { key.contains($0.key) }
+    }
+
+    var isEmpty: Bool { attributes.isEmpty }
+}
+
+/// The operations every password verb shares, with macOS's output and error messages.
+enum PasswordItems {
+    /// macOS's function name for a search that finds nothing.
+    static let searchFunction = "SecKeychainSearchCopyNext"
+    /// macOS's function name for failed updates (`-U`).
+    static let modifyFunction = "SecKeychainItemModifyContent"
+    /// macOS's function name for failed deletions.
+    static let deleteFunction = "SecKeychainItemDelete"
+
+    /// A search for the first item of `itemClass` matching `attributes`, in `accessGroup` when given and in
+    /// every group otherwise, local and synchronizable alike.
+    static func searchQuery(_ itemClass: ItemClass, _ attributes: [String: AttributeValue], accessGroup: String?,
+                            data: Bool) -> ItemQuery {
+        var query = ItemQuery(itemClass: itemClass)
+        query.attributes = attributes
+        if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
+        query.sync = .any
+        query.limit = .one
+        query.returns = ReturnOptions(data: data, attributes: true, persistentRef: true)
+        return query
+    }
+
+    /// The first matching item, or a `SecKeychainSearchCopyNext` failure.
+    static func findFirst(_ context: ToolContext, _ itemClass: ItemClass, _ attributes: [String: AttributeValue],
+                          accessGroup: String?, data: Bool) throws(ToolFailure) -> FoundItem {
+        let query = searchQuery(itemClass, attributes, accessGroup: accessGroup, data: data)
+        let items: [FoundItem]
+        do {
+            items = try context.engine.find(query, caller: context.caller)
+        } catch {
+            throw ToolFailure(searchFunction, error)
+        }
+        guard let item = items.first else { throw ToolFailure(searchFunction, status: .itemNotFound) }
+        return item
+    }
+
+    /// `find-…-password`: the item's description on stdout; with `-g` the password on stderr; with `-w`
+    /// only the password on stdout.
+    static func find(_ context: ToolContext, _ itemClass: ItemClass, _ attributes: [String: AttributeValue],
+                     accessGroup: String?, showPassword: Bool, passwordOnly: Bool) throws(ToolFailure) {
+        let item = try findFirst(context, itemClass, attributes, accessGroup: accessGroup,
+                                 data: showPassword || passwordOnly)
+        if passwordOnly {
+            Output.standardOutput(ItemPrinter.passwordOnly(item.data) + Data("\n".utf8))
+            return
+        }
+        Output.standardOutput(ItemPrinter.describe(item, keychainPath: context.keychainPath))
+        if showPassword {
+            Output.standardError(ItemPrinter.passwordLine(item.data) + "\n")
+        }
+    }
+
+    /// `delete-…-password`: finds the first match, prints it as `find` does, deletes exactly that item.
+    static func delete(_ context: ToolContext, _ itemClass: ItemClass, _ attributes: [String: AttributeValue],
+                       accessGroup: String?) throws(ToolFailure) {
+        let item = try findFirst(context, itemClass, attributes, accessGroup: accessGroup, data: false)
+        Output.standardOutput(ItemPrinter.describe(item, keychainPath: context.keychainPath))
+        var query = ItemQuery(itemClass: itemClass)
+        query.persistentRef = item.persistentRef
+        do {
+            try context.engine.delete(query, caller: context.caller)
+        } catch {
+            throw ToolFailure(deleteFunction, error)
+        }
+        Output.standardError("password has been deleted.\n")
+    }
+
+    /// `add-…-password`: adds the item; with `update`, first updates the first item matching
+    /// `searchAttributes` (its password and every given attribute) and adds only when there is none.
+    static func add(_ context: ToolContext, _ itemClass: ItemClass, attributes: [String: AttributeValue],
+                    searchAttributes: [String: AttributeValue], secret: Data, accessGroup: String?,
+                    update: Bool, addFunction: String) throws(ToolFailure) {
+        if update {
+            let existing: FoundItem?
+            do {
+                existing = try findFirst(context, itemClass, searchAttributes, accessGroup: accessGroup, data: false)
+            } catch where error.status == .itemNotFound {
+                existing = nil
+            } catch {
+                throw ToolFailure(modifyFunction, status: error.status, detail: error.detail)
+            }
+            if let existing {
+                var query = ItemQuery(itemClass: itemClass)
+                query.persistentRef = existing.persistentRef
+                do {
+                    try context.engine.update(query, attributes: attributes, sync: nil, data: secret, caller: context.caller)
+                    return
+                } catch {
+                    throw ToolFailure(modifyFunction, error)
+                }
+            }
+        }
+        var query = ItemQuery(itemClass: itemClass)
+        query.attributes = attributes
+        if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
+        query.valueData = secret
+        do {
+            _ = try context.engine.add(query, caller: context.caller)
+        } catch {
+            throw ToolFailure(addFunction, error)
+        }
+    }
+
+    /// `dump-keychain`: every generic and internet password, in every group (or `accessGroup`), local and
+    /// synchronizable; with `showData` each item's secret too.
+    static func dump(_ context: ToolContext, accessGroup: String?, showData: Bool) throws(ToolFailure) {
+        var out = ""
+        for itemClass in [ItemClass.genericPassword, .internetPassword] {
+            var query = ItemQuery(itemClass: itemClass)
+            if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
+            query.sync = .any
+            query.limit = .all
+            query.returns = ReturnOptions(data: showData, attributes: true)
+            let items: [FoundItem]
+            do {
+                items = try context.engine.find(query, caller: context.caller)
+            } catch where error.code == .itemNotFound {
+                items = []
+            } catch {
+                throw ToolFailure(searchFunction, error)
+            }
+            for item in items {
+                out += ItemPrinter.describe(item, keychainPath: context.keychainPath, showData: showData)
+            }
+        }
+        Output.standardOutput(out)
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import KeychainCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where the secret of a new item comes from: `-w`, `-X`, or, when neither is given, a prompt on the
+/// terminal with echo off (macOS's `getpass`), asked twice.
+enum PasswordPrompt {
+    /// The secret for an add command. `function` names the call in the error macOS-style messages print.
+    static func secret(text: String?, hex: HexData?, function: String) throws(ToolFailure) -> Data {
+        if let hex { return hex.data }
+        if let text { return Data(text.utf8) }
+        return try prompt(function: function)
+    }
+
+    /// Prompts on `/dev/tty` up to three times until both entries match. Without a terminal the command fails
+    /// with `errSecInteractionNotAllowed` instead of waiting.
+    static func prompt(function: String) throws(ToolFailure) -> Data {
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw ToolFailure(function, status: .interactionNotAllowed,
+                              detail: "There is no terminal to ask for the password on. Give it with -w <password> or -X <hex>.")
+        }
+        defer { close(fd) }
+        for _ in 0 ..< 3 {
+            guard let first = readLine(fd, prompt: "password data for new item: ") else { break }
+            guard let second = readLine(fd, prompt: "retype password for new item: ") else { break }
+            if first == second { return first }
+            Output.standardError("passwords don't match\n")
+        }
+        throw ToolFailure(function, status: .userCanceled)
+    }
+
+    /// Writes `prompt`, reads one line with echo off and restores the terminal. Nil at end of input.
+    private static func readLine(_ fd: Int32, prompt: String) -> Data? {
+        var saved = termios()
+        let isTerminal = tcgetattr(fd, &saved) == 0
+        if isTerminal {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            _ = tcsetattr(fd, TCSADRAIN, &quiet)
+        }
+        defer {
+            if isTerminal {
+                _ = tcsetattr(fd, TCSADRAIN, &saved)
+                writeText(fd, "\n")
+            }
+        }
+        writeText(fd, prompt)
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return line.isEmpty ? nil : Data(line) }
+            if byte == UInt8(ascii: "\n") { return Data(line) }
+            line.append(byte)
+        }
+    }
+
+    private static func writeText(_ fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}

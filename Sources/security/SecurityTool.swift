@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import KeychainCore
+
+/// The `security` command: macOS's keychain tool, with its verbs, flags, output and exit statuses, working on
+/// the keychain in `KEYCHAIN_HOME` (else `$XDG_DATA_HOME/keychain`, else `~/.local/share/keychain`).
+@main
+struct SecurityTool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "security",
+        abstract: "Command line interface to the keychain.",
+        discussion: """
+        Works on the keychain in KEYCHAIN_HOME (else $XDG_DATA_HOME/keychain, else ~/.local/share/keychain) \
+        with macOS's syntax and output. A failed keychain call prints "security: <function>: <message>" and \
+        exits with the low byte of its OSStatus (44 when no item matched, 45 for a duplicate); bad flags exit 2.
+        """,
+        subcommands: [
+            AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
+            AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
+            DumpKeychain.self,
+        ]
+    )
+
+    /// Parses and runs a verb, printing errors as macOS does: keychain failures as `security: …` with the
+    /// status's exit code, usage errors with the usage message and exit status 2.
+    static func main() async {
+        let arguments = PromptRequest.normalized(Array(CommandLine.arguments.dropFirst()))
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as ToolFailure {
+            Output.standardError(failure.text)
+            Foundation.exit(failure.exitCode)
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                Output.standardError(fullMessage(for: error) + "\n")
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+}
+
+/// The verbs' shared trailing arguments and `--access-group`.
+struct KeychainOptions: ParsableArguments {
+    @Option(name: .customLong("access-group"),
+            help: ArgumentHelp("Add new items to this access group; find, delete and dump only items in it (default: every group).",
+                               valueName: "group"))
+    var accessGroup: String?
+
+    @Argument(help: ArgumentHelp("Keychain names, accepted for compatibility with macOS scripts and ignored: the keychain in KEYCHAIN_HOME is always used.",
+                                 valueName: "keychain"))
+    var keychains: [String] = []
+}
+
+/// macOS prompts for the password when `-w` (or `-p` for generic passwords) ends the command with no value.
+/// Such a trailing flag is dropped before parsing, and the add verb then prompts because no password was given.
+enum PromptRequest {
+    /// The flags that take a value, per add verb (a trailing `-w` that is itself such a value is kept).
+    static let valueFlags: [String: Set<String>] = [
+        "add-generic-password": ["-a", "-c", "-C", "-D", "-G", "-j", "-l", "-s", "-p", "-w", "-X", "-T", "--access-group"],
+        "add-internet-password": ["-a", "-c", "-C", "-d", "-D", "-j", "-l", "-p", "-P", "-r", "-s", "-t", "-w", "-X", "-T", "--access-group"],
+    ]
+    static let promptFlags: [String: Set<String>] = [
+        "add-generic-password": ["-w", "-p"],
+        "add-internet-password": ["-w"],
+    ]
+
+    static func normalized(_ arguments: [String]) -> [String] {
+        guard let verb = arguments.first, let valueFlags = valueFlags[verb], let promptFlags = promptFlags[verb],
+              let last = arguments.last, arguments.count > 1, promptFlags.contains(last) else { return arguments }
+        var expectsValue = false
+        for argument in arguments.dropFirst().dropLast() {
+            if expectsValue {
+                expectsValue = false
+            } else if argument == "--" {
+                return arguments
+            } else {
+                expectsValue = valueFlags.contains(argument)
+            }
+        }
+        return expectsValue ? arguments : Array(arguments.dropLast())
+    }
+}
