@@ -53,8 +53,8 @@ public struct KeychainStore: Sendable {
             throw KeychainError(code: .invalidParameter, message: "An access group name is empty. Pass non-empty group names, or no groups to use the environment's.")
         }
         let home = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let caller = accessGroups.isEmpty ? try StoreCache.shared.environmentPolicy() : AccessPolicy(groups: accessGroups)
-        self.engine = try StoreCache.shared.engine(for: KeychainLocation(home: home), pinned: false)
+        let caller = accessGroups.isEmpty ? try EngineRegistry.shared.environmentPolicy() : AccessPolicy(groups: accessGroups)
+        self.engine = try EngineRegistry.shared.engine(for: KeychainLocation(home: home), pinned: false)
         self.caller = caller
     }
 
@@ -71,50 +71,9 @@ public struct KeychainStore: Sendable {
     /// - Throws: ``KeychainError`` when the keychain cannot be opened or the entitlements plist cannot be read.
     public static var `default`: KeychainStore {
         get throws(KeychainError) {
-            let caller = try StoreCache.shared.environmentPolicy()
-            let engine = try StoreCache.shared.engine(for: KeychainLocation.fromEnvironment(), pinned: true)
+            let caller = try EngineRegistry.shared.environmentPolicy()
+            let engine = try EngineRegistry.shared.engine(for: KeychainLocation.fromEnvironment(), pinned: true)
             return KeychainStore(engine: engine, caller: caller)
         }
-    }
-}
-
-/// The process's open keychains, one per folder, and the environment's caller policy.
-///
-/// Engines of explicit stores are held weakly (closed when no store uses them); the default store's engines
-/// are kept for the life of the process.
-final class StoreCache: @unchecked Sendable {
-    static let shared = StoreCache()
-
-    private struct WeakEngine {
-        weak var engine: KeychainEngine?
-    }
-
-    private let lock = NSLock()
-    private var engines: [String: WeakEngine] = [:]
-    private var pinned: [String: KeychainEngine] = [:]
-    private var policy: AccessPolicy?
-
-    func engine(for location: KeychainLocation, pinned pin: Bool) throws(KeychainError) -> KeychainEngine {
-        lock.lock()
-        defer { lock.unlock() }
-        let engine: KeychainEngine
-        if let open = engines[location.home]?.engine {
-            engine = open
-        } else {
-            engines = engines.filter { $0.value.engine != nil }
-            engine = try KeychainEngine(location: location)
-            engines[location.home] = WeakEngine(engine: engine)
-        }
-        if pin { pinned[location.home] = engine }
-        return engine
-    }
-
-    func environmentPolicy() throws(KeychainError) -> AccessPolicy {
-        lock.lock()
-        defer { lock.unlock() }
-        if let policy { return policy }
-        let read = try AccessPolicy.fromEnvironment()
-        policy = read
-        return read
     }
 }

@@ -21,12 +21,13 @@ package enum SecItemBackend {
     @TaskLocal package static var override: Context?
 
     static let logger = Logger(label: "swift-keychain.KeychainServices")
-    private static let cache = ContextCache()
 
     /// The engine and caller for this call: the task's override, else the one the environment names.
     static func context() throws(KeychainError) -> Context {
         if let override { return override }
-        return try cache.context(environment: ProcessInfo.processInfo.environment)
+        let environment = ProcessInfo.processInfo.environment
+        let engine = try EngineRegistry.shared.engine(for: .fromEnvironment(environment), pinned: true)
+        return Context(engine: engine, caller: try EngineRegistry.shared.environmentPolicy(environment))
     }
 
     static func run(_ body: (Context) throws(KeychainError) -> Void) -> OSStatus {
@@ -122,32 +123,4 @@ package enum SecItemBackend {
     }
 }
 
-/// One engine per keychain folder and one caller identity per entitlements file, opened on first use.
-private final class ContextCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var engines: [KeychainLocation: KeychainEngine] = [:]
-    private var policies: [String: AccessPolicy] = [:]
-
-    func context(environment: [String: String]) throws(KeychainError) -> SecItemBackend.Context {
-        lock.lock()
-        defer { lock.unlock() }
-        let location = KeychainLocation.fromEnvironment(environment)
-        let engine: KeychainEngine
-        if let cached = engines[location] {
-            engine = cached
-        } else {
-            engine = try KeychainEngine(location: location, logger: SecItemBackend.logger)
-            engines[location] = engine
-        }
-        let policyKey = environment["KEYCHAIN_ENTITLEMENTS"] ?? ""
-        let caller: AccessPolicy
-        if let cached = policies[policyKey] {
-            caller = cached
-        } else {
-            caller = try AccessPolicy.fromEnvironment(environment)
-            policies[policyKey] = caller
-        }
-        return SecItemBackend.Context(engine: engine, caller: caller)
-    }
-}
 #endif
