@@ -92,20 +92,25 @@ package struct ItemCrypto: Sendable {
     }
 
     func classKey(_ protection: ProtectionClass) throws(KeychainError) -> SymmetricKey {
-        guard let key = classKeys[protection] else {
-            throw KeychainError(code: .interactionNotAllowed, message: "The keychain is locked for items of protection class \(protection.rawValue). Unlock it and try again.")
-        }
+        guard let key = classKeys[protection] else { throw locked(protection) }
+        return key
+    }
+
+    func locked(_ protection: ProtectionClass) -> KeychainError {
+        KeychainError(code: .interactionNotAllowed, message: "The keychain is locked for items of protection class \(protection.rawValue). Unlock it and try again.")
+    }
+
+    func attributeKey(_ protection: ProtectionClass) throws(KeychainError) -> SymmetricKey {
+        guard let key = attributeKeys[protection] else { throw locked(protection) }
         return key
     }
 
     package func sealAttributes(_ attributes: [String: AttributeValue], row: RowIdentity) throws(KeychainError) -> Data {
-        guard let key = attributeKeys[row.protection] else { _ = try classKey(row.protection); return Data() }
-        return Data(try Seal.seal(ItemRecord.encode(attributes), key: key, aad: row.metadataAAD, random: random))
+        Data(try Seal.seal(ItemRecord.encode(attributes), key: attributeKey(row.protection), aad: row.metadataAAD, random: random))
     }
 
     package func openAttributes(_ sealed: Data, row: RowIdentity) throws(KeychainError) -> [String: AttributeValue] {
-        guard let key = attributeKeys[row.protection] else { _ = try classKey(row.protection); return [:] }
-        return try ItemRecord.decode(Seal.open(sealed, key: key, aad: row.metadataAAD))
+        try ItemRecord.decode(Seal.open(sealed, key: attributeKey(row.protection), aad: row.metadataAAD))
     }
 
     /// Secret column, version 1: `u8 1 | u32-prefixed wrapped item key | sealed secret`.
