@@ -10,15 +10,23 @@ import Darwin
 
 /// Small POSIX file helpers with the permissions and durability the keychain needs.
 package enum FileSystem {
-    /// Creates `path` (and parents) with mode 0700 if missing, and tightens an existing folder to 0700.
+    /// Creates `path` (and missing parents) with mode 0700. An existing folder is left as it is (it may be
+    /// shared, like `/tmp`); the keychain's own files are 0600 whatever the folder's mode.
     package static func ensurePrivateDirectory(_ path: String) throws(KeychainError) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw KeychainError(code: .io, message: "\(path) exists and is not a folder. Set KEYCHAIN_HOME to a folder.")
+            }
+            return
+        }
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
             throw KeychainError(code: .io, message: "Cannot create the keychain folder \(path): \(error.localizedDescription). Check its parent's permissions or set KEYCHAIN_HOME to a writable folder.", cause: nil)
         }
-        _ = chmod(path, 0o700)
+        _ = chmod(path, 0o700) // exactly 0700, whatever the umask made of it
     }
 
     /// Reads a whole file, or returns nil when it does not exist.

@@ -45,6 +45,22 @@ import KeychainCore
         }
     }
 
+    @Test func anExistingSharedFolderIsLeftAloneButTheFilesArePrivate() throws {
+        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("kc-shared-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: shared) }
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        let engine = try KeychainEngine(location: KeychainLocation(home: shared))
+        var q = ItemQuery(itemClass: .genericPassword)
+        q.valueData = Data("x".utf8)
+        _ = try engine.add(q, caller: AccessPolicy(groups: ["g"]))
+        let dirMode = try #require(try FileManager.default.attributesOfItem(atPath: shared)[.posixPermissions] as? Int)
+        #expect(dirMode & 0o777 == 0o755)
+        for name in try FileManager.default.contentsOfDirectory(atPath: shared) {
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: shared + "/" + name)[.posixPermissions] as? Int)
+            #expect(mode & 0o077 == 0, "\(name) is readable by others")
+        }
+    }
+
     @Test func swappedRowsAreRejectedNotMisread() throws {
         let kc = try TestKeychain()
         kc.run {
