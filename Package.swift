@@ -40,7 +40,7 @@ let package = Package(
         // What is ours alone: the Swift-native API.
         .target(
             name: "KeychainKit",
-            dependencies: ["KeychainCore"],
+            dependencies: ["KeychainCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .executableTarget(
@@ -72,7 +72,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainKitTests",
-            dependencies: ["KeychainKit"],
+            dependencies: ["KeychainKit", .product(name: "InMemoryLogging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .testTarget(

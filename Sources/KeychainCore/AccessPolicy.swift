@@ -24,7 +24,7 @@ package struct AccessPolicy: Sendable, Hashable {
     /// The caller's groups from the entitlements plist named by `KEYCHAIN_ENTITLEMENTS`: its
     /// `keychain-access-groups`, then its `application-identifier` (Apple's order). Without the variable,
     /// the only group is the executable's name.
-    package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment,
+    package static func fromEnvironment(_ environment: [String: String] = KeychainLocation.processEnvironment(),
                                         executableName: String = currentExecutableName()) throws(KeychainError) -> AccessPolicy {
         guard let path = environment["KEYCHAIN_ENTITLEMENTS"], !path.isEmpty else {
             return AccessPolicy(groups: [executableName])

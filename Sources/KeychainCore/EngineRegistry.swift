@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// The process's open keychains, one engine per folder, and the caller identities read from entitlements
 /// files. Shared by Keychain Services and KeychainKit so a process opens each keychain once.
@@ -18,8 +19,8 @@ package final class EngineRegistry: @unchecked Sendable {
     private var pinned: [KeychainLocation: KeychainEngine] = [:]
     private var policies: [String: AccessPolicy] = [:]
 
-    /// The open engine for `location`, opening it on first use.
-    package func engine(for location: KeychainLocation, pinned pin: Bool) throws(KeychainError) -> KeychainEngine {
+    /// The open engine for `location`, opening it on first use (with `logger`, when given).
+    package func engine(for location: KeychainLocation, pinned pin: Bool, logger: Logger? = nil) throws(KeychainError) -> KeychainEngine {
         lock.lock()
         defer { lock.unlock() }
         let engine: KeychainEngine
@@ -27,16 +28,24 @@ package final class EngineRegistry: @unchecked Sendable {
             engine = open
         } else {
             engines = engines.filter { $0.value.engine != nil }
-            engine = try KeychainEngine(location: location)
+            engine = try KeychainEngine(location: location, logger: logger ?? Logger(label: "swift-keychain"))
             engines[location] = WeakEngine(engine: engine)
         }
         if pin { pinned[location] = engine }
         return engine
     }
 
+    /// The keychain and caller the process environment names: what SecItem calls and KeychainKit's default
+    /// store use.
+    package func environmentContext() throws(KeychainError) -> (engine: KeychainEngine, caller: AccessPolicy) {
+        let environment = KeychainLocation.processEnvironment()
+        let engine = try engine(for: .fromEnvironment(environment), pinned: true)
+        return (engine, try environmentPolicy(environment))
+    }
+
     /// The caller identity the environment names (`KEYCHAIN_ENTITLEMENTS`, else the executable's name),
     /// read once per entitlements path.
-    package func environmentPolicy(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(KeychainError) -> AccessPolicy {
+    package func environmentPolicy(_ environment: [String: String] = KeychainLocation.processEnvironment()) throws(KeychainError) -> AccessPolicy {
         let key = environment["KEYCHAIN_ENTITLEMENTS"] ?? ""
         lock.lock()
         defer { lock.unlock() }

@@ -9,11 +9,22 @@ package struct KeychainLocation: Sendable, Hashable {
     package init(home: String) { self.home = home }
 
     /// The location the environment names.
-    package static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> KeychainLocation {
+    package static func fromEnvironment(_ environment: [String: String] = KeychainLocation.processEnvironment()) -> KeychainLocation {
         if let home = environment["KEYCHAIN_HOME"], !home.isEmpty { return KeychainLocation(home: home) }
         if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return KeychainLocation(home: xdg + "/keychain") }
         let user = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
         return KeychainLocation(home: user + "/.local/share/keychain")
+    }
+
+    /// The variables that name a keychain and its caller (`KEYCHAIN_HOME`, `XDG_DATA_HOME`, `HOME`,
+    /// `KEYCHAIN_ENTITLEMENTS`), read with `getenv`: SecItem calls look them up every time, and building
+    /// Foundation's whole environment dictionary would cost more than the keychain lookup itself.
+    package static func processEnvironment() -> [String: String] {
+        var environment: [String: String] = [:]
+        for name in ["KEYCHAIN_HOME", "XDG_DATA_HOME", "HOME", "KEYCHAIN_ENTITLEMENTS"] {
+            if let value = getenv(name) { environment[name] = String(cString: value) }
+        }
+        return environment
     }
 
     /// The item database (Apple's name).

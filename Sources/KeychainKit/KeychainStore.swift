@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import Logging
 
 /// A keychain on disk, together with the access groups the calling code acts as.
 ///
@@ -43,9 +44,11 @@ public struct KeychainStore: Sendable {
     ///   - accessGroups: The access groups callers are entitled to, in order: the first is the default for new
     ///     items; `"*"` grants every group. Empty means "read them from the environment", as
     ///     ``init(directory:)`` does.
+    ///   - logger: Where the keychain logs its operations (item classes and counts, never values). Used when
+    ///     this is the first store of `directory` in the process.
     /// - Throws: ``KeychainError`` with ``KeychainError/Code/invalidParameter`` for an empty folder path or an
     ///   empty group name, or the engine's error when the keychain cannot be opened.
-    public init(directory: String, accessGroups: [String]) throws(KeychainError) {
+    public init(directory: String, accessGroups: [String], logger: Logger = Logger(label: "swift-keychain")) throws(KeychainError) {
         guard !directory.isEmpty else {
             throw KeychainError(code: .invalidParameter, message: "The keychain directory is empty. Pass the path of a folder.")
         }
@@ -54,7 +57,7 @@ public struct KeychainStore: Sendable {
         }
         let home = URL(fileURLWithPath: directory).standardizedFileURL.path
         let caller = accessGroups.isEmpty ? try EngineRegistry.shared.environmentPolicy() : AccessPolicy(groups: accessGroups)
-        self.engine = try EngineRegistry.shared.engine(for: KeychainLocation(home: home), pinned: false)
+        self.engine = try EngineRegistry.shared.engine(for: KeychainLocation(home: home), pinned: false, logger: logger)
         self.caller = caller
     }
 
@@ -71,8 +74,7 @@ public struct KeychainStore: Sendable {
     /// - Throws: ``KeychainError`` when the keychain cannot be opened or the entitlements plist cannot be read.
     public static var `default`: KeychainStore {
         get throws(KeychainError) {
-            let caller = try EngineRegistry.shared.environmentPolicy()
-            let engine = try EngineRegistry.shared.engine(for: KeychainLocation.fromEnvironment(), pinned: true)
+            let (engine, caller) = try EngineRegistry.shared.environmentContext()
             return KeychainStore(engine: engine, caller: caller)
         }
     }

@@ -25,14 +25,8 @@ package enum SecItemBackend {
     /// The engine and caller for this call: the task's override, else the one the environment names.
     static func context() throws(KeychainError) -> Context {
         if let override { return override }
-        // Only the variables that name the keychain and the caller: building the whole environment
-        // dictionary on every call would cost more than the lookup itself.
-        var environment: [String: String] = [:]
-        for name in ["KEYCHAIN_HOME", "XDG_DATA_HOME", "HOME", "KEYCHAIN_ENTITLEMENTS"] {
-            if let value = getenv(name) { environment[name] = String(cString: value) }
-        }
-        let engine = try EngineRegistry.shared.engine(for: .fromEnvironment(environment), pinned: true)
-        return Context(engine: engine, caller: try EngineRegistry.shared.environmentPolicy(environment))
+        let (engine, caller) = try EngineRegistry.shared.environmentContext()
+        return Context(engine: engine, caller: caller)
     }
 
     static func run(_ body: (Context) throws(KeychainError) -> Void) -> OSStatus {
