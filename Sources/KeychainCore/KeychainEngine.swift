@@ -218,15 +218,11 @@ package final class KeychainEngine: Sendable {
         let cursor = try Row.fetchCursor(statement, arguments: arguments)
         var out: [(StoredRow, FoundItem)] = []
         while let row = try cursor.next() {
-            let pdmnRaw: String = row[2]
-            guard let protection = ProtectionClass(rawValue: pdmnRaw) else {
-                logger.error("skipping item with unknown protection class", metadata: ["class": "\(cls.rawValue)"])
+            guard let stored = KeychainEngine.storedRow(row, table: cls.table, includeSecret: includeSecret) else {
+                logger.error("skipping malformed row", metadata: ["class": "\(cls.rawValue)"])
                 continue
             }
-            let identity = ItemCrypto.RowIdentity(table: cls.table, uuid: row[1], protection: protection,
-                                                  groupHash: row[5], primaryKeyHash: row[6],
-                                                  sync: (row[3] as Int64) != 0, tombstone: (row[4] as Int64) != 0)
-            let stored = StoredRow(rowid: row[0], identity: identity, meta: row[7], secret: includeSecret ? row[8] : nil)
+            let identity = stored.identity
             guard let attributes = try openAttributesSkippingCorrupt(stored.meta, row: identity) else { continue }
             guard matches(attributes, q) else { continue }
             var item = FoundItem(itemClass: cls, uuid: identity.uuid, attributes: attributes, data: nil)
@@ -237,6 +233,23 @@ package final class KeychainEngine: Sendable {
             if let limit, out.count >= limit { break }
         }
         return out
+    }
+
+    /// Reads the plaintext columns of a row without trusting them: a NULL or a value of the wrong type (a
+    /// damaged or tampered file) gives nil, never a trap.
+    static func storedRow(_ row: Row, table: String, includeSecret: Bool) -> StoredRow? {
+        func value<T: DatabaseValueConvertible>(_ index: Int, as _: T.Type = T.self) -> T? {
+            T.fromDatabaseValue(row[index] as DatabaseValue)
+        }
+        guard let rowid = value(0, as: Int64.self), let uuid = value(1, as: Data.self),
+              let protection = value(2, as: String.self).flatMap(ProtectionClass.init(rawValue:)),
+              let sync = value(3, as: Int64.self), let tomb = value(4, as: Int64.self),
+              let groupHash = value(5, as: Data.self), let primaryKeyHash = value(6, as: Data.self),
+              let meta = value(7, as: Data.self) else { return nil }
+        let identity = ItemCrypto.RowIdentity(table: table, uuid: uuid, protection: protection, groupHash: groupHash,
+                                              primaryKeyHash: primaryKeyHash, sync: sync != 0, tombstone: tomb != 0)
+        return StoredRow(rowid: rowid, identity: identity, meta: meta,
+                         secret: includeSecret ? value(8, as: Data.self) : nil)
     }
 
     /// Opens a row's attributes; a row that fails authentication (damaged or tampered with) is logged and

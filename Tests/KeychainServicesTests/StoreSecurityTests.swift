@@ -81,4 +81,28 @@ import KeychainCore
             #expect(copy(genp("b", "s", [kSecReturnData as String: true])).1 as? Data == Data("BBB".utf8))
         }
     }
+
+    @Test func nullsAndWrongTypesInTheDatabaseAreSkippedNotCrashed() throws {
+        let kc = try TestKeychain()
+        kc.run {
+            for account in ["a", "b", "c", "d"] { #expect(add(genp(account, "s", [kSecValueData as String: Data("x".utf8)])) == errSecSuccess) }
+        }
+        // Rewrite the table without its constraints, then damage rows 1-3 in three ways.
+        let sql = """
+        CREATE TABLE damaged AS SELECT * FROM genp; DROP TABLE genp; ALTER TABLE damaged RENAME TO genp;
+        UPDATE genp SET uuid = NULL WHERE rowid = 1;
+        UPDATE genp SET sync = X'00' WHERE rowid = 2;
+        UPDATE genp SET pdmn = 42 WHERE rowid = 3;
+        """
+        let sqlite = Process()
+        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        sqlite.arguments = [kc.home + "/keychain-2.db", sql]
+        try sqlite.run()
+        sqlite.waitUntilExit()
+        #expect(sqlite.terminationStatus == 0)
+        kc.run {
+            let all = copy(genp(nil, "s", [kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true])).1 as? [[String: Any]]
+            #expect(all?.compactMap { $0[kSecAttrAccount as String] as? String } == ["d"])
+        }
+    }
 }
