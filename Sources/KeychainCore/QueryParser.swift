@@ -101,6 +101,7 @@ package enum QueryParser {
             case .string("m_LimitOne"): query.limit = .one
             case .string("m_LimitAll"): query.limit = .all
             case .int(let n) where n >= 1: query.limit = n == 1 ? .one : .count(Int(clamping: n))
+            case .double(let d) where d >= 1 && d < 1e15 && d.rounded() == d: query.limit = d == 1 ? .one : .count(Int(d))
             default: throw .param("kSecMatchLimit must be kSecMatchLimitOne, kSecMatchLimitAll or a positive number.")
             }
         case "m_CaseInsensitive":

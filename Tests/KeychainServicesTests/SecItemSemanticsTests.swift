@@ -409,3 +409,58 @@ import KeychainCore
         }
     }
 }
+
+/// Every combination of the four return keys, with limit One and limit All, against Apple's result shapes.
+@Suite struct ReturnCombinationTests {
+    static let combinations: [(data: Bool, attributes: Bool, ref: Bool, persistentRef: Bool, all: Bool)] =
+        (0 ..< 32).map { ($0 & 1 != 0, $0 & 2 != 0, $0 & 4 != 0, $0 & 8 != 0, $0 & 16 != 0) }
+
+    /// Checks one item's result against the shape rules of secitem-semantics.md §5.
+    func check(_ result: Any?, _ c: (data: Bool, attributes: Bool, ref: Bool, persistentRef: Bool, all: Bool)) {
+        switch (c.data, c.attributes, c.ref, c.persistentRef) {
+        case (false, false, false, false), (false, false, true, false):
+            #expect(result == nil, "\(c)")
+        case (true, false, false, false):
+            #expect(result as? Data == Data("secret".utf8), "\(c)")
+        case (false, false, false, true):
+            #expect((result as? Data)?.count == 20, "\(c)")
+        default:
+            guard let dict = result as? [String: Any] else {
+                Issue.record("expected a dictionary for \(c), got \(String(describing: result))")
+                return
+            }
+            #expect((dict[kSecValueData as String] as? Data == Data("secret".utf8)) == c.data, "\(c)")
+            #expect((dict[kSecValuePersistentRef as String] is Data) == c.persistentRef, "\(c)")
+            #expect((dict[kSecClass as String] as? String == "genp") == c.ref, "\(c)")
+            #expect((dict[kSecAttrAccount as String] as? String == "acct") == c.attributes, "\(c)")
+            #expect(dict[kSecValueRef as String] == nil)
+        }
+    }
+
+    @Test(arguments: 0 ..< 32)
+    func shape(_ index: Int) throws {
+        let c = Self.combinations[index]
+        let kc = try TestKeychain()
+        kc.run {
+            #expect(add(genp("acct", "svc", [kSecValueData as String: Data("secret".utf8)])) == errSecSuccess)
+            var query = genp("acct", "svc", [kSecReturnData as String: c.data, kSecReturnAttributes as String: c.attributes,
+                                             kSecReturnRef as String: c.ref, kSecReturnPersistentRef as String: c.persistentRef])
+            if c.all { query[kSecMatchLimit as String] = kSecMatchLimitAll }
+            let (status, result) = copy(query)
+            #expect(status == errSecSuccess)
+            if c.all {
+                let onlyRef = c.ref && !c.data && !c.attributes && !c.persistentRef
+                let nothing = !c.data && !c.attributes && !c.ref && !c.persistentRef
+                if onlyRef || nothing {
+                    #expect(result == nil, "\(c)")
+                } else {
+                    let array = result as? [Any]
+                    #expect(array?.count == 1, "\(c)")
+                    check(array?.first, c)
+                }
+            } else {
+                check(result, c)
+            }
+        }
+    }
+}
