@@ -74,4 +74,37 @@ import KeychainCore
         #expect(items.count == 1)
         #expect(["writer-0", "writer-1"].contains(items.first.flatMap { $0.data }.map { String(decoding: $0, as: UTF8.self) } ?? ""))
     }
+
+    @Test func aBusyDatabaseMakesWritersWaitNotFail() throws {
+        let home = tempHome()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let env = baseEnvironment(home: home)
+        #expect(try runHelper(["add", "first", "svc", "x"], environment: env).stdout == "status=0\n")
+        // Another process takes the write lock and holds it for a second and a half.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        holder.arguments = [home + "/keychain-2.db"]
+        let script = Pipe()
+        let holderOut = Pipe()
+        holder.standardInput = script
+        holder.standardOutput = holderOut
+        try holder.run()
+        script.fileHandleForWriting.write(Data("BEGIN IMMEDIATE;\nSELECT 'locked';\n.shell sleep 1.5\nCOMMIT;\n".utf8))
+        try script.fileHandleForWriting.close()
+        // Wait until the lock is really held.
+        var seen = Data()
+        while !seen.contains(UInt8(ascii: "\n")) {
+            let chunk = holderOut.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        #expect(String(decoding: seen, as: UTF8.self) == "locked\n")
+        let start = Date()
+        let r = try runHelper(["add", "second", "svc", "y"], environment: env)
+        let waited = Date().timeIntervalSince(start)
+        holder.waitUntilExit()
+        #expect(r.stdout == "status=0\n")
+        #expect(waited > 0.5, "the add should have waited for the lock, took \(waited) s")
+        #expect(try runHelper(["find", "second", "svc"], environment: env).stdout == "status=0\ndata=y\nagrp=keychain-test-helper\n")
+    }
 }
