@@ -8,7 +8,7 @@ let strictSwift: [SwiftSetting] = [
 
 let package = Package(
     name: "swift-keychain",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    platforms: [.macOS(.v15), .iOS(.v18)], // String(validating:as:) needs these on Apple systems
     products: [
         .library(name: "KeychainServices", targets: ["KeychainServices"]),
         .library(name: "KeychainKit", targets: ["KeychainKit"]),
