@@ -200,40 +200,37 @@ public struct Keychain: Sendable {
     /// The store must be entitled to the group; otherwise operations throw ``KeychainError`` with status
     /// ``KeychainStatus/missingEntitlement`` (-34018).
     public func accessGroup(_ group: String?) -> Keychain {
-        var copy = self
-        copy.accessGroup = group
-        return copy
+        with(\.accessGroup, group)
     }
 
     /// A copy of this keychain that writes items with `accessibility` (`kSecAttrAccessible`), changing it on
     /// items it overwrites. Pass `nil` for Apple's default on new items and no change on existing ones.
     public func accessibility(_ accessibility: Accessibility?) -> Keychain {
-        var copy = self
-        copy.accessibility = accessibility
-        return copy
+        with(\.accessibility, accessibility)
     }
 
     /// A copy of this keychain that works on synchronizable items (`true`) or on local items (`false`, the
     /// default), as Valet and KeychainAccess do: the two kinds never see each other, even under the same key.
     public func synchronizable(_ synchronizable: Bool) -> Keychain {
-        var copy = self
-        copy.isSynchronizable = synchronizable
-        return copy
+        with(\.isSynchronizable, synchronizable)
     }
 
     /// A copy of this keychain that gives written items `label` (`kSecAttrLabel`), the name Keychain Access
     /// shows. Pass `nil` to leave labels alone.
     public func label(_ label: String?) -> Keychain {
-        var copy = self
-        copy.label = label
-        return copy
+        with(\.label, label)
     }
 
     /// A copy of this keychain that gives written items `comment` (`kSecAttrComment`). Pass `nil` to leave
     /// comments alone.
     public func comment(_ comment: String?) -> Keychain {
+        with(\.comment, comment)
+    }
+
+    /// A copy with one option changed.
+    private func with<Value>(_ option: WritableKeyPath<Keychain, Value>, _ value: Value) -> Keychain {
         var copy = self
-        copy.comment = comment
+        copy[keyPath: option] = value
         return copy
     }
 }

@@ -28,11 +28,7 @@ struct GenericPasswordAttributes {
 
     /// What a search matches on. As on macOS, when the whole primary key (account and service) is given the
     /// other attributes are not searched on, so `-U` can change them.
-    var searchAttributes: [String: AttributeValue] {
-        let all = attributes
-        guard account != nil, service != nil else { return all }
-        return all.filter { ["acct", "svce"].contains($0.key) }
-    }
+    var searchAttributes: [String: AttributeValue] { PasswordItems.narrowedToPrimaryKey(attributes, .genericPassword) }
 
     /// Whether no attribute was given at all.
     var isEmpty: Bool { attributes.isEmpty }
@@ -74,12 +70,7 @@ struct InternetPasswordAttributes {
     }
 
     /// What a search matches on: only the primary key when all of it is given (macOS's rule).
-    var searchAttributes: [String: AttributeValue] {
-        let all = attributes
-        let key = ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]
-        guard key.allSatisfy({ all[$0] != nil }) else { return all }
-        return all.filter { key.contains($0.key) }
-    }
+    var searchAttributes: [String: AttributeValue] { PasswordItems.narrowedToPrimaryKey(attributes, .internetPassword) }
 
     var isEmpty: Bool { attributes.isEmpty }
 }
@@ -92,6 +83,16 @@ enum PasswordItems {
     static let modifyFunction = "SecKeychainItemModifyContent"
     /// macOS's function name for failed deletions.
     static let deleteFunction = "SecKeychainItemDelete"
+
+    /// What a search matches on, macOS's rule: when every attribute of the class's own primary key is given
+    /// (account and service; for internet passwords also domain, server, protocol, authentication type, port
+    /// and path), only those, so `-U` can change the others; otherwise everything given.
+    static func narrowedToPrimaryKey(_ given: [String: AttributeValue], _ itemClass: ItemClass) -> [String: AttributeValue] {
+        let common: Set = ["agrp", "sync", "vwht", "tkid", "ggrp"]
+        let key = itemClass.primaryKey.map(\.code).filter { !common.contains($0) }
+        guard key.allSatisfy({ given[$0] != nil }) else { return given }
+        return given.filter { key.contains($0.key) }
+    }
 
     /// A search for the first item of `itemClass` matching `attributes`, in `accessGroup` when given and in
     /// every group otherwise, local and synchronizable alike.
