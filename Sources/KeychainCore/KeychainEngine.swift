@@ -85,6 +85,10 @@ package final class KeychainEngine: Sendable {
                 }
                 return SymmetricKey(data: bytes)
             }
+            // A keybag without its device key can never be opened again: say so rather than start over.
+            if FileManager.default.fileExists(atPath: location.keybagPath) {
+                throw KeychainError(code: .notAvailable, message: "\(location.deviceKeyPath) is missing, and the keybag beside it cannot be opened without it. Restore device.key from a backup; to start an empty keychain instead, move the whole folder away.")
+            }
             try FileSystem.writeAtomically(random.bytes(32), to: location.deviceKeyPath, exclusive: true)
         }
         throw KeychainError(code: .io, message: "Cannot create \(location.deviceKeyPath).")
@@ -94,6 +98,10 @@ package final class KeychainEngine: Sendable {
         for _ in 0 ..< 2 {
             if let bytes = try FileSystem.read(location.keybagPath) {
                 return try Keybag.decode(bytes, deviceKey: deviceKey)
+            }
+            // Items sealed under a lost keybag would silently vanish from every query: refuse instead.
+            if let size = (try? FileManager.default.attributesOfItem(atPath: location.databasePath))?[.size] as? Int, size > 0 {
+                throw KeychainError(code: .notAvailable, message: "\(location.keybagPath) is missing, and the items in keychain-2.db cannot be read without it. Restore the keybag from a backup; to start an empty keychain instead, move the whole folder away.")
             }
             let bag = Keybag.generate(random: random)
             try FileSystem.writeAtomically(bag.encode(deviceKey: deviceKey, random: random), to: location.keybagPath, exclusive: true)

@@ -61,6 +61,39 @@ import KeychainCore
         }
     }
 
+    @Test func aLostKeybagOrDeviceKeyIsAnErrorNotANewEmptyKeychain() throws {
+        let kc = try TestKeychain()
+        kc.run { #expect(add(genp("a", "s", [kSecValueData as String: Data("x".utf8)])) == errSecSuccess) }
+        let fm = FileManager.default
+        // Without the device key, the keybag cannot be opened: a clear error, and no new device key is made.
+        try fm.moveItem(atPath: kc.home + "/device.key", toPath: kc.home + "/device.key.saved")
+        do {
+            _ = try KeychainEngine(location: KeychainLocation(home: kc.home))
+            Issue.record("opened a keychain whose device key is missing")
+        } catch {
+            #expect(error.status == .notAvailable)
+            #expect(error.message.contains("device.key"))
+        }
+        #expect(!fm.fileExists(atPath: kc.home + "/device.key"))
+        try fm.moveItem(atPath: kc.home + "/device.key.saved", toPath: kc.home + "/device.key")
+        // Without the keybag, the database's items are unreadable: a clear error, and no new keybag.
+        try fm.moveItem(atPath: kc.home + "/keychain.keybag", toPath: kc.home + "/keychain.keybag.saved")
+        do {
+            _ = try KeychainEngine(location: KeychainLocation(home: kc.home))
+            Issue.record("opened a keychain whose keybag is missing")
+        } catch {
+            #expect(error.status == .notAvailable)
+            #expect(error.message.contains("keybag"))
+        }
+        #expect(!fm.fileExists(atPath: kc.home + "/keychain.keybag"))
+        // With both restored, the item is there.
+        try fm.moveItem(atPath: kc.home + "/keychain.keybag.saved", toPath: kc.home + "/keychain.keybag")
+        let reopened = try KeychainEngine(location: KeychainLocation(home: kc.home))
+        var q = ItemQuery(itemClass: .genericPassword)
+        q.returns.data = true
+        #expect(try reopened.find(q, caller: kc.caller).first?.data == Data("x".utf8))
+    }
+
     @Test func swappedRowsAreRejectedNotMisread() throws {
         let kc = try TestKeychain()
         kc.run {
