@@ -1,5 +1,6 @@
 import Foundation
 import Crypto
+import CryptoExtras
 
 /// A source of random bytes; injected so the on-disk formats can be pinned by golden vectors.
 package protocol RandomSource: Sendable {
@@ -17,19 +18,25 @@ package struct SystemRandom: RandomSource {
 
 /// The keybag: one random class key per protection class plus the metadata key, each wrapped for storage.
 ///
-/// File format, version 1 (all integers big-endian):
+/// File format (all integers big-endian):
 /// ```
-/// magic "SKKB" | u16 version = 1 | 16-byte keybag UUID | u8 KDF kind (0 = none) | u32-prefixed KDF parameters
+/// magic "SKKB" | u16 version | 16-byte keybag UUID | u8 KDF kind | u32-prefixed KDF parameters
 /// u8 entry count | entries…
-/// entry: u8 key id | u8 wrap kind (1 = device key) | u32-prefixed wrapped key
+/// entry: u8 key id | u8 wrap kind | u32-prefixed wrapped key
 /// wrapped key: 12-byte nonce | 32-byte AES-256-GCM ciphertext | 16-byte tag
 ///              AAD = "swift-keychain keybag v1" | UUID | key id | wrap kind
 /// ```
+/// Version 1: no passcode; KDF kind 0 with empty parameters; every key wrapped by the device key (wrap kind 1).
+/// Version 2 (written only while a passcode is set): KDF kind 1 = scrypt with parameters
+/// `u8 log2(N) | u32 r | u32 p | u32-prefixed salt`; the class keys other than `dk`/`dku` use wrap kind 2,
+/// whose key is `HKDF-SHA256(ikm: device key, salt: scrypt(passcode), info: "swift-keychain passcode wrap v1")`.
 /// Key ids: protection classes use `ProtectionClass.keybagID` (1…7), the metadata key is 0x80.
-/// The passcode (next issue) adds a KDF and wrap kind 2 (device key + passcode) without a format break.
 package struct Keybag: Sendable {
     package static let magic: [UInt8] = Array("SKKB".utf8)
+    /// The format without a passcode.
     package static let version: UInt16 = 1
+    /// The format with a passcode.
+    package static let passcodeVersion: UInt16 = 2
     package static let metadataKeyID: UInt8 = 0x80
     static let aadLabel: [UInt8] = Array("swift-keychain keybag v1".utf8)
 
@@ -37,6 +44,14 @@ package struct Keybag: Sendable {
     package enum WrapKind: UInt8, Sendable {
         /// By the device key alone.
         case deviceKey = 1
+        /// By a key derived from the device key and the passcode.
+        case deviceKeyAndPasscode = 2
+    }
+
+    /// Which keys a passcode protects: every class key but Always (`dk`, `dku`), which the device key alone
+    /// protects so those items stay available before the first unlock.
+    package static func protectedByPasscode(_ cls: ProtectionClass) -> Bool {
+        cls != .always && cls != .alwaysThisDeviceOnly
     }
 
     package let uuid: [UInt8]
@@ -61,62 +76,216 @@ package struct Keybag: Sendable {
         aadLabel + uuid + [id, wrap.rawValue]
     }
 
-    /// Serializes the keybag, wrapping every key with `deviceKey`.
-    package func encode(deviceKey: SymmetricKey, random: any RandomSource = SystemRandom()) throws(KeychainError) -> [UInt8] {
-        var w = BinaryWriter(capacity: 600)
+    /// Serializes the keybag. Without `passcode` every key is wrapped by `deviceKey` (version 1); with one,
+    /// the class keys other than `dk`/`dku` are wrapped by the device key combined with the passcode
+    /// (version 2), and `passcode.parameters` are stored for the next unlock.
+    package func encode(deviceKey: SymmetricKey, passcode: (secret: String, parameters: PasscodeKDF)? = nil,
+                        random: any RandomSource = SystemRandom()) throws(KeychainError) -> [UInt8] {
+        let passcodeWrapKey = try passcode.map { (p) throws(KeychainError) in
+            try Keybag.passcodeWrapKey(deviceKey: deviceKey, passcode: p.secret, parameters: p.parameters)
+        }
+        var w = BinaryWriter(capacity: 640)
         w.raw(Keybag.magic)
-        w.u16(Keybag.version)
+        w.u16(passcode == nil ? Keybag.version : Keybag.passcodeVersion)
         w.raw(uuid)
-        w.u8(0)
-        w.lengthPrefixed([UInt8]())
-        let entries: [(UInt8, SymmetricKey)] = ProtectionClass.allCases.compactMap { cls in
-            classKeys[cls].map { (cls.keybagID, $0) }
-        } + [(Keybag.metadataKeyID, metadataKey)]
+        if let passcode {
+            w.u8(PasscodeKDF.scryptKind)
+            w.lengthPrefixed(passcode.parameters.encoded)
+        } else {
+            w.u8(0)
+            w.lengthPrefixed([UInt8]())
+        }
+        let entries: [(UInt8, SymmetricKey, Bool)] = ProtectionClass.allCases.compactMap { cls in
+            classKeys[cls].map { (cls.keybagID, $0, Keybag.protectedByPasscode(cls)) }
+        } + [(Keybag.metadataKeyID, metadataKey, false)]
         w.u8(UInt8(entries.count))
-        for (id, key) in entries {
-            let wrapped = try Seal.seal(key.withUnsafeBytes { Array($0) }, key: deviceKey,
-                                        aad: Keybag.aad(uuid: uuid, id: id, wrap: .deviceKey), random: random)
+        for (id, key, usesPasscode) in entries {
+            let (wrap, wrapKey): (WrapKind, SymmetricKey) = if usesPasscode, let passcodeWrapKey {
+                (.deviceKeyAndPasscode, passcodeWrapKey)
+            } else {
+                (.deviceKey, deviceKey)
+            }
+            let wrapped = try Seal.seal(key.withUnsafeBytes { Array($0) }, key: wrapKey,
+                                        aad: Keybag.aad(uuid: uuid, id: id, wrap: wrap), random: random)
             w.u8(id)
-            w.u8(WrapKind.deviceKey.rawValue)
+            w.u8(wrap.rawValue)
             w.lengthPrefixed(wrapped)
         }
         return w.bytes
     }
 
-    /// Parses and unwraps a keybag. A truncated, foreign or tampered file fails with `errSecDecode`.
-    package static func decode(_ bytes: some Sequence<UInt8>, deviceKey: SymmetricKey) throws(KeychainError) -> Keybag {
-        let corrupt = KeychainError(code: .corruptData, message: "The keybag in KEYCHAIN_HOME is damaged or was made with another device key. Restore it and device.key from a backup, or move the keychain folder away to start a new, empty keychain.")
+    /// The key that wraps passcode-protected class keys.
+    static func passcodeWrapKey(deviceKey: SymmetricKey, passcode: String, parameters: PasscodeKDF) throws(KeychainError) -> SymmetricKey {
+        let stretched = try parameters.derive(passcode)
+        return HKDF<SHA256>.deriveKey(inputKeyMaterial: deviceKey, salt: stretched.withUnsafeBytes { Array($0) },
+                                      info: Array("swift-keychain passcode wrap v1".utf8), outputByteCount: 32)
+    }
+
+    /// What a keybag file says about itself before any key is unwrapped.
+    package struct Header: Sendable {
+        /// The passcode KDF, when a passcode is set.
+        package var passcode: PasscodeKDF?
+    }
+
+    /// Reads a keybag's header: whether a passcode is set, and its KDF parameters.
+    package static func header(_ bytes: some Sequence<UInt8>) throws(KeychainError) -> Header {
+        try parse(bytes).header
+    }
+
+    /// Parses and unwraps a keybag. Without `passcode`, the passcode-protected class keys of a version-2
+    /// keybag stay wrapped and are absent from ``classKeys`` (the keychain is locked for those classes).
+    /// A wrong passcode fails with `errSecAuthFailed`; a truncated, foreign or tampered file with `errSecDecode`.
+    package static func decode(_ bytes: some Sequence<UInt8>, deviceKey: SymmetricKey, passcode: String? = nil) throws(KeychainError) -> Keybag {
+        let parsed = try parse(bytes)
+        let corrupt = Keybag.corrupt
+        var passcodeWrapKey: SymmetricKey?
+        if let passcode, let parameters = parsed.header.passcode {
+            passcodeWrapKey = try Keybag.passcodeWrapKey(deviceKey: deviceKey, passcode: passcode, parameters: parameters)
+        }
+        var classKeys: [ProtectionClass: SymmetricKey] = [:]
+        var metadataKey: SymmetricKey?
+        for entry in parsed.entries {
+            let key: SymmetricKey
+            switch entry.wrap {
+            case .deviceKey: key = deviceKey
+            case .deviceKeyAndPasscode:
+                guard let passcodeWrapKey else { continue }
+                key = passcodeWrapKey
+            }
+            let raw: [UInt8]
+            do {
+                raw = try Seal.open(entry.wrapped, key: key, aad: aad(uuid: parsed.uuid, id: entry.id, wrap: entry.wrap))
+            } catch {
+                if entry.wrap == .deviceKeyAndPasscode {
+                    throw KeychainError(code: .authenticationFailed, message: "The passcode is not correct.")
+                }
+                throw corrupt
+            }
+            guard raw.count == 32 else { throw corrupt }
+            if entry.id == metadataKeyID {
+                metadataKey = SymmetricKey(data: raw)
+            } else if let cls = ProtectionClass(keybagID: entry.id) {
+                classKeys[cls] = SymmetricKey(data: raw)
+            }
+        }
+        guard let metadataKey else { throw corrupt }
+        return Keybag(uuid: parsed.uuid, classKeys: classKeys, metadataKey: metadataKey)
+    }
+
+    static let corrupt = KeychainError(code: .corruptData, message: "The keybag in KEYCHAIN_HOME is damaged or was made with another device key. Restore it and device.key from a backup, or move the keychain folder away to start a new, empty keychain.")
+
+    struct Entry {
+        var id: UInt8
+        var wrap: WrapKind
+        var wrapped: ArraySlice<UInt8>
+    }
+
+    static func parse(_ bytes: some Sequence<UInt8>) throws(KeychainError) -> (uuid: [UInt8], header: Header, entries: [Entry]) {
         var r = BinaryReader(bytes)
         do {
             guard Array(try r.take(4)) == magic else { throw corrupt }
             let version = try r.u16()
-            guard version == Keybag.version else {
+            guard version == Keybag.version || version == Keybag.passcodeVersion else {
                 throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: "The keybag has format version \(version), which this swift-keychain does not understand. Upgrade swift-keychain.")
             }
             let uuid = Array(try r.take(16))
-            _ = try r.u8()
-            _ = try r.lengthPrefixed()
+            let kdfKind = try r.u8()
+            let kdfParameters = try r.lengthPrefixed()
+            var header = Header()
+            switch (version, kdfKind) {
+            case (Keybag.version, 0): break
+            case (Keybag.passcodeVersion, PasscodeKDF.scryptKind): header.passcode = try PasscodeKDF(decoding: kdfParameters)
+            default: throw corrupt
+            }
             let count = try r.u8()
-            var classKeys: [ProtectionClass: SymmetricKey] = [:]
-            var metadataKey: SymmetricKey?
+            var entries: [Entry] = []
+            var seen = Set<UInt8>()
             for _ in 0 ..< count {
                 let id = try r.u8()
-                guard let wrap = WrapKind(rawValue: try r.u8()) else { throw corrupt }
-                let wrapped = try r.lengthPrefixed()
-                guard let raw = try? Seal.open(wrapped, key: deviceKey, aad: aad(uuid: uuid, id: id, wrap: wrap)),
-                      raw.count == 32 else { throw corrupt }
-                if id == metadataKeyID {
-                    metadataKey = SymmetricKey(data: raw)
-                } else if let cls = ProtectionClass(keybagID: id) {
-                    classKeys[cls] = SymmetricKey(data: raw)
-                }
+                guard let wrap = WrapKind(rawValue: try r.u8()), seen.insert(id).inserted else { throw corrupt }
+                // A passcode-wrapped key in a keybag without a passcode KDF cannot be opened.
+                if wrap == .deviceKeyAndPasscode, header.passcode == nil { throw corrupt }
+                entries.append(Entry(id: id, wrap: wrap, wrapped: try r.lengthPrefixed()))
             }
-            guard r.isAtEnd, let metadataKey, classKeys.count == ProtectionClass.allCases.count else { throw corrupt }
-            return Keybag(uuid: uuid, classKeys: classKeys, metadataKey: metadataKey)
+            guard r.isAtEnd, seen.contains(metadataKeyID),
+                  ProtectionClass.allCases.allSatisfy({ seen.contains($0.keybagID) }) else { throw corrupt }
+            return (uuid, header, entries)
         } catch let error as KeychainError {
             throw error
         } catch {
             throw corrupt
+        }
+    }
+}
+
+/// The passcode's key-derivation parameters: scrypt, tuned to take about 100 ms on the machine that set it.
+package struct PasscodeKDF: Sendable, Hashable {
+    static let scryptKind: UInt8 = 1
+    /// log2 of scrypt's cost N.
+    package var log2N: UInt8
+    /// scrypt's block size r.
+    package var blockSize: UInt32
+    /// scrypt's parallelism p.
+    package var parallelism: UInt32
+    /// The random salt.
+    package var salt: [UInt8]
+
+    package init(log2N: UInt8, blockSize: UInt32 = 8, parallelism: UInt32 = 1, salt: [UInt8]) {
+        self.log2N = log2N
+        self.blockSize = blockSize
+        self.parallelism = parallelism
+        self.salt = salt
+    }
+
+    init(decoding bytes: ArraySlice<UInt8>) throws(KeychainError) {
+        var r = BinaryReader(bytes)
+        do {
+            log2N = try r.u8()
+            blockSize = try r.u32()
+            parallelism = try r.u32()
+            salt = Array(try r.lengthPrefixed())
+        } catch {
+            throw Keybag.corrupt
+        }
+        // Refuse parameters no honest keybag has (a tampered file must not make us allocate gigabytes).
+        guard r.isAtEnd, (10 ... 22).contains(log2N), (1 ... 32).contains(blockSize), (1 ... 16).contains(parallelism),
+              (16 ... 64).contains(salt.count), memory <= 1 << 30 else { throw Keybag.corrupt }
+    }
+
+    /// The memory scrypt needs with these parameters (128 · r · (N + p + 2) bytes, rounded up).
+    var memory: Int { 128 * Int(blockSize) * ((1 << Int(log2N)) + Int(parallelism) + 2) }
+
+    /// Parameters with a fresh salt whose cost takes about `target` seconds on this machine (at least N = 2^14).
+    package static func tuned(target: Double = 0.1, random: any RandomSource = SystemRandom()) -> PasscodeKDF {
+        var parameters = PasscodeKDF(log2N: 14, salt: random.bytes(32))
+        let clock = ContinuousClock()
+        while parameters.log2N < 20 {
+            let elapsed = clock.measure { _ = try? parameters.derive("calibration") }
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            if seconds * 1.5 > target { break }
+            parameters.log2N += 1
+        }
+        return parameters
+    }
+
+    var encoded: [UInt8] {
+        var w = BinaryWriter(capacity: 48)
+        w.u8(log2N)
+        w.u32(blockSize)
+        w.u32(parallelism)
+        w.lengthPrefixed(salt)
+        return w.bytes
+    }
+
+    /// Stretches a passcode into 32 bytes.
+    package func derive(_ passcode: String) throws(KeychainError) -> SymmetricKey {
+        do {
+            return try KDF.Scrypt.deriveKey(from: Array(passcode.utf8), salt: salt, outputByteCount: 32,
+                                            rounds: 1 << Int(log2N), blockSize: Int(blockSize),
+                                            parallelism: Int(parallelism),
+                                            maxMemory: memory + (1 << 20))
+        } catch {
+            throw KeychainError(code: .internal, message: "The passcode could not be stretched (scrypt failed).", cause: DescribedError(error))
         }
     }
 }
