@@ -68,7 +68,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainServices", "KeychainCore", "keychain-test-helper"],
+            dependencies: ["KeychainServices", "KeychainCore", "keychain-test-helper", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSwift
         ),
         .testTarget(

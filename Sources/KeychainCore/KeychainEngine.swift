@@ -23,34 +23,42 @@ package struct FoundItem: Sendable {
 package final class KeychainEngine: Sendable {
     package let location: KeychainLocation
     let pool: DatabasePool
-    let crypto: ItemCrypto
+    /// The class keys this process holds now (they change with lock, unlock and passcode changes).
+    let keys: KeyState
     let logger: Logger
     let random: any RandomSource
+    /// The time, injectable so passcode throttling can be tested without waiting.
+    let now: @Sendable () -> Date
+
+    /// The keys usable right now.
+    var crypto: ItemCrypto { keys.crypto }
 
     /// Schema version of `keychain-2.db` (`PRAGMA user_version`).
     package static let schemaVersion = 1
 
     /// Opens (creating when missing) the keychain at `location`.
     package init(location: KeychainLocation, logger: Logger = Logger(label: "swift-keychain"),
-                 random: any RandomSource = SystemRandom()) throws(KeychainError) {
+                 random: any RandomSource = SystemRandom(), now: @escaping @Sendable () -> Date = { Date() }) throws(KeychainError) {
         self.location = location
         self.logger = logger
         self.random = random
+        self.now = now
         try FileSystem.ensurePrivateDirectory(location.home)
         // Opening is serialized across processes: two first opens must not race to create the keybag or to
         // switch a new database to WAL.
-        (crypto, pool) = try FileSystem.withExclusiveLock(location.lockPath) { () throws(KeychainError) in
+        let (keybag, passcodeSet, pool) = try FileSystem.withExclusiveLock(location.lockPath) { () throws(KeychainError) in
             try KeychainEngine.open(location, random: random)
         }
+        self.pool = pool
+        keys = KeyState(keybag: keybag, passcodeSet: passcodeSet, random: random)
         logger.debug("opened keychain", metadata: ["home": "\(location.home)"])
     }
 
     // MARK: Files
 
-    static func open(_ location: KeychainLocation, random: any RandomSource) throws(KeychainError) -> (ItemCrypto, DatabasePool) {
+    static func open(_ location: KeychainLocation, random: any RandomSource) throws(KeychainError) -> (Keybag, Bool, DatabasePool) {
         let deviceKey = try KeychainEngine.loadOrCreateDeviceKey(location, random: random)
-        let keybag = try KeychainEngine.loadOrCreateKeybag(location, deviceKey: deviceKey, random: random)
-        let crypto = ItemCrypto(keybag: keybag, random: random)
+        let (keybag, passcodeSet) = try KeychainEngine.loadOrCreateKeybag(location, deviceKey: deviceKey, random: random)
         try FileSystem.createPrivateFile(location.databasePath)
         var config = Configuration()
         config.busyMode = .timeout(120)
@@ -68,7 +76,7 @@ package final class KeychainEngine: Sendable {
                     return .commit
                 }
             }
-            return (crypto, pool)
+            return (keybag, passcodeSet, pool)
         } catch let error as KeychainError {
             throw error
         } catch {
@@ -94,10 +102,11 @@ package final class KeychainEngine: Sendable {
         throw KeychainError(code: .io, message: "Cannot create \(location.deviceKeyPath).")
     }
 
-    static func loadOrCreateKeybag(_ location: KeychainLocation, deviceKey: SymmetricKey, random: any RandomSource) throws(KeychainError) -> Keybag {
+    /// The keybag as this process first sees it ("boot"): with a passcode set, only `dk`/`dku` are unwrapped.
+    static func loadOrCreateKeybag(_ location: KeychainLocation, deviceKey: SymmetricKey, random: any RandomSource) throws(KeychainError) -> (Keybag, Bool) {
         for _ in 0 ..< 2 {
             if let bytes = try FileSystem.read(location.keybagPath) {
-                return try Keybag.decode(bytes, deviceKey: deviceKey)
+                return (try Keybag.decode(bytes, deviceKey: deviceKey), try Keybag.header(bytes).passcode != nil)
             }
             // Items sealed under a lost keybag would silently vanish from every query: refuse instead.
             if let size = (try? FileManager.default.attributesOfItem(atPath: location.databasePath))?[.size] as? Int, size > 0 {
@@ -303,8 +312,8 @@ package final class KeychainEngine: Sendable {
         attributes["agrp"] = .string(group)
         let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:))
             ?? cls.defaultAccessibility
-        if protection == .whenPasscodeSetThisDeviceOnly {
-            throw KeychainError(code: .authenticationFailed, message: "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a keychain passcode, and none is set.")
+        if protection == .whenPasscodeSetThisDeviceOnly, !keys.passcodeSet {
+            throw KeychainError.noPasscodeForPasscodeOnlyItem
         }
         attributes["pdmn"] = .string(protection.rawValue)
         let sync = q.sync == .synchronizable
@@ -367,8 +376,8 @@ package final class KeychainEngine: Sendable {
         if q.hasMatchKeys { throw .param("SecItemUpdate's query cannot contain kSecMatch… keys (not even kSecMatchLimit).") }
         if cls == .identity { throw .notFound("Identities cannot be updated yet.") }
         if case .string(let group)? = changes["agrp"], !caller.allows(group) { throw missingEntitlement(group, caller: caller) }
-        if changes["pdmn"]?.stringValue == ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue {
-            throw KeychainError(code: .authenticationFailed, message: "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a keychain passcode, and none is set.")
+        if changes["pdmn"]?.stringValue == ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue, !keys.passcodeSet {
+            throw KeychainError.noPasscodeForPasscodeOnlyItem
         }
         let groups = try visibleGroups(q, caller: caller)
         let count = try write { db in

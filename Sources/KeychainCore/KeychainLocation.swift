@@ -33,6 +33,8 @@ package struct KeychainLocation: Sendable, Hashable {
     package var keybagPath: String { home + "/keychain.keybag" }
     /// The lock file that serializes first-time creation of the keychain's files.
     package var lockPath: String { home + "/keychain.lock" }
+    /// Wrong-passcode throttling state.
+    package var throttlePath: String { home + "/keychain.throttle" }
     /// The random device key that wraps the keybag.
     package var deviceKeyPath: String { home + "/device.key" }
 }
