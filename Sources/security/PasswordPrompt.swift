@@ -37,6 +37,18 @@ enum PasswordPrompt {
         throw ToolFailure(function, status: .userCanceled)
     }
 
+    /// Asks once on `/dev/tty` with echo off (`prompt` ends in ": "), or fails with
+    /// `errSecInteractionNotAllowed` when there is no terminal. `hint` says which flag gives the value instead.
+    static func ask(_ prompt: String, function: String, hint: String) throws(ToolFailure) -> String {
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw ToolFailure(function, status: .interactionNotAllowed, detail: "There is no terminal to ask on. \(hint)")
+        }
+        defer { close(fd) }
+        guard let line = readLine(fd, prompt: prompt) else { throw ToolFailure(function, status: .userCanceled) }
+        return String(decoding: line, as: UTF8.self)
+    }
+
     /// Writes `prompt`, reads one line with echo off and restores the terminal. Nil at end of input.
     private static func readLine(_ fd: Int32, prompt: String) -> Data? {
         var saved = termios()

@@ -17,7 +17,7 @@ struct SecurityTool: AsyncParsableCommand {
         subcommands: [
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
-            DumpKeychain.self,
+            DumpKeychain.self, UnlockKeychain.self, LockKeychain.self, SetKeychainPassword.self,
         ]
     )
 
@@ -26,11 +26,21 @@ struct SecurityTool: AsyncParsableCommand {
     static func main() async {
         let arguments = PromptRequest.normalized(Array(CommandLine.arguments.dropFirst()))
         do {
-            var command = try parseAsRoot(arguments)
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
+            do {
+                try await runOnce(arguments)
+            } catch let failure as ToolFailure where failure.status == .interactionNotAllowed && failure.fromKeychain {
+                // The keychain is locked for this item's class: as macOS does, ask for the passcode on the
+                // terminal (never a pipe), unlock for this process, and run the command once more.
+                let engine = try ToolContext.sharedEngine()
+                guard engine.lockState == .beforeFirstUnlock || engine.lockState == .locked else { throw failure }
+                let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
+                                                      hint: "The item's class is locked; run the command from a terminal to be asked for the keychain's passcode.")
+                do {
+                    try engine.unlock(passcode: passcode)
+                } catch {
+                    throw ToolFailure(UnlockKeychain.function, error)
+                }
+                try await runOnce(arguments)
             }
         } catch let failure as ToolFailure {
             Output.standardError(failure.text)
@@ -41,6 +51,17 @@ struct SecurityTool: AsyncParsableCommand {
                 Foundation.exit(2)
             }
             exit(withError: error)
+        }
+    }
+}
+
+extension SecurityTool {
+    static func runOnce(_ arguments: [String]) async throws {
+        var command = try parseAsRoot(arguments)
+        if var asyncCommand = command as? any AsyncParsableCommand {
+            try await asyncCommand.run()
+        } else {
+            try command.run()
         }
     }
 }

@@ -22,9 +22,24 @@ struct ToolContext {
                 throw ToolFailure("SecKeychainOpen", error)
             }
         }
+        return ToolContext(engine: try sharedEngine(), caller: .unrestricted(defaultGroup: group))
+    }
+
+    private static let engineLock = NSLock()
+    nonisolated(unsafe) private static var engine: KeychainEngine?
+
+    /// The keychain this process works on, opened once, so that an unlock lasts for the whole command.
+    static func sharedEngine() throws(ToolFailure) -> KeychainEngine {
+        engineLock.lock()
+        defer { engineLock.unlock() }
+        if let engine { return engine }
         do {
-            let engine = try KeychainEngine(location: .fromEnvironment(), logger: Logger(label: "security"))
-            return ToolContext(engine: engine, caller: .unrestricted(defaultGroup: group))
+            // The tool's stderr is macOS's exact text: only errors are logged there.
+            var logger = Logger(label: "security")
+            logger.logLevel = .error
+            let opened = try KeychainEngine(location: .fromEnvironment(), logger: logger)
+            engine = opened
+            return opened
         } catch {
             throw ToolFailure("SecKeychainOpen", error)
         }
@@ -42,6 +57,8 @@ struct ToolFailure: Error {
     var status: KeychainStatus
     /// Our explanation of what to do next, printed on a second line for failures macOS has no fixed text for.
     var detail: String?
+    /// Whether the keychain itself reported the failure (rather than a prompt or the command line).
+    var fromKeychain = false
 
     init(_ function: String, status: KeychainStatus, detail: String? = nil) {
         self.function = function
@@ -54,6 +71,7 @@ struct ToolFailure: Error {
     init(_ function: String, _ error: KeychainError) {
         let plain: Set<KeychainError.Code> = [.itemNotFound, .duplicateItem]
         self.init(function, status: error.status, detail: plain.contains(error.code) ? nil : error.message)
+        fromKeychain = true
     }
 
     /// The text written to stderr.
