@@ -1,0 +1,52 @@
+import Foundation
+import KeychainCore
+
+extension KeychainStore {
+    /// Whether the keychain's protected classes are available to this process.
+    public enum LockStatus: Sendable, Hashable {
+        /// No passcode is set: every item is available.
+        case noPasscode
+        /// A passcode is set and this process has not unlocked yet: only `.always` items are available.
+        case beforeFirstUnlock
+        /// Unlocked: every item is available.
+        case unlocked
+        /// Locked after an unlock: `.always` and `.afterFirstUnlock` items stay available.
+        case locked
+    }
+
+    /// This process's lock status.
+    public var lockStatus: LockStatus {
+        switch engine.lockState {
+        case .noPasscode: .noPasscode
+        case .beforeFirstUnlock: .beforeFirstUnlock
+        case .unlocked: .unlocked
+        case .locked: .locked
+        }
+    }
+
+    /// Unlocks the keychain with its passcode, for this process (or, with keychaind, for the session).
+    ///
+    /// - Throws: ``KeychainError`` with status ``KeychainStatus/authFailed`` for a wrong passcode, or while
+    ///   wrong passcodes are throttled (the message says how long to wait).
+    public func unlock(passcode: String) throws(KeychainError) {
+        try engine.unlock(passcode: passcode)
+    }
+
+    /// Locks the keychain: the keys of the `whenUnlocked` classes are dropped from memory, and their items
+    /// fail with ``KeychainStatus/interactionNotAllowed`` until the next ``unlock(passcode:)``.
+    public func lock() {
+        engine.lock()
+    }
+
+    /// Sets, changes or removes the keychain's passcode. Class keys are re-wrapped; items are not re-encrypted.
+    ///
+    /// - Parameters:
+    ///   - newPasscode: The new passcode, or `nil` to remove it. Removing it destroys every item whose
+    ///     accessibility is ``Accessibility/whenPasscodeSetThisDeviceOnly``.
+    ///   - currentPasscode: The current passcode, required when one is set.
+    /// - Throws: ``KeychainError`` with status ``KeychainStatus/authFailed`` when `currentPasscode` is wrong or
+    ///   missing.
+    public func setPasscode(_ newPasscode: String?, currentPasscode: String? = nil) throws(KeychainError) {
+        try engine.changePasscode(from: currentPasscode, to: newPasscode)
+    }
+}
