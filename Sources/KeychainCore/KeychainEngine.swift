@@ -322,22 +322,12 @@ package final class KeychainEngine: Sendable {
         for descriptor in cls.attributes where attributes[descriptor.code] == nil {
             if let value = descriptor.defaultValue, descriptor.primaryKey { attributes[descriptor.code] = value }
         }
-        let now = Date()
-        attributes["cdat"] = .date(now)
-        attributes["mdat"] = .date(now)
-        let uuid = Data(random.bytes(ItemCrypto.uuidLength))
-        let identity = identity(for: cls, uuid: uuid, attributes: attributes, protection: protection, sync: sync, tombstone: false)
-        let meta = try crypto.sealAttributes(attributes, row: identity)
-        let secret = try q.valueData.map { (data) throws(KeychainError) in try crypto.sealSecret(data, row: identity) }
-        let hashes: [(String, Data)] = cls.attributes.compactMap { d in
-            guard d.searchable, let v = attributes[d.code] else { return nil }
-            return (d.code, crypto.attributeHash(table: cls.table, code: d.code, value: v))
-        }
-        let names = ["uuid", "pk", "sync", "tomb", "pdmn", "meta", "secret"] + hashes.map { KeychainEngine.column($0.0) }
-        let sql = "INSERT INTO \"\(cls.table)\" (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ",")))"
-        var args: [(any DatabaseValueConvertible)?] = [uuid, identity.primaryKeyHash, sync ? 1 : 0, 0, protection.rawValue, meta, secret]
-        args += hashes.map { $0.1 }
-        let arguments = StatementArguments(args)
+        let timestamp = now()
+        attributes["cdat"] = .date(timestamp)
+        attributes["mdat"] = .date(timestamp)
+        let row = try prepareInsert(cls, attributes: attributes, secret: q.valueData)
+        let (sql, arguments, uuid) = (row.sql, row.arguments, row.uuid)
+        let identity = row.identity
         try write { db in
             do {
                 try db.cachedStatement(sql: sql).execute(arguments: arguments)
@@ -351,6 +341,32 @@ package final class KeychainEngine: Sendable {
         }
         logger.debug("add", metadata: ["class": "\(cls.rawValue)"])
         return FoundItem(itemClass: cls, uuid: uuid, attributes: attributes, data: q.valueData)
+    }
+
+    /// An INSERT of a new row holding `attributes` (complete: group, protection, sync, dates) and `secret`.
+    struct PreparedInsert {
+        var sql: String
+        var arguments: StatementArguments
+        var uuid: Data
+        var identity: ItemCrypto.RowIdentity
+    }
+
+    func prepareInsert(_ cls: ItemClass, attributes: [String: AttributeValue], secret data: Data?) throws(KeychainError) -> PreparedInsert {
+        let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? cls.defaultAccessibility
+        let sync = attributes["sync"]?.intValue == 1
+        let uuid = Data(random.bytes(ItemCrypto.uuidLength))
+        let identity = identity(for: cls, uuid: uuid, attributes: attributes, protection: protection, sync: sync, tombstone: false)
+        let meta = try crypto.sealAttributes(attributes, row: identity)
+        let secret = try data.map { (data) throws(KeychainError) in try crypto.sealSecret(data, row: identity) }
+        let hashes: [(String, Data)] = cls.attributes.compactMap { d in
+            guard d.searchable, let v = attributes[d.code] else { return nil }
+            return (d.code, crypto.attributeHash(table: cls.table, code: d.code, value: v))
+        }
+        let names = ["uuid", "pk", "sync", "tomb", "pdmn", "meta", "secret"] + hashes.map { KeychainEngine.column($0.0) }
+        let sql = "INSERT INTO \"\(cls.table)\" (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ",")))"
+        var args: [(any DatabaseValueConvertible)?] = [uuid, identity.primaryKeyHash, sync ? 1 : 0, 0, protection.rawValue, meta, secret]
+        args += hashes.map { $0.1 }
+        return PreparedInsert(sql: sql, arguments: StatementArguments(args), uuid: uuid, identity: identity)
     }
 
     /// Finds matching items (Apple's `SecItemCopyMatching`); throws `errSecItemNotFound` when none match.
@@ -383,13 +399,13 @@ package final class KeychainEngine: Sendable {
         let count = try write { db in
             let rows = try matchingRows(db, q, groups: groups, includeSecret: true, limit: nil)
             guard !rows.isEmpty else { throw KeychainError.notFound() }
-            let now = Date()
+            let timestamp = now()
             for (stored, item) in rows {
                 var attributes = item.attributes
                 for (code, value) in changes { attributes[code] = value }
                 let sync = newSync ?? stored.identity.sync
                 attributes["sync"] = .int(sync ? 1 : 0)
-                attributes["mdat"] = .date(now)
+                attributes["mdat"] = .date(timestamp)
                 let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? stored.identity.protection
                 let identity = identity(for: cls, uuid: stored.identity.uuid, attributes: attributes, protection: protection, sync: sync, tombstone: false)
                 let meta = try crypto.sealAttributes(attributes, row: identity)
@@ -435,7 +451,7 @@ package final class KeychainEngine: Sendable {
                 if stored.identity.sync {
                     var attributes = item.attributes
                     attributes["tomb"] = .int(1)
-                    attributes["mdat"] = .date(Date())
+                    attributes["mdat"] = .date(now())
                     var identity = stored.identity
                     identity.tombstone = true
                     let meta = try crypto.sealAttributes(attributes, row: identity)

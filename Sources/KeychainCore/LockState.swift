@@ -197,7 +197,7 @@ extension KeychainEngine {
         keys.set(bag.classKeys, metadataKey: bag.metadataKey, state: .noPasscode)
     }
 
-    private func deviceKey() throws(KeychainError) -> SymmetricKey {
+    func deviceKey() throws(KeychainError) -> SymmetricKey {
         guard let bytes = try FileSystem.read(location.deviceKeyPath), bytes.count == 32 else {
             throw KeychainError(code: .notAvailable, message: "\(location.deviceKeyPath) is missing or damaged. Restore it from a backup.")
         }

@@ -1,0 +1,236 @@
+import Foundation
+import Crypto
+import GRDB
+
+/// What a backup contained.
+package struct BackupSummary: Sendable, Hashable {
+    /// Items written to the backup.
+    package var items = 0
+    /// Of those, ThisDeviceOnly items, whose secrets only this machine can open.
+    package var thisDeviceOnly = 0
+    /// WhenPasscodeSetThisDeviceOnly items, never backed up.
+    package var skippedPasscodeOnly = 0
+}
+
+/// What a restore did.
+package struct RestoreSummary: Sendable, Hashable {
+    /// Items the keychain did not have.
+    package var added = 0
+    /// Items replaced because the backup's copy was newer.
+    package var replaced = 0
+    /// Items kept because this keychain's copy was as new or newer.
+    package var keptNewer = 0
+    /// ThisDeviceOnly items skipped because they belong to another machine.
+    package var skippedOtherDevice = 0
+}
+
+/// The backup file: the whole keychain sealed under a key stretched from a backup password.
+///
+/// Format, version 1 (big-endian):
+/// ```
+/// magic "SKBK" | u16 version = 1 | u8 KDF kind = 1 (scrypt) | u32-prefixed KDF parameters (as in the keybag)
+/// u32-prefixed sealed payload: AES-256-GCM, key HKDF-SHA256(ikm: scrypt(password), info: "swift-keychain backup v1"),
+///                              AAD = every byte before the payload's length
+/// payload: u8 version = 1 | u32 count | records
+/// record:  u8-prefixed table | u32-prefixed attribute record (ItemRecord) | u8 secret kind | u32-prefixed secret
+/// secret kind: 0 none, 1 the secret, 2 device-bound: sealed under HKDF-SHA256(ikm: device key,
+///              info: "swift-keychain backup device-bound v1") with AAD = table | 0 | attribute record
+/// ```
+/// ThisDeviceOnly items carry device-bound secrets, so they can be restored only where `device.key` is the same.
+package enum BackupFormat {
+    static let magic: [UInt8] = Array("SKBK".utf8)
+    static let version: UInt16 = 1
+
+    struct Record {
+        var itemClass: ItemClass
+        var attributes: [String: AttributeValue]
+        var secret: Secret
+
+        enum Secret {
+            case none
+            case plain(Data)
+            case deviceBound([UInt8])
+        }
+    }
+
+    static func backupKey(password: String, parameters: PasscodeKDF) throws(KeychainError) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: try parameters.derive(password), info: Array("swift-keychain backup v1".utf8), outputByteCount: 32)
+    }
+
+    static func deviceBoundKey(_ deviceKey: SymmetricKey) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: deviceKey, info: Array("swift-keychain backup device-bound v1".utf8), outputByteCount: 32)
+    }
+
+    static func encode(_ records: [Record], password: String, parameters: PasscodeKDF, random: any RandomSource) throws(KeychainError) -> [UInt8] {
+        var payload = BinaryWriter(capacity: 256 * records.count + 8)
+        payload.u8(1)
+        payload.u32(UInt32(records.count))
+        for record in records {
+            payload.shortString(record.itemClass.table)
+            payload.lengthPrefixed(ItemRecord.encode(record.attributes))
+            switch record.secret {
+            case .none: payload.u8(0); payload.lengthPrefixed([UInt8]())
+            case .plain(let data): payload.u8(1); payload.lengthPrefixed(data)
+            case .deviceBound(let sealed): payload.u8(2); payload.lengthPrefixed(sealed)
+            }
+        }
+        var header = BinaryWriter(capacity: 64)
+        header.raw(magic)
+        header.u16(version)
+        header.u8(PasscodeKDF.scryptKind)
+        header.lengthPrefixed(parameters.encoded)
+        let sealed = try Seal.seal(payload.bytes, key: backupKey(password: password, parameters: parameters), aad: header.bytes, random: random)
+        var out = header
+        out.lengthPrefixed(sealed)
+        return out.bytes
+    }
+
+    static func decode(_ bytes: some Sequence<UInt8>, password: String) throws(KeychainError) -> [Record] {
+        let all = Array(bytes)
+        let corrupt = KeychainError(code: .corruptData, message: "This is not a swift-keychain backup, or it is truncated or damaged. Nothing was restored.")
+        var r = BinaryReader(all)
+        let parameters: PasscodeKDF
+        let sealed: ArraySlice<UInt8>
+        let headerLength: Int
+        do {
+            guard Array(try r.take(4)) == magic else { throw corrupt }
+            guard try r.u16() == version, try r.u8() == PasscodeKDF.scryptKind else { throw corrupt }
+            parameters = try PasscodeKDF(decoding: try r.lengthPrefixed())
+            headerLength = r.offset
+            sealed = try r.lengthPrefixed()
+            guard r.isAtEnd else { throw corrupt }
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw corrupt
+        }
+        let plaintext: [UInt8]
+        do {
+            plaintext = try Seal.open(sealed, key: backupKey(password: password, parameters: parameters), aad: all[0 ..< headerLength])
+        } catch {
+            // GCM cannot tell a wrong password from a damaged file; say both.
+            throw KeychainError(code: .authenticationFailed, message: "The backup password is wrong, or the backup was damaged or tampered with. Nothing was restored.")
+        }
+        var p = BinaryReader(plaintext)
+        do {
+            guard try p.u8() == 1 else { throw corrupt }
+            let count = try p.u32()
+            var records: [Record] = []
+            for _ in 0 ..< count {
+                guard let cls = ItemClass(rawValue: try p.shortString()), ItemClass.stored.contains(cls) else { throw corrupt }
+                let attributes = try ItemRecord.decode(try p.lengthPrefixed())
+                let kind = try p.u8()
+                let secret = try p.lengthPrefixed()
+                switch kind {
+                case 0: records.append(Record(itemClass: cls, attributes: attributes, secret: .none))
+                case 1: records.append(Record(itemClass: cls, attributes: attributes, secret: .plain(Data(secret))))
+                case 2: records.append(Record(itemClass: cls, attributes: attributes, secret: .deviceBound(Array(secret))))
+                default: throw corrupt
+                }
+            }
+            guard p.isAtEnd else { throw corrupt }
+            return records
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw corrupt
+        }
+    }
+
+    static func deviceBoundAAD(_ cls: ItemClass, _ attributes: [String: AttributeValue]) -> [UInt8] {
+        Array(cls.table.utf8) + [0] + ItemRecord.encode(attributes)
+    }
+}
+
+extension KeychainEngine {
+    /// Writes every item to one backup sealed under `password`. WhenPasscodeSetThisDeviceOnly items are left
+    /// out; ThisDeviceOnly items keep their secrets bound to this machine's device key. Needs the keychain
+    /// unlocked (`errSecInteractionNotAllowed` otherwise).
+    package func backup(password: String) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
+        guard !password.isEmpty else { throw .param("The backup password is empty. Choose one; it is needed to restore.") }
+        let device = try deviceKey()
+        var summary = BackupSummary()
+        var records: [BackupFormat.Record] = []
+        for cls in ItemClass.stored {
+            var q = ItemQuery(itemClass: cls)
+            q.sync = .any
+            q.limit = .all
+            let rows = try read { db in try matchingRows(db, q, groups: nil, includeSecret: true, limit: nil) }
+            for (stored, item) in rows {
+                let protection = stored.identity.protection
+                if protection == .whenPasscodeSetThisDeviceOnly {
+                    summary.skippedPasscodeOnly += 1
+                    continue
+                }
+                var secret = BackupFormat.Record.Secret.none
+                if let data = item.data {
+                    if protection.isThisDeviceOnly {
+                        secret = .deviceBound(try Seal.seal(data, key: BackupFormat.deviceBoundKey(device),
+                                                            aad: BackupFormat.deviceBoundAAD(cls, item.attributes), random: random))
+                        summary.thisDeviceOnly += 1
+                    } else {
+                        secret = .plain(data)
+                    }
+                } else if protection.isThisDeviceOnly {
+                    summary.thisDeviceOnly += 1
+                }
+                records.append(BackupFormat.Record(itemClass: cls, attributes: item.attributes, secret: secret))
+            }
+        }
+        summary.items = records.count
+        let bytes = try BackupFormat.encode(records, password: password, parameters: PasscodeKDF.tuned(random: random), random: random)
+        logger.debug("backup", metadata: ["count": "\(records.count)"])
+        return (Data(bytes), summary)
+    }
+
+    /// Restores a backup: merges by primary key, the newer modification date wins. A wrong password or a
+    /// damaged backup fails before anything is written; the whole restore is one transaction.
+    package func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreSummary {
+        let records = try BackupFormat.decode(backup, password: password)
+        let device = try deviceKey()
+        var summary = RestoreSummary()
+        // Open every secret first: nothing is written unless the whole backup is usable.
+        var prepared: [(BackupFormat.Record, Data?)] = []
+        for record in records {
+            switch record.secret {
+            case .none: prepared.append((record, nil))
+            case .plain(let data): prepared.append((record, data))
+            case .deviceBound(let sealed):
+                guard let data = try? Seal.open(sealed, key: BackupFormat.deviceBoundKey(device),
+                                                aad: BackupFormat.deviceBoundAAD(record.itemClass, record.attributes)) else {
+                    summary.skippedOtherDevice += 1
+                    continue
+                }
+                prepared.append((record, Data(data)))
+            }
+        }
+        let finalSummary = try write { db in
+            var summary = summary
+            for (record, secret) in prepared {
+                let row = try prepareInsert(record.itemClass, attributes: record.attributes, secret: secret)
+                let table = record.itemClass.table
+                let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(KeychainEngine.rowColumns) FROM \"\(table)\" WHERE pk = ?"),
+                                                arguments: [row.identity.primaryKeyHash])
+                if let existing, let stored = KeychainEngine.storedRow(existing, table: table, includeSecret: false) {
+                    if !stored.identity.tombstone {
+                        let current = try crypto.openAttributes(stored.meta, row: stored.identity)
+                        if case .date(let mine)? = current["mdat"], case .date(let theirs)? = record.attributes["mdat"], mine >= theirs {
+                            summary.keptNewer += 1
+                            continue
+                        }
+                        summary.replaced += 1
+                    } else {
+                        summary.added += 1
+                    }
+                    try db.cachedStatement(sql: "DELETE FROM \"\(table)\" WHERE rowid = ?").execute(arguments: [stored.rowid])
+                } else {
+                    summary.added += 1
+                }
+                try db.cachedStatement(sql: row.sql).execute(arguments: row.arguments)
+            }
+            return summary
+        }
+        logger.debug("restore", metadata: ["added": "\(finalSummary.added)", "replaced": "\(finalSummary.replaced)"])
+        return finalSummary
+    }
+}
