@@ -18,6 +18,7 @@ struct SecurityTool: AsyncParsableCommand {
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self, UnlockKeychain.self, LockKeychain.self, SetKeychainPassword.self,
+            BackupKeychain.self, RestoreKeychain.self,
         ]
     )
 

@@ -66,3 +66,19 @@ import Crypto
         #expect(tuned.salt.count == 32)
     }
 }
+
+@Suite struct BackupFormatTests {
+    @Test func backupFormatV1() throws {
+        let records = [
+            BackupFormat.Record(itemClass: .genericPassword, attributes: ["acct": .string("alice"), "pdmn": .string("ak")], secret: .plain(Data("s3cret".utf8))),
+            BackupFormat.Record(itemClass: .internetPassword, attributes: ["srvr": .string("example.com")], secret: .none),
+        ]
+        let kdf = PasscodeKDF(log2N: 10, salt: [UInt8](repeating: 0x33, count: 32))
+        let bytes = try BackupFormat.encode(records, password: "pw", parameters: kdf, random: CountingRandom(seed: 7))
+        #expect(hex(bytes) == Golden.backupV1)
+        let decoded = try BackupFormat.decode(unhex(Golden.backupV1), password: "pw")
+        #expect(decoded.map(\.itemClass) == [.genericPassword, .internetPassword])
+        #expect(decoded.first?.attributes["acct"] == .string("alice"))
+        if case .plain(let secret)? = decoded.first?.secret { #expect(secret == Data("s3cret".utf8)) } else { Issue.record("secret lost") }
+    }
+}

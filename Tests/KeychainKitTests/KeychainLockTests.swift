@@ -45,3 +45,30 @@ import Testing
         }
     }
 }
+
+@Suite struct KeychainBackupTests {
+    @Test func backupAndRestoreThroughTheStore() throws {
+        try withTemporaryDirectory { first in
+            let store = try KeychainStore(directory: first, accessGroups: ["g"])
+            let keychain = Keychain(service: "svc", in: store)
+            try keychain.set("portable", for: "a")
+            try keychain.accessibility(.whenUnlockedThisDeviceOnly).set("local", for: "b")
+            let backup = try store.backup(password: "pw")
+            #expect(backup.itemCount == 2)
+            #expect(backup.thisDeviceOnlyCount == 1)
+            try withTemporaryDirectory { second in
+                let other = try KeychainStore(directory: second, accessGroups: ["g"])
+                let result = try other.restore(backup.data, password: "pw")
+                #expect(result.added == 1 && result.replaced == 0 && result.keptNewer == 0 && result.skippedFromOtherDevice == 1)
+                #expect(try Keychain(service: "svc", in: other).string(for: "a") == "portable")
+                #expect(try Keychain(service: "svc", in: other).string(for: "b") == nil)
+                do throws(KeychainError) {
+                    _ = try other.restore(backup.data, password: "wrong")
+                    Issue.record("a wrong password restored")
+                } catch {
+                    #expect(error.status == .authFailed)
+                }
+            }
+        }
+    }
+}
