@@ -117,22 +117,7 @@ extension KeychainEngine {
                 try reloadWithoutPasscode(bytes)
                 return
             }
-            var throttle = try PasscodeThrottle.load(location)
-            let wait = throttle.notBefore - now().timeIntervalSince1970
-            if wait > 0 {
-                throw KeychainError(code: .authenticationFailed, message: "Too many wrong passcodes. Try again in \(Int(wait.rounded(.up))) seconds.")
-            }
-            let bag: Keybag
-            do throws(KeychainError) {
-                bag = try Keybag.decode(bytes, deviceKey: deviceKey(), passcode: passcode)
-            } catch where error.code == .authenticationFailed {
-                throttle.failures += 1
-                throttle.notBefore = now().timeIntervalSince1970 + PasscodeThrottle.delay(afterFailures: throttle.failures)
-                try throttle.save(location)
-                logger.notice("wrong passcode", metadata: ["failures": "\(throttle.failures)"])
-                throw error
-            }
-            if throttle.failures > 0 { try PasscodeThrottle().save(location) }
+            let bag = try openThrottled(bytes, deviceKey: deviceKey(), passcode: passcode)
             keys.set(bag.classKeys, metadataKey: bag.metadataKey, state: .unlocked)
             logger.debug("unlocked")
         }
@@ -159,20 +144,7 @@ extension KeychainEngine {
                 guard let old else {
                     throw KeychainError(code: .authenticationFailed, message: "A passcode is set: give the current passcode to change or remove it.")
                 }
-                var throttle = try PasscodeThrottle.load(location)
-                let wait = throttle.notBefore - now().timeIntervalSince1970
-                if wait > 0 {
-                    throw KeychainError(code: .authenticationFailed, message: "Too many wrong passcodes. Try again in \(Int(wait.rounded(.up))) seconds.")
-                }
-                do throws(KeychainError) {
-                    bag = try Keybag.decode(bytes, deviceKey: device, passcode: old)
-                } catch where error.code == .authenticationFailed {
-                    throttle.failures += 1
-                    throttle.notBefore = now().timeIntervalSince1970 + PasscodeThrottle.delay(afterFailures: throttle.failures)
-                    try throttle.save(location)
-                    throw error
-                }
-                if throttle.failures > 0 { try PasscodeThrottle().save(location) }
+                bag = try openThrottled(bytes, deviceKey: device, passcode: old)
             } else {
                 bag = try Keybag.decode(bytes, deviceKey: device)
             }
@@ -189,6 +161,27 @@ extension KeychainEngine {
             try FileSystem.writeAtomically(bag.encode(deviceKey: device, passcode: passcode, random: random),
                                            to: location.keybagPath, exclusive: false)
             keys.set(classKeys, metadataKey: bag.metadataKey, state: new == nil ? .noPasscode : .unlocked)
+        }
+    }
+
+    /// Opens a passcode-protected keybag, honouring and recording the wrong-passcode throttle.
+    /// Called with the keychain's file lock held.
+    private func openThrottled(_ bytes: Data, deviceKey: SymmetricKey, passcode: String) throws(KeychainError) -> Keybag {
+        var throttle = try PasscodeThrottle.load(location)
+        let wait = throttle.notBefore - now().timeIntervalSince1970
+        if wait > 0 {
+            throw KeychainError(code: .authenticationFailed, message: "Too many wrong passcodes. Try again in \(Int(wait.rounded(.up))) seconds.")
+        }
+        do throws(KeychainError) {
+            let bag = try Keybag.decode(bytes, deviceKey: deviceKey, passcode: passcode)
+            if throttle.failures > 0 { try PasscodeThrottle().save(location) }
+            return bag
+        } catch where error.code == .authenticationFailed {
+            throttle.failures += 1
+            throttle.notBefore = now().timeIntervalSince1970 + PasscodeThrottle.delay(afterFailures: throttle.failures)
+            try throttle.save(location)
+            logger.notice("wrong passcode", metadata: ["failures": "\(throttle.failures)"])
+            throw error
         }
     }
 
