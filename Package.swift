@@ -57,7 +57,7 @@ let package = Package(
         // entitlements read from the environment).
         .executableTarget(
             name: "keychain-test-helper",
-            dependencies: ["KeychainServices"],
+            dependencies: ["KeychainServices", "KeychainKit"],
             path: "Tests/Helper",
             swiftSettings: strictSwift
         ),
@@ -68,7 +68,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainServices", "KeychainCore", "keychain-test-helper", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["KeychainServices", "KeychainCore", "KeychainKit", "keychain-test-helper", .product(name: "GRDB", package: "GRDB.swift")],
             // A keychain written by the first released format, opened by the upgrade tests (read via #filePath).
             exclude: ["Fixtures"],
             swiftSettings: strictSwift

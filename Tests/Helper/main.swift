@@ -5,9 +5,12 @@
 //   keychain-test-helper add-and-hold ACCOUNT SERVICE SECRET  → "status=N", then sleeps until killed
 //   keychain-test-helper race BARRIER ACCOUNT SERVICE SECRET  → waits for file BARRIER, adds, "status=N"
 //   keychain-test-helper find ACCOUNT SERVICE [GROUP]         → "status=N", "data=…", "agrp=…"
+//   keychain-test-helper set-passcode P ACCOUNT SERVICE SECRET → sets passcode P, adds a WhenUnlocked item
+//   keychain-test-helper unlock-and-find P ACCOUNT SERVICE    → finds before and after KeychainStore.default.unlock
 //   keychain-test-helper bench N                              → rough single-thread ops/s of add, find, update, delete
 import Foundation
 import KeychainServices
+import KeychainKit
 
 // Every `print` is flushed at once (line-buffered output), so a parent sees a status before a kill.
 func flushLine(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
@@ -48,6 +51,25 @@ case "find" where args.count >= 3:
     if let dict = item as? [String: Any] {
         if let data = dict[kSecValueData as String] as? Data { flushLine("data=\(String(decoding: data, as: UTF8.self))") }
         if let group = dict[kSecAttrAccessGroup as String] as? String { flushLine("agrp=\(group)") }
+    }
+case "set-passcode" where args.count == 5:
+    do {
+        try KeychainStore.default.setPasscode(args[1])
+        flushLine("status=\(add(args[2], args[3], args[4], group: nil))")
+    } catch {
+        flushLine("error=\(error.status.rawValue)")
+    }
+case "unlock-and-find" where args.count == 4:
+    func find() -> OSStatus {
+        SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[2],
+                             kSecAttrService as String: args[3]] as CFDictionary, nil)
+    }
+    flushLine("before=\(find())")
+    do {
+        try KeychainStore.default.unlock(passcode: args[1])
+        flushLine("after=\(find())")
+    } catch {
+        flushLine("error=\(error.status.rawValue)")
     }
 case "bench" where args.count == 2:
     let n = Int(args[1]) ?? 1000

@@ -107,4 +107,15 @@ import KeychainCore
         #expect(waited > 0.5, "the add should have waited for the lock, took \(waited) s")
         #expect(try runHelper(["find", "second", "svc"], environment: env).stdout == "status=0\ndata=y\nagrp=keychain-test-helper\n")
     }
+
+    @Test func anAppUnlocksOnceForBothAPIs() throws {
+        let home = tempHome()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let env = baseEnvironment(home: home)
+        #expect(try runHelper(["set-passcode", "1234", "alice", "svc", "s3cret"], environment: env).stdout == "status=0\n")
+        // A new process starts before its first unlock; unlocking through KeychainKit's default store also
+        // unlocks its SecItem calls (one engine per keychain per process).
+        #expect(try runHelper(["unlock-and-find", "1234", "alice", "svc"], environment: env).stdout == "before=-25308\nafter=0\n")
+        #expect(try runHelper(["unlock-and-find", "wrong", "alice", "svc"], environment: env).stdout == "before=-25308\nerror=-25293\n")
+    }
 }
