@@ -88,22 +88,16 @@ package enum BackupFormat {
     static func decode(_ bytes: some Sequence<UInt8>, password: String) throws(KeychainError) -> [Record] {
         let all = Array(bytes)
         let corrupt = KeychainError(code: .corruptData, message: "This is not a swift-keychain backup, or it is truncated or damaged. Nothing was restored.")
-        var r = BinaryReader(all)
+        var r = BinaryReader(all, truncated: corrupt)
         let parameters: PasscodeKDF
         let sealed: ArraySlice<UInt8>
         let headerLength: Int
-        do {
-            guard Array(try r.take(4)) == magic else { throw corrupt }
-            guard try r.u16() == version, try r.u8() == PasscodeKDF.scryptKind else { throw corrupt }
-            parameters = try PasscodeKDF(decoding: try r.lengthPrefixed())
-            headerLength = r.offset
-            sealed = try r.lengthPrefixed()
-            guard r.isAtEnd else { throw corrupt }
-        } catch let error as KeychainError {
-            throw error
-        } catch {
-            throw corrupt
-        }
+        guard Array(try r.take(4)) == magic else { throw corrupt }
+        guard try r.u16() == version, try r.u8() == PasscodeKDF.scryptKind else { throw corrupt }
+        parameters = try PasscodeKDF(decoding: try r.lengthPrefixed())
+        headerLength = r.offset
+        sealed = try r.lengthPrefixed()
+        guard r.isAtEnd else { throw corrupt }
         let plaintext: [UInt8]
         do {
             plaintext = try Seal.open(sealed, key: backupKey(password: password, parameters: parameters), aad: all[0 ..< headerLength])
@@ -111,30 +105,24 @@ package enum BackupFormat {
             // GCM cannot tell a wrong password from a damaged file; say both.
             throw KeychainError(code: .authenticationFailed, message: "The backup password is wrong, or the backup was damaged or tampered with. Nothing was restored.")
         }
-        var p = BinaryReader(plaintext)
-        do {
-            guard try p.u8() == 1 else { throw corrupt }
-            let count = try p.u32()
-            var records: [Record] = []
-            for _ in 0 ..< count {
-                guard let cls = ItemClass(rawValue: try p.shortString()), ItemClass.stored.contains(cls) else { throw corrupt }
-                let attributes = try ItemRecord.decode(try p.lengthPrefixed())
-                let kind = try p.u8()
-                let secret = try p.lengthPrefixed()
-                switch kind {
-                case 0: records.append(Record(itemClass: cls, attributes: attributes, secret: .none))
-                case 1: records.append(Record(itemClass: cls, attributes: attributes, secret: .plain(Data(secret))))
-                case 2: records.append(Record(itemClass: cls, attributes: attributes, secret: .deviceBound(Array(secret))))
-                default: throw corrupt
-                }
+        var p = BinaryReader(plaintext, truncated: corrupt)
+        guard try p.u8() == 1 else { throw corrupt }
+        let count = try p.u32()
+        var records: [Record] = []
+        for _ in 0 ..< count {
+            guard let cls = ItemClass(rawValue: try p.shortString()), ItemClass.stored.contains(cls) else { throw corrupt }
+            let attributes = try ItemRecord.decode(try p.lengthPrefixed())
+            let kind = try p.u8()
+            let secret = try p.lengthPrefixed()
+            switch kind {
+            case 0: records.append(Record(itemClass: cls, attributes: attributes, secret: .none))
+            case 1: records.append(Record(itemClass: cls, attributes: attributes, secret: .plain(Data(secret))))
+            case 2: records.append(Record(itemClass: cls, attributes: attributes, secret: .deviceBound(Array(secret))))
+            default: throw corrupt
             }
-            guard p.isAtEnd else { throw corrupt }
-            return records
-        } catch let error as KeychainError {
-            throw error
-        } catch {
-            throw corrupt
         }
+        guard p.isAtEnd else { throw corrupt }
+        return records
     }
 
     static func deviceBoundAAD(_ cls: ItemClass, _ attributes: [String: AttributeValue]) -> [UInt8] {

@@ -26,44 +26,49 @@ package struct BinaryWriter {
     package var data: Data { Data(bytes) }
 }
 
-/// Big-endian reader that reports truncation instead of trapping.
+/// Big-endian reader that reports truncation instead of trapping: every read past the end throws the
+/// error the caller chose, so a parser is one `throws(KeychainError)` function with no catch-all.
 package struct BinaryReader {
     private let bytes: [UInt8]
+    private let truncated: KeychainError
     package private(set) var offset = 0
 
-    package init(_ data: some Sequence<UInt8>) { bytes = Array(data) }
+    package init(_ data: some Sequence<UInt8>,
+                 truncated: KeychainError = KeychainError(code: .corruptData, message: "Stored data is truncated.")) {
+        bytes = Array(data)
+        self.truncated = truncated
+    }
 
     package var remaining: Int { bytes.count - offset }
     package var isAtEnd: Bool { offset == bytes.count }
 
-    package struct Truncated: Error, Sendable {}
-
-    package mutating func take(_ n: Int) throws(Truncated) -> ArraySlice<UInt8> {
-        guard n >= 0, n <= remaining else { throw Truncated() }
+    package mutating func take(_ n: Int) throws(KeychainError) -> ArraySlice<UInt8> {
+        guard n >= 0, n <= remaining else { throw truncated }
         defer { offset += n }
         return bytes[offset ..< offset + n]
     }
 
-    package mutating func u8() throws(Truncated) -> UInt8 { try take(1).first ?? 0 }
-    package mutating func u16() throws(Truncated) -> UInt16 { UInt16(try integer(2)) }
-    package mutating func u32() throws(Truncated) -> UInt32 { UInt32(try integer(4)) }
-    package mutating func u64() throws(Truncated) -> UInt64 { try integer(8) }
+    package mutating func u8() throws(KeychainError) -> UInt8 { try take(1).first ?? 0 }
+    package mutating func u16() throws(KeychainError) -> UInt16 { UInt16(try integer(2)) }
+    package mutating func u32() throws(KeychainError) -> UInt32 { UInt32(try integer(4)) }
+    package mutating func u64() throws(KeychainError) -> UInt64 { try integer(8) }
 
-    private mutating func integer(_ width: Int) throws(Truncated) -> UInt64 {
+    private mutating func integer(_ width: Int) throws(KeychainError) -> UInt64 {
         var value: UInt64 = 0
         for byte in try take(width) { value = value << 8 | UInt64(byte) }
         return value
     }
 
-    package mutating func lengthPrefixed() throws(Truncated) -> ArraySlice<UInt8> {
+    package mutating func lengthPrefixed() throws(KeychainError) -> ArraySlice<UInt8> {
         let n = try u32()
         return try take(Int(n))
     }
 
-    package mutating func shortString() throws(Truncated) -> String {
+    /// A u8-prefixed UTF-8 string; invalid UTF-8 counts as damage.
+    package mutating func shortString() throws(KeychainError) -> String {
         let n = try u8()
         let raw = try take(Int(n))
-        guard let s = String(validating: raw, as: UTF8.self) else { throw Truncated() }
+        guard let s = String(validating: raw, as: UTF8.self) else { throw truncated }
         return s
     }
 }

@@ -27,32 +27,26 @@ package enum ItemRecord {
     }
 
     package static func decode(_ bytes: some Sequence<UInt8>) throws(KeychainError) -> [String: AttributeValue] {
-        var r = BinaryReader(bytes)
         let corrupt = KeychainError(code: .corruptData, message: "An item's attribute record is malformed.")
-        do {
-            guard try r.u8() == version else { throw corrupt }
-            let count = try r.u16()
-            var out: [String: AttributeValue] = [:]
-            out.reserveCapacity(Int(count))
-            for _ in 0 ..< count {
-                let code = try r.shortString()
-                switch try r.u8() {
-                case 1:
-                    guard let s = String(validating: try r.lengthPrefixed(), as: UTF8.self) else { throw corrupt }
-                    out[code] = .string(s)
-                case 2: out[code] = .data(Data(try r.lengthPrefixed()))
-                case 3: out[code] = .int(Int64(bitPattern: try r.u64()))
-                case 4: out[code] = .double(Double(bitPattern: try r.u64()))
-                case 5: out[code] = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.u64())))
-                default: throw corrupt
-                }
+        var r = BinaryReader(bytes, truncated: corrupt)
+        guard try r.u8() == version else { throw corrupt }
+        let count = try r.u16()
+        var out: [String: AttributeValue] = [:]
+        out.reserveCapacity(Int(count))
+        for _ in 0 ..< count {
+            let code = try r.shortString()
+            switch try r.u8() {
+            case 1:
+                guard let s = String(validating: try r.lengthPrefixed(), as: UTF8.self) else { throw corrupt }
+                out[code] = .string(s)
+            case 2: out[code] = .data(Data(try r.lengthPrefixed()))
+            case 3: out[code] = .int(Int64(bitPattern: try r.u64()))
+            case 4: out[code] = .double(Double(bitPattern: try r.u64()))
+            case 5: out[code] = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.u64())))
+            default: throw corrupt
             }
-            guard r.isAtEnd else { throw corrupt }
-            return out
-        } catch let error as KeychainError {
-            throw error
-        } catch {
-            throw corrupt
         }
+        guard r.isAtEnd else { throw corrupt }
+        return out
     }
 }

@@ -181,40 +181,34 @@ package struct Keybag: Sendable {
     }
 
     static func parse(_ bytes: some Sequence<UInt8>) throws(KeychainError) -> (uuid: [UInt8], header: Header, entries: [Entry]) {
-        var r = BinaryReader(bytes)
-        do {
-            guard Array(try r.take(4)) == magic else { throw corrupt }
-            let version = try r.u16()
-            guard version == Keybag.version || version == Keybag.passcodeVersion else {
-                throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: "The keybag has format version \(version), which this swift-keychain does not understand. Upgrade swift-keychain.")
-            }
-            let uuid = Array(try r.take(16))
-            let kdfKind = try r.u8()
-            let kdfParameters = try r.lengthPrefixed()
-            var header = Header()
-            switch (version, kdfKind) {
-            case (Keybag.version, 0): break
-            case (Keybag.passcodeVersion, PasscodeKDF.scryptKind): header.passcode = try PasscodeKDF(decoding: kdfParameters)
-            default: throw corrupt
-            }
-            let count = try r.u8()
-            var entries: [Entry] = []
-            var seen = Set<UInt8>()
-            for _ in 0 ..< count {
-                let id = try r.u8()
-                guard let wrap = WrapKind(rawValue: try r.u8()), seen.insert(id).inserted else { throw corrupt }
-                // A passcode-wrapped key in a keybag without a passcode KDF cannot be opened.
-                if wrap == .deviceKeyAndPasscode, header.passcode == nil { throw corrupt }
-                entries.append(Entry(id: id, wrap: wrap, wrapped: try r.lengthPrefixed()))
-            }
-            guard r.isAtEnd, seen.contains(metadataKeyID),
-                  ProtectionClass.allCases.allSatisfy({ seen.contains($0.keybagID) }) else { throw corrupt }
-            return (uuid, header, entries)
-        } catch let error as KeychainError {
-            throw error
-        } catch {
-            throw corrupt
+        var r = BinaryReader(bytes, truncated: corrupt)
+        guard Array(try r.take(4)) == magic else { throw corrupt }
+        let version = try r.u16()
+        guard version == Keybag.version || version == Keybag.passcodeVersion else {
+            throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: "The keybag has format version \(version), which this swift-keychain does not understand. Upgrade swift-keychain.")
         }
+        let uuid = Array(try r.take(16))
+        let kdfKind = try r.u8()
+        let kdfParameters = try r.lengthPrefixed()
+        var header = Header()
+        switch (version, kdfKind) {
+        case (Keybag.version, 0): break
+        case (Keybag.passcodeVersion, PasscodeKDF.scryptKind): header.passcode = try PasscodeKDF(decoding: kdfParameters)
+        default: throw corrupt
+        }
+        let count = try r.u8()
+        var entries: [Entry] = []
+        var seen = Set<UInt8>()
+        for _ in 0 ..< count {
+            let id = try r.u8()
+            guard let wrap = WrapKind(rawValue: try r.u8()), seen.insert(id).inserted else { throw corrupt }
+            // A passcode-wrapped key in a keybag without a passcode KDF cannot be opened.
+            if wrap == .deviceKeyAndPasscode, header.passcode == nil { throw corrupt }
+            entries.append(Entry(id: id, wrap: wrap, wrapped: try r.lengthPrefixed()))
+        }
+        guard r.isAtEnd, seen.contains(metadataKeyID),
+              ProtectionClass.allCases.allSatisfy({ seen.contains($0.keybagID) }) else { throw corrupt }
+        return (uuid, header, entries)
     }
 }
 

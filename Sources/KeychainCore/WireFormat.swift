@@ -44,7 +44,7 @@ package enum PlistCoding {
 
     /// Decodes one value that must use every byte; malformed input is `errSecDecode`, never a trap.
     package static func decode(_ bytes: some Sequence<UInt8>) throws(KeychainError) -> PlistValue {
-        var r = BinaryReader(bytes)
+        var r = BinaryReader(bytes, truncated: malformed)
         let value = try decode(&r, depth: 0)
         guard r.isAtEnd else { throw malformed }
         return value
@@ -54,48 +54,42 @@ package enum PlistCoding {
 
     static func decode(_ r: inout BinaryReader, depth: Int) throws(KeychainError) -> PlistValue {
         guard depth < maximumDepth else { throw malformed }
-        do {
+        switch try r.u8() {
+        case 0x01:
+            guard let s = String(validating: try r.lengthPrefixed(), as: UTF8.self) else { throw malformed }
+            return .string(s)
+        case 0x02: return .data(Data(try r.lengthPrefixed()))
+        case 0x03:
             switch try r.u8() {
-            case 0x01:
-                guard let s = String(validating: try r.lengthPrefixed(), as: UTF8.self) else { throw malformed }
-                return .string(s)
-            case 0x02: return .data(Data(try r.lengthPrefixed()))
-            case 0x03:
-                switch try r.u8() {
-                case 0: return .bool(false)
-                case 1: return .bool(true)
-                default: throw malformed
-                }
-            case 0x04: return .int(Int64(bitPattern: try r.u64()))
-            case 0x05: return .double(Double(bitPattern: try r.u64()))
-            case 0x06: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.u64())))
-            case 0x07:
-                let count = Int(try r.u32())
-                // Every value takes at least two bytes: a count beyond that is a lie, refused before allocating.
-                guard count <= r.remaining / 2 else { throw malformed }
-                var items: [PlistValue] = []
-                items.reserveCapacity(count)
-                for _ in 0 ..< count { items.append(try decode(&r, depth: depth + 1)) }
-                return .array(items)
-            case 0x08:
-                let count = Int(try r.u32())
-                guard count <= r.remaining / 6 else { throw malformed }
-                var dict: [String: PlistValue] = [:]
-                dict.reserveCapacity(count)
-                for _ in 0 ..< count {
-                    guard let key = String(validating: try r.lengthPrefixed(), as: UTF8.self), dict[key] == nil else { throw malformed }
-                    dict[key] = try decode(&r, depth: depth + 1)
-                }
-                return .dictionary(dict)
-            case 0x09:
-                guard let s = String(validating: try r.lengthPrefixed(), as: UTF8.self) else { throw malformed }
-                return .unsupported(s)
-            default:
-                throw malformed
+            case 0: return .bool(false)
+            case 1: return .bool(true)
+            default: throw malformed
             }
-        } catch let error as KeychainError {
-            throw error
-        } catch {
+        case 0x04: return .int(Int64(bitPattern: try r.u64()))
+        case 0x05: return .double(Double(bitPattern: try r.u64()))
+        case 0x06: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.u64())))
+        case 0x07:
+            let count = Int(try r.u32())
+            // Every value takes at least two bytes: a count beyond that is a lie, refused before allocating.
+            guard count <= r.remaining / 2 else { throw malformed }
+            var items: [PlistValue] = []
+            items.reserveCapacity(count)
+            for _ in 0 ..< count { items.append(try decode(&r, depth: depth + 1)) }
+            return .array(items)
+        case 0x08:
+            let count = Int(try r.u32())
+            guard count <= r.remaining / 6 else { throw malformed }
+            var dict: [String: PlistValue] = [:]
+            dict.reserveCapacity(count)
+            for _ in 0 ..< count {
+                guard let key = String(validating: try r.lengthPrefixed(), as: UTF8.self), dict[key] == nil else { throw malformed }
+                dict[key] = try decode(&r, depth: depth + 1)
+            }
+            return .dictionary(dict)
+        case 0x09:
+            guard let s = String(validating: try r.lengthPrefixed(), as: UTF8.self) else { throw malformed }
+            return .unsupported(s)
+        default:
             throw malformed
         }
     }

@@ -75,33 +75,27 @@ package struct WireFrame: Sendable, Hashable {
 
     /// Parses a frame's body (the bytes after the length prefix).
     package static func decode(body bytes: ArraySlice<UInt8>) throws(KeychainError) -> WireFrame {
-        var r = BinaryReader(bytes)
-        do {
-            guard try r.u8() == version else { throw malformed }
-            let kind = try r.u8()
-            let id = try r.u32()
-            switch kind {
-            case 1:
-                let operation = Operation(rawValue: try r.u8())
-                let arguments = try PlistCoding.decode(&r, depth: 0)
-                guard r.isAtEnd else { throw malformed }
-                return WireFrame(id: id, body: .request(operation, arguments))
-            case 2:
-                let status = Int32(bitPattern: try r.u32())
-                let result: PlistValue?
-                switch try r.u8() {
-                case 0: result = nil
-                case 1: result = try PlistCoding.decode(&r, depth: 0)
-                default: throw malformed
-                }
-                guard r.isAtEnd else { throw malformed }
-                return WireFrame(id: id, body: .response(status: status, result: result))
-            default:
-                throw malformed
+        var r = BinaryReader(bytes, truncated: malformed)
+        guard try r.u8() == version else { throw malformed }
+        let kind = try r.u8()
+        let id = try r.u32()
+        switch kind {
+        case 1:
+            let operation = Operation(rawValue: try r.u8())
+            let arguments = try PlistCoding.decode(&r, depth: 0)
+            guard r.isAtEnd else { throw malformed }
+            return WireFrame(id: id, body: .request(operation, arguments))
+        case 2:
+            let status = Int32(bitPattern: try r.u32())
+            let result: PlistValue?
+            switch try r.u8() {
+            case 0: result = nil
+            case 1: result = try PlistCoding.decode(&r, depth: 0)
+            default: throw malformed
             }
-        } catch let error as KeychainError {
-            throw error
-        } catch {
+            guard r.isAtEnd else { throw malformed }
+            return WireFrame(id: id, body: .response(status: status, result: result))
+        default:
             throw malformed
         }
     }
