@@ -195,10 +195,10 @@ extension KeychainEngine {
         let finalSummary = try write { db in
             var summary = summary
             for (record, secret) in prepared {
-                let row = try prepareInsert(record.itemClass, attributes: record.attributes, secret: secret)
                 let table = record.itemClass.table
+                let primaryKeyHash = crypto.primaryKeyHash(itemClass: record.itemClass, attributes: record.attributes)
                 let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(KeychainEngine.rowColumns) FROM \"\(table)\" WHERE pk = ?"),
-                                                arguments: [row.identity.primaryKeyHash])
+                                                arguments: [primaryKeyHash])
                 if let existing, let stored = KeychainEngine.storedRow(existing, table: table, includeSecret: false) {
                     if !stored.identity.tombstone {
                         let current = try crypto.openAttributes(stored.meta, row: stored.identity)
@@ -214,6 +214,8 @@ extension KeychainEngine {
                 } else {
                     summary.added += 1
                 }
+                // Sealed only for items that are written: a kept-newer item costs a lookup, not an encryption.
+                let row = try prepareInsert(record.itemClass, attributes: record.attributes, secret: secret)
                 try db.cachedStatement(sql: row.sql).execute(arguments: row.arguments)
             }
             return summary

@@ -140,7 +140,8 @@ extension KeychainEngine {
             }
             let device = try deviceKey()
             var bag: Keybag
-            if try Keybag.header(bytes).passcode != nil {
+            let hadPasscode = try Keybag.header(bytes).passcode != nil
+            if hadPasscode {
                 guard let old else {
                     throw KeychainError(code: .authenticationFailed, message: "A passcode is set: give the current passcode to change or remove it.")
                 }
@@ -149,7 +150,7 @@ extension KeychainEngine {
                 bag = try Keybag.decode(bytes, deviceKey: device)
             }
             var classKeys = bag.classKeys
-            if new == nil, try Keybag.header(bytes).passcode != nil {
+            if new == nil, hadPasscode {
                 // The WhenPasscodeSetThisDeviceOnly key is destroyed with the passcode; its items go with it.
                 let removed = try deletePasscodeOnlyItems()
                 classKeys[.whenPasscodeSetThisDeviceOnly] = SymmetricKey(data: random.bytes(32))
