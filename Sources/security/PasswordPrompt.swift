@@ -22,11 +22,7 @@ enum PasswordPrompt {
     /// Prompts on `/dev/tty` up to three times until both entries match. Without a terminal the command fails
     /// with `errSecInteractionNotAllowed` instead of waiting.
     static func prompt(function: String) throws(ToolFailure) -> Data {
-        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw ToolFailure(function, status: .interactionNotAllowed,
-                              detail: "There is no terminal to ask for the password on. Give it with -w <password> or -X <hex>.")
-        }
+        let fd = try openTerminal(function: function, detail: "There is no terminal to ask for the password on. Give it with -w <password> or -X <hex>.")
         defer { close(fd) }
         for _ in 0 ..< 3 {
             guard let first = readLine(fd, prompt: "password data for new item: ") else { break }
@@ -40,13 +36,17 @@ enum PasswordPrompt {
     /// Asks once on `/dev/tty` with echo off (`prompt` ends in ": "), or fails with
     /// `errSecInteractionNotAllowed` when there is no terminal. `hint` says which flag gives the value instead.
     static func ask(_ prompt: String, function: String, hint: String) throws(ToolFailure) -> String {
-        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw ToolFailure(function, status: .interactionNotAllowed, detail: "There is no terminal to ask on. \(hint)")
-        }
+        let fd = try openTerminal(function: function, detail: "There is no terminal to ask on. \(hint)")
         defer { close(fd) }
         guard let line = readLine(fd, prompt: prompt) else { throw ToolFailure(function, status: .userCanceled) }
         return String(decoding: line, as: UTF8.self)
+    }
+
+    /// The controlling terminal (never a pipe), or `errSecInteractionNotAllowed` at once when there is none.
+    private static func openTerminal(function: String, detail: String) throws(ToolFailure) -> Int32 {
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw ToolFailure(function, status: .interactionNotAllowed, detail: detail) }
+        return fd
     }
 
     /// Writes `prompt`, reads one line with echo off and restores the terminal. Nil at end of input.
