@@ -13,14 +13,19 @@ let package = Package(
         .library(name: "KeychainServices", targets: ["KeychainServices"]),
         .library(name: "KeychainKit", targets: ["KeychainKit"]),
         .executable(name: "security", targets: ["security"]),
+        .executable(name: "keychaind", targets: ["keychaind"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
+        // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred).
+        .target(name: "CKeychainLinux"),
         // The engine shared by both APIs: schema, codecs, keybag, encrypted SQLite store, query evaluation.
         .target(
             name: "KeychainCore",
@@ -29,6 +34,7 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                "CKeychainLinux",
             ],
             swiftSettings: strictSwift
         ),
@@ -53,6 +59,21 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // The daemon that alone opens the keychain and decides from the kernel's peer credentials who may
+        // use which access group (Apple's securityd).
+        .executableTarget(
+            name: "keychaind",
+            dependencies: [
+                "KeychainCore",
+                "CKeychainLinux",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
         // A small program the tests run as a separate process (crash durability, multi-process races,
         // entitlements read from the environment).
         .executableTarget(
@@ -68,7 +89,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainServices", "KeychainCore", "KeychainKit", "keychain-test-helper", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["KeychainServices", "KeychainCore", "KeychainKit", "keychain-test-helper", "keychaind", .product(name: "GRDB", package: "GRDB.swift")],
             // A keychain written by the first released format, opened by the upgrade tests (read via #filePath).
             exclude: ["Fixtures"],
             swiftSettings: strictSwift
@@ -80,7 +101,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SecurityToolTests",
-            dependencies: ["security", "KeychainCore"],
+            dependencies: ["security", "keychaind", "KeychainCore"],
             swiftSettings: strictSwift
         ),
     ]

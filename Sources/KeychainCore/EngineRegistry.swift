@@ -18,6 +18,17 @@ package final class EngineRegistry: @unchecked Sendable {
     private var engines: [KeychainLocation: WeakEngine] = [:]
     private var pinned: [KeychainLocation: KeychainEngine] = [:]
     private var policies: [String: AccessPolicy] = [:]
+    private var clients: [String: DaemonClient] = [:]
+
+    /// The process's client of the daemon at `path`, created on first use.
+    package func daemonClient(for path: String) -> DaemonClient {
+        lock.lock()
+        defer { lock.unlock() }
+        if let client = clients[path] { return client }
+        let client = DaemonClient(socketPath: path)
+        clients[path] = client
+        return client
+    }
 
     /// The open engine for `location`, opening it on first use (with `logger`, when given).
     package func engine(for location: KeychainLocation, pinned pin: Bool, logger: Logger? = nil) throws(KeychainError) -> KeychainEngine {

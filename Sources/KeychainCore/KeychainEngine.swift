@@ -23,6 +23,8 @@ package struct FoundItem: Sendable {
 package final class KeychainEngine: Sendable {
     package let location: KeychainLocation
     let pool: DatabasePool
+    /// Every write goes through here, so concurrent writes share a commit.
+    let writer: GroupCommitWriter
     /// The class keys this process holds now (they change with lock, unlock and passcode changes).
     let keys: KeyState
     let logger: Logger
@@ -50,6 +52,7 @@ package final class KeychainEngine: Sendable {
             try KeychainEngine.open(location, random: random)
         }
         self.pool = pool
+        writer = GroupCommitWriter(pool: pool)
         keys = KeyState(keybag: keybag, passcodeSet: passcodeSet, random: random)
         logger.debug("opened keychain", metadata: ["home": "\(location.home)"])
     }
@@ -479,15 +482,7 @@ package final class KeychainEngine: Sendable {
 
     func write<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
         do {
-            return try pool.writeWithoutTransaction { db in
-                var result: T?
-                try db.inTransaction(.immediate) {
-                    result = try body(db)
-                    return .commit
-                }
-                guard let result else { throw KeychainError(code: .internal, message: "Transaction produced no result.") }
-                return result
-            }
+            return try writer.perform(body)
         } catch {
             throw mapError(error)
         }
@@ -521,6 +516,18 @@ package struct DescribedError: Error, Sendable, CustomStringConvertible {
             description = "SQLite error \(db.resultCode.rawValue): \(db.message ?? "")"
         } else {
             description = String(describing: type(of: error))
+        }
+    }
+}
+
+extension KeychainEngine {
+    /// Closes the database after the writes in progress: the WAL is checkpointed and the files released.
+    /// The engine must not be used afterwards.
+    package func close() throws(KeychainError) {
+        do {
+            try pool.close()
+        } catch {
+            throw mapError(error)
         }
     }
 }

@@ -16,12 +16,12 @@ package struct KeychainLocation: Sendable, Hashable {
         return KeychainLocation(home: user + "/.local/share/keychain")
     }
 
-    /// The variables that name a keychain and its caller (`KEYCHAIN_HOME`, `XDG_DATA_HOME`, `HOME`,
-    /// `KEYCHAIN_ENTITLEMENTS`), read with `getenv`: SecItem calls look them up every time, and building
+    /// The variables that name a keychain, its daemon and its caller (`KEYCHAIN_HOME`, `XDG_DATA_HOME`,
+    /// `HOME`, `KEYCHAIN_ENTITLEMENTS`, `KEYCHAIN_DAEMON_SOCKET`, `XDG_RUNTIME_DIR`), read with `getenv`: SecItem calls look them up every time, and building
     /// Foundation's whole environment dictionary would cost more than the keychain lookup itself.
     package static func processEnvironment() -> [String: String] {
         var environment: [String: String] = [:]
-        for name in ["KEYCHAIN_HOME", "XDG_DATA_HOME", "HOME", "KEYCHAIN_ENTITLEMENTS"] {
+        for name in ["KEYCHAIN_HOME", "XDG_DATA_HOME", "HOME", "KEYCHAIN_ENTITLEMENTS", "KEYCHAIN_DAEMON_SOCKET", "XDG_RUNTIME_DIR"] {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
         return environment

@@ -35,6 +35,8 @@ package final class KeyState: @unchecked Sendable {
     package var crypto: ItemCrypto { lock.withLock { current } }
     package var lockState: LockState { lock.withLock { state } }
     package var passcodeSet: Bool { lockState != .noPasscode }
+    /// A class key, when it is held now.
+    func classKey(_ cls: ProtectionClass) -> SymmetricKey? { lock.withLock { held[cls] } }
 
     /// Replaces the held keys and state together.
     func set(_ keys: [ProtectionClass: SymmetricKey], metadataKey newMetadataKey: SymmetricKey? = nil, state newState: LockState) {

@@ -29,6 +29,9 @@ package struct WireFrame: Sendable, Hashable {
         package static let backup = Operation(rawValue: 13)
         package static let restore = Operation(rawValue: 14)
         package static let status = Operation(rawValue: 15)
+        package static let appAdd = Operation(rawValue: 16)
+        package static let appList = Operation(rawValue: 17)
+        package static let appRemove = Operation(rawValue: 18)
     }
 
     package enum Body: Sendable, Hashable {

@@ -3,17 +3,21 @@ import Foundation
 import KeychainCore
 import Logging
 
-/// Where SecItem calls go: the embedded engine for `$KEYCHAIN_HOME`, with the caller's access groups from
-/// `KEYCHAIN_ENTITLEMENTS`. Tests (and, later, the daemon client) substitute a backend through the
-/// task-local ``SecItemBackend/override`` rather than a global.
+/// Where SecItem calls go: keychaind when it runs (`KEYCHAIN_DAEMON_SOCKET`, or its default socket), else
+/// the store in `$KEYCHAIN_HOME` opened in this process, with the caller's access groups from
+/// `KEYCHAIN_ENTITLEMENTS`. Tests substitute a backend through the task-local ``SecItemBackend/override``
+/// rather than a global.
 package enum SecItemBackend {
-    /// An engine and caller identity that replace the environment's for the current task.
+    /// A backend that replaces the environment's for the current task.
     package struct Context: Sendable {
-        package var engine: KeychainEngine
-        package var caller: AccessPolicy
+        package var backend: KeychainBackend
+        /// An engine opened in this process, used with `caller`'s access groups.
         package init(engine: KeychainEngine, caller: AccessPolicy) {
-            self.engine = engine
-            self.caller = caller
+            backend = .embedded(engine, caller)
+        }
+        /// Any backend (a daemon client, say).
+        package init(backend: KeychainBackend) {
+            self.backend = backend
         }
     }
 
@@ -25,8 +29,7 @@ package enum SecItemBackend {
     /// The engine and caller for this call: the task's override, else the one the environment names.
     static func context() throws(KeychainError) -> Context {
         if let override { return override }
-        let (engine, caller) = try EngineRegistry.shared.environmentContext()
-        return Context(engine: engine, caller: caller)
+        return Context(backend: try EngineRegistry.shared.environmentBackend())
     }
 
     static func run(_ body: (Context) throws(KeychainError) -> Void) -> OSStatus {
@@ -42,7 +45,7 @@ package enum SecItemBackend {
     static func add(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
         result?.pointee = nil
         return run { (ctx) throws(KeychainError) in
-            let value = try ctx.engine.secItemAdd(try plistDictionary(attributes), caller: ctx.caller)
+            let value = try ctx.backend.secItemAdd(try plistDictionary(attributes))
             if let result, let value { result.pointee = object(value) }
         }
     }
@@ -50,20 +53,20 @@ package enum SecItemBackend {
     static func copyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
         result?.pointee = nil
         return run { (ctx) throws(KeychainError) in
-            let value = try ctx.engine.secItemCopyMatching(try plistDictionary(query), caller: ctx.caller)
+            let value = try ctx.backend.secItemCopyMatching(try plistDictionary(query))
             if let result, let value { result.pointee = object(value) }
         }
     }
 
     static func update(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
         run { (ctx) throws(KeychainError) in
-            try ctx.engine.secItemUpdate(try plistDictionary(query), attributesToUpdate: try plistDictionary(attributesToUpdate), caller: ctx.caller)
+            try ctx.backend.secItemUpdate(try plistDictionary(query), attributesToUpdate: try plistDictionary(attributesToUpdate))
         }
     }
 
     static func delete(_ query: CFDictionary) -> OSStatus {
         run { (ctx) throws(KeychainError) in
-            try ctx.engine.secItemDelete(try plistDictionary(query), caller: ctx.caller)
+            try ctx.backend.secItemDelete(try plistDictionary(query))
         }
     }
 

@@ -1,0 +1,231 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where keychaind listens, as the environment says.
+package struct DaemonEndpoint: Sendable, Hashable {
+    /// The socket's path.
+    package var path: String
+    /// Whether `KEYCHAIN_DAEMON_SOCKET` named it: then every call must go to it. The default socket is used
+    /// only when it answers; a stale one (left by a killed daemon) falls back to opening the store.
+    package var explicit: Bool
+
+    package init(path: String, explicit: Bool) {
+        self.path = path
+        self.explicit = explicit
+    }
+
+    /// The default socket: `$XDG_RUNTIME_DIR/keychain/keychaind.sock`.
+    package static func defaultPath(_ environment: [String: String]) -> String? {
+        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
+        return runtime + "/keychain/keychaind.sock"
+    }
+
+    /// The daemon SecItem calls should use: `KEYCHAIN_DAEMON_SOCKET` when set (`off` to never use one), else
+    /// the default socket when it exists and `KEYCHAIN_HOME` does not name some other keychain.
+    package static func fromEnvironment(_ environment: [String: String] = KeychainLocation.processEnvironment()) -> DaemonEndpoint? {
+        if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
+            return named == "off" ? nil : DaemonEndpoint(path: named, explicit: true)
+        }
+        if let home = environment["KEYCHAIN_HOME"], !home.isEmpty { return nil }
+        guard let path = defaultPath(environment), FileManager.default.fileExists(atPath: path) else { return nil }
+        return DaemonEndpoint(path: path, explicit: false)
+    }
+}
+
+/// A client of keychaind: sends one request per call and waits for its response, over blocking Unix-socket
+/// connections kept in a small pool, so calls from many threads run side by side without sharing a
+/// connection.
+package final class DaemonClient: Sendable {
+    package let socketPath: String
+    private let idle = Mutex<[Int32]>([])
+    private let nextID = Atomic<UInt32>(1)
+    /// Idle connections kept for reuse; more are closed after their call.
+    private let maximumIdle = 16
+
+    package init(socketPath: String) {
+        self.socketPath = socketPath
+    }
+
+    deinit {
+        for fd in idle.withLock({ $0 }) { close(fd) }
+    }
+
+    /// Whether a daemon accepts connections at the path: an idle connection is open, or a new one can be
+    /// made (and is kept for the next call).
+    package func isReachable() -> Bool {
+        guard let fd = try? checkOut() else { return false }
+        checkIn(fd)
+        return true
+    }
+
+    /// Sends `operation` with `arguments` and returns the daemon's result. A failure status comes back as the
+    /// ``KeychainError`` the daemon reported, with its code, `OSStatus` and message.
+    package func call(_ operation: WireFrame.Operation, _ arguments: [String: PlistValue]) throws(KeychainError) -> PlistValue? {
+        let fd = try checkOut()
+        let id = nextID.add(1, ordering: .relaxed).oldValue
+        let request = WireFrame(id: id, body: .request(operation, .dictionary(arguments))).encoded
+        let response: WireFrame
+        do throws(KeychainError) {
+            try send(fd, request)
+            response = try receive(fd)
+        } catch {
+            close(fd)
+            throw error
+        }
+        guard response.id == id, case .response(let status, let result) = response.body else {
+            close(fd)
+            throw lost("answered a different request")
+        }
+        checkIn(fd)
+        guard status == 0 else { throw DaemonClient.error(status: status, result: result) }
+        return result
+    }
+
+    /// The error a failure response describes.
+    static func error(status: Int32, result: PlistValue?) -> KeychainError {
+        var code = KeychainError.Code.internal
+        var message = KeychainStatus(rawValue: status).message
+        if case .dictionary(let d)? = result {
+            if case .string(let name)? = d["code"] { code = KeychainError.Code(rawValue: name) }
+            if case .string(let text)? = d["message"] { message = text }
+        }
+        return KeychainError(code: code, status: KeychainStatus(rawValue: status), message: message)
+    }
+
+    /// The failure response for `error` (what the daemon sends).
+    package static func failure(_ error: KeychainError) -> (status: Int32, result: PlistValue) {
+        (error.status.rawValue, .dictionary(["code": .string(error.code.rawValue), "message": .string(error.message)]))
+    }
+
+    // MARK: Connections
+
+    private func checkOut() throws(KeychainError) -> Int32 {
+        while let fd = idle.withLock({ $0.popLast() }) {
+            if DaemonClient.isOpen(fd) { return fd }
+            close(fd)
+        }
+        return try connect()
+    }
+
+    private func checkIn(_ fd: Int32) {
+        let kept = idle.withLock { pool in
+            guard pool.count < maximumIdle else { return false }
+            pool.append(fd)
+            return true
+        }
+        if !kept { close(fd) }
+    }
+
+    /// Whether an idle connection is still usable: the daemon has not closed it (it restarted, say).
+    private static func isOpen(_ fd: Int32) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let n = poll(&p, 1, 0)
+        // An idle connection has nothing to read; readable means end of stream or an error.
+        return n == 0
+    }
+
+    private func unreachable(_ reason: String) -> KeychainError {
+        KeychainError(code: .notAvailable, message: "keychaind is not answering at \(socketPath) (\(reason)). Start it with `systemctl --user start keychaind.socket` or `keychaind --foreground`, or unset KEYCHAIN_DAEMON_SOCKET to open the keychain directly.")
+    }
+
+    private func lost(_ reason: String) -> KeychainError {
+        KeychainError(code: .notAvailable, message: "The connection to keychaind at \(socketPath) was lost (\(reason)); the call may not have completed. Check that keychaind is running and try again.")
+    }
+
+    private func connect() throws(KeychainError) -> Int32 {
+        #if os(Linux)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #else
+        let fd = socket(AF_UNIX, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw unreachable(String(cString: strerror(errno))) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let path = Array(socketPath.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.count < capacity else {
+            close(fd)
+            throw KeychainError(code: .invalidParameter, message: "The keychaind socket path \(socketPath) is longer than \(capacity - 1) bytes. Choose a shorter path.")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path)
+            raw[path.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                systemConnect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw unreachable(reason)
+        }
+        return fd
+    }
+
+    private func send(_ fd: Int32, _ bytes: [UInt8]) throws(KeychainError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return systemSend(fd, base + offset, raw.count - offset)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw lost(String(cString: strerror(errno)))
+            }
+            offset += n
+        }
+    }
+
+    private func receiveExactly(_ fd: Int32, _ count: Int) throws(KeychainError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let n = buffer.withUnsafeMutableBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                return recv(fd, base + offset, count - offset, 0)
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw lost(String(cString: strerror(errno)))
+            }
+            if n == 0 { throw lost("keychaind closed the connection") }
+            offset += n
+        }
+        return buffer
+    }
+
+    private func receive(_ fd: Int32) throws(KeychainError) -> WireFrame {
+        let prefix = try receiveExactly(fd, 4)
+        let length = prefix.reduce(0) { $0 << 8 | Int($1) }
+        guard length >= 6, length <= WireFrame.maximumLength else { throw lost("a malformed response") }
+        let body = try receiveExactly(fd, length)
+        do {
+            return try WireFrame.decode(body: body[...])
+        } catch {
+            throw lost("a malformed response")
+        }
+    }
+}
+
+private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+    connect(fd, address, length)
+}
+
+private func systemSend(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    #if os(Linux)
+    send(fd, bytes, count, Int32(MSG_NOSIGNAL))
+    #else
+    send(fd, bytes, count, 0)
+    #endif
+}

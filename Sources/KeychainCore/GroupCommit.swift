@@ -1,0 +1,118 @@
+import Foundation
+import GRDB
+import Synchronization
+
+/// Runs every write of one keychain through one transaction at a time, and commits the writes that arrive
+/// while another is committing together, in a single transaction (group commit).
+///
+/// A caller's write is acknowledged only after the transaction that holds it has committed with
+/// `synchronous=FULL`, so it is durable when the call returns. Each write runs inside its own savepoint:
+/// one that fails (a duplicate item, say) rolls back alone and reports its error, and the others commit.
+/// If the commit itself fails, every write in it fails; none is acknowledged.
+///
+/// There is no writer thread. The first caller to arrive commits (the leader); callers arriving meanwhile
+/// queue, and when the leader's commit is done the oldest of them leads the next batch with everything
+/// queued by then. Under load, one fsync serves many writes.
+final class GroupCommitWriter: Sendable {
+    private final class Job: @unchecked Sendable {
+        let body: (Database) throws -> Void
+        // Written by the leader before `wake`, read by the owner after it: the semaphore orders them.
+        var outcome: Result<Void, any Error>?
+        let wake = DispatchSemaphore(value: 0)
+        init(_ body: @escaping (Database) throws -> Void) { self.body = body }
+    }
+
+    private struct Queue {
+        var pending: [Job] = []
+        var leading = false
+    }
+
+    private let pool: DatabasePool
+    private let queue = Mutex(Queue())
+    /// The most writes one transaction holds; a longer queue is split so no transaction grows unbounded.
+    let maximumBatch: Int
+
+    init(pool: DatabasePool, maximumBatch: Int = 512) {
+        self.pool = pool
+        self.maximumBatch = maximumBatch
+    }
+
+    /// Runs `body` in a write transaction (possibly shared with other callers' writes) and returns once that
+    /// transaction has committed, or throws `body`'s error or the commit's.
+    func perform<T>(_ body: (Database) throws -> T) throws -> T {
+        try withoutActuallyEscaping(body) { body in
+            var value: T?
+            let job = Job { db in value = try body(db) }
+            let lead = queue.withLock { q in
+                q.pending.append(job)
+                if q.leading { return false }
+                q.leading = true
+                return true
+            }
+            if !lead {
+                job.wake.wait()
+                // Woken either with an outcome (a leader committed this job) or to lead the next batch.
+            }
+            if job.outcome == nil { commitBatches() }
+            guard let outcome = job.outcome else {
+                throw KeychainError(code: .internal, message: "A keychain write was never committed.")
+            }
+            try outcome.get()
+            guard let value else { throw KeychainError(code: .internal, message: "A keychain write produced no result.") }
+            return value
+        }
+    }
+
+    /// Commits one batch from the queue's head (which holds this thread's own job), then hands leadership to
+    /// the next queued job, if any.
+    private func commitBatches() {
+        let batch: [Job] = queue.withLock { q in
+            let n = min(q.pending.count, maximumBatch)
+            let batch = Array(q.pending.prefix(n))
+            q.pending.removeFirst(n)
+            return batch
+        }
+        commit(batch)
+        let next: Job? = queue.withLock { q in
+            if let first = q.pending.first { return first }
+            q.leading = false
+            return nil
+        }
+        // Wake the finished jobs (the leader's own is among them, and needs no wake), then the next leader.
+        for job in batch.dropFirst() { job.wake.signal() }
+        next?.wake.signal()
+    }
+
+    private func commit(_ batch: [Job]) {
+        do {
+            try pool.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    if batch.count == 1 {
+                        // Alone in its transaction: its error rolls the transaction back.
+                        try batch[0].body(db)
+                        batch[0].outcome = .success(())
+                        return .commit
+                    }
+                    for job in batch {
+                        do {
+                            try db.inSavepoint {
+                                try job.body(db)
+                                return .commit
+                            }
+                            job.outcome = .success(())
+                        } catch {
+                            job.outcome = .failure(error)
+                        }
+                    }
+                    return .commit
+                }
+            }
+        } catch {
+            // Nothing in this transaction committed, including the jobs whose bodies succeeded.
+            for job in batch {
+                if case .failure = job.outcome { continue }
+                job.outcome = .failure(error)
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// Where keychain calls go: this process's own engine, or keychaind.
+///
+/// Both take SecItem dictionaries and give Apple's result shapes and errors; the daemon decides the caller's
+/// access groups itself, from the kernel's view of the calling process.
+package enum KeychainBackend: Sendable {
+    /// The store opened in this process, with the caller's access groups.
+    case embedded(KeychainEngine, AccessPolicy)
+    /// keychaind. `claim` lists the groups the caller asks for (its entitlements file); the daemon grants
+    /// them only when the caller's program is registered for them. Nil asks for all the program has.
+    case daemon(DaemonClient, claim: [String]?)
+
+    package func secItemAdd(_ attributes: [String: PlistValue]) throws(KeychainError) -> PlistValue? {
+        switch self {
+        case .embedded(let engine, let caller): try engine.secItemAdd(attributes, caller: caller)
+        case .daemon(let client, let claim): try client.call(.add, request(["q": .dictionary(attributes)], claim))
+        }
+    }
+
+    package func secItemCopyMatching(_ query: [String: PlistValue]) throws(KeychainError) -> PlistValue? {
+        switch self {
+        case .embedded(let engine, let caller): try engine.secItemCopyMatching(query, caller: caller)
+        case .daemon(let client, let claim): try client.call(.copyMatching, request(["q": .dictionary(query)], claim))
+        }
+    }
+
+    package func secItemUpdate(_ query: [String: PlistValue], attributesToUpdate: [String: PlistValue]) throws(KeychainError) {
+        switch self {
+        case .embedded(let engine, let caller):
+            try engine.secItemUpdate(query, attributesToUpdate: attributesToUpdate, caller: caller)
+        case .daemon(let client, let claim):
+            _ = try client.call(.update, request(["q": .dictionary(query), "u": .dictionary(attributesToUpdate)], claim))
+        }
+    }
+
+    package func secItemDelete(_ query: [String: PlistValue]) throws(KeychainError) {
+        switch self {
+        case .embedded(let engine, let caller): try engine.secItemDelete(query, caller: caller)
+        case .daemon(let client, let claim): _ = try client.call(.delete, request(["q": .dictionary(query)], claim))
+        }
+    }
+
+    private func request(_ arguments: [String: PlistValue], _ claim: [String]?) -> [String: PlistValue] {
+        var arguments = arguments
+        if let claim { arguments["claim"] = .array(claim.map(PlistValue.string)) }
+        return arguments
+    }
+}
+
+extension EngineRegistry {
+    /// Where the environment sends SecItem calls: keychaind when `KEYCHAIN_DAEMON_SOCKET` names it or its
+    /// default socket answers, else the store in `KEYCHAIN_HOME` opened here.
+    package func environmentBackend() throws(KeychainError) -> KeychainBackend {
+        let environment = KeychainLocation.processEnvironment()
+        if let endpoint = DaemonEndpoint.fromEnvironment(environment) {
+            let client = daemonClient(for: endpoint.path)
+            if endpoint.explicit || client.isReachable() {
+                var claim: [String]?
+                if let path = environment["KEYCHAIN_ENTITLEMENTS"], !path.isEmpty {
+                    let policy = try environmentPolicy(environment)
+                    claim = policy.unrestricted ? policy.groups + ["*"] : policy.groups
+                }
+                return .daemon(client, claim: claim)
+            }
+        }
+        let (engine, caller) = try environmentContext()
+        return .embedded(engine, caller)
+    }
+}
