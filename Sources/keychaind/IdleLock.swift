@@ -14,11 +14,14 @@ struct IdleLock: Service {
     func run() async throws {
         guard timeout > 0 else { return }
         let tick = min(max(timeout / 4, 0.05), 5)
-        while !Task.isShuttingDownGracefully, !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(tick))
-            if engine.lockState == .unlocked, activity.idleSeconds >= timeout {
-                engine.lock()
-                logger.notice("locked after inactivity", metadata: ["seconds": "\(Int(timeout))"])
+        // Nothing to finish on shutdown: stop sleeping at once.
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try await Task.sleep(for: .seconds(tick))
+                if engine.lockState == .unlocked, activity.idleSeconds >= timeout {
+                    engine.lock()
+                    logger.notice("locked after inactivity", metadata: ["seconds": "\(Int(timeout))"])
+                }
             }
         }
     }

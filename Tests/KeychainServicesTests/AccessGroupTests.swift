@@ -3,8 +3,8 @@ import Testing
 import KeychainServices
 
 @Suite struct AccessGroupTests {
-    @Test func firstGroupIsTheDefaultAndQueriesSeeOnlyEntitledGroups() throws {
-        let kc = try TestKeychain(groups: ["TEAM.shared", "TEAM.com.example.app"])
+    @Test(arguments: Backend.allCases) func firstGroupIsTheDefaultAndQueriesSeeOnlyEntitledGroups(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend, groups: ["TEAM.shared", "TEAM.com.example.app"])
         try kc.run {
             #expect(add(genp("a", "s")) == errSecSuccess)
             let attrs = try #require(copy(genp("a", "s", [kSecReturnAttributes as String: true])).1 as? [String: Any])

@@ -88,8 +88,8 @@ func cfStyleRoundTrip() -> String? {
 }
 
 @Suite struct AppleSnippetTests {
-    @Test func documentationSnippetRunsUnchanged() throws {
-        let keychain = try TestKeychain()
+    @Test(arguments: Backend.allCases) func documentationSnippetRunsUnchanged(_ backend: Backend) throws {
+        let keychain = try TestKeychain(backend)
         try keychain.run {
             try addCredentials(Credentials(username: "appleseed", password: "pa55w0rd"))
             #expect(throws: KeychainError.self) { try addCredentials(Credentials(username: "appleseed", password: "x")) }
@@ -105,8 +105,8 @@ func cfStyleRoundTrip() -> String? {
         }
     }
 
-    @Test func cfStringKeyedDictionariesWork() throws {
-        let keychain = try TestKeychain()
+    @Test(arguments: Backend.allCases) func cfStringKeyedDictionariesWork(_ backend: Backend) throws {
+        let keychain = try TestKeychain(backend)
         keychain.run {
             #expect(cfStyleRoundTrip() == "keyChain github token")
             #expect(cfStyleRoundTrip() == "keyChain github token") // second run takes the duplicate/update path

@@ -51,9 +51,9 @@ let malformed: [Malformed] = [
 ]
 
 @Suite struct MalformedQueryTests {
-    @Test(arguments: malformed)
-    func malformedCallGetsApplesCode(_ m: Malformed) throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases, malformed)
+    func malformedCallGetsApplesCode(_ backend: Backend, _ m: Malformed) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("a", "s", [kSecValueData as String: Data("x".utf8)])) == errSecSuccess)
             var result: CFTypeRef? = nil

@@ -4,8 +4,8 @@ import KeychainServices
 import KeychainCore
 
 @Suite struct DuplicateDetectionTests {
-    @Test func genericPasswordPrimaryKeyIsAccountAndService() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func genericPasswordPrimaryKeyIsAccountAndService(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("alice", "svc", [kSecValueData as String: Data("1".utf8)])) == errSecSuccess)
             // Label, comment, accessibility and data are not part of the key.
@@ -25,16 +25,16 @@ import KeychainCore
         }
     }
 
-    @Test func classesAreSeparateTables() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func classesAreSeparateTables(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("alice", "x")) == errSecSuccess)
             #expect(add([kSecClass as String: kSecClassInternetPassword, kSecAttrAccount as String: "alice"]) == errSecSuccess)
         }
     }
 
-    @Test func internetPasswordPrimaryKey() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func internetPasswordPrimaryKey(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             let base: [String: Any] = [kSecClass as String: kSecClassInternetPassword, kSecAttrAccount as String: "a",
                                        kSecAttrServer as String: "example.com"]
@@ -50,8 +50,8 @@ import KeychainCore
         }
     }
 
-    @Test func certificateAndKeyPrimaryKeys() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func certificateAndKeyPrimaryKeys(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             let cert: [String: Any] = [kSecClass as String: kSecClassCertificate, kSecAttrCertificateType as String: 3,
                                        kSecAttrIssuer as String: Data([1, 2]), kSecAttrSerialNumber as String: Data([7]),
@@ -78,8 +78,8 @@ import KeychainCore
 }
 
 @Suite struct DefaultsAndDatesTests {
-    @Test func defaultsAreApples() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func defaultsAreApples(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         try kc.run {
             #expect(add(genp(nil, nil, [kSecValueData as String: Data("x".utf8)])) == errSecSuccess)
             let (status, item) = copy(genp(nil, nil, [kSecReturnAttributes as String: true]))
@@ -95,8 +95,8 @@ import KeychainCore
         }
     }
 
-    @Test func datesAreSetByTheKeychain() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func datesAreSetByTheKeychain(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         try kc.run {
             let fake = Date(timeIntervalSince1970: 0)
             #expect(add(genp("a", "s", [kSecAttrCreationDate as String: fake, kSecAttrModificationDate as String: fake])) == errSecSuccess)
@@ -119,8 +119,8 @@ import KeychainCore
         }
     }
 
-    @Test func storedTypesComeBackAsStored() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func storedTypesComeBackAsStored(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         try kc.run {
             #expect(add([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: Data("srv".utf8),
                          kSecAttrProtocol as String: kSecAttrProtocolHTTPS, kSecAttrPort as String: 8443,
@@ -137,8 +137,8 @@ import KeychainCore
 
 @Suite struct ResultShapeTests {
     /// Two items with data, one with none.
-    func populated() throws -> TestKeychain {
-        let kc = try TestKeychain()
+    func populated(_ backend: Backend) throws -> TestKeychain {
+        let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("a", "s", [kSecValueData as String: Data("one".utf8)])) == errSecSuccess)
             #expect(add(genp("b", "s", [kSecValueData as String: Data("two".utf8)])) == errSecSuccess)
@@ -147,8 +147,8 @@ import KeychainCore
         return kc
     }
 
-    @Test func noReturnKeyGivesNoResult() throws {
-        let kc = try populated()
+    @Test(arguments: Backend.allCases) func noReturnKeyGivesNoResult(_ backend: Backend) throws {
+        let kc = try populated(backend)
         kc.run {
             let (status, item) = copy(genp("a", "s"))
             #expect(status == errSecSuccess)
@@ -157,8 +157,8 @@ import KeychainCore
         }
     }
 
-    @Test func dataOnly() throws {
-        let kc = try populated()
+    @Test(arguments: Backend.allCases) func dataOnly(_ backend: Backend) throws {
+        let kc = try populated(backend)
         kc.run {
             #expect(copy(genp("a", "s", [kSecReturnData as String: true])).1 as? Data == Data("one".utf8))
             let all = copy(genp(nil, "s", [kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitAll])).1 as? [Data]
@@ -167,8 +167,8 @@ import KeychainCore
         }
     }
 
-    @Test func attributesOnlyAndWithData() throws {
-        let kc = try populated()
+    @Test(arguments: Backend.allCases) func attributesOnlyAndWithData(_ backend: Backend) throws {
+        let kc = try populated(backend)
         try kc.run {
             let attrs = try #require(copy(genp("a", "s", [kSecReturnAttributes as String: true])).1 as? [String: Any])
             #expect(attrs[kSecAttrAccount as String] as? String == "a")
@@ -181,8 +181,8 @@ import KeychainCore
         }
     }
 
-    @Test func persistentRefAlone() throws {
-        let kc = try populated()
+    @Test(arguments: Backend.allCases) func persistentRefAlone(_ backend: Backend) throws {
+        let kc = try populated(backend)
         try kc.run {
             let ref = try #require(copy(genp("a", "s", [kSecReturnPersistentRef as String: true])).1 as? Data)
             #expect(ref.count == 20)
@@ -193,8 +193,8 @@ import KeychainCore
         }
     }
 
-    @Test func refForPasswordsIsNullWithSuccess() throws {
-        let kc = try populated()
+    @Test(arguments: Backend.allCases) func refForPasswordsIsNullWithSuccess(_ backend: Backend) throws {
+        let kc = try populated(backend)
         try kc.run {
             let (status, item) = copy(genp("a", "s", [kSecReturnRef as String: true]))
             #expect(status == errSecSuccess)
@@ -206,8 +206,8 @@ import KeychainCore
         }
     }
 
-    @Test func dataAndPersistentRef() throws {
-        let kc = try populated()
+    @Test(arguments: Backend.allCases) func dataAndPersistentRef(_ backend: Backend) throws {
+        let kc = try populated(backend)
         try kc.run {
             let dict = try #require(copy(genp("a", "s", [kSecReturnData as String: true, kSecReturnPersistentRef as String: true])).1 as? [String: Any])
             #expect(dict[kSecValueData as String] as? Data == Data("one".utf8))
@@ -224,8 +224,8 @@ import KeychainCore
         }
     }
 
-    @Test func limits() throws {
-        let kc = try populated()
+    @Test(arguments: Backend.allCases) func limits(_ backend: Backend) throws {
+        let kc = try populated(backend)
         try kc.run {
             // Default limit is one: a single object, not an array.
             #expect(copy(genp(nil, "s", [kSecReturnAttributes as String: true])).1 is [String: Any])
@@ -242,8 +242,8 @@ import KeychainCore
         }
     }
 
-    @Test func addReturnsResultWhenAsked() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func addReturnsResultWhenAsked(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         try kc.run {
             var result: CFTypeRef?
             #expect(SecItemAdd(genp("a", "s", [kSecValueData as String: Data("x".utf8), kSecReturnPersistentRef as String: true]) as CFDictionary, &result) == errSecSuccess)
@@ -261,8 +261,8 @@ import KeychainCore
 }
 
 @Suite struct MatchingTests {
-    @Test func matchingIsByteExactAndCaseInsensitiveIsIgnored() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func matchingIsByteExactAndCaseInsensitiveIsIgnored(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("Alice", "s")) == errSecSuccess)
             #expect(copy(genp("alice", "s")).0 == errSecItemNotFound)
@@ -275,8 +275,8 @@ import KeychainCore
         }
     }
 
-    @Test func valueDataInAQueryIsNotAFilter() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func valueDataInAQueryIsNotAFilter(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             let q = genp("a", "s", [kSecValueData as String: Data("secret".utf8)])
             #expect(add(q) == errSecSuccess)
@@ -287,8 +287,8 @@ import KeychainCore
         }
     }
 
-    @Test func synchronizableVisibility() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func synchronizableVisibility(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("local", "s")) == errSecSuccess)
             #expect(add(genp("synced", "s", [kSecAttrSynchronizable as String: true])) == errSecSuccess)
@@ -308,8 +308,8 @@ import KeychainCore
         }
     }
 
-    @Test func hostOrSubdomainMatch() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func hostOrSubdomainMatch(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             for host in ["example.com", "api.example.com", "notexample.com"] {
                 #expect(add([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: host]) == errSecSuccess)
@@ -322,8 +322,8 @@ import KeychainCore
 }
 
 @Suite struct PersistentReferenceTests {
-    @Test func persistentRefFindsUpdatesAndDeletesTheSameItem() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func persistentRefFindsUpdatesAndDeletesTheSameItem(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         try kc.run {
             #expect(add(genp("a", "s", [kSecValueData as String: Data("1".utf8)])) == errSecSuccess)
             #expect(add(genp("b", "s", [kSecValueData as String: Data("2".utf8)])) == errSecSuccess)
@@ -346,8 +346,8 @@ import KeychainCore
 }
 
 @Suite struct UpdateDeleteTests {
-    @Test func updateChangesEveryMatch() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func updateChangesEveryMatch(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         try kc.run {
             for a in ["a", "b", "c"] { #expect(add(genp(a, "s", [kSecValueData as String: Data(a.utf8)])) == errSecSuccess) }
             #expect(add(genp("d", "other")) == errSecSuccess)
@@ -359,8 +359,8 @@ import KeychainCore
         }
     }
 
-    @Test func updateThatCollidesChangesNothing() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func updateThatCollidesChangesNothing(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("a", "s", [kSecValueData as String: Data("A".utf8)])) == errSecSuccess)
             #expect(add(genp("b", "s", [kSecValueData as String: Data("B".utf8)])) == errSecSuccess)
@@ -376,8 +376,8 @@ import KeychainCore
         }
     }
 
-    @Test func updateAccessibilityKeepsTheSecret() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func updateAccessibilityKeepsTheSecret(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("a", "s", [kSecValueData as String: Data("keep".utf8)])) == errSecSuccess)
             #expect(SecItemUpdate(genp("a", "s") as CFDictionary, [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly] as CFDictionary) == errSecSuccess)
@@ -387,8 +387,8 @@ import KeychainCore
         }
     }
 
-    @Test func deleteRemovesEveryMatch() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func deleteRemovesEveryMatch(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             for a in ["a", "b", "c"] { #expect(add(genp(a, "s")) == errSecSuccess) }
             #expect(add(genp("d", "other")) == errSecSuccess)
@@ -401,8 +401,8 @@ import KeychainCore
         }
     }
 
-    @Test func passcodeOnlyItemsNeedAPasscode() throws {
-        let kc = try TestKeychain()
+    @Test(arguments: Backend.allCases) func passcodeOnlyItemsNeedAPasscode(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("a", "s", [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly])) == errSecAuthFailed)
             #expect(copy(genp("a", "s")).0 == errSecItemNotFound)
@@ -437,10 +437,10 @@ import KeychainCore
         }
     }
 
-    @Test(arguments: 0 ..< 32)
-    func shape(_ index: Int) throws {
+    @Test(arguments: Backend.allCases, 0 ..< 32)
+    func shape(_ backend: Backend, _ index: Int) throws {
         let c = Self.combinations[index]
-        let kc = try TestKeychain()
+        let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("acct", "svc", [kSecValueData as String: Data("secret".utf8)])) == errSecSuccess)
             var query = genp("acct", "svc", [kSecReturnData as String: c.data, kSecReturnAttributes as String: c.attributes,

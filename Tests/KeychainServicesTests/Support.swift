@@ -3,25 +3,139 @@ import Testing
 @testable import KeychainServices
 import KeychainCore
 
-/// A real keychain in a fresh temporary folder, with SecItem calls directed to it for the current task.
+/// Where a test's SecItem calls go: the store opened in the test process, or a real keychaind process.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case embedded, daemon
+    var testDescription: String { rawValue }
+}
+
+/// A real keychain in a fresh temporary folder, with SecItem calls directed to it for the current task:
+/// opened in this process, or served by a keychaind started for the test (which registers the test
+/// process for every group, and then sees only the groups each call claims).
 final class TestKeychain: @unchecked Sendable {
     let home: String
     let engine: KeychainEngine
     var caller: AccessPolicy
+    let daemon: DaemonProcess?
 
-    init(groups: [String] = ["com.example.app"]) throws {
+    init(_ backend: Backend = .embedded, groups: [String] = ["com.example.app"]) throws {
         home = FileManager.default.temporaryDirectory.appendingPathComponent("keychain-test-\(UUID().uuidString)").path
         engine = try KeychainEngine(location: KeychainLocation(home: home))
         caller = AccessPolicy(groups: groups)
+        switch backend {
+        case .embedded:
+            daemon = nil
+        case .daemon:
+            try registerTestProcess(engine, groups: ["*"])
+            daemon = try DaemonProcess(home: home)
+        }
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: home) }
+    deinit {
+        daemon?.stop()
+        try? FileManager.default.removeItem(atPath: home)
+    }
 
     /// Runs `body` with SecItem calls going to this keychain as a caller with `groups` (default: the keychain's).
     func run<T>(groups: [String]? = nil, _ body: () throws -> T) rethrows -> T {
         let policy = groups.map(AccessPolicy.init(groups:)) ?? caller
-        return try SecItemBackend.$override.withValue(.init(engine: engine, caller: policy), operation: body)
+        let context: SecItemBackend.Context
+        if let daemon {
+            context = .init(backend: .daemon(daemon.client, claim: policy.unrestricted ? policy.groups + ["*"] : policy.groups))
+        } else {
+            context = .init(engine: engine, caller: policy)
+        }
+        return try SecItemBackend.$override.withValue(context, operation: body)
     }
+}
+
+/// Registers this test process's executable with keychaind's program registry in `engine`'s folder.
+func registerTestProcess(_ engine: KeychainEngine, groups: [String], applicationIdentifier: String? = nil) throws {
+    let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    try registerProgram(engine, path: exe, groups: groups, applicationIdentifier: applicationIdentifier)
+}
+
+/// Registers the executable at `path` (as it is now) for `groups`.
+func registerProgram(_ engine: KeychainEngine, path: String, groups: [String], applicationIdentifier: String? = nil) throws {
+    let entry = AppRegistration(program: .executable(path: path, sha256: try PeerInspector.fileDigest(path)),
+                                applicationIdentifier: applicationIdentifier, accessGroups: groups)
+    try engine.updateAppRegistry { $0.register(entry) }
+}
+
+/// A real keychaind serving `home`, listening on a socket in its own temporary folder. Started at init
+/// (returning once it says it is ready), stopped with SIGTERM by ``stop()`` or at deinit.
+final class DaemonProcess: @unchecked Sendable {
+    let home: String
+    let socketPath: String
+    let process = Process()
+    private let errors = Pipe()
+    private let lock = NSLock()
+    private var log = ""
+    private let readySignal = DispatchSemaphore(value: 0)
+    private var stopped = false
+    /// This test's client of the daemon.
+    let client: DaemonClient
+
+    init(home: String, socketPath: String? = nil, arguments: [String] = [], environment extra: [String: String] = [:]) throws {
+        self.home = home
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kd-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        self.socketPath = socketPath ?? folder + "/d.sock"
+        client = DaemonClient(socketPath: self.socketPath)
+        process.executableURL = productsDirectory().appendingPathComponent("keychaind")
+        process.arguments = ["--foreground", "--socket", self.socketPath] + arguments
+        var env = baseEnvironment(home: home)
+        for (k, v) in extra { env[k] = v }
+        process.environment = env
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let reader = errors.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var signalled = false
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                lock.withLock { log += String(decoding: chunk, as: UTF8.self) }
+                if !signalled, lock.withLock({ log.contains("keychaind: ready") }) {
+                    signalled = true
+                    readySignal.signal()
+                }
+            }
+            if !signalled { readySignal.signal() }
+        }
+        guard readySignal.wait(timeout: .now() + 60) == .success, lock.withLock({ log.contains("keychaind: ready") }) else {
+            process.terminate()
+            throw DaemonStartFailure(log: output)
+        }
+    }
+
+    /// What the daemon wrote to stderr so far.
+    var output: String { lock.withLock { log } }
+
+    /// SIGTERM, then waits for the exit; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        guard lock.withLock({ () -> Bool in defer { stopped = true }; return !stopped }) else { return process.terminationStatus }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// SIGKILL, then waits for the process to be gone.
+    func kill() {
+        lock.withLock { stopped = true }
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}
+
+struct DaemonStartFailure: Error, CustomStringConvertible {
+    var log: String
+    var description: String { "keychaind did not start:\n\(log)" }
 }
 
 func genp(_ account: String? = nil, _ service: String? = nil, _ extra: [String: Any] = [:]) -> [String: Any] {
@@ -74,5 +188,6 @@ func baseEnvironment(home: String) -> [String: String] {
     var env = ProcessInfo.processInfo.environment
     env["KEYCHAIN_HOME"] = home
     env.removeValue(forKey: "KEYCHAIN_ENTITLEMENTS")
+    env.removeValue(forKey: "KEYCHAIN_DAEMON_SOCKET")
     return env
 }
