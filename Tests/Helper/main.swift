@@ -8,6 +8,12 @@
 //   keychain-test-helper set-passcode P ACCOUNT SERVICE SECRET → sets passcode P, adds a WhenUnlocked item
 //   keychain-test-helper unlock-and-find P ACCOUNT SERVICE    → finds before and after KeychainStore.default.unlock
 //   keychain-test-helper bench N                              → rough single-thread ops/s of add, find, update, delete
+//   keychain-test-helper mixed SEED N                         → N random add/find/update/delete calls on 16 shared
+//                                                               keys; "calls=N unexpected=M"
+//   keychain-test-helper writer PREFIX                        → adds PREFIX-0, PREFIX-1, … until killed; "ack I" after
+//                                                               each acknowledged add
+//   keychain-test-helper latency OP N THREADS                 → OP (add or find) N times on THREADS threads; prints
+//                                                               "ops/s p50_us p99_us"
 import Foundation
 import KeychainServices
 import KeychainKit
@@ -93,6 +99,74 @@ case "bench" where args.count == 2:
         SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "account-\(i)",
                        kSecAttrService as String: "bench"] as CFDictionary)
     }
+case "mixed" where args.count == 3:
+    var rng = SystemRandomNumberGenerator()
+    let seed = args[1], n = Int(args[2]) ?? 100
+    var unexpected = 0
+    for i in 0 ..< n {
+        let key: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
+                                  kSecAttrAccount as String: "k\(Int.random(in: 0 ..< 16, using: &rng))",
+                                  kSecAttrService as String: "mixed"]
+        let status: OSStatus
+        let allowed: Set<OSStatus>
+        switch Int.random(in: 0 ..< 4, using: &rng) {
+        case 0:
+            status = SecItemAdd(key.merging([kSecValueData as String: Data("\(seed)-\(i)".utf8)]) { $1 } as CFDictionary, nil)
+            allowed = [errSecSuccess, errSecDuplicateItem]
+        case 1:
+            var item: CFTypeRef?
+            status = SecItemCopyMatching(key.merging([kSecReturnData as String: true]) { $1 } as CFDictionary, &item)
+            allowed = [errSecSuccess, errSecItemNotFound]
+        case 2:
+            status = SecItemUpdate(key as CFDictionary, [kSecValueData as String: Data("\(seed)-u\(i)".utf8)] as CFDictionary)
+            allowed = [errSecSuccess, errSecItemNotFound]
+        default:
+            status = SecItemDelete(key as CFDictionary)
+            allowed = [errSecSuccess, errSecItemNotFound]
+        }
+        if !allowed.contains(status) {
+            unexpected += 1
+            flushLine("unexpected=\(status)")
+        }
+    }
+    flushLine("calls=\(n) unexpected=\(unexpected)")
+case "writer" where args.count == 2:
+    var i = 0
+    while true {
+        let status = add("\(args[1])-\(i)", "writer", "v-\(i)", group: nil)
+        if status == errSecSuccess { flushLine("ack \(i)") } else { usleep(2_000) }
+        i += 1
+    }
+case "latency" where args.count == 4:
+    let op = args[1], n = Int(args[2]) ?? 1000, threads = Int(args[3]) ?? 1
+    let tag = "\(getpid())"
+    if op == "find" {
+        _ = add("lat-\(tag)", "latency", "secret", group: nil)
+    }
+    let samples = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: n * threads)
+    defer { samples.deallocate() }
+    let base = UInt(bitPattern: samples.baseAddress)
+    let start = DispatchTime.now().uptimeNanoseconds
+    DispatchQueue.concurrentPerform(iterations: threads) { t in
+        let out = UnsafeMutablePointer<UInt64>(bitPattern: base)
+        for i in 0 ..< n {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            let status: OSStatus
+            if op == "add" {
+                status = add("lat-\(tag)-\(t)-\(i)", "latency", "secret-\(i)", group: nil)
+            } else {
+                var item: CFTypeRef?
+                status = SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "lat-\(tag)",
+                                              kSecAttrService as String: "latency", kSecReturnData as String: true] as CFDictionary, &item)
+            }
+            if status != errSecSuccess { flushLine("failed status=\(status)"); exit(1) }
+            out?[t * n + i] = DispatchTime.now().uptimeNanoseconds - t0
+        }
+    }
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    let sorted = samples.sorted()
+    func percentile(_ p: Double) -> Double { Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1000 }
+    flushLine(String(format: "%.0f %.1f %.1f", Double(n * threads) / seconds, percentile(0.5), percentile(0.99)))
 default:
     FileHandle.standardError.write(Data("usage: keychain-test-helper add|add-and-hold|race|find …\n".utf8))
     exit(2)

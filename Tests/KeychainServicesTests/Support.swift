@@ -76,14 +76,18 @@ final class DaemonProcess: @unchecked Sendable {
     /// This test's client of the daemon.
     let client: DaemonClient
 
-    init(home: String, socketPath: String? = nil, arguments: [String] = [], environment extra: [String: String] = [:]) throws {
+    /// - Parameter commandPrefix: a program that runs keychaind (`setpriv …` to run it as another user).
+    init(home: String, socketPath: String? = nil, arguments: [String] = [], environment extra: [String: String] = [:],
+         commandPrefix: [String] = []) throws {
         self.home = home
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kd-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         self.socketPath = socketPath ?? folder + "/d.sock"
         client = DaemonClient(socketPath: self.socketPath)
-        process.executableURL = productsDirectory().appendingPathComponent("keychaind")
-        process.arguments = ["--foreground", "--socket", self.socketPath] + arguments
+        let daemon = productsDirectory().appendingPathComponent("keychaind")
+        let command = commandPrefix + [daemon.path, "--foreground", "--socket", self.socketPath] + arguments
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         var env = baseEnvironment(home: home)
         for (k, v) in extra { env[k] = v }
         process.environment = env
