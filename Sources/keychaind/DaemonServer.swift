@@ -86,6 +86,8 @@ struct DaemonServer: Service {
         let authority = handler.authority
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 512)
+            // A client that half-closes after its last request still gets the answer; then the connection closes.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
         let initializer: @Sendable (any Channel) -> EventLoopFuture<(Connection, Session)?> = { channel in
             DaemonServer.peerCredentials(channel).flatMapThrowing { credentials -> (Connection, Session)? in
                 let session: Session

@@ -12,13 +12,22 @@ import Glibc
 final class DaemonFixture: @unchecked Sendable {
     let folder: String
     let home: String
-    let engine: KeychainEngine
+    private var opened: KeychainEngine?
 
     init() throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("kd-test-\(UUID().uuidString.prefix(8))").path
         home = folder + "/home"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        engine = try KeychainEngine(location: KeychainLocation(home: home))
+    }
+
+    /// The keychain opened in this process (on first use, so a test can let the daemon be its only user).
+    var engine: KeychainEngine {
+        get throws {
+            if let opened { return opened }
+            let engine = try KeychainEngine(location: KeychainLocation(home: home))
+            opened = engine
+            return engine
+        }
     }
 
     deinit { try? FileManager.default.removeItem(atPath: folder) }
@@ -47,6 +56,7 @@ final class DaemonFixture: @unchecked Sendable {
 
     /// Every generic password in `group`, as account → secret, read in-process (not through the daemon).
     func items(in group: String) throws -> [String: String] {
+        let engine = try self.engine
         let query: [String: PlistValue] = [
             "class": .string("genp"), "m_Limit": .string("m_LimitAll"), "r_Attributes": .bool(true), "r_Data": .bool(true),
         ]

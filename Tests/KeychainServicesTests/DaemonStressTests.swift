@@ -1,0 +1,219 @@
+import Foundation
+import GRDB
+import Testing
+import KeychainServices
+import KeychainCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A deterministic generator (SplitMix64), so a fuzzing failure can be replayed from its seed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A raw blocking connection to the daemon, for sending bytes no well-behaved client would.
+struct RawConnection {
+    let fd: Int32
+
+    init?(path: String) {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8)
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard ok == 0 else { close(fd); return nil }
+        self.fd = fd
+    }
+
+    /// Sends everything it can; false once the daemon has closed the connection.
+    func send(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+
+    func finishWriting() { shutdown(fd, Int32(SHUT_WR)) }
+
+    enum Reply { case frame(WireFrame), closed, timedOut }
+
+    /// The next response frame, or how the connection ended.
+    func receive() -> Reply {
+        func exactly(_ count: Int) -> [UInt8]?? {
+            var buffer = [UInt8](repeating: 0, count: count)
+            var offset = 0
+            while offset < count {
+                // Never wait forever: a daemon that neither answers nor closes within 20 s is a failure.
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&p, 1, 5_000) == 0 { return nil }
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + offset, count - offset, 0) }
+                if n == 0 { return .some(nil) }
+                if n < 0 { return errno == EINTR ? exactly(count) : nil }
+                offset += n
+            }
+            return buffer
+        }
+        guard let prefixResult = exactly(4) else { return .timedOut }
+        guard let prefix = prefixResult else { return .closed }
+        let length = prefix.reduce(0) { $0 << 8 | Int($1) }
+        guard let bodyResult = exactly(length) else { return .timedOut }
+        guard let body = bodyResult, let frame = try? WireFrame.decode(body: body[...]) else { return .closed }
+        return .frame(frame)
+    }
+
+    func closeNow() { close(fd) }
+}
+
+@Suite struct DaemonFuzzTests {
+    /// Well-formed requests of every kind, the seeds of the mutations.
+    static func corpus() -> [[UInt8]] {
+        let q: PlistValue = .dictionary(["class": .string("genp"), "acct": .string("fuzz"), "svce": .string("svc")])
+        let requests: [(WireFrame.Operation, PlistValue)] = [
+            (.status, .dictionary([:])),
+            (.copyMatching, .dictionary(["q": .dictionary(["class": .string("genp"), "r_Data": .bool(true), "m_Limit": .string("m_LimitAll")])])),
+            (.copyMatching, .dictionary(["q": q, "claim": .array([.string("TEAM.seed")])])),
+            (.add, .dictionary(["q": .dictionary(["class": .string("genp"), "acct": .string("fuzz"), "v_Data": .data(Data("x".utf8))])])),
+            (.update, .dictionary(["q": q, "u": .dictionary(["labl": .string("l")])])),
+            (.delete, .dictionary(["q": q])),
+            (.delete, .dictionary(["q": .dictionary(["class": .string("genp"), "agrp": .string("TEAM.seed")])])),
+            (.lock, .dictionary([:])),
+            (.unlock, .dictionary(["passcode": .string("guess")])),
+            (.setPasscode, .dictionary(["new": .string("owned")])),
+            (.backup, .dictionary(["password": .string("p")])),
+            (.restore, .dictionary(["data": .data(Data(repeating: 7, count: 64)), "password": .string("p")])),
+            (.appAdd, .dictionary(["kind": .string("executable"), "id": .string("/bin/sh"), "sha256": .string("00"), "groups": .array([.string("TEAM.seed")])])),
+            (.appList, .dictionary([:])),
+            (.appRemove, .dictionary(["id": .string("/bin/sh")])),
+            (WireFrame.Operation(rawValue: 200), .dictionary([:])),
+            (.copyMatching, .array([.int(1), .double(2), .date(Date()), .bool(true)])),
+        ]
+        return requests.enumerated().map { WireFrame(id: UInt32($0.offset), body: .request($0.element.0, $0.element.1)).encoded }
+    }
+
+    static func mutate(_ frame: [UInt8], _ rng: inout SeededGenerator) -> [UInt8] {
+        var bytes = frame
+        func anyIndex() -> Int { Int.random(in: 0 ..< max(bytes.count, 1), using: &rng) }
+        func length(_ n: Int) -> [UInt8] { [UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] }
+        switch Int.random(in: 0 ..< 11, using: &rng) {
+        case 0: break // unchanged
+        case 1: // flip a few bits anywhere, the length prefix included
+            for _ in 0 ..< Int.random(in: 1 ... 4, using: &rng) where !bytes.isEmpty {
+                bytes[anyIndex()] ^= UInt8(1) << UInt8.random(in: 0 ..< 8, using: &rng)
+            }
+        case 2: // truncated
+            bytes = Array(bytes.prefix(anyIndex()))
+        case 3: // noise
+            bytes = (0 ..< Int.random(in: 0 ..< 96, using: &rng)).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }
+        case 4: // a lying length prefix (tiny, a little off, or huge)
+            let choices = [0, 1, 5, bytes.count - 5, bytes.count + 3, WireFrame.maximumLength + 1, Int(UInt32.max)]
+            bytes.replaceSubrange(0 ..< 4, with: length(choices[Int.random(in: 0 ..< choices.count, using: &rng)] & 0xFFFF_FFFF))
+        case 5: // random byte values in the body
+            for _ in 0 ..< Int.random(in: 1 ... 8, using: &rng) where bytes.count > 4 {
+                bytes[Int.random(in: 4 ..< bytes.count, using: &rng)] = UInt8.random(in: 0 ... 255, using: &rng)
+            }
+        case 6: // bytes inserted, length fixed up so the frame parses as far as the body
+            let at = Int.random(in: 4 ... bytes.count, using: &rng)
+            bytes.insert(contentsOf: (0 ..< Int.random(in: 1 ... 16, using: &rng)).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }, at: at)
+            bytes.replaceSubrange(0 ..< 4, with: length(bytes.count - 4))
+        case 7: // a collection that claims four billion elements
+            var body: [UInt8] = [1, 1, 0, 0, 0, 9, 1, Int.random(in: 0 ..< 2, using: &rng) == 0 ? 0x07 : 0x08, 0xFF, 0xFF, 0xFF, 0xFF]
+            body += [0x01, 0, 0, 0, 1, 0x41]
+            bytes = length(body.count) + body
+        case 8: // nesting deeper than the decoder allows
+            var body: [UInt8] = [1, 1, 0, 0, 0, 1, 1]
+            let depth = Int.random(in: 30 ... 200, using: &rng)
+            for _ in 0 ..< depth { body += [0x07, 0, 0, 0, 1] }
+            body += [0x03, 1]
+            bytes = length(body.count) + body
+        case 9: // a response frame sent by a client
+            bytes = WireFrame(id: 1, body: .response(status: 0, result: .string("x"))).encoded
+        default: // invalid UTF-8 in a string, length kept consistent
+            var body: [UInt8] = [1, 1, 0, 0, 0, 7, 1, 0x08, 0, 0, 0, 1, 0, 0, 0, 1, 0x71, 0x01, 0, 0, 0, 2, 0xC3, 0x28]
+            if Bool.random(using: &rng) { body[16] = 0xFF }
+            bytes = length(body.count) + body
+        }
+        return bytes
+    }
+
+    @Test func aHundredThousandHostileFramesNeverCrashTheDaemonNorTouchData() throws {
+        let f = try DaemonFixture()
+        // Items the fuzzer (an unregistered program) has no right to, which must come through untouched.
+        let seeded = Dictionary(uniqueKeysWithValues: (0 ..< 20).map { ("seed-\($0)", "value-\($0)") })
+        for (account, value) in seeded {
+            _ = try f.engine.secItemAdd(["class": .string("genp"), "acct": .string(account), "svce": .string("fuzz"),
+                                         "v_Data": .data(Data(value.utf8))], caller: AccessPolicy(groups: ["TEAM.seed"]))
+        }
+        let daemon = try DaemonProcess(home: f.home)
+        let corpus = Self.corpus()
+        var rng = SeededGenerator(seed: 0x6B65_7963_6861_696E)
+        var sent = 0, answered = 0, closedByDaemon = 0, hangs = 0
+        var history: [[UInt8]] = []
+        var connection: RawConnection?
+        while sent < 100_000, hangs < 3 {
+            if connection == nil { connection = RawConnection(path: daemon.socketPath); history = [] }
+            guard let current = connection else {
+                Issue.record("keychaind stopped accepting connections after \(sent) frames:\n\(daemon.output)")
+                break
+            }
+            let frame = Self.mutate(corpus[Int.random(in: 0 ..< corpus.count, using: &rng)], &rng)
+            sent += 1
+            let declared = frame.count >= 4 ? frame[0 ..< 4].reduce(0) { $0 << 8 | Int($1) } : -1
+            let complete = frame.count >= 4 && declared == frame.count - 4
+            guard current.send(frame) else {
+                current.closeNow(); connection = nil; closedByDaemon += 1
+                continue
+            }
+            // A frame that is not exactly one whole frame leaves the daemon waiting for more: end the stream.
+            if !complete { current.finishWriting() }
+            var open = complete
+            readLoop: while true {
+                switch current.receive() {
+                case .frame: answered += 1
+                    if complete { break readLoop }
+                case .closed: open = false; closedByDaemon += 1; break readLoop
+                case .timedOut:
+                    Issue.record("keychaind did not answer or close within 5 s (frame \(sent): \(frame.map { String($0, radix: 16) }.joined(separator: " "))) after \(history.map { $0.map { String($0, radix: 16) }.joined(separator: " ") })")
+                    open = false; hangs += 1; break readLoop
+                }
+            }
+            if !open { current.closeNow(); connection = nil }
+            history.append(frame)
+        }
+        connection?.closeNow()
+        #expect(sent == 100_000)
+        #expect(answered > 1_000, "well-formed frames are answered")
+        #expect(closedByDaemon > 10_000, "malformed frames close their connection")
+        #expect(daemon.process.isRunning, "keychaind survived")
+        // It still serves a well-behaved client.
+        let status = try daemon.client.call(.status, [:])
+        guard case .dictionary(let info)? = status else { Issue.record("no status"); return }
+        #expect(info["home"] == .string(f.home))
+        #expect(daemon.stop() == 0)
+        // Nothing the fuzzer had no right to changed, and the database is sound.
+        #expect(try f.items(in: "TEAM.seed").filter { $0.key.hasPrefix("seed-") } == seeded)
+        #expect(try f.items(in: "TEAM.seed").count == seeded.count)
+        let db = try DatabaseQueue(path: f.home + "/keychain-2.db")
+        #expect(try db.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
+        #expect(!FileManager.default.fileExists(atPath: f.home + "/apps.registry"), "no registration slipped through")
+    }
+}
