@@ -101,7 +101,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SecurityToolTests",
-            dependencies: ["security", "keychaind", "KeychainCore"],
+            dependencies: ["security", "keychaind", "keychain-test-helper", "KeychainCore"],
             swiftSettings: strictSwift
         ),
     ]

@@ -12,13 +12,15 @@ struct SecurityTool: AsyncParsableCommand {
         discussion: """
         Works on the keychain in KEYCHAIN_HOME (else $XDG_DATA_HOME/keychain, else ~/.local/share/keychain) \
         with macOS's syntax and output. A failed keychain call prints "security: <function>: <message>" and \
-        exits with the low byte of its OSStatus (44 when no item matched, 45 for a duplicate); bad flags exit 2.
+        exits with the low byte of its OSStatus (44 when no item matched, 45 for a duplicate); bad flags exit 2. \
+        `app` manages the programs keychaind gives access groups to, through keychaind when it runs; \
+        `daemon status` shows whether it does.
         """,
         subcommands: [
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self, UnlockKeychain.self, LockKeychain.self, SetKeychainPassword.self,
-            BackupKeychain.self, RestoreKeychain.self,
+            BackupKeychain.self, RestoreKeychain.self, AppCommand.self, DaemonCommand.self,
         ]
     )
 
@@ -30,6 +32,13 @@ struct SecurityTool: AsyncParsableCommand {
             do {
                 try await runOnce(arguments)
             } catch let failure as ToolFailure where failure.status == .interactionNotAllowed && failure.fromKeychain {
+                if let daemon = failure.daemon {
+                    // keychaind wants the passcode from this connection before the admin tool may manage the
+                    // keychain: ask on the terminal, give it through the same client, and run the command once more.
+                    try ToolDaemon.unlock(daemon)
+                    try await runOnce(arguments)
+                    return
+                }
                 // The keychain is locked for this item's class: as macOS does, ask for the passcode on the
                 // terminal (never a pipe), unlock for this process, and run the command once more.
                 let engine = try ToolContext.sharedEngine()
@@ -57,6 +66,7 @@ struct SecurityTool: AsyncParsableCommand {
 }
 
 extension SecurityTool {
+    /// Parses `arguments` as a command line and runs its verb once.
     static func runOnce(_ arguments: [String]) async throws {
         var command = try parseAsRoot(arguments)
         if var asyncCommand = command as? any AsyncParsableCommand {

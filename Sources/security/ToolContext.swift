@@ -59,11 +59,27 @@ struct ToolFailure: Error {
     var detail: String?
     /// Whether the keychain itself reported the failure (rather than a prompt or the command line).
     var fromKeychain = false
+    /// The keychaind client the failing call went through, when it went through one: a retry after asking
+    /// for the passcode unlocks through this client's connection (which keychaind then trusts), not in-process.
+    var daemon: DaemonClient?
+    /// The first line's text when it is not the status's message (a bad file name on the command line).
+    var summary: String?
+    /// The exit status when it is not the status's low byte.
+    var exitStatus: Int32?
 
     init(_ function: String, status: KeychainStatus, detail: String? = nil) {
         self.function = function
         self.status = status
         self.detail = detail
+    }
+
+    /// A failure of the command's input rather than of a keychain call (a file that is missing or not
+    /// executable): `security: <function>: <message>` and exit status 1, as macOS's tool exits for a bad file.
+    static func input(_ function: String, _ message: String) -> ToolFailure {
+        var failure = ToolFailure(function, status: .param)
+        failure.summary = message
+        failure.exitStatus = 1
+        return failure
     }
 
     /// Wraps an engine error. Misses and duplicates print exactly macOS's line; other failures add the
@@ -76,13 +92,14 @@ struct ToolFailure: Error {
 
     /// The text written to stderr.
     var text: String {
-        var out = "security: \(function): \(status.message)\n"
+        var out = "security: \(function): \(summary ?? status.message)\n"
         if let detail { out += "security: \(detail)\n" }
         return out
     }
 
     /// The process exit status: the status's low byte, never 0 for a failure.
     var exitCode: Int32 {
+        if let exitStatus { return exitStatus }
         let code = status.exitCode
         return code == 0 ? 1 : code
     }

@@ -1,0 +1,355 @@
+import Foundation
+import KeychainCore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real keychaind serving a sandbox's keychain, started from the build products beside the `security` under
+/// test (which makes that `security` its admin tool), listening on `<sandbox>/d.sock`. Started at init,
+/// returning once it says `keychaind: ready`; stopped with SIGTERM by ``stop()`` or at deinit.
+final class SandboxDaemon: @unchecked Sendable {
+    /// Where the daemon listens: `<sandbox>/d.sock`.
+    let socketPath: String
+    /// The running keychaind.
+    let process = Process()
+    private let errors = Pipe()
+    private let lock = NSLock()
+    private var log = ""
+    private var stopped = false
+
+    init(_ kc: Sandbox) throws {
+        socketPath = kc.root + "/d.sock"
+        process.executableURL = URL(fileURLWithPath: kc.products + "/keychaind")
+        process.arguments = ["--foreground", "--socket", socketPath]
+        process.environment = kc.environment([:])
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let ready = DispatchSemaphore(value: 0)
+        let reader = errors.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var signalled = false
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                lock.withLock { log += String(decoding: chunk, as: UTF8.self) }
+                if !signalled, output.contains("keychaind: ready\n") {
+                    signalled = true
+                    ready.signal()
+                }
+            }
+            if !signalled { ready.signal() }
+        }
+        guard ready.wait(timeout: .now() + 60) == .success, output.contains("keychaind: ready\n") else {
+            stop()
+            throw ToolRunnerError(description: "keychaind did not start:\n\(output)")
+        }
+    }
+
+    /// The daemon's process ID.
+    var pid: Int32 { process.processIdentifier }
+
+    /// What the daemon wrote to stderr so far.
+    var output: String { lock.withLock { log } }
+
+    /// The environment that sends a program's keychain calls to this daemon.
+    var environment: [String: String] { ["KEYCHAIN_DAEMON_SOCKET": socketPath] }
+
+    /// SIGTERM, then waits for the exit; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        guard lock.withLock({ () -> Bool in defer { stopped = true }; return !stopped }) else { return process.terminationStatus }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { stop() }
+}
+
+extension Sandbox {
+    /// The build products folder: the tool, keychaind and the test helper sit side by side.
+    var products: String { NSString(string: tool).deletingLastPathComponent }
+
+    /// A copy of the test helper at `<root>/<name>`, made a program of its own by a trailing marker (an ELF file
+    /// runs the same with bytes appended, but hashes differently). Returns its path with symlinks resolved,
+    /// which is how keychaind and `security app add` name it.
+    func program(_ name: String) throws -> String {
+        let path = root + "/" + name
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: products + "/keychain-test-helper"))
+        bytes.append(Data("\n\(name)\n".utf8))
+        try bytes.write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        return try Sandbox.resolved(path)
+    }
+
+    /// `path` made absolute with every symlink resolved (realpath(3)).
+    static func resolved(_ path: String) throws -> String {
+        guard let resolved = realpath(path, nil) else { throw ToolRunnerError(description: "realpath \(path) failed") }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// The first 12 hex digits of a file's SHA-256, as `security app list` prints them.
+    static func shortDigest(_ path: String) throws -> String {
+        String(try PeerInspector.fileDigest(path).prefix(12))
+    }
+
+    /// Runs the tool on a new pseudo-terminal (script(1)) fed from `typing`; its stdout carries the terminal's
+    /// output (prompts, echoed input, and the tool's stdout and stderr, with CRLF line ends).
+    func onTerminal(_ arguments: [String], typing: String, environment extra: [String: String] = [:]) throws -> ToolResult {
+        let command = ([tool] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        return try launch("/usr/bin/script", ["-qec", command, "/dev/null"], environment: extra, input: Data(typing.utf8))
+    }
+}
+
+/// `security daemon status` and `security app add/list/remove`, through a real keychaind and in-process, with
+/// the programs they register then asking that keychaind for their items.
+@Suite("security: keychaind and the program registry")
+struct DaemonToolTests {
+    /// Whether script(1) is there to give the tool a terminal.
+    static let hasScript = FileManager.default.isExecutableFile(atPath: "/usr/bin/script")
+
+    /// The keychaind refusal printed when the tool has no terminal to ask for the passcode on.
+    static let noTerminalForDaemon = "security: SecKeychainUnlock default: User interaction is not allowed.\n"
+        + "security: There is no terminal to ask on. keychaind lets the security tool manage the keychain only after it gives the keychain's passcode; run the command from a terminal to be asked for it.\n"
+
+    @Test func daemonStatusRunningAndNotRunning() throws {
+        try withKeychain { kc in
+            let socket = kc.root + "/d.sock"
+            let absent = try kc.run(["daemon", "status", "--socket", socket])
+            #expect(absent.status == 1)
+            #expect(absent.stdout == "keychaind: not running (socket \(socket))\n")
+            #expect(absent.stderr == "")
+            // KEYCHAIN_DAEMON_SOCKET names the socket when --socket is not given.
+            let named = try kc.run(["daemon", "status"], environment: ["KEYCHAIN_DAEMON_SOCKET": socket])
+            #expect(named.status == 1)
+            #expect(named.stdout == "keychaind: not running (socket \(socket))\n")
+
+            let daemon = try SandboxDaemon(kc)
+            let tool = try Sandbox.resolved(kc.tool)
+            let expected = [
+                "keychaind: running (pid \(daemon.pid))",
+                "socket: \(socket)",
+                "keychain: \(kc.home)",
+                "lock state: no passcode",
+                "caller: \(tool) (pid <any>, sha256 \(try Sandbox.shortDigest(tool)))",
+                "admin tool: yes",
+                "access groups: *",
+            ]
+            let running = try kc.run(["daemon", "status"], environment: daemon.environment)
+            #expect(running.status == 0)
+            #expect(running.stderr == "")
+            expectLines(running.stdout, expected)
+            // --socket wins over the environment.
+            let overridden = try kc.run(["daemon", "status", "--socket", socket], environment: ["KEYCHAIN_DAEMON_SOCKET": kc.root + "/elsewhere.sock"])
+            #expect(overridden.status == 0)
+            expectLines(overridden.stdout, expected)
+
+            #expect(daemon.stop() == 0)
+            let stopped = try kc.run(["daemon", "status", "--socket", socket])
+            #expect(stopped.status == 1)
+            #expect(stopped.stdout == "keychaind: not running (socket \(socket))\n")
+            #expect(stopped.stderr == "")
+        }
+    }
+
+    @Test func appVerbsThroughTheDaemonGiveRegisteredProgramsTheirGroups() throws {
+        try withKeychain { kc in
+            let appA = try kc.program("app-a"), appB = try kc.program("app-b"), stranger = try kc.program("stranger")
+            try FileManager.default.createSymbolicLink(atPath: kc.root + "/link-b", withDestinationPath: appB)
+            let daemon = try SandboxDaemon(kc)
+            let env = daemon.environment
+            let lineA = "\(appA)  sha256=\(try Sandbox.shortDigest(appA))  groups=TEAM.a,TEAM.shared  app-id=TEAM.com.example.a"
+            let lineB = "\(appB)  sha256=\(try Sandbox.shortDigest(appB))  groups=TEAM.b"
+
+            let addA = try kc.run(["app", "add", "-g", "TEAM.a", "--group", "TEAM.shared", "-i", "TEAM.com.example.a", appA], environment: env)
+            #expect(addA.status == 0, "\(addA.stderr)")
+            #expect(addA.stdout == "registered \(lineA)\n")
+            #expect(addA.stderr == "")
+            // A symlink registers the file it points to.
+            let addB = try kc.run(["app", "add", "-g", "TEAM.b", kc.root + "/link-b"], environment: env)
+            #expect(addB.stdout == "registered \(lineB)\n")
+            #expect(try kc.run(["app", "add", "--flatpak", "org.example.Flat", "-g", "TEAM.flat"], environment: env).stdout
+                == "registered flatpak:org.example.Flat  groups=TEAM.flat\n")
+            #expect(try kc.run(["app", "add", "--snap", "tool", "--application-identifier", "TEAM.com.example.tool"], environment: env).stdout
+                == "registered snap:tool  app-id=TEAM.com.example.tool\n")
+
+            let list = try kc.run(["app", "list"], environment: env)
+            #expect(list.status == 0)
+            #expect(list.stderr == "")
+            #expect(list.stdout == [lineA, lineB, "flatpak:org.example.Flat  groups=TEAM.flat", "snap:tool  app-id=TEAM.com.example.tool"]
+                .sorted().map { $0 + "\n" }.joined())
+
+            // The registered copy gets its first group from the daemon; an unregistered one may not name it.
+            #expect(try kc.launch(appA, ["add", "acct", "svc", "s3cret"], environment: env).stdout == "status=0\n")
+            #expect(try kc.launch(appA, ["find", "acct", "svc"], environment: env).stdout == "status=0\ndata=s3cret\nagrp=TEAM.a\n")
+            #expect(try kc.launch(appB, ["find", "acct", "svc"], environment: env).stdout == "status=-25300\n")
+            #expect(try kc.launch(stranger, ["find", "acct", "svc", "TEAM.a"], environment: env).stdout == "status=-34018\n")
+
+            // Another copy of the tool is not the one beside keychaind: the daemon refuses it the registry.
+            let copy = kc.root + "/security-copy"
+            try FileManager.default.copyItem(atPath: kc.tool, toPath: copy)
+            let refused = try kc.launch(copy, ["app", "list"], environment: env)
+            #expect(refused.status == 30)
+            #expect(refused.stdout == "")
+            #expect(refused.stderr.hasPrefix("security: app list: A required entitlement isn't present.\n"
+                + "security: Only the security tool may list registered programs through keychaind; \(try Sandbox.resolved(copy)) (pid "))
+            #expect(refused.stderr.hasSuffix(") may not.\n"))
+
+            // Removing a program takes its groups away (its items stay, out of its reach).
+            let removed = try kc.run(["app", "remove", appA], environment: env)
+            #expect(removed.status == 0)
+            #expect(removed.stdout == "removed 1 program\n")
+            #expect(removed.stderr == "")
+            #expect(try kc.launch(appA, ["find", "acct", "svc"], environment: env).stdout == "status=-25300\n")
+            #expect(try kc.run(["app", "remove", "flatpak:org.example.Flat"], environment: env).stdout == "removed 1 program\n")
+            #expect(try kc.run(["app", "remove", "tool"], environment: env).stdout == "removed 1 program\n")
+            #expect(try kc.run(["app", "list"], environment: env).stdout == lineB + "\n")
+
+            let missing = try kc.run(["app", "remove", appA], environment: env)
+            #expect(missing.status == 44)
+            #expect(missing.stdout == "")
+            #expect(missing.stderr == "security: app remove: The specified item could not be found in the keychain.\n"
+                + "security: No program named \(appA) is registered; `security app list` shows the registered ones.\n")
+            #expect(daemon.stop() == 0)
+            #expect(!daemon.output.contains("s3cret"))
+        }
+    }
+
+    @Test func appVerbsInProcessWithoutADaemon() throws {
+        try withKeychain { kc in
+            let appA = try kc.program("app-a")
+            let lineA = "\(appA)  sha256=\(try Sandbox.shortDigest(appA))  groups=TEAM.a"
+            #expect(try kc.run(["app", "list"]).stdout == "")
+
+            let added = try kc.run(["app", "add", "-g", "TEAM.a", appA])
+            #expect(added.status == 0)
+            #expect(added.stdout == "registered \(lineA)\n")
+            #expect(added.stderr == "")
+            let list = try kc.run(["app", "list"])
+            #expect(list.status == 0)
+            #expect(list.stdout == lineA + "\n")
+            #expect(list.stderr == "")
+
+            // Files that cannot be registered, and registrations that would grant nothing.
+            let absent = try kc.run(["app", "add", "-g", "TEAM.a", kc.root + "/nope"])
+            #expect(absent.status == 1)
+            #expect(absent.stdout == "")
+            #expect(absent.stderr == "security: app add: \(kc.root)/nope does not exist. Give the path of the program's executable file (for a command on PATH: \"$(command -v NAME)\").\n")
+            let plain = kc.root + "/plain"
+            #expect(FileManager.default.createFile(atPath: plain, contents: Data("text".utf8), attributes: [.posixPermissions: 0o644]))
+            let notExecutable = try kc.run(["app", "add", "-g", "TEAM.a", plain])
+            #expect(notExecutable.status == 1)
+            #expect(notExecutable.stderr == "security: app add: \(plain) is not executable. Register the program that runs it, or make it executable (chmod +x) first.\n")
+            let folder = try kc.run(["app", "add", "-g", "TEAM.a", kc.root])
+            #expect(folder.status == 1)
+            #expect(folder.stderr == "security: app add: \(kc.root) is not a file. Give the path of the program's executable file.\n")
+            let ungrouped = try kc.run(["app", "add", appA])
+            #expect(ungrouped.status == 2)
+            #expect(ungrouped.stderr.hasPrefix("Error: Give at least one --group or an --application-identifier"))
+            let twoPrograms = try kc.run(["app", "add", "-g", "TEAM.a", "--snap", "tool", appA])
+            #expect(twoPrograms.status == 2)
+            #expect(twoPrograms.stderr.hasPrefix("Error: Name one program: an executable PATH, --flatpak APPID or --snap NAME."))
+            let comma = try kc.run(["app", "add", "-g", "TEAM.a,TEAM.b", appA])
+            #expect(comma.status == 2)
+            #expect(try kc.run(["app", "list"]).stdout == lineA + "\n")
+
+            // KEYCHAIN_DAEMON_SOCKET names a daemon that is not there: the call fails instead of going around it.
+            let gone = kc.root + "/gone.sock"
+            let unreachable = try kc.run(["app", "list"], environment: ["KEYCHAIN_DAEMON_SOCKET": gone])
+            #expect(unreachable.status == 53)
+            #expect(unreachable.stdout == "")
+            #expect(unreachable.stderr.hasPrefix("security: app list: No keychain is available. You may need to restart your computer.\n"
+                + "security: keychaind is not answering at \(gone) ("))
+
+            // A daemon started later honours the registration written in-process.
+            let daemon = try SandboxDaemon(kc)
+            #expect(try kc.launch(appA, ["add", "acct", "svc", "v"], environment: daemon.environment).stdout == "status=0\n")
+            #expect(try kc.launch(appA, ["find", "acct", "svc"], environment: daemon.environment).stdout == "status=0\ndata=v\nagrp=TEAM.a\n")
+            #expect(daemon.stop() == 0)
+
+            let removed = try kc.run(["app", "remove", appA])
+            #expect(removed.stdout == "removed 1 program\n")
+            #expect(try kc.run(["app", "list"]).stdout == "")
+            let missing = try kc.run(["app", "remove", "org.example.Nothing"])
+            #expect(missing.status == 44)
+            #expect(missing.stderr == "security: app remove: The specified item could not be found in the keychain.\n"
+                + "security: No program named org.example.Nothing is registered; `security app list` shows the registered ones.\n")
+        }
+    }
+
+    @Test("with a passcode, keychaind lets the tool manage the registry only after it gives the passcode",
+          .enabled(if: hasScript, "needs script(1) for a terminal"))
+    func passcodeGatesTheDaemonsRegistry() throws {
+        try withKeychain { kc in
+            try kc.succeed(["set-keychain-password", "-p", "correct-horse-7"])
+            let appA = try kc.program("app-a")
+            let lineA = "\(appA)  sha256=\(try Sandbox.shortDigest(appA))  groups=TEAM.a"
+            let daemon = try SandboxDaemon(kc)
+            let env = daemon.environment
+            #expect(try kc.run(["daemon", "status"], environment: env).stdout.contains("\nlock state: before first unlock\n"))
+
+            // No terminal to ask on: the tool fails at once, as it does for a locked item.
+            let refused = try kc.run(["app", "list"], environment: env, detached: true)
+            #expect(refused.status == 36)
+            #expect(refused.stdout == "")
+            #expect(refused.stderr == Self.noTerminalForDaemon)
+
+            // A wrong passcode on the terminal is refused by the daemon.
+            let wrong = try kc.onTerminal(["app", "list"], typing: "0000\n", environment: env)
+            #expect(wrong.status == 51)
+            #expect(wrong.stdout.contains("password to unlock default: "))
+            #expect(wrong.stdout.contains("security: SecKeychainUnlock default: The user name or passphrase you entered is not correct.\r\n"))
+            #expect(!wrong.stdout.contains(lineA))
+
+            // The right one: the tool unlocks through its connection and runs the verb again.
+            let added = try kc.onTerminal(["app", "add", "-g", "TEAM.a", appA], typing: "correct-horse-7\n", environment: env)
+            #expect(added.status == 0, "\(added.stdout)")
+            #expect(added.stdout.contains("password to unlock default: "))
+            #expect(added.stdout.hasSuffix("registered \(lineA)\r\n"))
+            let listed = try kc.onTerminal(["app", "list"], typing: "correct-horse-7\n", environment: env)
+            #expect(listed.status == 0)
+            #expect(listed.stdout.hasSuffix("password to unlock default: \r\n\(lineA)\r\n"))
+            #expect(try kc.run(["daemon", "status"], environment: env).stdout.contains("\nlock state: unlocked\n"))
+
+            // Every connection must give the passcode, even with the daemon unlocked.
+            let again = try kc.run(["app", "list"], environment: env, detached: true)
+            #expect(again.status == 36)
+            #expect(again.stderr == Self.noTerminalForDaemon)
+            // The registered program uses its group while the daemon is unlocked.
+            #expect(try kc.launch(appA, ["add", "acct", "svc", "s3cret"], environment: env).stdout == "status=0\n")
+            #expect(try kc.launch(appA, ["find", "acct", "svc"], environment: env).stdout == "status=0\ndata=s3cret\nagrp=TEAM.a\n")
+            #expect(daemon.stop() == 0)
+            #expect(!daemon.output.contains("correct-horse-7"))
+            #expect(!daemon.output.contains("s3cret"))
+
+            // Without the daemon, the tool unlocks its own engine the same way.
+            let local = try kc.run(["app", "list"], detached: true)
+            #expect(local.status == 36)
+            #expect(local.stderr.hasPrefix("security: SecKeychainUnlock default: User interaction is not allowed.\n"))
+            let removed = try kc.onTerminal(["app", "remove", appA], typing: "correct-horse-7\n")
+            #expect(removed.status == 0)
+            #expect(removed.stdout.hasSuffix("removed 1 program\r\n"))
+        }
+    }
+}
+
+/// Checks output line by line; `<any>` in an expected line matches any text in that place.
+func expectLines(_ actual: String, _ expected: [String], sourceLocation: SourceLocation = #_sourceLocation) {
+    let lines = actual.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    #expect(lines.count == expected.count + 1, "line count differs:\n\(actual)", sourceLocation: sourceLocation)
+    #expect(lines.last == "", "output must end with a newline", sourceLocation: sourceLocation)
+    for (line, want) in zip(lines, expected) {
+        let parts = want.components(separatedBy: "<any>")
+        if parts.count == 2 {
+            #expect(line.hasPrefix(parts[0]) && line.hasSuffix(parts[1]) && line.count >= want.count - 5, "\(line) does not match \(want)",
+                    sourceLocation: sourceLocation)
+        } else {
+            #expect(line == want, sourceLocation: sourceLocation)
+        }
+    }
+}
