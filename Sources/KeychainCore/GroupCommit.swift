@@ -15,7 +15,8 @@ import Synchronization
 /// queued by then. Under load, one fsync serves many writes.
 final class GroupCommitWriter: Sendable {
     private final class Job: @unchecked Sendable {
-        let body: (Database) throws -> Void
+        /// Cleared by the leader before it wakes the job's owner: the owner's closure must not outlive its call.
+        var body: ((Database) throws -> Void)?
         // Written by the leader before `wake`, read by the owner after it: the semaphore orders them.
         var outcome: Result<Void, any Error>?
         let wake = DispatchSemaphore(value: 0)
@@ -73,6 +74,7 @@ final class GroupCommitWriter: Sendable {
             return batch
         }
         commit(batch)
+        for job in batch { job.body = nil }
         let next: Job? = queue.withLock { q in
             if let first = q.pending.first { return first }
             q.leading = false
@@ -89,14 +91,14 @@ final class GroupCommitWriter: Sendable {
                 try db.inTransaction(.immediate) {
                     if batch.count == 1 {
                         // Alone in its transaction: its error rolls the transaction back.
-                        try batch[0].body(db)
+                        try batch[0].body?(db)
                         batch[0].outcome = .success(())
                         return .commit
                     }
                     for job in batch {
                         do {
                             try db.inSavepoint {
-                                try job.body(db)
+                                try job.body?(db)
                                 return .commit
                             }
                             job.outcome = .success(())

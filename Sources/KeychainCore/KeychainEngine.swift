@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import Crypto
 import GRDB
@@ -25,6 +26,8 @@ package final class KeychainEngine: Sendable {
     let pool: DatabasePool
     /// Every write goes through here, so concurrent writes share a commit.
     let writer: GroupCommitWriter
+    /// The keybag file's identity when last looked at (see ``followKeybagChanges()``).
+    let keybagStamp = Mutex<[Int]?>(nil)
     /// The class keys this process holds now (they change with lock, unlock and passcode changes).
     let keys: KeyState
     let logger: Logger

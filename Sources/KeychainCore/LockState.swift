@@ -12,6 +12,16 @@ package enum LockState: Sendable, Hashable {
     case unlocked
     /// Locked after an unlock: Always and AfterFirstUnlock items stay available.
     case locked
+
+    /// The state's stable name on keychaind's socket: `noPasscode`, `beforeFirstUnlock`, `unlocked`, `locked`.
+    package var wireName: String {
+        switch self {
+        case .noPasscode: "noPasscode"
+        case .beforeFirstUnlock: "beforeFirstUnlock"
+        case .unlocked: "unlocked"
+        case .locked: "locked"
+        }
+    }
 }
 
 /// The class keys a process holds, and the lock state they reflect. Keys of locked classes are dropped
@@ -45,6 +55,13 @@ package final class KeyState: @unchecked Sendable {
             held = keys
             current = ItemCrypto(keybag: Keybag(uuid: [], classKeys: keys, metadataKey: metadataKey), random: random)
             state = newState
+        }
+    }
+
+    /// A passcode now protects the keybag these keys came from: they stay, and the state becomes unlocked.
+    func markPasscodeSet() {
+        lock.withLock {
+            if state == .noPasscode { state = .unlocked }
         }
     }
 
@@ -122,6 +139,34 @@ extension KeychainEngine {
             let bag = try openThrottled(bytes, deviceKey: deviceKey(), passcode: passcode)
             keys.set(bag.classKeys, metadataKey: bag.metadataKey, state: .unlocked)
             logger.debug("unlocked")
+        }
+    }
+
+    /// Brings this process's lock state in line with a keybag another process changed: a passcode set
+    /// elsewhere makes the keys held here "unlocked" (no longer "no passcode"), so the next lock or
+    /// admin check needs the passcode; a passcode removed elsewhere reloads the keys without one. Cheap when
+    /// nothing changed (one `stat`). keychaind calls it before every request.
+    package func followKeybagChanges() throws(KeychainError) {
+        var st = stat()
+        guard stat(location.keybagPath, &st) == 0 else { return }
+        let stamp = [Int(st.st_ino), Int(st.st_size), Int(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec)]
+        guard keybagStamp.withLock({ old in
+            defer { old = stamp }
+            return old != stamp
+        }) else { return }
+        try FileSystem.withExclusiveLock(location.lockPath) { () throws(KeychainError) in
+            guard let bytes = try FileSystem.read(location.keybagPath) else { return }
+            let hasPasscode = try Keybag.header(bytes).passcode != nil
+            switch (lockState, hasPasscode) {
+            case (.noPasscode, true):
+                keys.markPasscodeSet()
+                logger.notice("a passcode was set by another process")
+            case (.beforeFirstUnlock, false), (.unlocked, false), (.locked, false):
+                try reloadWithoutPasscode(bytes)
+                logger.notice("the passcode was removed by another process")
+            default:
+                break
+            }
         }
     }
 

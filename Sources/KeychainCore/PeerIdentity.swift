@@ -90,7 +90,7 @@ package final class PeerInspector: Sendable {
     package func executableDigest(_ path: String) throws(KeychainError) -> String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw KeychainError(code: .missingEntitlement, message: "keychaind cannot read the executable of a client (\(path)), so it refuses it.")
+            throw KeychainError(code: .missingEntitlement, message: "Cannot read the program \(path) to identify it (\(String(cString: strerror(errno)))).")
         }
         defer { close(fd) }
         var st = stat()

@@ -75,7 +75,7 @@ final class Authority: Sendable {
             throw KeychainError(code: .missingEntitlement, message: "Only the security tool may \(action) through keychaind; \(session.identity) may not.")
         }
         guard engine.lockState == .noPasscode || session.authenticated else {
-            throw KeychainError(code: .interactionNotAllowed, message: "The security tool must give the keychain's passcode to \(action). Run it from a terminal to be asked, or run `security unlock-keychain` in the same command.")
+            throw KeychainError(code: .interactionNotAllowed, message: "The security tool must give the keychain's passcode to \(action). Run it from a terminal to be asked for the passcode.")
         }
     }
 

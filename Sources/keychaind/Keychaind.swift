@@ -41,7 +41,7 @@ struct Keychaind: AsyncParsableCommand {
     mutating func run() async throws {
         // No core dumps, no ptrace or /proc/PID/mem by other processes of this user: the class keys live here.
         if ckeychain_set_nondumpable() != 0 {
-            throw ValidationError("keychaind could not make itself non-dumpable (prctl failed); refusing to hold keys.")
+            throw StartFailure("keychaind could not make itself non-dumpable (prctl failed); refusing to hold keys.")
         }
         let level = Logger.Level(rawValue: logLevel) ?? .notice
         LoggingSystem.bootstrap { label in
@@ -62,7 +62,7 @@ struct Keychaind: AsyncParsableCommand {
         do {
             engine = try KeychainEngine(location: location, logger: logger)
         } catch {
-            throw ValidationError("keychaind cannot open the keychain in \(location.home): \(error.message)")
+            throw StartFailure("keychaind cannot open the keychain in \(location.home): \(error.message)")
         }
         let threads = NIOThreadPool(numberOfThreads: 64)
         threads.start()
@@ -99,16 +99,16 @@ struct Keychaind: AsyncParsableCommand {
             return .inherited(3, path: socket ?? DaemonEndpoint.defaultPath(environment))
         }
         guard let path = socket ?? DaemonEndpoint.defaultPath(environment) else {
-            throw ValidationError("XDG_RUNTIME_DIR is not set, so there is no default socket. Pass --socket PATH.")
+            throw StartFailure("XDG_RUNTIME_DIR is not set, so there is no default socket. Pass --socket PATH.")
         }
         let folder = NSString(string: path).deletingLastPathComponent
         do {
             try FileSystem.ensurePrivateDirectory(folder)
         } catch {
-            throw ValidationError(error.message)
+            throw StartFailure(error.message)
         }
         if DaemonClient(socketPath: path).isReachable() {
-            throw ValidationError("Another keychaind already serves \(path). Stop it first (systemctl --user stop keychaind).")
+            throw StartFailure("Another keychaind already serves \(path). Stop it first (systemctl --user stop keychaind).")
         }
         return .path(path)
     }
@@ -118,18 +118,24 @@ struct Keychaind: AsyncParsableCommand {
         do {
             try FileSystem.ensurePrivateDirectory(location.home)
         } catch {
-            throw ValidationError(error.message)
+            throw StartFailure(error.message)
         }
         let path = location.home + "/keychaind.pid"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ValidationError("Cannot open \(path): \(String(cString: strerror(errno))).") }
+        guard fd >= 0 else { throw StartFailure("Cannot open \(path): \(String(cString: strerror(errno))).") }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)
-            throw ValidationError("Another keychaind already serves \(location.home).")
+            throw StartFailure("Another keychaind already serves \(location.home).")
         }
         _ = ftruncate(fd, 0)
         let text = Array("\(getpid())\n".utf8)
         _ = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         return fd
     }
+}
+
+/// Why keychaind cannot start, printed as `Error: …` (without the usage text a flag mistake gets).
+struct StartFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

@@ -12,6 +12,7 @@ struct RequestHandler: Sendable {
     /// The response body for a request: the result, or the error's `OSStatus`, code and message.
     func respond(_ operation: WireFrame.Operation, _ arguments: PlistValue, session: Session) -> WireFrame.Body {
         do {
+            try engine.followKeybagChanges()
             let result = try perform(operation, arguments, session: session)
             return .response(status: 0, result: result)
         } catch {
@@ -90,7 +91,7 @@ struct RequestHandler: Sendable {
         var out: [String: PlistValue] = [
             "pid": .int(Int64(getpid())),
             "home": .string(engine.location.home),
-            "lockState": .string("\(engine.lockState)"),
+            "lockState": .string(engine.lockState.wireName),
             "caller": .string(session.identity.description),
             "adminTool": .bool(session.isAdminTool),
         ]

@@ -217,3 +217,163 @@ struct RawConnection {
         #expect(!FileManager.default.fileExists(atPath: f.home + "/apps.registry"), "no registration slipped through")
     }
 }
+
+/// A running program whose stdout lines are collected as they arrive.
+final class StreamingProgram: @unchecked Sendable {
+    let process = Process()
+    private let lock = NSLock()
+    private var text = ""
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ path: String, _ args: [String], environment: [String: String]) throws {
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = args
+        process.environment = environment
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let reader = out.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                lock.withLock { text += String(decoding: chunk, as: UTF8.self) }
+            }
+            done.signal()
+        }
+    }
+
+    /// Waits for the program to exit and its output to be read.
+    func finish() -> (status: Int32, output: String) {
+        process.waitUntilExit()
+        done.wait()
+        return (process.terminationStatus, lock.withLock { text })
+    }
+
+    /// SIGKILL; what it printed before dying.
+    func kill() -> String {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        return finish().output
+    }
+}
+
+func integrityCheck(_ home: String) throws -> String? {
+    let db = try DatabaseQueue(path: home + "/keychain-2.db")
+    return try db.read { try String.fetchOne($0, sql: "PRAGMA integrity_check") }
+}
+
+@Suite struct DaemonConcurrencyTests {
+    @Test func thirtyTwoClientProcessesAtOnce() throws {
+        let f = try DaemonFixture()
+        let daemon = try DaemonProcess(home: f.home)
+        let env = try f.environment(daemon)
+        let helper = productsDirectory().appendingPathComponent("keychain-test-helper").path
+        let clients = try (0 ..< 32).map { try StreamingProgram(helper, ["mixed", "c\($0)", "40"], environment: env) }
+        for (i, client) in clients.enumerated() {
+            let (status, output) = client.finish()
+            #expect(status == 0, "client \(i)")
+            #expect(output.hasSuffix("calls=40 unexpected=0\n"), "client \(i): \(output)")
+        }
+        #expect(daemon.stop() == 0)
+        // Sixteen keys were fought over; at most one item each, and the index agrees.
+        let items = try f.items(in: helper)
+        #expect(items.count <= 16)
+        #expect(items.keys.allSatisfy { $0.hasPrefix("k") })
+        let db = try DatabaseQueue(path: f.home + "/keychain-2.db")
+        let (rows, keys) = try db.read { db in
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM genp") ?? -1, try Int.fetchOne(db, sql: "SELECT COUNT(DISTINCT pk) FROM genp") ?? -2)
+        }
+        #expect(rows == keys)
+        #expect(rows == items.count)
+        #expect(try integrityCheck(f.home) == "ok")
+    }
+
+    @Test func sigkillDuringWritesLosesNoAcknowledgedWrite() throws {
+        let f = try DaemonFixture()
+        let socket = f.folder + "/d.sock"
+        var daemon = try DaemonProcess(home: f.home, socketPath: socket)
+        let env = try f.environment(daemon)
+        let helper = productsDirectory().appendingPathComponent("keychain-test-helper").path
+        // Four writers add items one after another, through every crash and restart, printing each ack.
+        let writers = try (0 ..< 4).map { try StreamingProgram(helper, ["writer", "w\($0)"], environment: env) }
+        var rng = SeededGenerator(seed: 200)
+        for _ in 0 ..< 200 {
+            usleep(UInt32.random(in: 5_000 ... 40_000, using: &rng))
+            daemon.kill()
+            daemon = try DaemonProcess(home: f.home, socketPath: socket)
+        }
+        usleep(50_000)
+        let outputs = writers.map { $0.kill() }
+        daemon.kill()
+        #expect(try integrityCheck(f.home) == "ok")
+        let items = try f.items(in: helper)
+        var acknowledged = 0
+        for (w, output) in outputs.enumerated() {
+            for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
+                let i = line.dropFirst(4)
+                acknowledged += 1
+                #expect(items["w\(w)-\(i)"] == "v-\(i)", "acknowledged add w\(w)-\(i) was lost")
+            }
+        }
+        #expect(acknowledged >= 200, "writes were acknowledged between the kills")
+    }
+
+    @Test func sigtermFinishesRequestsInProgressAndClosesTheDatabase() throws {
+        let f = try DaemonFixture()
+        let daemon = try DaemonProcess(home: f.home)
+        let env = try f.environment(daemon)
+        let helper = productsDirectory().appendingPathComponent("keychain-test-helper").path
+        let writers = try (0 ..< 4).map { try StreamingProgram(helper, ["writer", "t\($0)"], environment: env) }
+        usleep(500_000)
+        // A client killed in the middle of its requests takes nothing down with it.
+        _ = writers[3].kill()
+        #expect(try daemon.client.call(.status, [:]) != nil)
+        #expect(daemon.stop() == 0, "SIGTERM is a clean exit")
+        #expect(daemon.output.contains("stopped"))
+        let outputs = writers.prefix(3).map { $0.kill() }
+        // Closed cleanly: the write-ahead log was checkpointed into the database and removed.
+        #expect(!FileManager.default.fileExists(atPath: f.home + "/keychain-2.db-wal"))
+        let items = try f.items(in: helper)
+        var acknowledged = 0
+        for (w, output) in outputs.enumerated() {
+            for line in output.split(separator: "\n") where line.hasPrefix("ack ") {
+                acknowledged += 1
+                let i = line.dropFirst(4)
+                #expect(items["t\(w)-\(i)"] == "v-\(i)")
+            }
+        }
+        #expect(acknowledged > 0)
+        #expect(try integrityCheck(f.home) == "ok")
+    }
+
+    @Test func anIdleDaemonLocksItself() throws {
+        let f = try DaemonFixture()
+        try registerTestProcess(f.engine, groups: ["g"])
+        try f.engine.changePasscode(from: nil, to: "1234")
+        let daemon = try DaemonProcess(home: f.home, arguments: ["--idle-lock", "0.5"])
+        let backend = KeychainBackend.daemon(daemon.client, claim: ["g"])
+        let item: [String: PlistValue] = ["class": .string("genp"), "acct": .string("a"), "v_Data": .data(Data("s".utf8))]
+        // Before the first unlock, WhenUnlocked items are out of reach.
+        #expect(throws: KeychainCore.KeychainError.self) { try backend.secItemAdd(item) }
+        _ = try daemon.client.call(.unlock, ["passcode": .string("1234")])
+        _ = try backend.secItemAdd(item)
+        let query: [String: PlistValue] = ["class": .string("genp"), "acct": .string("a"), "r_Data": .bool(true)]
+        #expect(try backend.secItemCopyMatching(query) == .data(Data("s".utf8)))
+        // Busy: each call resets the idle clock.
+        for _ in 0 ..< 6 {
+            usleep(200_000)
+            _ = try backend.secItemCopyMatching(query)
+        }
+        usleep(1_500_000)
+        do {
+            _ = try backend.secItemCopyMatching(query)
+            Issue.record("the keychain should have locked after 0.5 s without requests")
+        } catch {
+            #expect(error.status == .interactionNotAllowed)
+        }
+        guard case .dictionary(let status)? = try daemon.client.call(.status, [:]) else { Issue.record("no status"); return }
+        #expect(status["lockState"] == .string("locked"))
+    }
+}

@@ -69,9 +69,15 @@ final class DaemonProcess: @unchecked Sendable {
     let socketPath: String
     let process = Process()
     private let errors = Pipe()
+    /// Shared with the thread that reads stderr, which must not keep the daemon object alive (its deinit
+    /// is what stops the daemon).
+    private final class Log: @unchecked Sendable {
+        let lock = NSLock()
+        var text = ""
+        let ready = DispatchSemaphore(value: 0)
+    }
+    private let log = Log()
     private let lock = NSLock()
-    private var log = ""
-    private let readySignal = DispatchSemaphore(value: 0)
     private var stopped = false
     /// This test's client of the daemon.
     let client: DaemonClient
@@ -96,27 +102,29 @@ final class DaemonProcess: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         let reader = errors.fileHandleForReading
-        Thread.detachNewThread { [self] in
+        let log = self.log
+        Thread.detachNewThread {
             var signalled = false
             while true {
                 let chunk = reader.availableData
                 if chunk.isEmpty { break }
-                lock.withLock { log += String(decoding: chunk, as: UTF8.self) }
-                if !signalled, lock.withLock({ log.contains("keychaind: ready") }) {
+                log.lock.withLock { log.text += String(decoding: chunk, as: UTF8.self) }
+                if !signalled, log.lock.withLock({ log.text.contains("keychaind: ready") }) {
                     signalled = true
-                    readySignal.signal()
+                    log.ready.signal()
                 }
             }
-            if !signalled { readySignal.signal() }
+            if !signalled { log.ready.signal() }
         }
-        guard readySignal.wait(timeout: .now() + 60) == .success, lock.withLock({ log.contains("keychaind: ready") }) else {
-            process.terminate()
+        guard log.ready.wait(timeout: .now() + 60) == .success, output.contains("keychaind: ready") else {
+            Foundation.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
             throw DaemonStartFailure(log: output)
         }
     }
 
     /// What the daemon wrote to stderr so far.
-    var output: String { lock.withLock { log } }
+    var output: String { log.lock.withLock { log.text } }
 
     /// SIGTERM, then waits for the exit; returns the exit status.
     @discardableResult
