@@ -30,6 +30,14 @@ final class GroupCommitWriter: Sendable {
 
     private let pool: DatabasePool
     private let queue = Mutex(Queue())
+    private let committedTransactions = Atomic<Int>(0)
+    private let committedWrites = Atomic<Int>(0)
+
+    /// Transactions committed and the writes they held, since the writer was made: their ratio is how many
+    /// writes share each fsync.
+    var statistics: (transactions: Int, writes: Int) {
+        (committedTransactions.load(ordering: .relaxed), committedWrites.load(ordering: .relaxed))
+    }
     /// The most writes one transaction holds; a longer queue is split so no transaction grows unbounded.
     let maximumBatch: Int
 
@@ -109,6 +117,10 @@ final class GroupCommitWriter: Sendable {
                     return .commit
                 }
             }
+            committedTransactions.add(1, ordering: .relaxed)
+            var succeeded = 0
+            for job in batch { if case .success = job.outcome { succeeded += 1 } }
+            committedWrites.add(succeeded, ordering: .relaxed)
         } catch {
             // Nothing in this transaction committed, including the jobs whose bodies succeeded.
             for job in batch {

@@ -94,6 +94,8 @@ struct RequestHandler: Sendable {
             "lockState": .string(engine.lockState.wireName),
             "caller": .string(session.identity.description),
             "adminTool": .bool(session.isAdminTool),
+            "transactions": .int(Int64(engine.commitStatistics.transactions)),
+            "writes": .int(Int64(engine.commitStatistics.writes)),
         ]
         if session.isAdminTool {
             out["groups"] = .array([.string("*")])
