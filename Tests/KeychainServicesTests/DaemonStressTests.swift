@@ -290,6 +290,36 @@ func integrityCheck(_ home: String) throws -> String? {
         #expect(try integrityCheck(f.home) == "ok")
     }
 
+    @Test func threadsOfOneProcessShareTheClientSafely() throws {
+        let kc = try TestKeychain(.daemon, groups: ["g"])
+        let failures = NSLock()
+        nonisolated(unsafe) var failed: [String] = []
+        let group = DispatchGroup()
+        for t in 0 ..< 16 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                kc.run {
+                    for i in 0 ..< 25 {
+                        let secret = Data("\(t)-\(i)".utf8)
+                        let added = add(genp("t\(t)-\(i)", "threads", [kSecValueData as String: secret]))
+                        let (status, item) = copy(genp("t\(t)-\(i)", "threads", [kSecReturnData as String: true]))
+                        if added != errSecSuccess || status != errSecSuccess || item as? Data != secret {
+                            failures.withLock { failed.append("t\(t)-\(i): add \(added), find \(status)") }
+                        }
+                    }
+                }
+            }
+        }
+        group.wait()
+        #expect(failures.withLock { failed }.isEmpty)
+        kc.run {
+            let (status, items) = copy(genp(nil, "threads", [kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true]))
+            #expect(status == errSecSuccess)
+            #expect((items as? [Any])?.count == 400)
+        }
+    }
+
     @Test func sigkillDuringWritesLosesNoAcknowledgedWrite() throws {
         let f = try DaemonFixture()
         let socket = f.folder + "/d.sock"

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+@testable import KeychainCore
+import Crypto
+
+/// PeerInspector reads what the kernel publishes under /proc/PID; these tests give it a /proc of their own.
+@Suite struct PeerIdentityTests {
+    final class FakeProc {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("proc-\(UUID().uuidString)").path
+        deinit { try? FileManager.default.removeItem(atPath: root) }
+
+        func process(_ pid: Int32, exe: String, files: [String: String] = [:]) throws {
+            let base = "\(root)/\(pid)"
+            try FileManager.default.createDirectory(atPath: base + "/root", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: base + "/attr", withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: base + "/exe", withDestinationPath: exe)
+            for (name, text) in files { try Data(text.utf8).write(to: URL(fileURLWithPath: base + "/" + name)) }
+        }
+    }
+
+    func program() throws -> (path: String, sha256: String) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("prog-\(UUID().uuidString)").path
+        let bytes = Data("#!/bin/sh\necho hi\n".utf8)
+        try bytes.write(to: URL(fileURLWithPath: path))
+        return (path, PeerInspector.hex(SHA256Digest.of(bytes)))
+    }
+
+    @Test func aHostProgramIsItsExecutablePathAndHash() throws {
+        let proc = FakeProc(), prog = try program()
+        defer { try? FileManager.default.removeItem(atPath: prog.path) }
+        try proc.process(100, exe: prog.path)
+        let id = try PeerInspector(proc: proc.root).identity(pid: 100, uid: 1000)
+        #expect(id.program == .executable(prog.path))
+        #expect(id.executableSHA256 == prog.sha256)
+        #expect(id.privateGroup == prog.path)
+        let registration = AppRegistration(program: .executable(path: prog.path, sha256: prog.sha256), applicationIdentifier: "T.app", accessGroups: ["T.shared"])
+        #expect(registration.matches(id))
+        #expect(registration.groups == ["T.shared", "T.app"])
+        var changed = registration
+        changed.program = .executable(path: prog.path, sha256: String(repeating: "0", count: 64))
+        #expect(!changed.matches(id), "a different hash is a different program")
+    }
+
+    @Test func aFlatpakAppIsItsAppID() throws {
+        let proc = FakeProc(), prog = try program()
+        defer { try? FileManager.default.removeItem(atPath: prog.path) }
+        try proc.process(200, exe: prog.path, files: ["root/.flatpak-info": "[Application]\nname=org.example.App\nruntime=runtime/x\n\n[Instance]\nname=other\n"])
+        let id = try PeerInspector(proc: proc.root).identity(pid: 200, uid: 1000)
+        #expect(id.program == .flatpak("org.example.App"))
+        #expect(id.privateGroup == "org.example.App")
+        #expect(AppRegistration(program: .flatpak("org.example.App"), applicationIdentifier: nil, accessGroups: ["g"]).matches(id))
+        #expect(!AppRegistration(program: .executable(path: prog.path, sha256: id.executableSHA256), applicationIdentifier: nil, accessGroups: ["g"]).matches(id))
+    }
+
+    @Test func aSnapIsItsNameFromAppArmorOrTheCgroup() throws {
+        let proc = FakeProc(), prog = try program()
+        defer { try? FileManager.default.removeItem(atPath: prog.path) }
+        try proc.process(300, exe: prog.path, files: ["attr/current": "snap.firefox.firefox (enforce)\n"])
+        try proc.process(301, exe: prog.path, files: ["attr/current": "unconfined\n", "cgroup": "0::/user.slice/user-1000.slice/user@1000.service/app.slice/snap.slack.slack-1234.scope\n"])
+        try proc.process(302, exe: prog.path, files: ["attr/current": "unconfined\n", "cgroup": "0::/user.slice/session-2.scope\n"])
+        let inspector = PeerInspector(proc: proc.root)
+        #expect(try inspector.identity(pid: 300, uid: 1).program == .snap("firefox"))
+        #expect(try inspector.identity(pid: 301, uid: 1).program == .snap("slack"))
+        #expect(try inspector.identity(pid: 302, uid: 1).program == .executable(prog.path))
+        #expect(try inspector.identity(pid: 300, uid: 1).privateGroup == "snap.firefox")
+    }
+
+    @Test func aProcessThatIsGoneIsRefused() throws {
+        let proc = FakeProc()
+        #expect(throws: KeychainError.self) { try PeerInspector(proc: proc.root).identity(pid: 999, uid: 1) }
+    }
+
+    @Test func theRegistryIsSealedAndRoundTrips() throws {
+        let key = SymmetricKey(size: .bits256)
+        var registry = AppRegistry()
+        registry.register(AppRegistration(program: .executable(path: "/usr/bin/a", sha256: "ab"), applicationIdentifier: "T.a", accessGroups: ["T.s"]))
+        registry.register(AppRegistration(program: .snap("s"), applicationIdentifier: nil, accessGroups: ["T.s"]))
+        registry.register(AppRegistration(program: .executable(path: "/usr/bin/a", sha256: "cd"), applicationIdentifier: nil, accessGroups: ["T.b"]))
+        #expect(registry.entries.count == 2, "registering a path again replaces it")
+        let bytes = try registry.encode(key: key, random: SystemRandom())
+        #expect(try AppRegistry.decode(Data(bytes), key: key) == registry)
+        #expect(throws: KeychainError.self) { try AppRegistry.decode(Data(bytes), key: SymmetricKey(size: .bits256)) }
+        var tampered = bytes
+        tampered[tampered.count - 1] ^= 1
+        #expect(throws: KeychainError.self) { try AppRegistry.decode(Data(tampered), key: key) }
+        #expect(!String(decoding: bytes, as: UTF8.self).contains("/usr/bin/a"), "the registry is encrypted")
+        #expect(registry.remove(named: "/usr/bin/a") == 1)
+        #expect(registry.remove(named: "nothing") == 0)
+    }
+}
+
+enum SHA256Digest {
+    static func of(_ data: Data) -> [UInt8] { Array(SHA256.hash(data: data)) }
+}
