@@ -39,6 +39,33 @@ enum ToolDaemon {
         return DaemonEndpoint.defaultPath(environment)
     }
 
+    /// Sends one call, reporting a failure as `function` failing (as macOS names it).
+    @discardableResult
+    static func call(_ client: DaemonClient, _ operation: WireFrame.Operation, _ arguments: [String: PlistValue],
+                     function: String) throws(ToolFailure) -> PlistValue? {
+        do {
+            return try client.call(operation, arguments)
+        } catch {
+            var failure = ToolFailure(function, error)
+            failure.daemon = client
+            throw failure
+        }
+    }
+
+    /// The daemon's lock state.
+    static func lockState(_ client: DaemonClient, function: String) throws(ToolFailure) -> LockState {
+        guard case .dictionary(let status)? = try call(client, .status, [:], function: function),
+              case .string(let name)? = status["lockState"] else {
+            throw ToolFailure(function, KeychainError(code: .internal, message: "keychaind answered its status in an unknown form; install keychaind and security from the same build."))
+        }
+        switch name {
+        case "noPasscode": return .noPasscode
+        case "beforeFirstUnlock": return .beforeFirstUnlock
+        case "locked": return .locked
+        default: return .unlocked
+        }
+    }
+
     /// Asks for the keychain's passcode on the terminal and gives it to keychaind through `client`, whose
     /// connection the daemon then trusts with the admin tool's calls. Fails with `errSecInteractionNotAllowed`
     /// at once when there is no terminal, and with the daemon's error for a wrong or throttled passcode.

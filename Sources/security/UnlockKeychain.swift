@@ -27,6 +27,14 @@ struct UnlockKeychain: AsyncParsableCommand {
     var keychains: [String] = []
 
     func run() async throws {
+        if let daemon = ToolDaemon.fromEnvironment() {
+            // keychaind holds the keys for every program: unlocking it unlocks their items too.
+            guard try ToolDaemon.lockState(daemon, function: Self.function) != .noPasscode else { return }
+            let passcode = try password ?? PasswordPrompt.ask("password to unlock default: ", function: Self.function,
+                                                              hint: "Give the passcode with -p.")
+            try ToolDaemon.call(daemon, .unlock, ["passcode": .string(passcode)], function: Self.function)
+            return
+        }
         let engine = try ToolContext.sharedEngine()
         guard engine.lockState != .noPasscode else { return }
         let passcode = try password ?? PasswordPrompt.ask("password to unlock default: ", function: Self.function,
@@ -57,6 +65,10 @@ struct LockKeychain: AsyncParsableCommand {
     var keychains: [String] = []
 
     func run() async throws {
+        if let daemon = ToolDaemon.fromEnvironment() {
+            try ToolDaemon.call(daemon, .lock, [:], function: "SecKeychainLock default")
+            return
+        }
         try ToolContext.sharedEngine().lock()
     }
 }
@@ -86,10 +98,13 @@ struct SetKeychainPassword: AsyncParsableCommand {
     var keychains: [String] = []
 
     func run() async throws {
-        let engine = try ToolContext.sharedEngine()
+        let daemon = ToolDaemon.fromEnvironment()
+        let engine = daemon == nil ? try ToolContext.sharedEngine() : nil
         let hint = "Give the passwords with -o and -p."
         var old: String?
-        if engine.lockState != .noPasscode {
+        let hasPasscode = try daemon.map { try ToolDaemon.lockState($0, function: Self.function) != .noPasscode }
+            ?? (engine?.lockState != .noPasscode)
+        if hasPasscode {
             old = try oldPassword ?? PasswordPrompt.ask("Old Password: ", function: Self.function, hint: hint)
         }
         var new = newPassword
@@ -101,8 +116,18 @@ struct SetKeychainPassword: AsyncParsableCommand {
             }
             new = first
         }
+        let newPasscode = new?.isEmpty == true ? nil : new
+        if let daemon {
+            // The daemon lets its admin tool change the passcode once it has given the current one.
+            if let old { try ToolDaemon.call(daemon, .unlock, ["passcode": .string(old)], function: Self.function) }
+            var arguments: [String: PlistValue] = [:]
+            if let old { arguments["old"] = .string(old) }
+            if let newPasscode { arguments["new"] = .string(newPasscode) }
+            try ToolDaemon.call(daemon, .setPasscode, arguments, function: Self.function)
+            return
+        }
         do {
-            try engine.changePasscode(from: old, to: new?.isEmpty == true ? nil : new)
+            try engine?.changePasscode(from: old, to: newPasscode)
         } catch {
             throw ToolFailure(Self.function, error)
         }

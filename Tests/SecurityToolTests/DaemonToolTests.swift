@@ -336,6 +336,48 @@ struct DaemonToolTests {
             #expect(removed.stdout.hasSuffix("removed 1 program\r\n"))
         }
     }
+
+    @Test func lockUnlockAndPasscodeVerbsGoToTheRunningDaemon() throws {
+        try withKeychain { kc in
+            let daemon = try SandboxDaemon(kc)
+            let env = daemon.environment
+            let app = try kc.program("app")
+            func status() throws -> String { try kc.run(["daemon", "status"], environment: env).stdout }
+            #expect(try status().contains("\nlock state: no passcode\n"))
+            #expect(try kc.run(["unlock-keychain", "-p", "anything"], environment: env).status == 0, "nothing to unlock")
+
+            // Setting the passcode through the daemon: it keeps its keys, now behind the passcode.
+            let set = try kc.run(["set-keychain-password", "-p", "pass-1"], environment: env, detached: true)
+            #expect(set.status == 0, "\(set.stderr)")
+            #expect(try status().contains("\nlock state: unlocked\n"))
+            #expect(try kc.launch(app, ["add", "acct", "svc", "v1"], environment: env).stdout == "status=0\n")
+
+            // lock-keychain locks the daemon, so every program's WhenUnlocked items are out of reach…
+            #expect(try kc.run(["lock-keychain"], environment: env).status == 0)
+            #expect(try status().contains("\nlock state: locked\n"))
+            #expect(try kc.launch(app, ["find", "acct", "svc"], environment: env).stdout == "status=-25308\n")
+            // …until unlock-keychain gives it the passcode (a wrong one is refused and changes nothing).
+            let wrong = try kc.run(["unlock-keychain", "-p", "nope"], environment: env)
+            #expect(wrong.status == 51)
+            #expect(wrong.stderr.hasPrefix("security: SecKeychainUnlock default: The user name or passphrase you entered is not correct.\n"))
+            #expect(try status().contains("\nlock state: locked\n"))
+            #expect(try kc.run(["unlock-keychain", "-p", "pass-1"], environment: env).status == 0)
+            #expect(try kc.launch(app, ["find", "acct", "svc"], environment: env).stdout == "status=0\ndata=v1\nagrp=\(app)\n")
+
+            // Changing the passcode needs the old one; removing it (-p "") leaves nothing to unlock.
+            let bad = try kc.run(["set-keychain-password", "-o", "nope", "-p", "pass-2"], environment: env, detached: true)
+            #expect(bad.status == 51)
+            #expect(try kc.run(["set-keychain-password", "-o", "pass-1", "-p", "pass-2"], environment: env, detached: true).status == 0)
+            #expect(try kc.run(["lock-keychain"], environment: env).status == 0)
+            #expect(try kc.run(["unlock-keychain", "-p", "pass-1"], environment: env).status == 51)
+            #expect(try kc.run(["unlock-keychain", "-p", "pass-2"], environment: env).status == 0)
+            #expect(try kc.run(["set-keychain-password", "-o", "pass-2", "-p", ""], environment: env, detached: true).status == 0)
+            #expect(try status().contains("\nlock state: no passcode\n"))
+            #expect(try kc.launch(app, ["find", "acct", "svc"], environment: env).stdout == "status=0\ndata=v1\nagrp=\(app)\n")
+            #expect(daemon.stop() == 0)
+            #expect(!daemon.output.contains("pass-1") && !daemon.output.contains("pass-2"))
+        }
+    }
 }
 
 /// Checks output line by line; `<any>` in an expected line matches any text in that place.
