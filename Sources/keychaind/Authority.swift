@@ -46,7 +46,7 @@ final class Authority: Sendable {
         self.inspector = inspector
         self.logger = logger
         uid = getuid()
-        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? (CommandLine.arguments.first ?? "")
         let toolPath = NSString(string: NSString(string: own).deletingLastPathComponent).appendingPathComponent("security")
         if let digest = try? PeerInspector.fileDigest(toolPath) {
             adminTool = (toolPath, digest)
