@@ -7,22 +7,27 @@ import ServiceLifecycle
 struct IdleLock: Service {
     let engine: KeychainEngine
     let activity: ActivityClock
-    /// Seconds without a request before locking; 0 never locks.
+    /// Seconds without a request before locking (0: never), unless `keychain.settings` says otherwise.
     let timeout: Double
     let logger: Logger
 
     func run() async throws {
-        guard timeout > 0 else { return }
-        let tick = min(max(timeout / 4, 0.05), 5)
         // Nothing to finish on shutdown: stop sleeping at once.
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                try await Task.sleep(for: .seconds(tick))
-                if engine.lockState == .unlocked, activity.idleSeconds >= timeout {
+                let limit = effectiveTimeout()
+                try await Task.sleep(for: .seconds(limit > 0 ? min(max(limit / 4, 0.05), 1) : 1))
+                if limit > 0, engine.lockState == .unlocked, activity.idleSeconds >= limit {
                     engine.lock()
-                    logger.notice("locked after inactivity", metadata: ["seconds": "\(Int(timeout))"])
+                    logger.notice("locked after inactivity", metadata: ["seconds": "\(Int(limit))"])
                 }
             }
         }
+    }
+
+    /// `security set-keychain-settings` wins over the daemon's own default.
+    func effectiveTimeout() -> Double {
+        guard let settings = try? KeychainSettings.load(engine.location) else { return timeout }
+        return settings.idleTimeout.map(Double.init) ?? 0
     }
 }

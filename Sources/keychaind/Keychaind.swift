@@ -32,8 +32,8 @@ struct Keychaind: AsyncParsableCommand {
     @Option(name: .long, help: "The socket to listen on (default: $XDG_RUNTIME_DIR/keychain/keychaind.sock).")
     var socket: String?
 
-    @Option(name: .customLong("idle-lock"), help: "Lock the keychain after this many seconds without a request (0: never).")
-    var idleLock: Double = 600
+    @Option(name: .customLong("idle-lock"), help: "Lock the keychain after this many seconds without a request (0: never), unless `security set-keychain-settings` set another time.")
+    var idleLock: Double = Double(KeychainSettings.defaultIdleTimeout)
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "notice"

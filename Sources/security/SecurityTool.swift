@@ -21,6 +21,7 @@ struct SecurityTool: AsyncParsableCommand {
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self, UnlockKeychain.self, LockKeychain.self, SetKeychainPassword.self,
             BackupKeychain.self, RestoreKeychain.self, AppCommand.self, DaemonCommand.self,
+            ShowKeychainInfo.self, SetKeychainSettings.self, ErrorCommand.self,
         ]
     )
 

@@ -1,0 +1,47 @@
+import Foundation
+
+/// The keychain's settings, as macOS's `security set-keychain-settings` sets them: lock after an idle time,
+/// and lock when the machine sleeps. Kept in `keychain.settings` (an XML property list) in the keychain folder,
+/// where keychaind reads them again whenever they change.
+package struct KeychainSettings: Sendable, Hashable {
+    /// Seconds without a request after which the keychain locks; nil never locks on its own.
+    package var idleTimeout: Int?
+    /// Whether the keychain locks when the machine suspends.
+    package var lockOnSleep: Bool
+
+    package init(idleTimeout: Int? = nil, lockOnSleep: Bool = false) {
+        self.idleTimeout = idleTimeout
+        self.lockOnSleep = lockOnSleep
+    }
+
+    /// How long keychaind waits before locking when no settings were ever set (its `--idle-lock` default).
+    package static let defaultIdleTimeout = 600
+
+    /// The settings file of a keychain.
+    package static func path(_ location: KeychainLocation) -> String { location.home + "/keychain.settings" }
+
+    /// The stored settings, or nil when none were ever set (the daemon's own default applies).
+    package static func load(_ location: KeychainLocation) throws(KeychainError) -> KeychainSettings? {
+        guard let data = try FileSystem.read(path(location)) else { return nil }
+        guard let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil) as? [String: Any] else {
+            throw KeychainError(code: .corruptData, message: "\(path(location)) is not a settings file. Remove it, or set the settings again with `security set-keychain-settings`.")
+        }
+        let timeout = (plist["idle-timeout"] as? NSNumber)?.intValue
+        return KeychainSettings(idleTimeout: timeout.flatMap { $0 > 0 ? $0 : nil },
+                                lockOnSleep: (plist["lock-on-sleep"] as? Bool) ?? false)
+    }
+
+    /// Writes the settings atomically.
+    package func save(_ location: KeychainLocation) throws(KeychainError) {
+        var plist: [String: Any] = ["lock-on-sleep": lockOnSleep]
+        if let idleTimeout { plist["idle-timeout"] = idleTimeout }
+        let data: Data
+        do {
+            data = try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)
+        } catch {
+            throw KeychainError(code: .internal, message: "The settings could not be encoded.")
+        }
+        try FileSystem.ensurePrivateDirectory(location.home)
+        try FileSystem.writeAtomically(Array(data), to: KeychainSettings.path(location), exclusive: false)
+    }
+}

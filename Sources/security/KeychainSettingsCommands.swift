@@ -1,0 +1,108 @@
+import ArgumentParser
+import Foundation
+import KeychainCore
+
+/// `security show-keychain-info`: the keychain's lock settings, in macOS's one-line form.
+struct ShowKeychainInfo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show-keychain-info",
+        abstract: "Show the settings for keychain.",
+        discussion: """
+        Prints `Keychain "<path>"`, then `lock-on-sleep` when set, then `timeout=<seconds>s` or `no-timeout`. \
+        Without settings of its own the keychain locks after keychaind's --idle-lock time (600 seconds unless keychaind was started with another).
+        """
+    )
+
+    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func run() async throws {
+        let location = KeychainLocation.fromEnvironment()
+        let settings: KeychainSettings?
+        do {
+            settings = try KeychainSettings.load(location)
+        } catch {
+            throw ToolFailure("SecKeychainCopySettings default", error)
+        }
+        var line = "Keychain \"\(location.databasePath)\""
+        if settings?.lockOnSleep == true { line += " lock-on-sleep" }
+        let timeout = settings == nil ? KeychainSettings.defaultIdleTimeout : settings?.idleTimeout
+        line += timeout.map { " timeout=\($0)s" } ?? " no-timeout"
+        Output.standardOutput(line + "\n")
+    }
+}
+
+/// `security set-keychain-settings`: lock after an idle time, and lock on sleep.
+struct SetKeychainSettings: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-keychain-settings",
+        abstract: "Set settings for keychain.",
+        discussion: """
+        Without -t the keychain never locks on its own (macOS's "no timeout"). keychaind picks the settings up \
+        within seconds; they replace its --idle-lock default. -l is stored and shown; keychaind does not yet \
+        watch for suspend.
+        """
+    )
+
+    @Flag(name: .customShort("l"), help: "Lock keychain when the system sleeps.")
+    var lockOnSleep = false
+
+    @Flag(name: .customShort("u"), help: "Lock keychain after timeout interval (with -t; alone, after 300 seconds).")
+    var useTimeout = false
+
+    @Option(name: .customShort("t"), help: ArgumentHelp("Specify timeout interval in seconds (omitting this option specifies \"no timeout\").", valueName: "timeout"))
+    var timeout: Int?
+
+    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func validate() throws {
+        if let timeout, timeout <= 0 { throw ValidationError("The timeout must be a positive number of seconds.") }
+    }
+
+    func run() async throws {
+        let settings = KeychainSettings(idleTimeout: timeout ?? (useTimeout ? 300 : nil), lockOnSleep: lockOnSleep)
+        do {
+            try settings.save(.fromEnvironment())
+        } catch {
+            throw ToolFailure("SecKeychainSetSettings default", error)
+        }
+    }
+}
+
+/// `security error`: the message for an `OSStatus`.
+struct ErrorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "error",
+        abstract: "Display a descriptive message for the given error code(s).",
+        discussion: "Each code is decimal (-25300) or hexadecimal (0xFFFF9D2C); prints `Error: 0x<hex> <decimal> <message>`."
+    )
+
+    // Negative codes look like options to the parser: take every argument as it comes.
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The OSStatus values to describe.", valueName: "error code"))
+    var codes: [String] = []
+
+    func validate() throws {
+        if codes.isEmpty { throw ValidationError("Give at least one error code.") }
+        for text in codes where Self.parse(text) == nil {
+            throw ValidationError("'\(text)' is not an error code: give a decimal number like -25300 or a hex one like 0xFFFF9D2C.")
+        }
+    }
+
+    func run() async throws {
+        var out = ""
+        for text in codes {
+            guard let status = Self.parse(text) else { continue } // refused by validate()
+            let hex = String(UInt32(bitPattern: status), radix: 16, uppercase: true)
+            let padded = String(repeating: "0", count: max(0, 8 - hex.count)) + hex
+            out += "Error: 0x\(padded) \(status) \(KeychainStatus(rawValue: status).message)\n"
+        }
+        Output.standardOutput(out)
+    }
+
+    static func parse(_ text: String) -> Int32? {
+        let lower = text.lowercased()
+        if lower.hasPrefix("0x"), let bits = UInt32(lower.dropFirst(2), radix: 16) { return Int32(bitPattern: bits) }
+        return Int32(text)
+    }
+}

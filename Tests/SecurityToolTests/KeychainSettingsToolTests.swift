@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+
+@Suite("security: error, show-keychain-info, set-keychain-settings")
+struct KeychainSettingsToolTests {
+    @Test func errorPrintsApplesMessageForEachCode() throws {
+        try withKeychain { kc in
+            let r = try kc.run(["error", "-25300", "0xFFFF9D28", "0", "-34018"])
+            #expect(r.status == 0)
+            #expect(r.stderr == "")
+            #expect(r.stdout == """
+            Error: 0xFFFF9D2C -25300 The specified item could not be found in the keychain.
+            Error: 0xFFFF9D28 -25304 The specified item is no longer valid. It may have been deleted from the keychain.
+            Error: 0x00000000 0 No error.
+            Error: 0xFFFF7B1E -34018 A required entitlement isn't present.
+
+            """)
+            let bad = try kc.run(["error", "banana"])
+            #expect(bad.status == 2)
+            #expect(bad.stdout == "")
+            #expect(bad.stderr.contains("'banana' is not an error code"))
+            #expect(try kc.run(["error"]).status == 2)
+        }
+    }
+
+    @Test func settingsAreShownAsMacOSShowsThem() throws {
+        try withKeychain { kc in
+            let path = kc.home + "/keychain-2.db"
+            #expect(try kc.run(["show-keychain-info"]).stdout == "Keychain \"\(path)\" timeout=600s\n")
+            try kc.succeed(["set-keychain-settings", "-l", "-t", "3600"])
+            #expect(try kc.run(["show-keychain-info"]).stdout == "Keychain \"\(path)\" lock-on-sleep timeout=3600s\n")
+            try kc.succeed(["set-keychain-settings", "-u"])
+            #expect(try kc.run(["show-keychain-info"]).stdout == "Keychain \"\(path)\" timeout=300s\n")
+            try kc.succeed(["set-keychain-settings"])
+            #expect(try kc.run(["show-keychain-info", "login.keychain"]).stdout == "Keychain \"\(path)\" no-timeout\n")
+            let bad = try kc.run(["set-keychain-settings", "-t", "0"])
+            #expect(bad.status == 2)
+            #expect(try kc.run(["show-keychain-info"]).stdout == "Keychain \"\(path)\" no-timeout\n", "a refused change changes nothing")
+        }
+    }
+
+    @Test func keychaindLocksAfterTheTimeoutTheSettingsGive() throws {
+        try withKeychain { kc in
+            let daemon = try SandboxDaemon(kc)
+            let env = daemon.environment
+            #expect(try kc.run(["set-keychain-password", "-p", "pw-1"], environment: env, detached: true).status == 0)
+            func status() throws -> String { try kc.run(["daemon", "status"], environment: env).stdout }
+            #expect(try status().contains("\nlock state: unlocked\n"))
+            // The daemon started with its 600 s default; the settings shorten it while it runs.
+            try kc.succeed(["set-keychain-settings", "-t", "1"])
+            // `daemon status` is itself a request (it resets the idle clock): ask once, after the quiet spell.
+            usleep(2_500_000)
+            #expect(try status().contains("\nlock state: locked\n"), "locked after a second without requests")
+            #expect(daemon.stop() == 0)
+        }
+    }
+}
