@@ -7,7 +7,10 @@ struct DumpKeychain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dump-keychain",
         abstract: "Dump the contents of the keychain.",
-        discussion: "Prints every generic and internet password, local and synchronizable; secrets only with -d."
+        discussion: """
+        Prints every generic and internet password, local and synchronizable; secrets only with -d, and when \
+        the keychain has a passcode, only after it is given (asked for on the terminal).
+        """
     )
 
     @Flag(name: .customShort("a"), help: "Dump access control list of items (accepted for compatibility; ignored).")
@@ -20,6 +23,16 @@ struct DumpKeychain: AsyncParsableCommand {
 
     func run() async throws {
         let context = try ToolContext.open(accessGroup: keychain.accessGroup)
+        if showData, context.engine.lockState == .beforeFirstUnlock || context.engine.lockState == .locked {
+            // Every secret at once: the passcode first, even for the items that need none.
+            let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
+                                                  hint: "dump-keychain -d shows every secret only after the keychain's passcode; run it from a terminal.")
+            do {
+                try context.engine.unlock(passcode: passcode)
+            } catch {
+                throw ToolFailure(UnlockKeychain.function, error)
+            }
+        }
         try PasswordItems.dump(context, accessGroup: keychain.accessGroup, showData: showData)
     }
 }

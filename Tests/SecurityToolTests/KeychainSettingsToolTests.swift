@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import KeychainCore
 
 @Suite("security: error, show-keychain-info, set-keychain-settings")
 struct KeychainSettingsToolTests {
@@ -52,6 +53,31 @@ struct KeychainSettingsToolTests {
             usleep(2_500_000)
             #expect(try status().contains("\nlock state: locked\n"), "locked after a second without requests")
             #expect(daemon.stop() == 0)
+        }
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a terminal"))
+    func dumpWithSecretsNeedsThePasscode() throws {
+        try withKeychain { kc in
+            // An Always item needs no unlock to read, but -d still asks for the passcode before any secret.
+            let engine = try KeychainEngine(location: KeychainLocation(home: kc.home))
+            _ = try engine.secItemAdd(["class": .string("genp"), "acct": .string("alice"), "svce": .string("svc"), "pdmn": .string("dk"),
+                                       "v_Data": .data(Data("always-secret".utf8))], caller: AccessPolicy(groups: ["security"]))
+            try engine.close()
+            try kc.succeed(["set-keychain-password", "-p", "pw-9"])
+            let plain = try kc.run(["dump-keychain"], detached: true)
+            #expect(plain.status == 0)
+            #expect(plain.stdout.contains("\"acct\"<blob>=\"alice\""))
+            let refused = try kc.run(["dump-keychain", "-d"], detached: true)
+            #expect(refused.status == 36)
+            #expect(refused.stdout == "")
+            #expect(!refused.stderr.contains("always-secret"))
+            let wrong = try kc.onTerminal(["dump-keychain", "-d"], typing: "nope\n")
+            #expect(wrong.status == 51)
+            #expect(!wrong.stdout.contains("always-secret"))
+            let shown = try kc.onTerminal(["dump-keychain", "-d"], typing: "pw-9\n")
+            #expect(shown.status == 0)
+            #expect(shown.stdout.contains("\"always-secret\""))
         }
     }
 }
