@@ -14,6 +14,13 @@ package struct FoundItem: Sendable {
     package var data: Data?
 
     package var persistentRef: PersistentReference { PersistentReference(itemClass: itemClass, uuid: uuid) }
+
+    package init(itemClass: ItemClass, uuid: Data, attributes: [String: AttributeValue], data: Data?) {
+        self.itemClass = itemClass
+        self.uuid = uuid
+        self.attributes = attributes
+        self.data = data
+    }
 }
 
 /// The keychain engine shared by Keychain Services, KeychainKit and the `security` tool: it owns the

@@ -23,12 +23,13 @@ struct DumpKeychain: AsyncParsableCommand {
 
     func run() async throws {
         let context = try ToolContext.open(accessGroup: keychain.accessGroup)
-        if showData, context.engine.lockState == .beforeFirstUnlock || context.engine.lockState == .locked {
+        // (Through keychaind, the daemon itself asks the tool for the passcode before any item call.)
+        if showData, let engine = context.engine, engine.lockState == .beforeFirstUnlock || engine.lockState == .locked {
             // Every secret at once: the passcode first, even for the items that need none.
             let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
                                                   hint: "dump-keychain -d shows every secret only after the keychain's passcode; run it from a terminal.")
             do {
-                try context.engine.unlock(passcode: passcode)
+                try engine.unlock(passcode: passcode)
             } catch {
                 throw ToolFailure(UnlockKeychain.function, error)
             }

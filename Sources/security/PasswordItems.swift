@@ -113,7 +113,7 @@ enum PasswordItems {
         let query = searchQuery(itemClass, attributes, accessGroup: accessGroup, data: data)
         let items: [FoundItem]
         do {
-            items = try context.engine.find(query, caller: context.caller)
+            items = try context.find(query)
         } catch {
             throw ToolFailure(searchFunction, error)
         }
@@ -145,7 +145,7 @@ enum PasswordItems {
         var query = ItemQuery(itemClass: itemClass)
         query.persistentRef = item.persistentRef
         do {
-            try context.engine.delete(query, caller: context.caller)
+            try context.delete(query)
         } catch {
             throw ToolFailure(deleteFunction, error)
         }
@@ -170,7 +170,7 @@ enum PasswordItems {
                 var query = ItemQuery(itemClass: itemClass)
                 query.persistentRef = existing.persistentRef
                 do {
-                    try context.engine.update(query, attributes: attributes, sync: nil, data: secret, caller: context.caller)
+                    try context.update(query, attributes: attributes, data: secret)
                     return
                 } catch {
                     throw ToolFailure(modifyFunction, error)
@@ -182,7 +182,7 @@ enum PasswordItems {
         if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
         query.valueData = secret
         do {
-            _ = try context.engine.add(query, caller: context.caller)
+            try context.add(query)
         } catch {
             throw ToolFailure(addFunction, error)
         }
@@ -200,7 +200,7 @@ enum PasswordItems {
             query.returns = ReturnOptions(data: showData, attributes: true)
             let items: [FoundItem]
             do {
-                items = try context.engine.find(query, caller: context.caller)
+                items = try context.find(query)
             } catch where error.code == .itemNotFound {
                 items = []
             } catch {

@@ -33,7 +33,7 @@ struct SecurityTool: AsyncParsableCommand {
             do {
                 try await runOnce(arguments)
             } catch let failure as ToolFailure where failure.status == .interactionNotAllowed && failure.fromKeychain {
-                if let daemon = failure.daemon {
+                if let daemon = failure.daemon ?? ToolDaemon.fromEnvironment() {
                     // keychaind wants the passcode from this connection before the admin tool may manage the
                     // keychain: ask on the terminal, give it through the same client, and run the command once more.
                     try ToolDaemon.unlock(daemon)

@@ -5,8 +5,20 @@ import Logging
 /// The keychain the tool works on and the caller it acts as: the user's own admin tool, which may use
 /// every access group and creates new items in one default group.
 struct ToolContext {
-    let engine: KeychainEngine
+    /// Where the items are: keychaind when it runs (as SecItem calls choose), else the store opened here.
+    enum Store {
+        case engine(KeychainEngine)
+        case daemon(DaemonClient, path: String)
+    }
+
+    let store: Store
     let caller: AccessPolicy
+
+    /// The store opened in this process, when the tool is not going through keychaind.
+    var engine: KeychainEngine? {
+        if case .engine(let engine) = store { return engine }
+        return nil
+    }
 
     /// Opens the keychain named by the environment (`KEYCHAIN_HOME`, …). New items go to `accessGroup` when
     /// given, else to the first group of the caller's entitlements (the executable's name without
@@ -22,7 +34,15 @@ struct ToolContext {
                 throw ToolFailure("SecKeychainOpen", error)
             }
         }
-        return ToolContext(engine: try sharedEngine(), caller: .unrestricted(defaultGroup: group))
+        if let daemon = ToolDaemon.fromEnvironment() {
+            // Items print the daemon's keychain path, which its status gives.
+            var path = KeychainLocation.fromEnvironment().databasePath
+            if case .dictionary(let status)? = try? daemon.call(.status, [:]), case .string(let home)? = status["home"] {
+                path = KeychainLocation(home: home).databasePath
+            }
+            return ToolContext(store: .daemon(daemon, path: path), caller: .unrestricted(defaultGroup: group))
+        }
+        return ToolContext(store: .engine(try sharedEngine()), caller: .unrestricted(defaultGroup: group))
     }
 
     private static let engineLock = NSLock()
@@ -46,7 +66,102 @@ struct ToolContext {
     }
 
     /// The path printed on each item's `keychain:` line.
-    var keychainPath: String { engine.location.databasePath }
+    var keychainPath: String {
+        switch store {
+        case .engine(let engine): engine.location.databasePath
+        case .daemon(_, let path): path
+        }
+    }
+
+    // MARK: Item calls, in-process or through keychaind
+
+    /// The items `query` matches (an empty result is `itemNotFound`, as from the engine).
+    func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
+        switch store {
+        case .engine(let engine):
+            return try engine.find(query, caller: caller)
+        case .daemon(let client, _):
+            var request = ToolContext.dictionary(query)
+            request["r_Attributes"] = .bool(true)
+            request["r_PersistentRef"] = .bool(true)
+            request["m_Limit"] = query.limit == .one ? .string("m_LimitOne") : .string("m_LimitAll")
+            let result = try client.call(.copyMatching, daemonArguments(request))
+            var rows: [PlistValue] = []
+            switch result {
+            case .array(let list)?: rows = list
+            case .dictionary?: rows = [result].compactMap { $0 }
+            default: break
+            }
+            return rows.compactMap { ToolContext.foundItem($0, query.itemClass) }
+        }
+    }
+
+    func add(_ query: ItemQuery) throws(KeychainError) {
+        switch store {
+        case .engine(let engine):
+            _ = try engine.add(query, caller: caller)
+        case .daemon(let client, _):
+            _ = try client.call(.add, daemonArguments(ToolContext.dictionary(query)))
+        }
+    }
+
+    func update(_ query: ItemQuery, attributes: [String: AttributeValue], data: Data?) throws(KeychainError) {
+        switch store {
+        case .engine(let engine):
+            try engine.update(query, attributes: attributes, sync: nil, data: data, caller: caller)
+        case .daemon(let client, _):
+            var changes = attributes.mapValues(\.plist)
+            if let data { changes["v_Data"] = .data(data) }
+            var arguments = daemonArguments(ToolContext.dictionary(query))
+            arguments["u"] = .dictionary(changes)
+            _ = try client.call(.update, arguments)
+        }
+    }
+
+    func delete(_ query: ItemQuery) throws(KeychainError) {
+        switch store {
+        case .engine(let engine):
+            _ = try engine.delete(query, caller: caller)
+        case .daemon(let client, _):
+            _ = try client.call(.delete, daemonArguments(ToolContext.dictionary(query)))
+        }
+    }
+
+    /// The request for keychaind: the query, and the tool's groups as its claim (every group, new items in
+    /// the default one).
+    private func daemonArguments(_ query: [String: PlistValue]) -> [String: PlistValue] {
+        let claim = (caller.unrestricted ? caller.groups + ["*"] : caller.groups).map(PlistValue.string)
+        return ["q": .dictionary(query), "claim": .array(claim)]
+    }
+
+    /// A parsed query as the SecItem dictionary it came from.
+    static func dictionary(_ query: ItemQuery) -> [String: PlistValue] {
+        var d: [String: PlistValue] = ["class": .string(query.itemClass.rawValue)]
+        for (code, value) in query.attributes { d[code] = value.plist }
+        switch query.sync {
+        case .local: break
+        case .synchronizable: d["sync"] = .bool(true)
+        case .any: d["sync"] = .string("syna")
+        }
+        if let data = query.valueData { d["v_Data"] = .data(data) }
+        if let reference = query.persistentRef { d["v_PersistentRef"] = .data(reference.data) }
+        if query.returns.data { d["r_Data"] = .bool(true) }
+        return d
+    }
+
+    /// An item from keychaind's attribute dictionary, typed by the class's schema.
+    static func foundItem(_ value: PlistValue, _ itemClass: ItemClass) -> FoundItem? {
+        guard case .dictionary(let d) = value, case .data(let ref)? = d["v_PersistentRef"],
+              let reference = PersistentReference(ref) else { return nil }
+        var attributes: [String: AttributeValue] = [:]
+        for descriptor in itemClass.attributes {
+            guard let raw = d[descriptor.code], let typed = try? QueryParser.coerce(raw, to: descriptor) else { continue }
+            attributes[descriptor.code] = typed
+        }
+        var data: Data?
+        if case .data(let secret)? = d["v_Data"] { data = secret }
+        return FoundItem(itemClass: reference.itemClass, uuid: reference.uuid, attributes: attributes, data: data)
+    }
 }
 
 /// A failed keychain call, reported as macOS does: `security: <Function>: <message>` on stderr, and the low

@@ -378,6 +378,62 @@ struct DaemonToolTests {
             #expect(!daemon.output.contains("pass-1") && !daemon.output.contains("pass-2"))
         }
     }
+
+    @Test func passwordVerbsWorkThroughTheDaemon() throws {
+        try withKeychain { kc in
+            let daemon = try SandboxDaemon(kc)
+            // The tool's own KEYCHAIN_HOME is empty: whatever it finds comes from the daemon's keychain.
+            var env = daemon.environment
+            env["KEYCHAIN_HOME"] = kc.root + "/elsewhere"
+            let app = try kc.program("app")
+            #expect(try kc.launch(app, ["add", "acct", "svc", "app-secret"], environment: daemon.environment).stdout == "status=0\n")
+            #expect(try kc.run(["find-generic-password", "-a", "acct", "-s", "svc", "-w"], environment: env).stdout == "app-secret\n")
+            let added = try kc.run(["add-generic-password", "-a", "me", "-s", "tool", "-w", "tool-secret"], environment: env)
+            #expect(added.status == 0)
+            #expect(added.stdout == "" && added.stderr == "")
+            let found = try kc.run(["find-generic-password", "-s", "tool"], environment: env)
+            #expect(found.status == 0)
+            #expect(found.stdout.contains("    \"acct\"<blob>=\"me\"\n"))
+            #expect(found.stdout.hasPrefix("keychain: \"\(kc.home)/keychain-2.db\"\n"), "the daemon's keychain")
+            let updated = try kc.run(["add-generic-password", "-U", "-a", "me", "-s", "tool", "-w", "tool-secret-2"], environment: env)
+            #expect(updated.status == 0)
+            #expect(try kc.run(["find-generic-password", "-s", "tool", "-w"], environment: env).stdout == "tool-secret-2\n")
+            let duplicate = try kc.run(["add-generic-password", "-a", "me", "-s", "tool", "-w", "x"], environment: env)
+            #expect(duplicate.status == 45)
+            let dump = try kc.run(["dump-keychain", "-d"], environment: env)
+            #expect(dump.stdout.contains("\"app-secret\""))
+            #expect(dump.stdout.contains("\"tool-secret-2\""))
+            let deleted = try kc.run(["delete-generic-password", "-a", "acct", "-s", "svc"], environment: env)
+            #expect(deleted.status == 0)
+            #expect(deleted.stderr == "password has been deleted.\n")
+            #expect(try kc.launch(app, ["find", "acct", "svc"], environment: daemon.environment).stdout == "status=-25300\n")
+            let missing = try kc.run(["find-generic-password", "-s", "nothing"], environment: env)
+            #expect(missing.status == 44)
+            #expect(missing.stderr == "security: SecKeychainSearchCopyNext: The specified item could not be found in the keychain.\n")
+            #expect(!FileManager.default.fileExists(atPath: kc.root + "/elsewhere/keychain-2.db"), "the tool never opened a store itself")
+            #expect(daemon.stop() == 0)
+        }
+    }
+
+    @Test(.enabled(if: hasScript, "needs script(1) for a terminal"))
+    func passwordVerbsThroughTheDaemonAskForThePasscode() throws {
+        try withKeychain { kc in
+            try kc.succeed(["set-keychain-password", "-p", "pw-3"])
+            let daemon = try SandboxDaemon(kc)
+            let env = daemon.environment
+            #expect(try kc.run(["unlock-keychain", "-p", "pw-3"], environment: env).status == 0)
+            let app = try kc.program("app")
+            #expect(try kc.launch(app, ["add", "acct", "svc", "app-secret"], environment: env).stdout == "status=0\n")
+            // The daemon is unlocked, yet the admin tool reads other programs' items only with the passcode.
+            let refused = try kc.run(["find-generic-password", "-a", "acct", "-s", "svc", "-w"], environment: env, detached: true)
+            #expect(refused.status == 36)
+            #expect(refused.stdout == "")
+            let shown = try kc.onTerminal(["find-generic-password", "-a", "acct", "-s", "svc", "-w"], typing: "pw-3\n", environment: env)
+            #expect(shown.status == 0)
+            #expect(shown.stdout.hasSuffix("password to unlock default: \r\napp-secret\r\n"))
+            #expect(daemon.stop() == 0)
+        }
+    }
 }
 
 /// Checks output line by line; `<any>` in an expected line matches any text in that place.
