@@ -80,4 +80,17 @@ struct KeychainSettingsToolTests {
             #expect(shown.stdout.contains("\"always-secret\""))
         }
     }
+
+    @Test(arguments: ["bash", "zsh", "fish"])
+    func completionScriptsNameEveryVerb(_ shell: String) throws {
+        try withKeychain { kc in
+            let r = try kc.run(["--generate-completion-script", shell])
+            #expect(r.status == 0)
+            #expect(r.stderr == "")
+            for verb in ["find-generic-password", "add-internet-password", "dump-keychain", "unlock-keychain",
+                         "set-keychain-settings", "show-keychain-info", "error", "app", "daemon"] {
+                #expect(r.stdout.contains(verb), "\(shell) completion lacks \(verb)")
+            }
+        }
+    }
 }
