@@ -9,7 +9,11 @@ import Glibc
 /// folder and run with `python3`. Arguments: project root, user, file holding the current password,
 /// path of git-http-backend. It prints the port it bound, then serves until killed.
 let basicAuthGitServer = #"""
-import base64, http.server, os, subprocess, sys
+import base64, http.server, os, signal, subprocess, sys
+
+# The test runner may start us with SIGTERM blocked; take it back so the test can stop us.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 root, user, password_file, backend = sys.argv[1:5]
 
@@ -96,10 +100,11 @@ server.serve_forever()
         /// The loopback port it listens on.
         let port: Int
 
-        /// Stops the server (our own child, by its pid) and waits for it.
+        /// Stops the server (our own child, by its pid, with SIGKILL: a child of the test runner can
+        /// inherit a blocked SIGTERM) and waits for it.
         func stop() {
             if process.isRunning {
-                process.terminate()
+                kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
             }
         }
@@ -124,13 +129,13 @@ server.serve_forever()
         while !line.contains(UInt8(ascii: "\n")) {
             let chunk = pipe.fileHandleForReading.availableData
             if chunk.isEmpty || Date() > deadline {
-                process.terminate()
+                kill(process.processIdentifier, SIGKILL)
                 throw RunnerError(description: "the HTTP server did not start")
             }
             line.append(chunk)
         }
         guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             throw RunnerError(description: "the HTTP server printed no port")
         }
         return Server(process: process, port: port)

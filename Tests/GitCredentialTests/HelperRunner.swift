@@ -105,7 +105,7 @@ struct HelperSandbox {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning {
             if Date() > deadline {
-                process.terminate()
+                kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
                 throw RunnerError(description: "\(executable) \(arguments) did not finish within \(timeout) s")
             }
