@@ -161,6 +161,7 @@ func eraseCredential(_ request: CredentialRequest) {
     }
 }
 
+/// The command line: argv[1] is the operation git asks for.
 let arguments = CommandLine.arguments
 if arguments.count >= 2, ["get", "store", "erase"].contains(arguments[1]) {
     if let request = CredentialRequest.parse(readCredentialInput()) {

@@ -76,6 +76,7 @@ server.serve_forever()
 /// Real git against a local bare repository over HTTP with Basic authentication, using the built helper as
 /// `credential.helper`.
 @Suite struct GitHTTPTests {
+    /// The git under test.
     static let git = "/usr/bin/git"
 
     /// git's `git-http-backend`, or `nil` when this git has none.
@@ -141,6 +142,8 @@ server.serve_forever()
         return Server(process: process, port: port)
     }
 
+    /// Clone with a one-shot askpass stores the credential; a later fetch needs no prompt; a password
+    /// changed on the server makes git reject the credential, and the helper erases it.
     @Test("git clone stores the credential, fetch reuses it, a changed password makes git erase it",
           .enabled(if: GitHTTPTests.httpBackend() != nil, "skipped: git-http-backend is not in `git --exec-path`"))
     func gitOverHTTP() throws {

@@ -21,6 +21,7 @@ import Testing
         #expect(result.stderr == "", sourceLocation: sourceLocation)
     }
 
+    /// Has no existing data.
     @Test("has no existing data")
     func noExistingData() throws {
         try withSandbox { sb in
@@ -28,6 +29,7 @@ import Testing
         }
     }
 
+    /// Stores, retrieves and erases a password.
     @Test("stores, retrieves and erases a password")
     func storeGetErase() throws {
         try withSandbox { sb in
@@ -40,6 +42,7 @@ import Testing
         }
     }
 
+    /// Requires matching protocol, host, port and username; get of an unknown host prints nothing.
     @Test("requires matching protocol, host, port and username; get of an unknown host prints nothing")
     func requiresMatch() throws {
         try withSandbox { sb in
@@ -51,6 +54,7 @@ import Testing
         }
     }
 
+    /// A port is part of the host.
     @Test("a port is part of the host")
     func ports() throws {
         try withSandbox { sb in
@@ -63,6 +67,7 @@ import Testing
         }
     }
 
+    /// Credential.useHttpPath: a credential stored for one path is not returned for another.
     @Test("credential.useHttpPath: a credential stored for one path is not returned for another")
     func requiresMatchingPath() throws {
         try withSandbox { sb in
@@ -82,6 +87,7 @@ import Testing
         }
     }
 
+    /// Can forget host: no match after erase.
     @Test("can forget host: no match after erase")
     func forgetHost() throws {
         try withSandbox { sb in
@@ -93,6 +99,7 @@ import Testing
         }
     }
 
+    /// Can store multiple users; without a username the most recently stored is returned.
     @Test("can store multiple users; without a username the most recently stored is returned")
     func multipleUsers() throws {
         try withSandbox { sb in
@@ -107,6 +114,7 @@ import Testing
         }
     }
 
+    /// Can forget one user and remembers the other.
     @Test("can forget one user and remembers the other")
     func forgetUser() throws {
         try withSandbox { sb in
@@ -119,6 +127,7 @@ import Testing
         }
     }
 
+    /// Can store an empty username.
     @Test("can store an empty username")
     func emptyUsername() throws {
         try withSandbox { sb in
@@ -127,6 +136,7 @@ import Testing
         }
     }
 
+    /// Erase with a password removes the credential only if the password matches.
     @Test("erase with a password removes the credential only if the password matches")
     func eraseWithPassword() throws {
         try withSandbox { sb in
@@ -138,6 +148,7 @@ import Testing
         }
     }
 
+    /// An expired password is never returned.
     @Test("an expired password is never returned")
     func expiredPassword() throws {
         try withSandbox { sb in
@@ -158,6 +169,7 @@ import Testing
         }
     }
 
+    /// Password_expiry_utc and oauth_refresh_token are kept with the password.
     @Test("password_expiry_utc and oauth_refresh_token are kept with the password")
     func extrasRoundTrip() throws {
         try withSandbox { sb in
@@ -178,6 +190,7 @@ import Testing
         }
     }
 
+    /// Bad input is ignored quietly.
     @Test("bad input is ignored quietly")
     func badInput() throws {
         try withSandbox { sb in
