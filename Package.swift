@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "KeychainKit", targets: ["KeychainKit"]),
         .executable(name: "security", targets: ["security"]),
         .executable(name: "keychaind", targets: ["keychaind"]),
+        .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -74,6 +75,12 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // git's credential helper backed by the keychain (the Linux counterpart of git-credential-osxkeychain).
+        .executableTarget(
+            name: "git-credential-keychain",
+            dependencies: ["KeychainServices"],
+            swiftSettings: strictSwift
+        ),
         // A small program the tests run as a separate process (crash durability, multi-process races,
         // entitlements read from the environment).
         .executableTarget(
@@ -102,6 +109,11 @@ let package = Package(
         .testTarget(
             name: "SecurityToolTests",
             dependencies: ["security", "keychaind", "keychain-test-helper", "KeychainCore"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "GitCredentialTests",
+            dependencies: ["git-credential-keychain"],
             swiftSettings: strictSwift
         ),
     ]
