@@ -113,7 +113,7 @@ struct Sandbox {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning {
             if Date() > deadline {
-                process.terminate()
+                kill(process.processIdentifier, SIGKILL) // not SIGTERM: children of the test runner may inherit it blocked
                 process.waitUntilExit()
                 throw ToolRunnerError(description: "\(executable) \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
             }
