@@ -22,19 +22,48 @@ final class ActivityClock: Sendable {
 
 /// The open connections, so that a graceful shutdown can close the idle ones at once and let the busy
 /// ones finish the request they are serving.
+///
+/// It also owns each accepted connection from the moment it is made until a serving task claims it. An
+/// `NIOAsyncChannel` that is dropped without `executeThenClose` traps, and NIO can drop one that was accepted
+/// just as the listening channel closes (swift-nio#2637): so connections are made only while not draining,
+/// and whatever was made but never claimed is closed properly once the accept loop has ended.
 final class ConnectionTracker: Sendable {
+    typealias Connection = NIOAsyncChannel<WireFrame, WireFrame>
+
     private struct State {
         var open: [ObjectIdentifier: (channel: any Channel, busy: Bool)] = [:]
+        var unclaimed: [ObjectIdentifier: Connection] = [:]
         var draining = false
     }
     private let state = Mutex(State())
 
-    /// Registers a connection; false when the server is already shutting down.
+    /// Wraps an accepted channel (on its event loop, from the child channel initializer) and keeps it until
+    /// ``opened(_:)`` claims it; nil when the server is draining, so nothing is made that could be dropped.
+    func make(_ channel: any Channel) throws -> Connection? {
+        try state.withLock { s in
+            guard !s.draining else { return nil }
+            let connection = try Connection(wrappingChannelSynchronously: channel)
+            s.unclaimed[ObjectIdentifier(channel)] = connection
+            return connection
+        }
+    }
+
+    /// Claims and registers a connection for serving; false when the server is already shutting down.
     func opened(_ channel: any Channel) -> Bool {
         state.withLock { s in
+            s.unclaimed.removeValue(forKey: ObjectIdentifier(channel))
             guard !s.draining else { return false }
             s.open[ObjectIdentifier(channel)] = (channel, false)
             return true
+        }
+    }
+
+    /// Stops making connections and hands over those made but never claimed, to be closed.
+    func takeUnclaimed() -> [Connection] {
+        state.withLock { s in
+            s.draining = true
+            defer { s.unclaimed = [:] }
+            return Array(s.unclaimed.values)
         }
     }
 
@@ -79,7 +108,7 @@ struct DaemonServer: Service {
     let logger: Logger
     let ready: @Sendable () -> Void
 
-    typealias Connection = NIOAsyncChannel<WireFrame, WireFrame>
+    typealias Connection = ConnectionTracker.Connection
 
     func run() async throws {
         let tracker = ConnectionTracker()
@@ -100,7 +129,11 @@ struct DaemonServer: Service {
                 }
                 try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(WireFrameByteDecoder()))
                 try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(WireFrameByteEncoder()))
-                return (try Connection(wrappingChannelSynchronously: channel), session)
+                guard let connection = try tracker.make(channel) else {
+                    channel.close(promise: nil)
+                    return nil
+                }
+                return (connection, session)
             }
         }
         let server: NIOAsyncChannel<(Connection, Session)?, Never>
@@ -113,21 +146,31 @@ struct DaemonServer: Service {
         }
         logger.notice("listening", metadata: ["socket": "\(listenerPath ?? "inherited")"])
         ready()
-        try await withGracefulShutdownHandler {
-            try await withThrowingDiscardingTaskGroup { group in
-                try await server.executeThenClose { inbound in
-                    for try await accepted in inbound {
-                        guard let (connection, session) = accepted else { continue }
-                        group.addTask { await serve(connection, session, tracker) }
+        var failure: (any Error)?
+        do {
+            try await withGracefulShutdownHandler {
+                try await withThrowingDiscardingTaskGroup { group in
+                    try await server.executeThenClose { inbound in
+                        for try await accepted in inbound {
+                            guard let (connection, session) = accepted else { continue }
+                            group.addTask { await serve(connection, session, tracker) }
+                        }
                     }
                 }
+            } onGracefulShutdown: {
+                logger.notice("shutting down: finishing requests in progress")
+                tracker.drain()
+                server.channel.close(promise: nil)
             }
-        } onGracefulShutdown: {
-            logger.notice("shutting down: finishing requests in progress")
-            server.channel.close(promise: nil)
-            tracker.drain()
+        } catch {
+            failure = error
+        }
+        // Connections accepted as the listener closed, which the accept loop never received.
+        for connection in tracker.takeUnclaimed() {
+            try? await connection.executeThenClose { _, _ in }
         }
         if case .path(let path) = listener { unlink(path) }
+        if let failure { throw failure }
         logger.notice("all connections closed")
     }
 
@@ -142,7 +185,9 @@ struct DaemonServer: Service {
     func serve(_ connection: Connection, _ session: Session, _ tracker: ConnectionTracker) async {
         let channel = connection.channel
         guard tracker.opened(channel) else {
-            try? await channel.close()
+            // Accepted while draining: close it unserved, but through executeThenClose, which finishes the
+            // channel's writer (an NIOAsyncChannel dropped without that traps, taking the daemon down mid-drain).
+            try? await connection.executeThenClose { _, _ in }
             return
         }
         defer { tracker.closed(channel) }
