@@ -24,6 +24,46 @@ package struct RestoreSummary: Sendable, Hashable {
     package var skippedOtherDevice = 0
 }
 
+extension BackupSummary {
+    /// The summary as keychaind sends it with a backup's bytes.
+    package var wireValue: [String: PlistValue] {
+        ["items": .int(Int64(items)), "thisDeviceOnly": .int(Int64(thisDeviceOnly)),
+         "skippedPasscodeOnly": .int(Int64(skippedPasscodeOnly))]
+    }
+
+    /// Reads a summary sent as ``wireValue``; nil when a count is missing or out of range.
+    package init?(wireValue d: [String: PlistValue]) {
+        guard let items = count(d["items"]),
+              let thisDeviceOnly = count(d["thisDeviceOnly"]),
+              let skipped = count(d["skippedPasscodeOnly"]) else { return nil }
+        self.init(items: items, thisDeviceOnly: thisDeviceOnly, skippedPasscodeOnly: skipped)
+    }
+}
+
+/// A non-negative count sent as a property-list integer.
+private func count(_ value: PlistValue?) -> Int? {
+    guard case .int(let n)? = value, n >= 0 else { return nil }
+    return Int(exactly: n)
+}
+
+extension RestoreSummary {
+    /// The summary as keychaind sends it after a restore.
+    package var wireValue: PlistValue {
+        .dictionary(["added": .int(Int64(added)), "replaced": .int(Int64(replaced)),
+                     "keptNewer": .int(Int64(keptNewer)), "skippedOtherDevice": .int(Int64(skippedOtherDevice))])
+    }
+
+    /// Reads a summary sent as ``wireValue``; nil when it is not one.
+    package init?(wireValue: PlistValue) {
+        guard case .dictionary(let d) = wireValue,
+              let added = count(d["added"]),
+              let replaced = count(d["replaced"]),
+              let keptNewer = count(d["keptNewer"]),
+              let skipped = count(d["skippedOtherDevice"]) else { return nil }
+        self.init(added: added, replaced: replaced, keptNewer: keptNewer, skippedOtherDevice: skipped)
+    }
+}
+
 /// The backup file: the whole keychain sealed under a key stretched from a backup password.
 ///
 /// Format, version 1 (big-endian):

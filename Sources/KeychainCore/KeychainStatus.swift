@@ -32,6 +32,10 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
     public static let badRequest = KeychainStatus(-909)
     /// A necessary internal component is not available.
     public static let internalComponent = KeychainStatus(-2070)
+    /// Import/Export format unsupported (`errSecUnsupportedFormat`).
+    public static let unsupportedFormat = KeychainStatus(-25256)
+    /// Unknown format in import (`errSecUnknownFormat`).
+    public static let unknownFormat = KeychainStatus(-25257)
     /// No keychain is available.
     public static let notAvailable = KeychainStatus(-25291)
     /// This keychain cannot be modified.

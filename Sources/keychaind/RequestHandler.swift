@@ -55,15 +55,11 @@ struct RequestHandler: Sendable {
         case .backup:
             try authority.requireAdmin(session, for: "back up the keychain")
             let (data, summary) = try engine.backup(password: try string(args, "password"))
-            return .dictionary(["data": .data(data), "items": .int(Int64(summary.items)),
-                                "thisDeviceOnly": .int(Int64(summary.thisDeviceOnly)),
-                                "skippedPasscodeOnly": .int(Int64(summary.skippedPasscodeOnly))])
+            return .dictionary(summary.wireValue.merging(["data": .data(data)]) { $1 })
         case .restore:
             try authority.requireAdmin(session, for: "restore a backup")
             guard case .data(let data)? = args["data"] else { throw KeychainError(code: .invalidParameter, message: "A restore request needs the backup's bytes.") }
-            let s = try engine.restore(data, password: try string(args, "password"))
-            return .dictionary(["added": .int(Int64(s.added)), "replaced": .int(Int64(s.replaced)),
-                                "keptNewer": .int(Int64(s.keptNewer)), "skippedOtherDevice": .int(Int64(s.skippedOtherDevice))])
+            return try engine.restore(data, password: try string(args, "password")).wireValue
         case .status:
             return status(session)
         case .appAdd:

@@ -2,6 +2,81 @@ import ArgumentParser
 import Foundation
 import KeychainCore
 
+/// Backups of the whole keychain, made and restored by keychaind when it runs (it alone opens the database,
+/// and asks its admin tool for the passcode first when one is set), else by the store opened in this process.
+/// `backup-keychain`/`restore-keychain` and `export`/`import -f backup` share it.
+enum KeychainBackups {
+    /// The whole keychain sealed under `password`, and what went into it.
+    static func make(password: String, function: String) throws(ToolFailure) -> (Data, BackupSummary) {
+        if let daemon = ToolDaemon.fromEnvironment() {
+            guard case .dictionary(let reply)? = try ToolDaemon.call(daemon, .backup, ["password": .string(password)], function: function),
+                  case .data(let data)? = reply["data"], let summary = BackupSummary(wireValue: reply) else {
+                throw ToolFailure(function, unexpectedReply)
+            }
+            return (data, summary)
+        }
+        let engine = try ToolContext.sharedEngine()
+        do {
+            return try engine.backup(password: password)
+        } catch {
+            throw ToolFailure(function, error)
+        }
+    }
+
+    /// Merges a backup into the keychain (the newer copy of each item wins).
+    static func restore(_ data: Data, password: String, function: String) throws(ToolFailure) -> RestoreSummary {
+        if let daemon = ToolDaemon.fromEnvironment() {
+            let reply = try ToolDaemon.call(daemon, .restore, ["data": .data(data), "password": .string(password)], function: function)
+            guard let reply, let summary = RestoreSummary(wireValue: reply) else { throw ToolFailure(function, unexpectedReply) }
+            return summary
+        }
+        let engine = try ToolContext.sharedEngine()
+        do {
+            return try engine.restore(data, password: password)
+        } catch {
+            throw ToolFailure(function, error)
+        }
+    }
+
+    private static let unexpectedReply = KeychainError(
+        code: .internal, message: "keychaind answered in an unknown form; install keychaind and security from the same build.")
+
+    /// The backup password: `given`, else asked twice on the terminal.
+    static func newPassword(_ given: String?, function: String, hint: String) throws(ToolFailure) -> String {
+        if let given { return given }
+        let first = try PasswordPrompt.ask("Backup password: ", function: function, hint: hint)
+        guard try PasswordPrompt.ask("Retype backup password: ", function: function, hint: hint) == first else {
+            throw ToolFailure(function, status: .param, detail: "The passwords do not match.")
+        }
+        return first
+    }
+
+    /// The bytes of the file at `path`; a missing or unreadable file is an I/O failure naming it.
+    static func read(_ path: String, function: String) throws(ToolFailure) -> Data {
+        let data: Data?
+        do {
+            data = try FileSystem.read(path)
+        } catch {
+            throw ToolFailure(function, error)
+        }
+        guard let data else { throw ToolFailure(function, status: .io, detail: "\(path) does not exist.") }
+        return data
+    }
+
+    /// Whether `data` starts like a keychain backup (its magic number).
+    static func looksLikeBackup(_ data: Data) -> Bool { data.starts(with: Array("SKBK".utf8)) }
+
+    /// The line printed after a backup.
+    static func describe(_ s: BackupSummary) -> String {
+        "backed up \(s.items) items (\(s.thisDeviceOnly) restorable only on this machine); \(s.skippedPasscodeOnly) WhenPasscodeSetThisDeviceOnly items are never backed up\n"
+    }
+
+    /// The line printed after a restore.
+    static func describe(_ s: RestoreSummary) -> String {
+        "restored \(s.added + s.replaced) items (\(s.added) added, \(s.replaced) replaced by newer copies); kept \(s.keptNewer) newer items; skipped \(s.skippedOtherDevice) ThisDeviceOnly items from another machine\n"
+    }
+}
+
 /// `security backup-keychain`: writes the whole keychain to one file sealed under a backup password.
 struct BackupKeychain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,25 +98,14 @@ struct BackupKeychain: AsyncParsableCommand {
     var password: String?
 
     func run() async throws {
-        let engine = try ToolContext.sharedEngine()
-        let secret: String
-        if let password {
-            secret = password
-        } else {
-            let hint = "Give the backup password with -P."
-            let first = try PasswordPrompt.ask("Backup password: ", function: Self.function, hint: hint)
-            guard try PasswordPrompt.ask("Retype backup password: ", function: Self.function, hint: hint) == first else {
-                throw ToolFailure(Self.function, status: .param, detail: "The passwords do not match.")
-            }
-            secret = first
-        }
+        let secret = try KeychainBackups.newPassword(password, function: Self.function, hint: "Give the backup password with -P.")
+        let (data, summary) = try KeychainBackups.make(password: secret, function: Self.function)
         do {
-            let (data, summary) = try engine.backup(password: secret)
             try FileSystem.writeAtomically(data, to: output, exclusive: false)
-            Output.standardOutput("backed up \(summary.items) items (\(summary.thisDeviceOnly) restorable only on this machine); \(summary.skippedPasscodeOnly) WhenPasscodeSetThisDeviceOnly items are never backed up\n")
         } catch {
             throw ToolFailure(Self.function, error)
         }
+        Output.standardOutput(KeychainBackups.describe(summary))
     }
 }
 
@@ -65,22 +129,8 @@ struct RestoreKeychain: AsyncParsableCommand {
     var password: String?
 
     func run() async throws {
-        let engine = try ToolContext.sharedEngine()
-        let data: Data
-        do {
-            guard let read = try FileSystem.read(input) else {
-                throw ToolFailure(Self.function, status: .io, detail: "\(input) does not exist.")
-            }
-            data = read
-        } catch let error as KeychainError {
-            throw ToolFailure(Self.function, error)
-        }
+        let data = try KeychainBackups.read(input, function: Self.function)
         let secret = try password ?? PasswordPrompt.ask("Backup password: ", function: Self.function, hint: "Give the backup password with -P.")
-        do {
-            let s = try engine.restore(data, password: secret)
-            Output.standardOutput("restored \(s.added + s.replaced) items (\(s.added) added, \(s.replaced) replaced by newer copies); kept \(s.keptNewer) newer items; skipped \(s.skippedOtherDevice) ThisDeviceOnly items from another machine\n")
-        } catch {
-            throw ToolFailure(Self.function, error)
-        }
+        Output.standardOutput(KeychainBackups.describe(try KeychainBackups.restore(data, password: secret, function: Self.function)))
     }
 }

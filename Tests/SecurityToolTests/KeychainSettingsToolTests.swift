@@ -88,7 +88,8 @@ struct KeychainSettingsToolTests {
             #expect(r.status == 0)
             #expect(r.stderr == "")
             for verb in ["find-generic-password", "add-internet-password", "dump-keychain", "unlock-keychain",
-                         "set-keychain-settings", "show-keychain-info", "error", "app", "daemon"] {
+                         "set-keychain-settings", "show-keychain-info", "error", "app", "daemon",
+                         "backup-keychain", "restore-keychain", "export", "import"] {
                 #expect(r.stdout.contains(verb), "\(shell) completion lacks \(verb)")
             }
         }
