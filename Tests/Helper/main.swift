@@ -12,8 +12,8 @@
 //                                                               keys; "calls=N unexpected=M"
 //   keychain-test-helper writer PREFIX                        → adds PREFIX-0, PREFIX-1, … until killed; "ack I" after
 //                                                               each acknowledged add
-//   keychain-test-helper latency OP N THREADS                 → OP (add or find) N times on THREADS threads; prints
-//                                                               "ops/s p50_us p99_us"
+//   keychain-test-helper latency OP N THREADS [FILE]          → OP (add or find) N times on THREADS threads; prints
+//                                                               "ops/s p50_us p99_us"; FILE gets every sample (µs)
 import Foundation
 import KeychainServices
 import KeychainKit
@@ -137,7 +137,7 @@ case "writer" where args.count == 2:
         if status == errSecSuccess { flushLine("ack \(i)") } else { usleep(2_000) }
         i += 1
     }
-case "latency" where args.count == 4:
+case "latency" where args.count == 4 || args.count == 5:
     let op = args[1], n = Int(args[2]) ?? 1000, threads = Int(args[3]) ?? 1
     let tag = "\(getpid())"
     if op == "find" {
@@ -167,6 +167,14 @@ case "latency" where args.count == 4:
     let sorted = samples.sorted()
     func percentile(_ p: Double) -> Double { Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) / 1000 }
     flushLine(String(format: "%.0f %.1f %.1f", Double(n * threads) / seconds, percentile(0.5), percentile(0.99)))
+    if args.count == 5 {
+        // Every sample in microseconds, one a line, so several processes' samples can be pooled.
+        let lines = sorted.map { String(format: "%.1f", Double($0) / 1000) }.joined(separator: "\n")
+        guard FileManager.default.createFile(atPath: args[4], contents: Data((lines + "\n").utf8)) else {
+            flushLine("cannot write \(args[4])")
+            exit(1)
+        }
+    }
 default:
     FileHandle.standardError.write(Data("usage: keychain-test-helper add|add-and-hold|race|find …\n".utf8))
     exit(2)
