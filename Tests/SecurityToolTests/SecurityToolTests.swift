@@ -389,6 +389,18 @@ struct ToolBehaviourTests {
         ("find-internet-password", ["-s <server>", "-r <protocol>", "-P <port>", "-g", "-w"]),
         ("delete-internet-password", ["-s <server>", "-p <path>"]),
         ("dump-keychain", ["-d", "-a"]),
+        ("unlock-keychain", ["-p <password>", "-u"]),
+        ("lock-keychain", ["-a"]),
+        ("set-keychain-password", ["-o <oldPassword>", "-p <newPassword>"]),
+        ("show-keychain-info", ["[<keychain> ...]"]),
+        ("set-keychain-settings", ["-l", "-u", "-t <timeout>"]),
+        ("backup-keychain", ["-o <file>", "-P <password>"]),
+        ("restore-keychain", ["-i <file>", "-P <password>"]),
+        ("export", ["-k <keychain>", "-t <type>", "-f <format>", "-P <passphrase>", "-o <outfile>", "pemseq", "backup"]),
+        ("import", ["<inputfile>", "-f <format>", "-P <passphrase>", "-x", "-T <appPath>", "pkcs12"]),
+        ("error", ["<error code>"]),
+        ("app", ["add", "list", "remove"]),
+        ("daemon", ["status"]),
     ])
     func help(verb: String, flags: [String]) throws {
         try withKeychain { kc in
@@ -401,6 +413,10 @@ struct ToolBehaviourTests {
                     #expect(result.stdout.contains(flag), "help of \(verb) lacks \(flag)")
                 }
             }
+            // `security help VERB` prints the same.
+            let viaHelp = try kc.run(["help", verb])
+            #expect(viaHelp.status == 0)
+            #expect(viaHelp.stdout.contains("USAGE: security \(verb)"))
             #expect(!FileManager.default.fileExists(atPath: kc.home), "help must not create a keychain")
         }
     }
