@@ -23,10 +23,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: [
         // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred).
         .target(name: "CKeychainLinux"),
+        // PKCS#12 files opened with the system's OpenSSL libcrypto: no Swift package reads them, and their
+        // legacy profiles (3DES, RC2) are not in swift-crypto.
+        .target(name: "CKeychainPKCS12", linkerSettings: [.linkedLibrary("crypto")]),
         // The engine shared by both APIs: schema, codecs, keybag, encrypted SQLite store, query evaluation.
         .target(
             name: "KeychainCore",
@@ -35,7 +40,10 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 "CKeychainLinux",
+                "CKeychainPKCS12",
             ],
             swiftSettings: strictSwift
         ),

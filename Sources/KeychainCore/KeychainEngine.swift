@@ -12,6 +12,15 @@ package struct FoundItem: Sendable {
     package var attributes: [String: AttributeValue]
     /// The secret, when it was requested and the item has one.
     package var data: Data?
+    /// For an identity (this item being its certificate): its private key.
+    package var identityKey: IdentityKey?
+
+    /// The private key half of an identity.
+    package struct IdentityKey: Sendable {
+        package var uuid: Data
+        package var attributes: [String: AttributeValue]
+        package var data: Data?
+    }
 
     package var persistentRef: PersistentReference { PersistentReference(itemClass: itemClass, uuid: uuid) }
 
@@ -265,6 +274,33 @@ package final class KeychainEngine: Sendable {
         return out
     }
 
+    /// Identities: certificates matching the query's certificate attributes, each with the private key whose
+    /// application label is the certificate's public key hash (and that matches the query's key attributes).
+    /// The item is the certificate's; its key rides along in ``FoundItem/identityKey``.
+    func identityRows(_ db: Database, _ q: ItemQuery, groups: [String]?) throws -> [FoundItem] {
+        let certificateCodes = Set(ItemClass.certificate.attributes.map(\.code))
+        let keyCodes = Set(ItemClass.key.attributes.map(\.code)).subtracting(certificateCodes)
+        var certificates = q
+        certificates.itemClass = .certificate
+        certificates.attributes = q.attributes.filter { certificateCodes.contains($0.key) }
+        let secrets = q.returns.data || q.returns.ref
+        var out: [FoundItem] = []
+        for (_, certificate) in try matchingRows(db, certificates, groups: groups, includeSecret: secrets, limit: nil) {
+            guard case .data(let hash)? = certificate.attributes["pkhh"] else { continue }
+            var keys = ItemQuery(itemClass: .key)
+            keys.sync = q.sync
+            keys.attributes = q.attributes.filter { keyCodes.contains($0.key) }
+            keys.attributes["klbl"] = .data(hash)
+            keys.attributes["kcls"] = .int(KeyClass.privateKey.rawValue)
+            guard let (_, key) = try matchingRows(db, keys, groups: groups, includeSecret: secrets, limit: 1).first else { continue }
+            var identity = certificate
+            identity.identityKey = .init(uuid: key.uuid, attributes: key.attributes, data: key.data)
+            out.append(identity)
+            if let limit = q.limit.maximum, out.count >= limit { break }
+        }
+        return out
+    }
+
     /// Reads the plaintext columns of a row without trusting them: a NULL or a value of the wrong type (a
     /// damaged or tampered file) gives nil, never a trap.
     static func storedRow(_ row: Row, table: String, includeSecret: Bool) -> StoredRow? {
@@ -384,13 +420,15 @@ package final class KeychainEngine: Sendable {
 
     /// Finds matching items (Apple's `SecItemCopyMatching`); throws `errSecItemNotFound` when none match.
     package func find(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [FoundItem] {
-        if q.itemClass == .identity {
-            _ = try visibleGroups(q, caller: caller)
-            throw .notFound("No identity matched: identities (certificate plus private key) are not supported yet.")
-        }
         let groups = try visibleGroups(q, caller: caller)
+        if q.itemClass == .identity {
+            let identities = try read { db in try identityRows(db, q, groups: groups) }
+            logger.debug("copy-matching", metadata: ["class": "idnt", "count": "\(identities.count)"])
+            guard !identities.isEmpty else { throw .notFound() }
+            return identities
+        }
         let items = try read { db in
-            try matchingRows(db, q, groups: groups, includeSecret: q.returns.data, limit: q.limit.maximum).map(\.1)
+            try matchingRows(db, q, groups: groups, includeSecret: q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass)), limit: q.limit.maximum).map(\.1)
         }
         logger.debug("copy-matching", metadata: ["class": "\(q.itemClass.rawValue)", "count": "\(items.count)"])
         guard !items.isEmpty else { throw .notFound() }
@@ -453,8 +491,20 @@ package final class KeychainEngine: Sendable {
         let cls = q.itemClass
         if q.hasMatchKeys { throw .param("SecItemDelete's query cannot contain kSecMatch… keys (not even kSecMatchLimit).") }
         if cls == .identity {
-            _ = try visibleGroups(q, caller: caller)
-            throw .notFound("No identity matched: identities are not supported yet.")
+            // Deleting an identity deletes its certificate, then its key (Apple's "explode").
+            var all = q
+            all.limit = .all
+            let identities = try find(all, caller: caller)
+            for identity in identities {
+                for (itemClass, uuid) in [(ItemClass.certificate, identity.uuid), (.key, identity.identityKey?.uuid)] {
+                    guard let uuid else { continue }
+                    var one = ItemQuery(itemClass: itemClass)
+                    one.sync = .any
+                    one.persistentRef = PersistentReference(itemClass: itemClass, uuid: uuid)
+                    _ = try? delete(one, caller: caller)
+                }
+            }
+            return identities.count
         }
         let groups = try visibleGroups(q, caller: caller)
         let count = try write { db in

@@ -63,6 +63,8 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         public static let unimplemented = Code(rawValue: "unimplemented")
         /// An unexpected internal failure (`errSecInternal`).
         public static let `internal` = Code(rawValue: "internal")
+        /// A signature did not verify (`errSecVerifyFailed`).
+        public static let verifyFailed = Code(rawValue: "verifyFailed")
 
         /// The `OSStatus` reported for this code unless the error says otherwise.
         public var defaultStatus: KeychainStatus {
@@ -79,6 +81,7 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
             case .io: .io
             case .notAvailable: .notAvailable
             case .unimplemented: .unimplemented
+            case .verifyFailed: .verifyFailed
             default: .internal
             }
         }

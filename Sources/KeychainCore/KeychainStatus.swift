@@ -88,6 +88,8 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
     public static let internalError = KeychainStatus(-67671)
     /// An invalid value was detected.
     public static let invalidValue = KeychainStatus(-67694)
+    /// A cryptographic verification failure has occurred (`errSecVerifyFailed`).
+    public static let verifyFailed = KeychainStatus(-67808)
 
     /// Apple's English message for this status, or `nil` when Apple defines none.
     public var knownMessage: String? { KeychainStatus.messages[rawValue] }
@@ -173,5 +175,6 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
         -67672: "A memory error has occurred.",
         -67673: "Invalid data was encountered.",
         -67694: "An invalid value was detected.",
+        -67808: "A cryptographic verification failure has occurred.",
     ]
 }

@@ -7,7 +7,7 @@ import Foundation
 extension KeychainEngine {
     /// `SecItemAdd`. Returns the result object when a return key was set.
     package func secItemAdd(_ attributes: [String: PlistValue], caller: AccessPolicy) throws(KeychainError) -> PlistValue? {
-        let q = try QueryParser.parse(attributes, for: .add)
+        let q = try QueryParser.parse(KeychainEngine.withCertificateAttributes(attributes), for: .add)
         if q.hasMatchKeys { throw .param("SecItemAdd does not take kSecMatch… keys.") }
         let item = try add(q, caller: caller)
         guard q.returns.any else { return nil }
@@ -54,14 +54,58 @@ extension KeychainEngine {
         case (false, false, false, true):
             return .data(item.persistentRef.data)
         case (false, false, true, false):
-            // Password items have no ref object on iOS: success with a NULL result.
-            return nil
+            // Password items have no ref object on iOS: success with a NULL result. Keys come back as SecKeys.
+            return keyReference(item)
         default:
             var dict: [String: PlistValue] = r.attributes ? returnedAttributes(item) : [:]
             if r.data, let data = item.data { dict["v_Data"] = .data(data) }
             if r.persistentRef { dict["v_PersistentRef"] = .data(item.persistentRef.data) }
-            if r.ref { dict["class"] = .string(item.itemClass.rawValue) }
+            if r.ref {
+                dict["class"] = .string(item.itemClass.rawValue)
+                dict["v_Ref"] = keyReference(item)
+            }
             return .dictionary(dict)
         }
+    }
+
+    /// The key inside results that the API layer turns into a `SecKey` object.
+    package static let keyReferenceMarker = "swift-keychain.SecKey"
+    /// The key inside results that the API layer turns into a `SecCertificate` object.
+    package static let certificateReferenceMarker = "swift-keychain.SecCertificate"
+    /// The key inside results that the API layer turns into a `SecIdentity` object (`certificate` and `key` inside).
+    package static let identityReferenceMarker = "swift-keychain.SecIdentity"
+
+    /// A key or certificate item as the API layer makes a `SecKey` or `SecCertificate` of it:
+    /// `[marker: attributes and data]`; nil for the password classes, which have no ref objects.
+    static func keyReference(_ item: FoundItem) -> PlistValue? {
+        if let key = item.identityKey {
+            guard let certificateData = item.data, let keyData = key.data else { return nil }
+            var certificate = returnedAttributes(item)
+            certificate["v_Data"] = .data(certificateData)
+            var keyFields = key.attributes.mapValues(\.plist)
+            keyFields["v_Data"] = .data(keyData)
+            return .dictionary([identityReferenceMarker: .dictionary(["certificate": .dictionary(certificate), "key": .dictionary(keyFields)])])
+        }
+        let marker: String
+        switch item.itemClass {
+        case .key: marker = keyReferenceMarker
+        case .certificate: marker = certificateReferenceMarker
+        default: return nil
+        }
+        guard let data = item.data else { return nil }
+        var fields = returnedAttributes(item)
+        fields["v_Data"] = .data(data)
+        return .dictionary([marker: .dictionary(fields)])
+    }
+
+    /// A certificate item's attributes with what Apple derives from its DER data (subject, issuer, serial number,
+    /// key hashes, type and encoding) put over what the caller gave, and its label defaulting to the subject
+    /// summary. Data that is not a certificate is stored as given.
+    static func withCertificateAttributes(_ attributes: [String: PlistValue]) -> [String: PlistValue] {
+        guard attributes["class"] == .string(ItemClass.certificate.rawValue), case .data(let der)? = attributes["v_Data"],
+              let certificate = try? CertificateData(der: der) else { return attributes }
+        var out = attributes.merging(certificate.derivedAttributes) { $1 }
+        if out["labl"] == nil, let summary = certificate.subjectSummary { out["labl"] = .string(summary) }
+        return out
     }
 }

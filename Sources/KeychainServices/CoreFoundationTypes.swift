@@ -31,6 +31,13 @@ public typealias CFIndex = Int
 /// The result code of a Security framework call: `errSecSuccess` or an `errSec…` code.
 public typealias OSStatus = Int32
 
+/// A memory allocator. Allocation is Swift's here: functions take one for compatibility and ignore it.
+public final class CFAllocator: @unchecked Sendable {
+    init() {}
+}
+/// The default allocator (`nil`: the one every function uses).
+public let kCFAllocatorDefault: CFAllocator? = nil
+
 /// The boolean `true` object.
 public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
 /// The boolean `false` object.

@@ -44,8 +44,11 @@ package enum SecItemBackend {
 
     static func add(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
         result?.pointee = nil
+        if let identity = attributes["v_Ref"] as? SecIdentity {
+            return addIdentity(identity, attributes)
+        }
         return run { (ctx) throws(KeychainError) in
-            let value = try ctx.backend.secItemAdd(try plistDictionary(attributes))
+            let value = try ctx.backend.secItemAdd(try itemDictionary(attributes))
             if let result, let value { result.pointee = object(value) }
         }
     }
@@ -68,6 +71,60 @@ package enum SecItemBackend {
         run { (ctx) throws(KeychainError) in
             try ctx.backend.secItemDelete(try plistDictionary(query))
         }
+    }
+
+    /// Adds an identity as Apple does: its private key and its certificate, each with the dictionary's other
+    /// attributes. If the certificate cannot be added, the key added for it is removed again.
+    static func addIdentity(_ identity: SecIdentity, _ attributes: CFDictionary) -> OSStatus {
+        run { (ctx) throws(KeychainError) in
+            let given = attributes.mutableCopy() as? NSMutableDictionary ?? NSMutableDictionary()
+            given.removeObject(forKey: "v_Ref")
+            var shared = try plistDictionary(given)
+            if let named = shared["class"], named != .string(ItemClass.identity.rawValue) {
+                throw KeychainError(code: .invalidParameter, message: "kSecValueRef's identity does not belong to the kSecClass given.")
+            }
+            shared["class"] = nil
+            var key = try SecKeyBackend.attributeDictionary(identity.privateKey.material, shared)
+            key["class"] = .string(ItemClass.key.rawValue)
+            key["perm"] = .int(1)
+            var certificate = shared
+            certificate["class"] = .string(ItemClass.certificate.rawValue)
+            certificate["v_Data"] = .data(identity.certificate.data.der)
+            _ = try ctx.backend.secItemAdd(key)
+            do throws(KeychainError) {
+                _ = try ctx.backend.secItemAdd(certificate)
+            } catch {
+                let label = try identity.privateKey.material.applicationLabel()
+                try? ctx.backend.secItemDelete(["class": .string(ItemClass.key.rawValue), "klbl": .data(label), "kcls": .int(1)])
+                throw error
+            }
+        }
+    }
+
+    /// An add's dictionary, with a `kSecValueRef` object turned into what the item stores: a certificate's DER
+    /// (the engine derives its attributes), a key's derived attributes and external representation. The class
+    /// follows from the object when `kSecClass` is missing, as on Apple's platforms.
+    static func itemDictionary(_ attributes: CFDictionary) throws(KeychainError) -> [String: PlistValue] {
+        guard let ref = attributes["v_Ref"] else { return try plistDictionary(attributes) }
+        let rest = attributes.mutableCopy() as? NSMutableDictionary ?? NSMutableDictionary()
+        rest.removeObject(forKey: "v_Ref")
+        var out: [String: PlistValue] = try plistDictionary(rest)
+        let itemClass: ItemClass
+        switch ref {
+        case let certificate as SecCertificate:
+            itemClass = .certificate
+            out["v_Data"] = .data(certificate.data.der)
+        case let key as SecKey:
+            itemClass = .key
+            out.merge(try SecKeyBackend.attributeDictionary(key.material, [:])) { given, _ in given }
+        default:
+            throw KeychainError(code: .invalidParameter, message: "kSecValueRef must be a SecCertificate or a SecKey.")
+        }
+        if out["class"] == nil { out["class"] = .string(itemClass.rawValue) }
+        guard out["class"] == .string(itemClass.rawValue) else {
+            throw KeychainError(code: .invalidParameter, message: "kSecValueRef's object does not belong to the kSecClass given.")
+        }
+        return out
     }
 
     // MARK: CoreFoundation ⇄ property-list values
@@ -117,6 +174,18 @@ package enum SecItemBackend {
         case .date(let d): return NSDate(timeIntervalSinceReferenceDate: d.timeIntervalSinceReferenceDate)
         case .array(let items): return NSArray(array: items.map(object))
         case .dictionary(let dict):
+            if dict.count == 1, case .dictionary(let fields)? = dict[KeychainEngine.keyReferenceMarker],
+               let key = SecKeyBackend.key(fromReference: fields) {
+                return key
+            }
+            if dict.count == 1, case .dictionary(let fields)? = dict[KeychainEngine.identityReferenceMarker],
+               let identity = SecKeyBackend.identity(fromReference: fields) {
+                return identity
+            }
+            if dict.count == 1, case .dictionary(let fields)? = dict[KeychainEngine.certificateReferenceMarker],
+               case .data(let der)? = fields["v_Data"], let certificate = try? CertificateData(der: der) {
+                return SecCertificate(certificate)
+            }
             let out = NSMutableDictionary(capacity: dict.count)
             for (k, v) in dict { out[NSString(string: k)] = object(v) }
             return out

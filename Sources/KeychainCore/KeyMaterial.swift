@@ -1,0 +1,474 @@
+import Crypto
+import CryptoExtras
+import Foundation
+
+/// The kind of an asymmetric key (`kSecAttrKeyType`, stored as Apple's numbers: EC 73, RSA 42).
+package enum KeyType: Int64, Sendable, Hashable {
+    case rsa = 42
+    case ec = 73
+}
+
+/// Public or private (`kSecAttrKeyClass`, stored as Apple's numbers: public 0, private 1).
+package enum KeyClass: Int64, Sendable, Hashable {
+    case publicKey = 0
+    case privateKey = 1
+}
+
+/// An asymmetric key as the engine holds it: its type, class and Apple's external representation (EC: ANSI
+/// X9.63, `04‖X‖Y` public and `04‖X‖Y‖K` private; RSA: PKCS#1 DER). Every operation rebuilds the swift-crypto key
+/// from those bytes, so a value never holds more than its bytes.
+package struct KeyMaterial: Sendable, Hashable {
+    package let type: KeyType
+    package let keyClass: KeyClass
+    /// Apple's external representation.
+    package let bytes: Data
+    /// The size in bits (256, 384 or 521 for EC; the modulus size for RSA).
+    package let sizeInBits: Int
+
+    // MARK: Making keys
+
+    /// A new random private key: EC P-256, P-384 or P-521, or RSA of 2048 to 4096 bits (a multiple of 8).
+    package static func generate(type: KeyType, sizeInBits: Int) throws(KeychainError) -> KeyMaterial {
+        switch type {
+        case .ec:
+            guard let curve = Curve(bits: sizeInBits) else {
+                throw KeychainError(code: .invalidParameter, message: "EC keys are 256, 384 or 521 bits (P-256, P-384, P-521); \(sizeInBits) is not one of them.")
+            }
+            return KeyMaterial(type: .ec, keyClass: .privateKey, bytes: curve.ops.generate(), sizeInBits: curve.bits)
+        case .rsa:
+            guard (2048 ... 4096).contains(sizeInBits), sizeInBits % 8 == 0 else {
+                throw KeychainError(code: .invalidParameter, message: "RSA keys are 2048 to 4096 bits, in multiples of 8; \(sizeInBits) is not.")
+            }
+            do {
+                let key = try _RSA.Signing.PrivateKey(keySize: .init(bitCount: sizeInBits))
+                return KeyMaterial(type: .rsa, keyClass: .privateKey, bytes: key.derRepresentation, sizeInBits: key.keySizeInBits)
+            } catch {
+                throw KeychainError(code: .internal, message: "Generating an RSA key failed.", cause: error)
+            }
+        }
+    }
+
+    /// A key from Apple's external representation; `errSecParam` when the bytes are not such a key.
+    package init(externalRepresentation data: Data, type: KeyType, keyClass: KeyClass) throws(KeychainError) {
+        let bad = KeychainError(code: .invalidParameter, message: "The data is not an \(type == .ec ? "EC" : "RSA") \(keyClass == .privateKey ? "private" : "public") key in Apple's external representation (\(type == .ec ? "ANSI X9.63" : "PKCS#1 DER")).")
+        switch type {
+        case .ec:
+            let parts = keyClass == .privateKey ? 3 : 2
+            guard data.first == 4, (data.count - 1) % parts == 0,
+                  let curve = Curve(coordinateBytes: (data.count - 1) / parts) else { throw bad }
+            do {
+                try curve.ops.validate(data, privateKey: keyClass == .privateKey)
+            } catch {
+                throw bad
+            }
+            self.init(type: .ec, keyClass: keyClass, bytes: Data(data), sizeInBits: curve.bits)
+        case .rsa:
+            do {
+                if keyClass == .privateKey {
+                    let key = try _RSA.Signing.PrivateKey(derRepresentation: data)
+                    self.init(type: .rsa, keyClass: .privateKey, bytes: key.derRepresentation, sizeInBits: key.keySizeInBits)
+                } else {
+                    let key = try _RSA.Signing.PublicKey(derRepresentation: data)
+                    self.init(type: .rsa, keyClass: .publicKey, bytes: key.pkcs1DERRepresentation, sizeInBits: key.keySizeInBits)
+                }
+            } catch {
+                throw bad
+            }
+        }
+    }
+
+    /// An EC private key from its SEC1 or PKCS#8 DER (as OpenSSL writes it).
+    package init(ecPrivateKeyDER der: Data) throws(KeychainError) {
+        for curve in [Curve.p256, .p384, .p521] {
+            if let x963 = try? curve.ops.x963(fromDER: der) {
+                self.init(type: .ec, keyClass: .privateKey, bytes: x963, sizeInBits: curve.bits)
+                return
+            }
+        }
+        throw KeychainError(code: .invalidParameter, message: "The data is not a P-256, P-384 or P-521 private key in SEC1 or PKCS#8 DER.")
+    }
+
+    private init(type: KeyType, keyClass: KeyClass, bytes: Data, sizeInBits: Int) {
+        self.type = type
+        self.keyClass = keyClass
+        self.bytes = bytes
+        self.sizeInBits = sizeInBits
+    }
+
+    /// The public half (itself for a public key).
+    package func publicKey() throws(KeychainError) -> KeyMaterial {
+        guard keyClass == .privateKey else { return self }
+        switch type {
+        case .ec:
+            let coordinates = (bytes.count - 1) / 3
+            return KeyMaterial(type: .ec, keyClass: .publicKey, bytes: Data(bytes.prefix(1 + 2 * coordinates)), sizeInBits: sizeInBits)
+        case .rsa:
+            let key = try rsaPrivate()
+            return KeyMaterial(type: .rsa, keyClass: .publicKey, bytes: key.publicKey.pkcs1DERRepresentation, sizeInBits: sizeInBits)
+        }
+    }
+
+    /// `kSecAttrApplicationLabel`: the SHA-1 of the public key's bytes (the X9.63 point for EC, the PKCS#1 DER for
+    /// RSA), as Apple computes it, and so equal to the `pkhh` of a certificate for the same key.
+    package func applicationLabel() throws(KeychainError) -> Data {
+        Data(Insecure.SHA1.hash(data: try publicKey().bytes))
+    }
+
+    /// `SecKeyGetBlockSize`: the modulus length for RSA, the coordinate length for EC, in bytes.
+    package var blockSize: Int { (sizeInBits + 7) / 8 }
+
+    // MARK: Operations
+
+    /// Whether this key can do `operation` with `algorithm`.
+    package func supports(_ operation: KeyOperation, _ algorithm: KeyAlgorithm) -> Bool {
+        guard algorithm.operations.contains(operation), algorithm.isEC == (type == .ec) else { return false }
+        switch operation {
+        case .sign, .decrypt, .keyExchange: return keyClass == .privateKey
+        case .verify, .encrypt: return keyClass == .publicKey
+        }
+    }
+
+    private func require(_ operation: KeyOperation, _ algorithm: KeyAlgorithm, _ identifier: String) throws(KeychainError) {
+        guard supports(operation, algorithm) else {
+            throw KeychainError(code: .invalidParameter, message: "Algorithm \(identifier) is not supported for this \(keyClass == .privateKey ? "private" : "public") key's \(operation) operation.")
+        }
+    }
+
+    /// `SecKeyCreateSignature`.
+    package func sign(_ algorithm: KeyAlgorithm, identifier: String, _ data: Data) throws(KeychainError) -> Data {
+        try require(.sign, algorithm, identifier)
+        do {
+            switch algorithm {
+            case .ecdsaDigest(let hash, let raw):
+                try checkDigest(data, hash, identifier)
+                return try Curve(bits: sizeInBits).require().ops.sign(bytes, digest: data, raw: raw)
+            case .ecdsaMessage(let hash, let raw):
+                return try Curve(bits: sizeInBits).require().ops.sign(bytes, digest: try hash.digest(data), raw: raw)
+            case .rsaPKCS1v15Message(let hash):
+                return try hash.rsaSign(try rsaPrivate(), data, padding: .insecurePKCS1v1_5)
+            case .rsaPSSMessage(let hash):
+                return try hash.rsaSign(try rsaPrivate(), data, padding: .PSS)
+            default:
+                throw KeychainError(code: .invalidParameter, message: "Algorithm \(identifier) does not sign.")
+            }
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError(code: .invalidParameter, message: "Signing with \(identifier) failed.", cause: error)
+        }
+    }
+
+    /// `SecKeyVerifySignature`: `errSecVerifyFailed` when the signature does not match.
+    package func verify(_ algorithm: KeyAlgorithm, identifier: String, _ data: Data, signature: Data) throws(KeychainError) {
+        try require(.verify, algorithm, identifier)
+        let valid: Bool
+        switch algorithm {
+        case .ecdsaDigest(let hash, let raw):
+            try checkDigest(data, hash, identifier)
+            valid = try Curve(bits: sizeInBits).require().ops.verify(bytes, digest: data, signature: signature, raw: raw)
+        case .ecdsaMessage(let hash, let raw):
+            valid = try Curve(bits: sizeInBits).require().ops.verify(bytes, digest: try hash.digest(data), signature: signature, raw: raw)
+        case .rsaPKCS1v15Message(let hash):
+            valid = hash.rsaVerify(try rsaPublic(), data, signature, padding: .insecurePKCS1v1_5)
+        case .rsaPSSMessage(let hash):
+            valid = hash.rsaVerify(try rsaPublic(), data, signature, padding: .PSS)
+        default:
+            valid = false
+        }
+        guard valid else {
+            throw KeychainError(code: .verifyFailed, message: "The \(identifier) signature does not match the data and key.")
+        }
+    }
+
+    /// `SecKeyCreateEncryptedData` (with the public key).
+    package func encrypt(_ algorithm: KeyAlgorithm, identifier: String, _ plaintext: Data) throws(KeychainError) -> Data {
+        try require(.encrypt, algorithm, identifier)
+        do {
+            switch algorithm {
+            case .rsaOAEP(let hash):
+                let key = try _RSA.Encryption.PublicKey(derRepresentation: bytes)
+                return try key.encrypt(plaintext, padding: hash == .sha1 ? .PKCS1_OAEP : .PKCS1_OAEP_SHA256)
+            case .ecies(_, let hash, let variableIV):
+                let ops = try Curve(bits: sizeInBits).require().ops
+                let ephemeral = ops.generate()
+                let ephemeralPublic = ephemeral.prefix(ephemeral.count - (ephemeral.count - 1) / 3)
+                let secret = try ops.sharedSecret(ephemeral, bytes)
+                let (key, nonce) = try eciesKey(secret, hash, sharedInfo: ephemeralPublic, variableIV: variableIV)
+                let box = try AES.GCM.seal(plaintext, using: key, nonce: nonce)
+                return ephemeralPublic + box.ciphertext + box.tag
+            default:
+                throw KeychainError(code: .invalidParameter, message: "Algorithm \(identifier) does not encrypt.")
+            }
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError(code: .invalidParameter, message: "Encrypting with \(identifier) failed: the plaintext may be too long for the key.", cause: error)
+        }
+    }
+
+    /// `SecKeyCreateDecryptedData` (with the private key).
+    package func decrypt(_ algorithm: KeyAlgorithm, identifier: String, _ ciphertext: Data) throws(KeychainError) -> Data {
+        try require(.decrypt, algorithm, identifier)
+        do {
+            switch algorithm {
+            case .rsaOAEP(let hash):
+                let key = try _RSA.Encryption.PrivateKey(derRepresentation: bytes)
+                return try key.decrypt(ciphertext, padding: hash == .sha1 ? .PKCS1_OAEP : .PKCS1_OAEP_SHA256)
+            case .ecies(_, let hash, let variableIV):
+                let ops = try Curve(bits: sizeInBits).require().ops
+                let pointLength = 1 + 2 * ops.coordinateBytes
+                guard ciphertext.count >= pointLength + 16 else {
+                    throw KeychainError(code: .invalidParameter, message: "The \(identifier) ciphertext is too short.")
+                }
+                let ephemeralPublic = Data(ciphertext.prefix(pointLength))
+                let secret = try ops.sharedSecret(bytes, ephemeralPublic)
+                let (key, nonce) = try eciesKey(secret, hash, sharedInfo: ephemeralPublic, variableIV: variableIV)
+                let body = ciphertext.dropFirst(pointLength)
+                let box = try AES.GCM.SealedBox(nonce: nonce, ciphertext: body.dropLast(16), tag: body.suffix(16))
+                return try AES.GCM.open(box, using: key)
+            default:
+                throw KeychainError(code: .invalidParameter, message: "Algorithm \(identifier) does not decrypt.")
+            }
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError(code: .invalidParameter, message: "Decrypting with \(identifier) failed: the data was not encrypted for this key, or was changed.", cause: error)
+        }
+    }
+
+    /// `SecKeyCopyKeyExchangeResult`: the raw ECDH secret, or with a KDF algorithm `requestedSize` bytes of ANSI
+    /// X9.63 output over it and `sharedInfo`.
+    package func keyExchange(_ algorithm: KeyAlgorithm, identifier: String, peer: KeyMaterial,
+                             requestedSize: Int?, sharedInfo: Data) throws(KeychainError) -> Data {
+        try require(.keyExchange, algorithm, identifier)
+        guard case .ecdh(_, let kdf) = algorithm else {
+            throw KeychainError(code: .invalidParameter, message: "Algorithm \(identifier) is not a key exchange.")
+        }
+        guard peer.type == .ec, peer.sizeInBits == sizeInBits else {
+            throw KeychainError(code: .invalidParameter, message: "The other party's key must be an EC public key on the same curve.")
+        }
+        do {
+            let secret = try Curve(bits: sizeInBits).require().ops.sharedSecret(bytes, try peer.publicKey().bytes)
+            guard let kdf else { return secret.withUnsafeBytes { Data($0) } }
+            guard let requestedSize, (1 ... 1 << 16).contains(requestedSize) else {
+                throw KeychainError(code: .invalidParameter, message: "\(identifier) needs kSecKeyKeyExchangeParameterRequestedSize (1 to 65536 bytes).")
+            }
+            return try kdf.x963(secret, sharedInfo: sharedInfo, outputByteCount: requestedSize).withUnsafeBytes { Data($0) }
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError(code: .invalidParameter, message: "The key exchange with \(identifier) failed.", cause: error)
+        }
+    }
+
+    // MARK: Helpers
+
+    private func checkDigest(_ data: Data, _ hash: KeyHash?, _ identifier: String) throws(KeychainError) {
+        guard let hash else { return }
+        guard data.count == hash.byteCount else {
+            throw KeychainError(code: .invalidParameter, message: "Bad digest size for signing with algorithm \(identifier): \(data.count) bytes, expected \(hash.byteCount).")
+        }
+    }
+
+    private func rsaPrivate() throws(KeychainError) -> _RSA.Signing.PrivateKey {
+        do { return try _RSA.Signing.PrivateKey(derRepresentation: bytes) } catch {
+            throw KeychainError(code: .corruptData, message: "A stored RSA private key does not parse.", cause: error)
+        }
+    }
+
+    private func rsaPublic() throws(KeychainError) -> _RSA.Signing.PublicKey {
+        do { return try _RSA.Signing.PublicKey(derRepresentation: try publicKey().bytes) } catch {
+            throw KeychainError(code: .corruptData, message: "A stored RSA public key does not parse.", cause: error)
+        }
+    }
+
+    /// Apple's ECIES key schedule: X9.63 KDF over the shared secret and the ephemeral public key, giving an AES key
+    /// (16 bytes for keys up to 256 bits, else 32) and, with a variable IV, a 16-byte nonce after it.
+    private func eciesKey(_ secret: SharedSecret, _ hash: KeyHash, sharedInfo: Data, variableIV: Bool) throws -> (SymmetricKey, AES.GCM.Nonce) {
+        let keyLength = sizeInBits <= 256 ? 16 : 32
+        let material = try hash.x963(secret, sharedInfo: sharedInfo, outputByteCount: keyLength + (variableIV ? 16 : 0))
+            .withUnsafeBytes { Data($0) }
+        let nonce = variableIV ? material.suffix(16) : Data(count: 16)
+        return (SymmetricKey(data: material.prefix(keyLength)), try AES.GCM.Nonce(data: nonce))
+    }
+}
+
+extension Optional where Wrapped == Curve {
+    /// The curve of a key whose size was checked when it was made.
+    fileprivate func require() throws(KeychainError) -> Curve {
+        guard let self else { throw KeychainError(code: .internal, message: "An EC key of an unknown size reached an EC operation.") }
+        return self
+    }
+}
+
+/// The NIST curves swift-crypto implements.
+enum Curve: Sendable {
+    case p256, p384, p521
+
+    init?(bits: Int) {
+        switch bits {
+        case 256: self = .p256
+        case 384: self = .p384
+        case 521: self = .p521
+        default: return nil
+        }
+    }
+
+    init?(coordinateBytes: Int) {
+        switch coordinateBytes {
+        case 32: self = .p256
+        case 48: self = .p384
+        case 66: self = .p521
+        default: return nil
+        }
+    }
+
+    var bits: Int {
+        switch self {
+        case .p256: 256
+        case .p384: 384
+        case .p521: 521
+        }
+    }
+
+    var ops: any CurveOperations.Type {
+        switch self {
+        case .p256: P256.self
+        case .p384: P384.self
+        case .p521: P521.self
+        }
+    }
+}
+
+/// The operations each curve's swift-crypto types give, over X9.63 bytes, so the key code is written once.
+protocol CurveOperations {
+    static var coordinateBytes: Int { get }
+    static func generate() -> Data
+    static func x963(fromDER der: Data) throws -> Data
+    static func validate(_ x963: Data, privateKey: Bool) throws
+    static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data
+    static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool
+    static func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret
+}
+
+/// A digest the caller computed, signed as its bytes.
+struct CallerDigest: Digest {
+    static var byteCount: Int { 0 }
+    let bytes: [UInt8]
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try bytes.withUnsafeBytes(body) }
+    func makeIterator() -> [UInt8].Iterator { bytes.makeIterator() }
+    var description: String { "CallerDigest(\(bytes.count) bytes)" }
+}
+
+extension P256: CurveOperations {
+    static var coordinateBytes: Int { 32 }
+    static func generate() -> Data { Signing.PrivateKey().x963Representation }
+    static func x963(fromDER der: Data) throws -> Data { try Signing.PrivateKey(derRepresentation: der).x963Representation }
+    static func validate(_ x963: Data, privateKey: Bool) throws {
+        if privateKey { _ = try Signing.PrivateKey(x963Representation: x963) } else { _ = try Signing.PublicKey(x963Representation: x963) }
+    }
+    static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data {
+        let signature = try Signing.PrivateKey(x963Representation: privateX963).signature(for: CallerDigest(bytes: Array(digest)))
+        return raw ? signature.rawRepresentation : signature.derRepresentation
+    }
+    static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool {
+        guard let parsed = try? (raw ? Signing.ECDSASignature(rawRepresentation: signature) : Signing.ECDSASignature(derRepresentation: signature)) else { return false }
+        guard let key = try? Signing.PublicKey(x963Representation: x963.prefix(1 + 2 * coordinateBytes)) else { return false }
+        return key.isValidSignature(parsed, for: CallerDigest(bytes: Array(digest)))
+    }
+    static func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret {
+        try KeyAgreement.PrivateKey(x963Representation: privateX963).sharedSecretFromKeyAgreement(with: KeyAgreement.PublicKey(x963Representation: publicX963))
+    }
+}
+
+extension P384: CurveOperations {
+    static var coordinateBytes: Int { 48 }
+    static func generate() -> Data { Signing.PrivateKey().x963Representation }
+    static func x963(fromDER der: Data) throws -> Data { try Signing.PrivateKey(derRepresentation: der).x963Representation }
+    static func validate(_ x963: Data, privateKey: Bool) throws {
+        if privateKey { _ = try Signing.PrivateKey(x963Representation: x963) } else { _ = try Signing.PublicKey(x963Representation: x963) }
+    }
+    static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data {
+        let signature = try Signing.PrivateKey(x963Representation: privateX963).signature(for: CallerDigest(bytes: Array(digest)))
+        return raw ? signature.rawRepresentation : signature.derRepresentation
+    }
+    static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool {
+        guard let parsed = try? (raw ? Signing.ECDSASignature(rawRepresentation: signature) : Signing.ECDSASignature(derRepresentation: signature)) else { return false }
+        guard let key = try? Signing.PublicKey(x963Representation: x963.prefix(1 + 2 * coordinateBytes)) else { return false }
+        return key.isValidSignature(parsed, for: CallerDigest(bytes: Array(digest)))
+    }
+    static func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret {
+        try KeyAgreement.PrivateKey(x963Representation: privateX963).sharedSecretFromKeyAgreement(with: KeyAgreement.PublicKey(x963Representation: publicX963))
+    }
+}
+
+extension P521: CurveOperations {
+    static var coordinateBytes: Int { 66 }
+    static func generate() -> Data { Signing.PrivateKey().x963Representation }
+    static func x963(fromDER der: Data) throws -> Data { try Signing.PrivateKey(derRepresentation: der).x963Representation }
+    static func validate(_ x963: Data, privateKey: Bool) throws {
+        if privateKey { _ = try Signing.PrivateKey(x963Representation: x963) } else { _ = try Signing.PublicKey(x963Representation: x963) }
+    }
+    static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data {
+        let signature = try Signing.PrivateKey(x963Representation: privateX963).signature(for: CallerDigest(bytes: Array(digest)))
+        return raw ? signature.rawRepresentation : signature.derRepresentation
+    }
+    static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool {
+        guard let parsed = try? (raw ? Signing.ECDSASignature(rawRepresentation: signature) : Signing.ECDSASignature(derRepresentation: signature)) else { return false }
+        guard let key = try? Signing.PublicKey(x963Representation: x963.prefix(1 + 2 * coordinateBytes)) else { return false }
+        return key.isValidSignature(parsed, for: CallerDigest(bytes: Array(digest)))
+    }
+    static func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret {
+        try KeyAgreement.PrivateKey(x963Representation: privateX963).sharedSecretFromKeyAgreement(with: KeyAgreement.PublicKey(x963Representation: publicX963))
+    }
+}
+
+extension KeyHash {
+    /// swift-crypto has no SHA-224; the algorithm table never asks for it where hashing happens here.
+    private var noSHA224: KeychainError {
+        KeychainError(code: .unimplemented, message: "SHA-224 is not available for this operation; use SHA-256 or longer.")
+    }
+
+    /// The digest of `data`.
+    func digest(_ data: Data) throws(KeychainError) -> Data {
+        switch self {
+        case .sha1: Data(Insecure.SHA1.hash(data: data))
+        case .sha224: throw noSHA224
+        case .sha256: Data(SHA256.hash(data: data))
+        case .sha384: Data(SHA384.hash(data: data))
+        case .sha512: Data(SHA512.hash(data: data))
+        }
+    }
+
+    /// ANSI X9.63 KDF output over a shared secret.
+    func x963(_ secret: SharedSecret, sharedInfo: Data, outputByteCount: Int) throws(KeychainError) -> SymmetricKey {
+        switch self {
+        case .sha1: secret.x963DerivedSymmetricKey(using: Insecure.SHA1.self, sharedInfo: sharedInfo, outputByteCount: outputByteCount)
+        case .sha224: throw noSHA224
+        case .sha256: secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: outputByteCount)
+        case .sha384: secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: sharedInfo, outputByteCount: outputByteCount)
+        case .sha512: secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: sharedInfo, outputByteCount: outputByteCount)
+        }
+    }
+
+    func rsaSign(_ key: _RSA.Signing.PrivateKey, _ data: Data, padding: _RSA.Signing.Padding) throws -> Data {
+        switch self {
+        case .sha1: try key.signature(for: Insecure.SHA1.hash(data: data), padding: padding).rawRepresentation
+        case .sha224: throw noSHA224
+        case .sha256: try key.signature(for: SHA256.hash(data: data), padding: padding).rawRepresentation
+        case .sha384: try key.signature(for: SHA384.hash(data: data), padding: padding).rawRepresentation
+        case .sha512: try key.signature(for: SHA512.hash(data: data), padding: padding).rawRepresentation
+        }
+    }
+
+    func rsaVerify(_ key: _RSA.Signing.PublicKey, _ data: Data, _ signature: Data, padding: _RSA.Signing.Padding) -> Bool {
+        let s = _RSA.Signing.RSASignature(rawRepresentation: signature)
+        switch self {
+        case .sha1: return key.isValidSignature(s, for: Insecure.SHA1.hash(data: data), padding: padding)
+        case .sha224: return false
+        case .sha256: return key.isValidSignature(s, for: SHA256.hash(data: data), padding: padding)
+        case .sha384: return key.isValidSignature(s, for: SHA384.hash(data: data), padding: padding)
+        case .sha512: return key.isValidSignature(s, for: SHA512.hash(data: data), padding: padding)
+        }
+    }
+}

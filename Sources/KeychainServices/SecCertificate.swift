@@ -1,0 +1,67 @@
+#if canImport(Security) && !KEYCHAIN_FORCE_BUILD_API
+@_exported import Security
+#else
+import Foundation
+import KeychainCore
+
+// Keychain Services certificate functions, with Apple's signatures (SecCertificate.h). Parsing is the engine's
+// (`CertificateData`, on swift-certificates); this file only declares the API.
+
+/// An X.509 certificate.
+public final class SecCertificate: @unchecked Sendable, CustomStringConvertible {
+    let data: CertificateData
+
+    init(_ data: CertificateData) { self.data = data }
+
+    /// The subject summary, as Apple's description shows it.
+    public var description: String { "<cert(\(data.subjectSummary ?? "?"))>" }
+}
+
+/// Creates a certificate from its DER encoding; `nil` when the data is not one certificate.
+public func SecCertificateCreateWithData(_ allocator: CFAllocator?, _ data: CFData) -> SecCertificate? {
+    (try? CertificateData(der: data as Data)).map(SecCertificate.init)
+}
+
+/// The certificate's DER encoding.
+public func SecCertificateCopyData(_ certificate: SecCertificate) -> CFData {
+    NSData(data: certificate.data.der)
+}
+
+/// A human-readable summary: the subject's common name, else its email address or organization.
+public func SecCertificateCopySubjectSummary(_ certificate: SecCertificate) -> CFString? {
+    certificate.data.subjectSummary.map(NSString.init(string:))
+}
+
+/// The certificate's public key (EC P-256/P-384/P-521 or RSA); `nil` for other kinds.
+public func SecCertificateCopyKey(_ certificate: SecCertificate) -> SecKey? {
+    certificate.data.publicKey.map { SecKey($0) }
+}
+
+/// The subject's common name (the last one when there are several).
+public func SecCertificateCopyCommonName(_ certificate: SecCertificate, _ commonName: UnsafeMutablePointer<CFString?>) -> OSStatus {
+    commonName.pointee = certificate.data.commonNames.last.map(NSString.init(string:))
+    return errSecSuccess
+}
+
+/// The subject's email addresses, from its name and its subject alternative names.
+public func SecCertificateCopyEmailAddresses(_ certificate: SecCertificate, _ emailAddresses: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+    emailAddresses.pointee = NSArray(array: certificate.data.emailAddresses.map(NSString.init(string:)))
+    return errSecSuccess
+}
+
+/// The serial number's content bytes.
+public func SecCertificateCopySerialNumberData(_ certificate: SecCertificate, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    error?.pointee = nil
+    return NSData(data: certificate.data.serialNumber)
+}
+
+/// The issuer, normalized as the keychain compares names, as a DER SEQUENCE.
+public func SecCertificateCopyNormalizedIssuerSequence(_ certificate: SecCertificate) -> CFData? {
+    NSData(data: CertificateData.normalizedSequence(certificate.data.certificate.issuer))
+}
+
+/// The subject, normalized as the keychain compares names, as a DER SEQUENCE.
+public func SecCertificateCopyNormalizedSubjectSequence(_ certificate: SecCertificate) -> CFData? {
+    NSData(data: CertificateData.normalizedSequence(certificate.data.certificate.subject))
+}
+#endif

@@ -1,0 +1,248 @@
+#if !(canImport(Security) && !KEYCHAIN_FORCE_BUILD_API)
+import Foundation
+import KeychainCore
+
+/// What the SecKey functions do: parameter dictionaries in, `KeyMaterial` operations, `CFError`s out.
+enum SecKeyBackend {
+    /// Runs `body`; on failure stores the error as Apple's CFError (domain `NSOSStatusErrorDomain`, code the
+    /// `OSStatus`) and returns nil.
+    static func attempt<T>(_ error: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ body: () throws(KeychainError) -> T) -> T? {
+        error?.pointee = nil
+        do {
+            return try body()
+        } catch let failure {
+            SecItemBackend.logger.debug("SecKey call failed", metadata: ["status": "\(failure.status.rawValue)"])
+            let object = NSError(domain: NSOSStatusErrorDomain, code: Int(failure.status.rawValue),
+                                 userInfo: [NSDebugDescriptionErrorKey: failure.message])
+            error?.pointee = Unmanaged.passRetained(object)
+            return nil
+        }
+    }
+
+    static func createRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+        attempt(error) { () throws(KeychainError) in
+            let p = try SecItemBackend.plistDictionary(parameters)
+            let type = try keyType(p["type"])
+            guard let size = p["bsiz"].flatMap(number) else {
+                throw KeychainError(code: .invalidParameter, message: "kSecAttrKeySizeInBits is required: 256, 384 or 521 for EC, 2048 to 4096 for RSA.")
+            }
+            let privateAttributes = try nested(p, "private"), publicAttributes = try nested(p, "public")
+            let material = try KeyMaterial.generate(type: type, sizeInBits: Int(size))
+            // Shared attributes first, the key's own over them.
+            let shared = p.filter { storedAttributes.contains($0.key) }
+            let privateExtra = shared.merging(privateAttributes.filter { storedAttributes.contains($0.key) }) { $1 }
+            if flag(p["perm"]) || flag(privateAttributes["perm"]) {
+                try store(material, privateExtra)
+            }
+            if flag(publicAttributes["perm"]) {
+                try store(try material.publicKey(), shared.merging(publicAttributes.filter { storedAttributes.contains($0.key) }) { $1 })
+            }
+            return SecKey(material, attributes: privateExtra)
+        }
+    }
+
+    static func createWithData(_ keyData: CFData, _ attributes: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+        attempt(error) { () throws(KeychainError) in
+            let p = try SecItemBackend.plistDictionary(attributes)
+            let type = try keyType(p["type"])
+            guard let raw = p["kcls"].flatMap(number), let keyClass = KeyClass(rawValue: raw) else {
+                throw KeychainError(code: .invalidParameter, message: "kSecAttrKeyClass must be kSecAttrKeyClassPublic or kSecAttrKeyClassPrivate.")
+            }
+            let material = try KeyMaterial(externalRepresentation: keyData as Data, type: type, keyClass: keyClass)
+            return SecKey(material, attributes: p.filter { storedAttributes.contains($0.key) })
+        }
+    }
+
+    static func copyPublicKey(_ key: SecKey) -> SecKey? {
+        guard let material = try? key.material.publicKey() else { return nil }
+        return SecKey(material, attributes: key.extraAttributes)
+    }
+
+    static func copyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+        attempt(error) { () throws(KeychainError) in NSData(data: key.material.bytes) }
+    }
+
+    static func copyAttributes(_ key: SecKey) -> CFDictionary? {
+        guard let attributes = try? attributeDictionary(key.material, key.extraAttributes) else { return nil }
+        return SecItemBackend.object(.dictionary(attributes)) as? NSDictionary
+    }
+
+    static func createSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ data: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+        attempt(error) { () throws(KeychainError) in
+            let (parsed, name) = try resolve(algorithm)
+            return NSData(data: try key.material.sign(parsed, identifier: name, data as Data))
+        }
+    }
+
+    static func verifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ data: CFData, _ signature: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> Bool {
+        attempt(error) { () throws(KeychainError) in
+            let (parsed, name) = try resolve(algorithm)
+            try key.material.verify(parsed, identifier: name, data as Data, signature: signature as Data)
+            return true
+        } ?? false
+    }
+
+    static func createEncryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ plaintext: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+        attempt(error) { () throws(KeychainError) in
+            let (parsed, name) = try resolve(algorithm)
+            return NSData(data: try key.material.encrypt(parsed, identifier: name, plaintext as Data))
+        }
+    }
+
+    static func createDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ ciphertext: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+        attempt(error) { () throws(KeychainError) in
+            let (parsed, name) = try resolve(algorithm)
+            return NSData(data: try key.material.decrypt(parsed, identifier: name, ciphertext as Data))
+        }
+    }
+
+    static func copyKeyExchangeResult(_ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey, _ parameters: CFDictionary,
+                                      _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+        attempt(error) { () throws(KeychainError) in
+            let (parsed, name) = try resolve(algorithm)
+            let p = try SecItemBackend.plistDictionary(parameters)
+            var sharedInfo = Data()
+            if let info = p["sharedInfo"] {
+                guard case .data(let bytes) = info else {
+                    throw KeychainError(code: .invalidParameter, message: "kSecKeyKeyExchangeParameterSharedInfo must be data.")
+                }
+                sharedInfo = bytes
+            }
+            let size = p["requestedSize"].flatMap(number).map { Int(clamping: $0) }
+            return NSData(data: try privateKey.material.keyExchange(parsed, identifier: name, peer: publicKey.material,
+                                                                    requestedSize: size, sharedInfo: sharedInfo))
+        }
+    }
+
+    static func isAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
+        guard let parsed = KeyAlgorithm(identifier: algorithm.rawValue as String),
+              let op = KeyOperation(rawValue: operation.rawValue) else { return false }
+        return key.material.supports(op, parsed)
+    }
+
+    // MARK: Keys in the keychain
+
+    /// The attributes a caller may give a stored key (the rest are derived from the key).
+    static let storedAttributes: Set<String> = ["labl", "atag", "agrp", "pdmn", "sync", "alis", "crtr"]
+
+    /// Adds a key to the keychain as a `kSecClassKey` item: its derived attributes, and its external representation
+    /// as the item's (encrypted) data.
+    static func store(_ material: KeyMaterial, _ extra: [String: PlistValue]) throws(KeychainError) {
+        var item = try attributeDictionary(material, extra)
+        item["class"] = .string(ItemClass.key.rawValue)
+        item["perm"] = .int(1)
+        _ = try SecItemBackend.context().backend.secItemAdd(item)
+    }
+
+    /// Apple's attribute dictionary for a key (`SecKeyCopyAttributeDictionary`): class, type, sizes, the
+    /// application label, the capabilities of its class, and its data.
+    static func attributeDictionary(_ m: KeyMaterial, _ extra: [String: PlistValue]) throws(KeychainError) -> [String: PlistValue] {
+        let isPrivate = m.keyClass == .privateKey
+        var d = extra
+        d["kcls"] = .int(m.keyClass.rawValue)
+        d["type"] = .int(m.type.rawValue)
+        d["bsiz"] = .int(Int64(m.sizeInBits))
+        d["esiz"] = .int(Int64(m.sizeInBits))
+        d["klbl"] = .data(try m.applicationLabel())
+        d["v_Data"] = .data(m.bytes)
+        let can = { (yes: Bool) in PlistValue.int(yes ? 1 : 0) }
+        d["sign"] = can(isPrivate)
+        d["decr"] = can(isPrivate)
+        d["unwp"] = can(isPrivate)
+        d["drve"] = can(isPrivate)
+        d["vrfy"] = can(!isPrivate)
+        d["encr"] = can(!isPrivate)
+        d["wrap"] = can(!isPrivate)
+        if d["perm"] == nil { d["perm"] = .int(0) }
+        return d
+    }
+
+    /// A key item found in the keychain, as the engine returns it for `kSecReturnRef`.
+    static func key(fromReference fields: [String: PlistValue]) -> SecKey? {
+        guard case .data(let bytes)? = fields["v_Data"], let type = (try? keyType(fields["type"])),
+              let raw = fields["kcls"].flatMap(number), let keyClass = KeyClass(rawValue: raw),
+              let material = try? KeyMaterial(externalRepresentation: bytes, type: type, keyClass: keyClass) else { return nil }
+        return SecKey(material, attributes: fields.filter { storedAttributes.contains($0.key) || $0.key == "perm" })
+    }
+
+    // MARK: PKCS#12
+
+    static func importPKCS12(_ data: CFData, _ options: CFDictionary, _ items: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+        items.pointee = nil
+        do {
+            guard let password = options["passphrase"] as? String else {
+                throw KeychainError(code: .invalidParameter, message: "SecPKCS12Import needs kSecImportExportPassphrase.")
+            }
+            let contents = try PKCS12.open(data as Data, password: password)
+            var item: [String: AnyObject] = [:]
+            var chain = contents.chain.map(SecCertificate.init)
+            if let certificate = contents.certificate {
+                chain.insert(SecCertificate(certificate), at: 0)
+                if let key = contents.key, (try? key.applicationLabel()) == certificate.publicKeyHash {
+                    item["identity"] = SecIdentity(certificate: SecCertificate(certificate), privateKey: SecKey(key))
+                    item["keyid"] = NSData(data: certificate.publicKeyHash)
+                }
+            }
+            item["chain"] = NSArray(array: chain)
+            if let name = contents.friendlyName { item["label"] = NSString(string: name) }
+            items.pointee = NSArray(array: [NSDictionary(dictionary: item)])
+            return errSecSuccess
+        } catch let error as KeychainError {
+            SecItemBackend.logger.debug("SecPKCS12Import failed", metadata: ["status": "\(error.status.rawValue)"])
+            return error.status.rawValue
+        } catch {
+            return errSecInternalError
+        }
+    }
+
+    /// A found identity, as the engine returns it for `kSecReturnRef`.
+    static func identity(fromReference fields: [String: PlistValue]) -> SecIdentity? {
+        guard case .dictionary(let certificateFields)? = fields["certificate"], case .data(let der)? = certificateFields["v_Data"],
+              let certificate = try? CertificateData(der: der),
+              case .dictionary(let keyFields)? = fields["key"], let key = key(fromReference: keyFields) else { return nil }
+        return SecIdentity(certificate: SecCertificate(certificate), privateKey: key)
+    }
+
+    // MARK: Parameters
+
+    private static func resolve(_ algorithm: SecKeyAlgorithm) throws(KeychainError) -> (KeyAlgorithm, String) {
+        let name = algorithm.rawValue as String
+        guard let parsed = KeyAlgorithm(identifier: name) else {
+            throw KeychainError(code: .invalidParameter, message: "Algorithm \(name) is not supported. Check SecKeyIsAlgorithmSupported first.")
+        }
+        return (parsed, name)
+    }
+
+    private static func keyType(_ value: PlistValue?) throws(KeychainError) -> KeyType {
+        guard let raw = value.flatMap(number), let type = KeyType(rawValue: raw) else {
+            throw KeychainError(code: .invalidParameter, message: "kSecAttrKeyType must be kSecAttrKeyTypeECSECPrimeRandom or kSecAttrKeyTypeRSA.")
+        }
+        return type
+    }
+
+    /// A number given as a number or as its decimal string (Apple's key constants are strings: "73", "42", "1").
+    private static func number(_ value: PlistValue) -> Int64? {
+        switch value {
+        case .int(let n): n
+        case .string(let s): Int64(s)
+        default: nil
+        }
+    }
+
+    private static func flag(_ value: PlistValue?) -> Bool {
+        switch value {
+        case .bool(let b)?: b
+        case .int(let n)?: n != 0
+        default: false
+        }
+    }
+
+    private static func nested(_ p: [String: PlistValue], _ key: String) throws(KeychainError) -> [String: PlistValue] {
+        guard let value = p[key] else { return [:] }
+        guard case .dictionary(let d) = value else {
+            throw KeychainError(code: .invalidParameter, message: "kSecPrivateKeyAttrs and kSecPublicKeyAttrs must be dictionaries.")
+        }
+        return d
+    }
+}
+#endif
