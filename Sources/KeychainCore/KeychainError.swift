@@ -65,6 +65,8 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         public static let `internal` = Code(rawValue: "internal")
         /// A signature did not verify (`errSecVerifyFailed`).
         public static let verifyFailed = Code(rawValue: "verifyFailed")
+        /// A certificate chain is not trusted (`errSecNotTrusted`).
+        public static let notTrusted = Code(rawValue: "notTrusted")
 
         /// The `OSStatus` reported for this code unless the error says otherwise.
         public var defaultStatus: KeychainStatus {
@@ -82,6 +84,7 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
             case .notAvailable: .notAvailable
             case .unimplemented: .unimplemented
             case .verifyFailed: .verifyFailed
+            case .notTrusted: .notTrusted
             default: .internal
             }
         }

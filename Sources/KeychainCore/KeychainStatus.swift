@@ -90,6 +90,8 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
     public static let invalidValue = KeychainStatus(-67694)
     /// A cryptographic verification failure has occurred (`errSecVerifyFailed`).
     public static let verifyFailed = KeychainStatus(-67808)
+    /// The trust policy was not trusted (`errSecNotTrusted`).
+    public static let notTrusted = KeychainStatus(-67843)
 
     /// Apple's English message for this status, or `nil` when Apple defines none.
     public var knownMessage: String? { KeychainStatus.messages[rawValue] }
@@ -176,5 +178,6 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
         -67673: "Invalid data was encountered.",
         -67694: "An invalid value was detected.",
         -67808: "A cryptographic verification failure has occurred.",
+        -67843: "The trust policy was not trusted.",
     ]
 }

@@ -98,6 +98,10 @@ public var errSecRestrictedAPI: OSStatus { -34020 }
 public var errSecInternalError: OSStatus { -67671 }
 /// Invalid data was encountered.
 public var errSecInvalidData: OSStatus { -67673 }
+/// A cryptographic verification failure has occurred.
+public var errSecVerifyFailed: OSStatus { -67808 }
+/// The trust policy was not trusted.
+public var errSecNotTrusted: OSStatus { -67843 }
 /// An invalid value was detected.
 public var errSecInvalidValue: OSStatus { -67694 }
 

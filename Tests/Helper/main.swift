@@ -12,6 +12,7 @@
 //                                                               keys; "calls=N unexpected=M"
 //   keychain-test-helper writer PREFIX                        → adds PREFIX-0, PREFIX-1, … until killed; "ack I" after
 //                                                               each acknowledged add
+//   keychain-test-helper trust LEAF.der [CA.der …] [host=NAME] → "trusted chain=N" or "not trusted status=N"
 //   keychain-test-helper latency OP N THREADS [FILE]          → OP (add or find) N times on THREADS threads; prints
 //                                                               "ops/s p50_us p99_us"; FILE gets every sample (µs)
 import Foundation
@@ -174,6 +175,24 @@ case "latency" where args.count == 4 || args.count == 5:
             flushLine("cannot write \(args[4])")
             exit(1)
         }
+    }
+case "trust" where args.count >= 2:
+    // Evaluates DER certificates (leaf first) against the system roots; "host=NAME" adds an SSL server policy.
+    let host = args.dropFirst().first { $0.hasPrefix("host=") }.map { String($0.dropFirst(5)) }
+    let certificates = args.dropFirst().filter { !$0.hasPrefix("host=") }.compactMap { path in
+        FileManager.default.contents(atPath: path).flatMap { SecCertificateCreateWithData(nil, $0 as CFData) }
+    }
+    var trust: SecTrust?
+    let policy = host.map { SecPolicyCreateSSL(true, $0 as CFString) } ?? SecPolicyCreateBasicX509()
+    guard SecTrustCreateWithCertificates(certificates as CFArray, policy, &trust) == errSecSuccess, let trust else {
+        flushLine("no trust object")
+        exit(1)
+    }
+    var error: CFError?
+    if SecTrustEvaluateWithError(trust, &error) {
+        flushLine("trusted chain=\((SecTrustCopyCertificateChain(trust) as? [SecCertificate])?.count ?? 0)")
+    } else {
+        flushLine("not trusted status=\(error?.code ?? 0)")
     }
 default:
     FileHandle.standardError.write(Data("usage: keychain-test-helper add|add-and-hold|race|find …\n".utf8))

@@ -1,0 +1,119 @@
+#if canImport(Security) && !KEYCHAIN_FORCE_BUILD_API
+@_exported import Security
+#else
+import Foundation
+import KeychainCore
+
+// Keychain Services trust functions, with Apple's signatures (SecPolicy.h, SecTrust.h). Evaluation is the
+// engine's (`TrustEvaluation`, on swift-certificates' verifier); this file only declares the API.
+
+/// What a trust evaluation checks: a chain to a trusted root (basic X.509), and for SSL the server's name.
+public final class SecPolicy: @unchecked Sendable {
+    /// The server name an SSL policy requires, when it requires one.
+    let hostname: String?
+
+    init(hostname: String?) { self.hostname = hostname }
+}
+
+/// A certificate chain to evaluate against policies, trusted roots and a date.
+public final class SecTrust: @unchecked Sendable {
+    let certificates: [SecCertificate]
+    let policies: [SecPolicy]
+    var anchors: [SecCertificate] = []
+    var anchorsOnly = false
+    var verifyDate: Date?
+    var chain: [SecCertificate] = []
+
+    init(certificates: [SecCertificate], policies: [SecPolicy]) {
+        self.certificates = certificates
+        self.policies = policies
+    }
+}
+
+/// A policy that checks a certificate chain to a trusted root (RFC 5280 path validation).
+public func SecPolicyCreateBasicX509() -> SecPolicy {
+    SecPolicy(hostname: nil)
+}
+
+/// A policy for TLS: path validation, and for a server, that the leaf names `hostname`.
+public func SecPolicyCreateSSL(_ server: Bool, _ hostname: CFString?) -> SecPolicy {
+    SecPolicy(hostname: server ? hostname.map { $0 as String } : nil)
+}
+
+/// Creates a trust object for a leaf certificate (or an array whose first element is the leaf and the rest
+/// intermediates) and a policy or array of policies (basic X.509 when `nil`).
+public func SecTrustCreateWithCertificates(_ certificates: CFTypeRef, _ policies: CFTypeRef?, _ trust: UnsafeMutablePointer<SecTrust?>) -> OSStatus {
+    trust.pointee = nil
+    let list: [SecCertificate]
+    if let one = certificates as? SecCertificate {
+        list = [one]
+    } else if let many = certificates as? [Any], !many.isEmpty, many.allSatisfy({ $0 is SecCertificate }) {
+        list = many.compactMap { $0 as? SecCertificate }
+    } else {
+        return errSecParam
+    }
+    var rules: [SecPolicy] = []
+    switch policies {
+    case nil: rules = [SecPolicyCreateBasicX509()]
+    case let one as SecPolicy: rules = [one]
+    case let many as [Any] where many.allSatisfy({ $0 is SecPolicy }): rules = many.compactMap { $0 as? SecPolicy }
+    default: return errSecParam
+    }
+    trust.pointee = SecTrust(certificates: list, policies: rules)
+    return errSecSuccess
+}
+
+/// Sets the certificates trusted as roots for this evaluation (only these, until
+/// `SecTrustSetAnchorCertificatesOnly(trust, false)` adds the system's roots back).
+public func SecTrustSetAnchorCertificates(_ trust: SecTrust, _ anchorCertificates: CFArray?) -> OSStatus {
+    guard let anchors = anchorCertificates else {
+        trust.anchors = []
+        trust.anchorsOnly = false
+        return errSecSuccess
+    }
+    let list = (anchors as? [Any]) ?? []
+    guard list.allSatisfy({ $0 is SecCertificate }) else { return errSecParam }
+    trust.anchors = list.compactMap { $0 as? SecCertificate }
+    trust.anchorsOnly = true
+    return errSecSuccess
+}
+
+/// Whether only the anchors set with `SecTrustSetAnchorCertificates` are trusted (else the system's roots too).
+public func SecTrustSetAnchorCertificatesOnly(_ trust: SecTrust, _ anchorCertificatesOnly: Bool) -> OSStatus {
+    trust.anchorsOnly = anchorCertificatesOnly
+    return errSecSuccess
+}
+
+/// The date at which the chain must be valid (default: now).
+public func SecTrustSetVerifyDate(_ trust: SecTrust, _ verifyDate: CFDate) -> OSStatus {
+    trust.verifyDate = verifyDate as Date
+    return errSecSuccess
+}
+
+/// Evaluates the trust: `true` when every policy holds for a chain to a trusted root; else `false` and, in
+/// `error`, `errSecNotTrusted` with the reason.
+public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutablePointer<CFError?>?) -> Bool {
+    error?.pointee = nil
+    do {
+        var chain: [CertificateData] = []
+        for policy in trust.policies {
+            chain = try TrustEvaluation.evaluate(.init(
+                leaf: trust.certificates[0].data, intermediates: trust.certificates.dropFirst().map(\.data),
+                anchors: trust.anchors.map(\.data), anchorsOnly: trust.anchorsOnly, hostname: policy.hostname,
+                date: trust.verifyDate))
+        }
+        trust.chain = chain.map(SecCertificate.init)
+        return true
+    } catch let failure {
+        trust.chain = []
+        error?.pointee = NSError(domain: NSOSStatusErrorDomain, code: Int(failure.status.rawValue),
+                                 userInfo: [NSDebugDescriptionErrorKey: failure.message])
+        return false
+    }
+}
+
+/// The chain the last successful evaluation built, leaf first.
+public func SecTrustCopyCertificateChain(_ trust: SecTrust) -> CFArray? {
+    trust.chain.isEmpty ? nil : NSArray(array: trust.chain)
+}
+#endif
