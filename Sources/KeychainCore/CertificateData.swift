@@ -86,6 +86,11 @@ package struct CertificateData: Sendable {
         return out
     }
 
+    /// The DER's SHA-1, upper-case hex: the hash `security find-identity` and `-Z` show.
+    package var sha1Fingerprint: String { Insecure.SHA1.hash(data: der).map { String(format: "%02X", $0) }.joined() }
+    /// The DER's SHA-256, upper-case hex.
+    package var sha256Fingerprint: String { SHA256.hash(data: der).map { String(format: "%02X", $0) }.joined() }
+
     // MARK: Helpers
 
     private func strings(_ name: DistinguishedName, _ type: ASN1ObjectIdentifier) -> [String] {

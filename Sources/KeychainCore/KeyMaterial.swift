@@ -117,6 +117,60 @@ package struct KeyMaterial: Sendable, Hashable {
     /// `SecKeyGetBlockSize`: the modulus length for RSA, the coordinate length for EC, in bytes.
     package var blockSize: Int { (sizeInBits + 7) / 8 }
 
+    /// Apple's attribute dictionary for a key (`SecKeyCopyAttributeDictionary`), over `extra`: class, type, sizes,
+    /// the application label, the capabilities of its class, `perm` (0 unless given), and its data — what a
+    /// `kSecClassKey` item stores for it.
+    package func itemAttributes(_ extra: [String: PlistValue] = [:]) throws(KeychainError) -> [String: PlistValue] {
+        let isPrivate = keyClass == .privateKey
+        var d = extra
+        d["kcls"] = .int(keyClass.rawValue)
+        d["type"] = .int(type.rawValue)
+        d["bsiz"] = .int(Int64(sizeInBits))
+        d["esiz"] = .int(Int64(sizeInBits))
+        d["klbl"] = .data(try applicationLabel())
+        d["v_Data"] = .data(bytes)
+        for (code, privateCapability) in [("sign", true), ("decr", true), ("unwp", true), ("drve", true),
+                                          ("vrfy", false), ("encr", false), ("wrap", false)] {
+            d[code] = .int(privateCapability == isPrivate ? 1 : 0)
+        }
+        if d["perm"] == nil { d["perm"] = .int(0) }
+        return d
+    }
+
+    /// A key from DER as files carry it: an EC private key (SEC1 or PKCS#8), an RSA private key (PKCS#1 or
+    /// PKCS#8), or a public key (SubjectPublicKeyInfo, or PKCS#1 for RSA).
+    package init(derRepresentation der: Data, keyClass: KeyClass) throws(KeychainError) {
+        if keyClass == .privateKey {
+            if let key = try? KeyMaterial(ecPrivateKeyDER: der) { self = key; return }
+            if let key = try? KeyMaterial(externalRepresentation: der, type: .rsa, keyClass: .privateKey) { self = key; return }
+        } else {
+            for curve in [Curve.p256, .p384, .p521] {
+                if let point = try? curve.ops.x963(fromPublicDER: der) {
+                    self.init(type: .ec, keyClass: .publicKey, bytes: point, sizeInBits: curve.bits)
+                    return
+                }
+            }
+            if let key = try? KeyMaterial(externalRepresentation: der, type: .rsa, keyClass: .publicKey) { self = key; return }
+        }
+        throw KeychainError(code: .invalidParameter, message: "The data is not an EC (P-256, P-384, P-521) or RSA \(keyClass == .privateKey ? "private" : "public") key in DER.")
+    }
+
+    /// The public key as a PEM `PUBLIC KEY` (SubjectPublicKeyInfo) ending in a newline, as openssl and
+    /// `security export -t pubKeys` write it.
+    package func publicKeyPEM() throws(KeychainError) -> String {
+        let pub = try publicKey()
+        do {
+            switch type {
+            case .ec: return try Curve(bits: sizeInBits).require().ops.publicPEM(fromX963: pub.bytes) + "\n"
+            case .rsa: return try _RSA.Signing.PublicKey(derRepresentation: pub.bytes).pemRepresentation + "\n"
+            }
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError(code: .corruptData, message: "A stored public key does not encode.", cause: error)
+        }
+    }
+
     // MARK: Operations
 
     /// Whether this key can do `operation` with `algorithm`.
@@ -345,6 +399,8 @@ protocol CurveOperations {
     static var coordinateBytes: Int { get }
     static func generate() -> Data
     static func x963(fromDER der: Data) throws -> Data
+    static func x963(fromPublicDER der: Data) throws -> Data
+    static func publicPEM(fromX963 x963: Data) throws -> String
     static func validate(_ x963: Data, privateKey: Bool) throws
     static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data
     static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool
@@ -364,6 +420,8 @@ extension P256: CurveOperations {
     static var coordinateBytes: Int { 32 }
     static func generate() -> Data { Signing.PrivateKey().x963Representation }
     static func x963(fromDER der: Data) throws -> Data { try Signing.PrivateKey(derRepresentation: der).x963Representation }
+    static func x963(fromPublicDER der: Data) throws -> Data { try Signing.PublicKey(derRepresentation: der).x963Representation }
+    static func publicPEM(fromX963 x963: Data) throws -> String { try Signing.PublicKey(x963Representation: x963).pemRepresentation }
     static func validate(_ x963: Data, privateKey: Bool) throws {
         if privateKey { _ = try Signing.PrivateKey(x963Representation: x963) } else { _ = try Signing.PublicKey(x963Representation: x963) }
     }
@@ -385,6 +443,8 @@ extension P384: CurveOperations {
     static var coordinateBytes: Int { 48 }
     static func generate() -> Data { Signing.PrivateKey().x963Representation }
     static func x963(fromDER der: Data) throws -> Data { try Signing.PrivateKey(derRepresentation: der).x963Representation }
+    static func x963(fromPublicDER der: Data) throws -> Data { try Signing.PublicKey(derRepresentation: der).x963Representation }
+    static func publicPEM(fromX963 x963: Data) throws -> String { try Signing.PublicKey(x963Representation: x963).pemRepresentation }
     static func validate(_ x963: Data, privateKey: Bool) throws {
         if privateKey { _ = try Signing.PrivateKey(x963Representation: x963) } else { _ = try Signing.PublicKey(x963Representation: x963) }
     }
@@ -406,6 +466,8 @@ extension P521: CurveOperations {
     static var coordinateBytes: Int { 66 }
     static func generate() -> Data { Signing.PrivateKey().x963Representation }
     static func x963(fromDER der: Data) throws -> Data { try Signing.PrivateKey(derRepresentation: der).x963Representation }
+    static func x963(fromPublicDER der: Data) throws -> Data { try Signing.PublicKey(derRepresentation: der).x963Representation }
+    static func publicPEM(fromX963 x963: Data) throws -> String { try Signing.PublicKey(x963Representation: x963).pemRepresentation }
     static func validate(_ x963: Data, privateKey: Bool) throws {
         if privateKey { _ = try Signing.PrivateKey(x963Representation: x963) } else { _ = try Signing.PublicKey(x963Representation: x963) }
     }

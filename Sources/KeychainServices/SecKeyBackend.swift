@@ -134,27 +134,9 @@ enum SecKeyBackend {
         _ = try SecItemBackend.context().backend.secItemAdd(item)
     }
 
-    /// Apple's attribute dictionary for a key (`SecKeyCopyAttributeDictionary`): class, type, sizes, the
-    /// application label, the capabilities of its class, and its data.
+    /// Apple's attribute dictionary for a key (`SecKeyCopyAttributeDictionary`), over `extra`.
     static func attributeDictionary(_ m: KeyMaterial, _ extra: [String: PlistValue]) throws(KeychainError) -> [String: PlistValue] {
-        let isPrivate = m.keyClass == .privateKey
-        var d = extra
-        d["kcls"] = .int(m.keyClass.rawValue)
-        d["type"] = .int(m.type.rawValue)
-        d["bsiz"] = .int(Int64(m.sizeInBits))
-        d["esiz"] = .int(Int64(m.sizeInBits))
-        d["klbl"] = .data(try m.applicationLabel())
-        d["v_Data"] = .data(m.bytes)
-        let can = { (yes: Bool) in PlistValue.int(yes ? 1 : 0) }
-        d["sign"] = can(isPrivate)
-        d["decr"] = can(isPrivate)
-        d["unwp"] = can(isPrivate)
-        d["drve"] = can(isPrivate)
-        d["vrfy"] = can(!isPrivate)
-        d["encr"] = can(!isPrivate)
-        d["wrap"] = can(!isPrivate)
-        if d["perm"] == nil { d["perm"] = .int(0) }
-        return d
+        try m.itemAttributes(extra)
     }
 
     /// A key item found in the keychain, as the engine returns it for `kSecReturnRef`.

@@ -7,8 +7,8 @@ import KeychainCore
 enum ExchangeFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
     case openssl, openssh1, openssh2, bsafe, raw, pkcs7, pkcs8, pkcs12, netscape, pemseq, x509, backup
 
-    /// Every format but `backup` carries certificates and keys, which come with SecKey support.
-    static let notYet = "Certificates and keys are exported and imported in PEM and DER once SecKey support lands; -f backup moves the whole keychain."
+    /// What export writes besides backups.
+    static let notYet = "Certificates and public keys export as PEM (-f pemseq) or one DER certificate (-f x509); -f backup moves the whole keychain."
 }
 
 /// `security export`: writes keychain items to a file (the whole keychain with `-f backup`).
@@ -18,8 +18,9 @@ struct ExportCommand: AsyncParsableCommand {
         abstract: "Export items from a keychain.",
         discussion: """
         -f backup -t all writes the whole keychain in the backup format, sealed under the passphrase (-P, or \
-        asked twice on the terminal), exactly as backup-keychain does; import -f backup reads it back. The other \
-        formats export certificates and keys, which are not supported yet.
+        asked twice on the terminal), exactly as backup-keychain does; import -f backup reads it back. Otherwise \
+        certificates (-t certs) and public keys (-t pubKeys) are written as PEM (pemseq, the default), or one \
+        certificate as DER (-f x509, PEM with -p). Private keys and identities are not exported.
         """
     )
 
@@ -53,22 +54,85 @@ struct ExportCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard format == .backup else {
-            throw ToolFailure(Self.function, status: .unsupportedFormat, detail: ExchangeFormat.notYet)
+            try exportCertificatesAndPublicKeys()
+            return
         }
         guard type == .all else {
             throw ToolFailure(Self.function, status: .param, detail: "The backup format holds the whole keychain: use -t all (the default).")
         }
         let secret = try KeychainBackups.newPassword(passphrase, function: Self.function, hint: "Give the passphrase with -P.")
         let (data, _) = try KeychainBackups.make(password: secret, function: Self.function)
+        try write(data)
+    }
+
+    /// Writes the export to `-o` (mode 0600, atomically), or to standard output.
+    func write(_ bytes: Data) throws(ToolFailure) {
         guard let output else {
-            Output.standardOutput(data)
+            Output.standardOutput(bytes)
             return
         }
         do {
-            try FileSystem.writeAtomically(data, to: output, exclusive: false)
+            try FileSystem.writeAtomically(bytes, to: output, exclusive: false)
         } catch {
             throw ToolFailure(Self.function, error)
         }
+    }
+}
+
+extension ExportCommand {
+    /// `-t certs|pubKeys|all` in PEM (`pemseq`, `openssl`, the default) or one DER certificate (`x509`, PEM with -p).
+    /// Private keys never leave the keychain this way.
+    func exportCertificatesAndPublicKeys() throws(ToolFailure) {
+        let function = Self.function
+        let pemFormats: Set<ExchangeFormat> = [.pemseq, .openssl]
+        guard format == nil || pemFormats.contains(format ?? .pemseq) || (format == .x509 && type == .certs) else {
+            throw ToolFailure(function, status: .unsupportedFormat, detail: ExchangeFormat.notYet)
+        }
+        guard [.certs, .pubKeys, .all].contains(type) else {
+            throw ToolFailure(function, status: .unsupportedFormat, detail: "Private keys and identities stay in the keychain: export certificates (-t certs) or public keys (-t pubKeys).")
+        }
+        let context = try ToolContext.open(accessGroup: nil)
+        let certificates = type == .pubKeys ? [] : try CertificateItems.all(context).map(\.1)
+        let publicKeys = type == .certs ? [] : try Self.publicKeys(context)
+        guard !certificates.isEmpty || !publicKeys.isEmpty else { throw ToolFailure(function, status: .itemNotFound) }
+        var bytes: Data
+        if format == .x509 {
+            guard certificates.count == 1 else {
+                throw ToolFailure(function, status: .param, detail: "x509 holds one certificate and the keychain has \(certificates.count): use -f pemseq.")
+            }
+            bytes = pem ? Data(ExchangeContents.pem("CERTIFICATE", certificates[0].der).utf8) : certificates[0].der
+        } else {
+            bytes = Data(certificates.map { ExchangeContents.pem("CERTIFICATE", $0.der) }.joined().utf8)
+            bytes += Data(publicKeys.joined().utf8)
+        }
+        try write(bytes)
+    }
+
+    /// Every key item's public key in PEM, once per key (a private key and its stored public half are one).
+    static func publicKeys(_ context: ToolContext) throws(ToolFailure) -> [String] {
+        var query = ItemQuery(itemClass: .key)
+        query.limit = .all
+        query.returns.data = true
+        query.returns.attributes = true
+        let items: [FoundItem]
+        do {
+            items = try context.find(query)
+        } catch where error.code == .itemNotFound {
+            return []
+        } catch {
+            throw ToolFailure(function, error)
+        }
+        var seen: Set<Data> = []
+        var out: [String] = []
+        for item in items {
+            guard let data = item.data, let type = item.attributes["type"]?.intValue.flatMap(KeyType.init(rawValue:)),
+                  let keyClass = item.attributes["kcls"]?.intValue.flatMap(KeyClass.init(rawValue:)),
+                  let key = try? KeyMaterial(externalRepresentation: data, type: type, keyClass: keyClass),
+                  let label = try? key.applicationLabel(), seen.insert(label).inserted,
+                  let pem = try? key.publicKeyPEM() else { continue }
+            out.append(pem)
+        }
+        return out
     }
 }
 
@@ -81,7 +145,8 @@ struct ImportCommand: AsyncParsableCommand {
         discussion: """
         A file in the backup format (written by export -f backup or backup-keychain) is recognized without -f \
         and merged into the keychain: the newer copy of each item wins, and a wrong passphrase or a damaged file \
-        changes nothing. Certificates and keys in PEM, DER or PKCS#12 are not supported yet.
+        changes nothing. PEM files (certificates, private and public keys), DER certificates and keys, and \
+        password-protected PKCS#12 files (an identity and its chain) are added to the keychain.
         """
     )
 
@@ -121,21 +186,71 @@ struct ImportCommand: AsyncParsableCommand {
 
     func run() async throws {
         let data = try KeychainBackups.read(input, function: Self.function)
-        switch format {
-        case .backup?, nil:
+        if format == .backup || (format == nil && KeychainBackups.looksLikeBackup(data)) {
             guard KeychainBackups.looksLikeBackup(data) else {
-                if format == nil {
-                    throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input) is not a keychain backup. \(ExchangeFormat.notYet)")
-                }
                 throw ToolFailure(Self.function, status: .decode, detail: "\(input) is not a keychain backup.")
             }
             guard type == nil || type == .agg else {
                 throw ToolFailure(Self.function, status: .param, detail: "A keychain backup holds the whole keychain: leave out -t or use -t agg.")
             }
-        default:
-            throw ToolFailure(Self.function, status: .unsupportedFormat, detail: ExchangeFormat.notYet)
+            let secret = try passphrase ?? PasswordPrompt.ask("Backup password: ", function: Self.function, hint: "Give the passphrase with -P.")
+            Output.standardOutput(KeychainBackups.describe(try KeychainBackups.restore(data, password: secret, function: Self.function)))
+            return
         }
-        let secret = try passphrase ?? PasswordPrompt.ask("Backup password: ", function: Self.function, hint: "Give the passphrase with -P.")
-        Output.standardOutput(KeychainBackups.describe(try KeychainBackups.restore(data, password: secret, function: Self.function)))
+        let supported: Set<ExchangeFormat> = [.openssl, .pemseq, .x509, .pkcs8, .raw, .pkcs12]
+        if let format, !supported.contains(format) {
+            throw ToolFailure(Self.function, status: .unsupportedFormat, detail: "\(format.rawValue) files cannot be imported: use PEM, DER or PKCS#12.")
+        }
+        var contents: ExchangeContents?
+        if format != .pkcs12 {
+            do {
+                contents = try ExchangeContents.read(data)
+            } catch {
+                throw ToolFailure(Self.function, error)
+            }
+        }
+        let context = try ToolContext.open(accessGroup: nil)
+        if let contents {
+            try CertificateItems.add(keys: contents.privateKeys + contents.publicKeys, context, function: Self.function)
+            try CertificateItems.add(contents.certificates, context, function: Self.function)
+            Output.standardOutput(Self.summary(keys: contents.privateKeys.count + contents.publicKeys.count,
+                                               certificates: contents.certificates.count, identities: 0))
+            return
+        }
+        // Not PEM, a DER certificate or a key: a PKCS#12 file, or nothing this tool reads.
+        guard format == .pkcs12 || data.first == 0x30 else {
+            throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input) is not a keychain backup, PEM, DER or PKCS#12.")
+        }
+        let secret = try passphrase ?? PasswordPrompt.ask("PKCS#12 passphrase: ", function: Self.function, hint: "Give the passphrase with -P.")
+        let p12: PKCS12Contents
+        do {
+            p12 = try PKCS12.open(data, password: secret)
+        } catch where error.code == .corruptData && format == nil {
+            throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input): \(error.message)")
+        } catch {
+            throw ToolFailure(Self.function, error)
+        }
+        var certificates = p12.chain
+        var identities = 0
+        if let key = p12.key { try CertificateItems.add(keys: [key], context, function: Self.function) }
+        if let certificate = p12.certificate {
+            if let key = p12.key, (try? key.applicationLabel()) == certificate.publicKeyHash {
+                identities = 1
+                try CertificateItems.add([certificate], context, function: Self.function)
+            } else {
+                certificates.insert(certificate, at: 0)
+            }
+        }
+        try CertificateItems.add(certificates, context, function: Self.function)
+        Output.standardOutput(Self.summary(keys: identities == 1 ? 0 : (p12.key == nil ? 0 : 1), certificates: certificates.count, identities: identities))
+    }
+
+    /// macOS's report: "1 identity imported.", "2 certificates imported.", "1 key imported.", one line each.
+    static func summary(keys: Int, certificates: Int, identities: Int) -> String {
+        var out = ""
+        for (count, one, many) in [(identities, "identity", "identities"), (keys, "key", "keys"), (certificates, "certificate", "certificates")] where count > 0 {
+            out += "\(count) \(count == 1 ? one : many) imported.\n"
+        }
+        return out
     }
 }

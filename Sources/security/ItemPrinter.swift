@@ -13,7 +13,7 @@ enum ItemPrinter {
     }
 
     /// One line of the listing: the CSSM tag (a number or a four-character code), our attribute code, the format.
-    struct Field {
+    struct Field: Equatable {
         let tag: UInt32
         let code: String
         let format: Format
@@ -49,6 +49,14 @@ enum ItemPrinter {
         Field("srvr", .blob), Field("type", .uint32),
     ]
 
+    /// macOS's attribute list for certificates, in its order, with Apple's CSSM names for the derived attributes
+    /// (`hpky` the public key hash, `issu` the issuer, `snbr` the serial number).
+    static let certificateFields: [Field] = [
+        Field("alis", .blob), Field("cenc", .uint32), Field("ctyp", .uint32),
+        Field(fourCharCode("hpky"), "pkhh", .blob), Field(fourCharCode("issu"), "issr", .blob), Field("labl", .blob),
+        Field("skid", .blob), Field(fourCharCode("snbr"), "slnr", .blob), Field("subj", .blob),
+    ]
+
     /// The version macOS prints for a keychain database.
     static let keychainVersion = 512
 
@@ -57,9 +65,15 @@ enum ItemPrinter {
     static func describe(_ item: FoundItem, keychainPath: String, showData: Bool = false) -> String {
         var out = "keychain: " + buffer(Array(keychainPath.utf8)) + "\n"
         out += "version: \(keychainVersion)\n"
-        out += "class: " + buffer(Array(item.itemClass.rawValue.utf8)) + "\n"
+        let fields: [Field]
+        switch item.itemClass {
+        case .internetPassword: fields = internetPasswordFields
+        case .certificate, .identity: fields = certificateFields
+        default: fields = genericPasswordFields
+        }
+        // macOS prints a certificate's CSSM record type as a number.
+        out += "class: " + (fields == certificateFields ? "0x80001000 " : buffer(Array(item.itemClass.rawValue.utf8))) + "\n"
         out += "attributes:\n"
-        let fields = item.itemClass == .internetPassword ? internetPasswordFields : genericPasswordFields
         for field in fields {
             out += "    " + buffer(bigEndianBytes(field.tag)) + field.format.rawValue + "="
             if let bytes = valueBytes(item.attributes[field.code], format: field.format), !bytes.isEmpty {

@@ -22,6 +22,7 @@ struct SecurityTool: AsyncParsableCommand {
             DumpKeychain.self, UnlockKeychain.self, LockKeychain.self, SetKeychainPassword.self,
             BackupKeychain.self, RestoreKeychain.self, ExportCommand.self, ImportCommand.self, AppCommand.self, DaemonCommand.self,
             ShowKeychainInfo.self, SetKeychainSettings.self, ErrorCommand.self,
+            AddCertificates.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self, VerifyCert.self,
         ]
     )
 

@@ -105,6 +105,17 @@ struct ToolContext {
         }
     }
 
+    /// Adds an item given as a SecItem dictionary (the engine derives what it derives, a certificate's
+    /// attributes for one).
+    func add(_ item: [String: PlistValue]) throws(KeychainError) {
+        switch store {
+        case .engine(let engine):
+            _ = try engine.secItemAdd(item, caller: caller)
+        case .daemon(let client, _):
+            _ = try client.call(.add, daemonArguments(item))
+        }
+    }
+
     func update(_ query: ItemQuery, attributes: [String: AttributeValue], data: Data?) throws(KeychainError) {
         switch store {
         case .engine(let engine):

@@ -66,13 +66,14 @@ struct BackupToolTests {
     @Test func exportAndImportRefuseWhatTheyCannotDoWithApplesCodes() throws {
         try withKeychain { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "s3cret"])
-            let notYet = "security: Certificates and keys are exported and imported in PEM and DER once SecKey support lands; -f backup moves the whole keychain.\n"
+            let notYet = "security: Certificates and public keys export as PEM (-f pemseq) or one DER certificate (-f x509); -f backup moves the whole keychain.\n"
             // errSecUnsupportedFormat (-25256) exits 88.
-            let pem = try kc.run(["export", "-t", "certs", "-f", "pemseq", "-o", kc.root + "/certs.pem"])
-            #expect(pem.status == 88)
-            #expect(pem.stderr == "security: SecKeychainItemExport: Import/Export format unsupported.\n" + notYet)
-            #expect(!FileManager.default.fileExists(atPath: kc.root + "/certs.pem"))
-            #expect(try kc.run(["export", "-o", kc.root + "/x"]).status == 88)
+            let p12 = try kc.run(["export", "-t", "certs", "-f", "pkcs12", "-o", kc.root + "/certs.p12"])
+            #expect(p12.status == 88)
+            #expect(p12.stderr == "security: SecKeychainItemExport: Import/Export format unsupported.\n" + notYet)
+            #expect(!FileManager.default.fileExists(atPath: kc.root + "/certs.p12"))
+            // Nothing to export in PEM: errSecItemNotFound.
+            #expect(try kc.run(["export", "-o", kc.root + "/x"]).status == 44)
             // errSecParam (-50) exits 206.
             let partial = try kc.run(["export", "-t", "certs", "-f", "backup", "-P", "pp", "-o", kc.root + "/x"])
             #expect(partial.status == 206)
@@ -82,10 +83,17 @@ struct BackupToolTests {
             let text = kc.root + "/cert.pem"
             try Data("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8).write(to: URL(fileURLWithPath: text))
             // errSecUnknownFormat (-25257) exits 87.
-            let unknown = try kc.run(["import", text, "-P", "pp"])
+            // A PEM certificate that does not parse: errSecDecode (-26275) exits 93.
+            let broken = try kc.run(["import", text, "-P", "pp"])
+            #expect(broken.status == 93)
+            #expect(broken.stderr.hasPrefix("security: SecKeychainItemImport: Unable to decode the provided data.\nsecurity: A CERTIFICATE block of the PEM file does not parse."))
+            // Neither backup, PEM, DER nor PKCS#12: errSecUnknownFormat (-25257) exits 87.
+            try Data("plain text".utf8).write(to: URL(fileURLWithPath: kc.root + "/plain"))
+            let unknown = try kc.run(["import", kc.root + "/plain", "-P", "pp"])
             #expect(unknown.status == 87)
-            #expect(unknown.stderr == "security: SecKeychainItemImport: Unknown format in import.\nsecurity: \(text) is not a keychain backup. " + notYet.dropFirst("security: ".count))
-            #expect(try kc.run(["import", text, "-f", "pkcs12", "-P", "pp"]).status == 88)
+            #expect(unknown.stderr == "security: SecKeychainItemImport: Unknown format in import.\nsecurity: \(kc.root)/plain is not a keychain backup, PEM, DER or PKCS#12.\n")
+            #expect(try kc.run(["import", text, "-f", "pkcs12", "-P", "pp"]).status == 93)
+            #expect(try kc.run(["import", text, "-f", "pkcs7", "-P", "pp"]).status == 88)
             let named = try kc.run(["import", text, "-f", "backup", "-P", "pp"])
             #expect(named.status == Int32(UInt8(truncatingIfNeeded: -26275)))
             #expect(named.stderr.hasPrefix("security: SecKeychainItemImport: Unable to decode the provided data.\n"))

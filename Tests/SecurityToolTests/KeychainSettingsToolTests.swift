@@ -89,7 +89,8 @@ struct KeychainSettingsToolTests {
             #expect(r.stderr == "")
             for verb in ["find-generic-password", "add-internet-password", "dump-keychain", "unlock-keychain",
                          "set-keychain-settings", "show-keychain-info", "error", "app", "daemon",
-                         "backup-keychain", "restore-keychain", "export", "import"] {
+                         "backup-keychain", "restore-keychain", "export", "import",
+                         "add-certificates", "find-certificate", "delete-certificate", "find-identity", "verify-cert"] {
                 #expect(r.stdout.contains(verb), "\(shell) completion lacks \(verb)")
             }
         }

@@ -399,6 +399,11 @@ struct ToolBehaviourTests {
         ("export", ["-k <keychain>", "-t <type>", "-f <format>", "-P <passphrase>", "-o <outfile>", "pemseq", "backup"]),
         ("import", ["<inputfile>", "-f <format>", "-P <passphrase>", "-x", "-T <appPath>", "pkcs12"]),
         ("error", ["<error code>"]),
+        ("add-certificates", ["-k <keychain>", "<file> ..."]),
+        ("find-certificate", ["-c <name>", "-e <emailAddress>", "-a", "-m", "-p", "-Z"]),
+        ("delete-certificate", ["-c <name>", "-Z <hash>", "-t"]),
+        ("find-identity", ["-p <policy>", "-s <string>", "-v"]),
+        ("verify-cert", ["-c <certFile>", "-r <rootCertFile>", "-p <policy>", "-s <sslHost>", "-q"]),
         ("app", ["add", "list", "remove"]),
         ("daemon", ["status"]),
     ])

@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+
+extension Sandbox {
+    /// Runs openssl with file names relative to the sandbox root; fails the test when openssl does.
+    @discardableResult
+    func openssl(_ arguments: String..., sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        let absolute = arguments.map { $0.hasPrefix("@") ? root + "/" + $0.dropFirst() : $0 }
+        let result = try launch("/usr/bin/env", ["openssl"] + absolute)
+        #expect(result.status == 0, "openssl \(arguments): \(result.stderr)", sourceLocation: sourceLocation)
+        return result.stdout
+    }
+
+    func file(_ name: String) throws -> String { try String(contentsOfFile: root + "/" + name, encoding: .utf8) }
+    func bytes(_ name: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: root + "/" + name)) }
+}
+
+/// The hex of an openssl `-fingerprint` line, without colons.
+func fingerprint(_ line: String) -> String {
+    String(line.split(separator: "=").last ?? "").replacingOccurrences(of: ":", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+@Suite("security: certificates, identities, import and export of PEM/DER/PKCS#12, verify-cert")
+struct CertificateToolTests {
+    /// A self-signed P-256 certificate and its key, as PEM files `cert.pem` and `key.pem`.
+    func makeCertificate(_ kc: Sandbox) throws {
+        try kc.openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "30",
+                       "-keyout", "@key.pem", "-out", "@cert.pem", "-subj", "/CN=Tool Test/emailAddress=tool@example.com")
+    }
+
+    @Test func certificatesAreAddedFoundExportedAndDeleted() throws {
+        try withKeychain { kc in
+            try makeCertificate(kc)
+            try kc.succeed(["add-certificates", kc.root + "/cert.pem"])
+            let again = try kc.run(["add-certificates", kc.root + "/cert.pem"])
+            #expect(again.status == 45)
+            #expect(again.stderr == "security: SecCertificateAddToKeychain: The specified item already exists in the keychain.\n")
+
+            // -p prints the PEM openssl wrote, byte for byte.
+            let pem = try kc.run(["find-certificate", "-c", "Tool", "-p"])
+            #expect(pem.status == 0)
+            #expect(pem.stdout == (try kc.file("cert.pem")))
+            // -Z prints both hashes, as openssl computes them, then the attributes.
+            let sha256 = fingerprint(try kc.openssl("x509", "-in", "@cert.pem", "-noout", "-fingerprint", "-sha256"))
+            let sha1 = fingerprint(try kc.openssl("x509", "-in", "@cert.pem", "-noout", "-fingerprint", "-sha1"))
+            let found = try kc.run(["find-certificate", "-e", "TOOL@example.com", "-Z"])
+            #expect(found.status == 0)
+            #expect(found.stdout.hasPrefix("SHA-256 hash: \(sha256)\nSHA-1 hash: \(sha1)\nkeychain: \"\(kc.home)/keychain-2.db\"\nversion: 512\nclass: 0x80001000 \nattributes:\n"))
+            #expect(found.stdout.contains("    \"labl\"<blob>=\"Tool Test\"\n"))
+            #expect(found.stdout.contains("    \"ctyp\"<uint32>=0x00000003 \n"))
+            let missing = try kc.run(["find-certificate", "-c", "nobody"])
+            #expect(missing.status == 44)
+            #expect(missing.stderr == "security: SecKeychainSearchCopyNext: The specified item could not be found in the keychain.\n")
+
+            // export: PEM (the default) and one DER certificate.
+            try kc.succeed(["export", "-t", "certs", "-o", kc.root + "/out.pem"])
+            #expect(try kc.file("out.pem") == (try kc.file("cert.pem")))
+            try kc.succeed(["export", "-t", "certs", "-f", "x509", "-o", kc.root + "/out.der"])
+            try kc.openssl("x509", "-in", "@cert.pem", "-outform", "DER", "-out", "@cert.der")
+            #expect(try kc.bytes("out.der") == (try kc.bytes("cert.der")))
+
+            // delete-certificate by name, and a second delete finds nothing.
+            try kc.succeed(["delete-certificate", "-c", "Tool Test"])
+            #expect(try kc.run(["find-certificate", "-c", "Tool"]).status == 44)
+            #expect(try kc.run(["delete-certificate", "-Z", sha1]).status == 44)
+            // A DER certificate imports too, then deletes by its SHA-1.
+            let imported = try kc.run(["import", kc.root + "/cert.der"])
+            #expect(imported.stdout == "1 certificate imported.\n")
+            try kc.succeed(["delete-certificate", "-Z", sha1.lowercased()])
+        }
+    }
+
+    @Test func pkcs12IdentitiesAndKeysImportAndListAsOnMacOS() throws {
+        try withKeychain { kc in
+            try makeCertificate(kc)
+            try kc.openssl("pkcs12", "-export", "-inkey", "@key.pem", "-in", "@cert.pem", "-passout", "pass:p12 pw", "-out", "@id.p12")
+            let wrong = try kc.run(["import", kc.root + "/id.p12", "-P", "nope"])
+            #expect(wrong.status == 51)
+            #expect(wrong.stderr.hasPrefix("security: SecKeychainItemImport: The user name or passphrase you entered is not correct.\n"))
+            #expect(try kc.run(["import", kc.root + "/id.p12"], detached: true).status == 36, "no passphrase and no terminal")
+            let imported = try kc.run(["import", kc.root + "/id.p12", "-P", "p12 pw", "-f", "pkcs12"])
+            #expect(imported.status == 0)
+            #expect(imported.stdout == "1 identity imported.\n")
+
+            let sha1 = fingerprint(try kc.openssl("x509", "-in", "@cert.pem", "-noout", "-fingerprint", "-sha1"))
+            let identities = try kc.run(["find-identity"])
+            #expect(identities.stdout == """
+                Policy: X.509 Basic
+                  Matching identities
+                  1) \(sha1) "Tool Test" (CSSMERR_TP_NOT_TRUSTED)
+                     1 identities found
+
+                  Valid identities only
+                     0 valid identities found
+
+                """)
+            #expect(try kc.run(["find-identity", "-v", "-p", "ssl-server", "-s", "tool.example"]).stdout == "     0 valid identities found\n")
+
+            // The public key exports as openssl derives it; private keys do not export.
+            let publicKey = try kc.run(["export", "-t", "pubKeys"])
+            #expect(publicKey.status == 0)
+            #expect(publicKey.stdout == (try kc.openssl("pkey", "-in", "@key.pem", "-pubout")))
+            #expect(try kc.run(["export", "-t", "privKeys", "-o", kc.root + "/k"]).status == 88)
+
+            // A PEM private key imports into another keychain as a key.
+            try withKeychain { other in
+                try FileManager.default.copyItem(atPath: kc.root + "/key.pem", toPath: other.root + "/key.pem")
+                let key = try other.run(["import", other.root + "/key.pem"])
+                #expect(key.stdout == "1 key imported.\n")
+                #expect(try other.run(["export", "-t", "pubKeys"]).stdout == publicKey.stdout)
+            }
+        }
+    }
+
+    @Test func verifyCertChecksTheChain() throws {
+        try withKeychain { kc in
+            try makeCertificate(kc)
+            let untrusted = try kc.run(["verify-cert", "-c", kc.root + "/cert.pem"])
+            #expect(untrusted.status == 1)
+            #expect(untrusted.stdout == "")
+            #expect(untrusted.stderr.hasPrefix("security: SecTrustEvaluate: Cert Verify Result: CSSMERR_TP_NOT_TRUSTED\nsecurity: The certificate is not trusted"))
+            // Trusted when it is its own root.
+            let trusted = try kc.run(["verify-cert", "-c", kc.root + "/cert.pem", "-r", kc.root + "/cert.pem"])
+            #expect(trusted.status == 0)
+            #expect(trusted.stdout == "...certificate verification successful.\n")
+            #expect(try kc.run(["verify-cert", "-q", "-c", kc.root + "/cert.pem", "-r", kc.root + "/cert.pem"]).stdout == "")
+            // A host name the certificate does not carry fails the SSL policy.
+            #expect(try kc.run(["verify-cert", "-c", kc.root + "/cert.pem", "-r", kc.root + "/cert.pem", "-p", "ssl-server", "-s", "www.example.test"]).status == 1)
+            #expect(try kc.run(["verify-cert"]).status == 2)
+        }
+    }
+}
