@@ -129,11 +129,18 @@ package struct KeyMaterial: Sendable, Hashable {
         d["esiz"] = .int(Int64(sizeInBits))
         d["klbl"] = .data(try applicationLabel())
         d["v_Data"] = .data(bytes)
+        d.merge(KeyMaterial.capabilities(isPrivate: isPrivate)) { $1 }
+        if d["perm"] == nil { d["perm"] = .int(0) }
+        return d
+    }
+
+    /// The capability attributes of a private or public key (`kcls` and `kSecAttrCan…`).
+    package static func capabilities(isPrivate: Bool) -> [String: PlistValue] {
+        var d: [String: PlistValue] = ["kcls": .int(isPrivate ? KeyClass.privateKey.rawValue : KeyClass.publicKey.rawValue)]
         for (code, privateCapability) in [("sign", true), ("decr", true), ("unwp", true), ("drve", true),
                                           ("vrfy", false), ("encr", false), ("wrap", false)] {
             d[code] = .int(privateCapability == isPrivate ? 1 : 0)
         }
-        if d["perm"] == nil { d["perm"] = .int(0) }
         return d
     }
 

@@ -41,6 +41,15 @@ package enum KeychainBackend: Sendable {
         }
     }
 
+    /// Creates or uses a key that never leaves the keychain (see ``KeychainEngine/tokenKey(_:caller:)``): in daemon
+    /// mode the private key stays in keychaind and only results cross the socket.
+    package func tokenKey(_ request: [String: PlistValue]) throws(KeychainError) -> PlistValue? {
+        switch self {
+        case .embedded(let engine, let caller): try engine.tokenKey(request, caller: caller)
+        case .daemon(let client, let claim): try client.call(.tokenKey, self.request(["k": .dictionary(request)], claim))
+        }
+    }
+
     private func request(_ arguments: [String: PlistValue], _ claim: [String]?) -> [String: PlistValue] {
         var arguments = arguments
         if let claim { arguments["claim"] = .array(claim.map(PlistValue.string)) }

@@ -47,7 +47,10 @@ extension KeychainEngine {
     }
 
     /// One item's result (Apple's `SecDbItemCopyResult` plus the client's post-processing).
-    static func shape(_ item: FoundItem, _ r: ReturnOptions, addResult: Bool) -> PlistValue? {
+    static func shape(_ stored: FoundItem, _ r: ReturnOptions, addResult: Bool) -> PlistValue? {
+        // A token key's data is its private key, which never leaves: results carry no data for it.
+        var item = stored
+        if item.itemClass == .key, TokenKeys.isTokenKey(item.attributes) { item.data = nil }
         switch (r.data, r.attributes, r.ref, r.persistentRef) {
         case (true, false, false, false):
             return .data(item.data ?? Data())
@@ -55,14 +58,14 @@ extension KeychainEngine {
             return .data(item.persistentRef.data)
         case (false, false, true, false):
             // Password items have no ref object on iOS: success with a NULL result. Keys come back as SecKeys.
-            return keyReference(item)
+            return keyReference(stored)
         default:
             var dict: [String: PlistValue] = r.attributes ? returnedAttributes(item) : [:]
             if r.data, let data = item.data { dict["v_Data"] = .data(data) }
             if r.persistentRef { dict["v_PersistentRef"] = .data(item.persistentRef.data) }
             if r.ref {
                 dict["class"] = .string(item.itemClass.rawValue)
-                dict["v_Ref"] = keyReference(item)
+                dict["v_Ref"] = keyReference(stored)
             }
             return .dictionary(dict)
         }
@@ -94,6 +97,11 @@ extension KeychainEngine {
         }
         guard let data = item.data else { return nil }
         var fields = returnedAttributes(item)
+        if item.itemClass == .key, TokenKeys.isTokenKey(item.attributes) {
+            // A key that never leaves: its reference and public key, never its private bytes.
+            guard let reference = try? TokenKeys.reference(item, privateBytes: data) else { return nil }
+            return .dictionary([marker: .dictionary(reference)])
+        }
         fields["v_Data"] = .data(data)
         return .dictionary([marker: .dictionary(fields)])
     }

@@ -32,6 +32,8 @@ package struct WireFrame: Sendable, Hashable {
         package static let appAdd = Operation(rawValue: 16)
         package static let appList = Operation(rawValue: 17)
         package static let appRemove = Operation(rawValue: 18)
+        /// Create or use a key that never leaves the keychain (`TokenKeys`).
+        package static let tokenKey = Operation(rawValue: 20)
     }
 
     package enum Body: Sendable, Hashable {

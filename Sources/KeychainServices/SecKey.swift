@@ -9,18 +9,25 @@ import KeychainCore
 
 /// An asymmetric cryptographic key: EC (P-256, P-384, P-521) or RSA (2048–4096 bits), public or private.
 public final class SecKey: @unchecked Sendable, CustomStringConvertible {
+    /// The key; for a token key (one that never leaves the keychain), its public key only.
     let material: KeyMaterial
     /// The attributes given when the key was made or found (label, tag, access group, …), without its bytes.
     let extraAttributes: [String: PlistValue]
+    /// For a token key: the persistent reference of its keychain item, which its private operations name.
+    let tokenReference: Data?
 
-    init(_ material: KeyMaterial, attributes: [String: PlistValue] = [:]) {
+    init(_ material: KeyMaterial, attributes: [String: PlistValue] = [:], tokenReference: Data? = nil) {
         self.material = material
         self.extraAttributes = attributes
+        self.tokenReference = tokenReference
     }
+
+    /// Whether this is a private key (a token key always is).
+    var isPrivate: Bool { tokenReference != nil || material.keyClass == .privateKey }
 
     /// Type, class and size; never the key's bytes.
     public var description: String {
-        "<SecKey algorithm id: \(material.type == .ec ? 3 : 1), key type: \(material.keyClass == .privateKey ? "PrivateKey" : "PublicKey"), block size: \(material.sizeInBits) bits>"
+        "<SecKey algorithm id: \(material.type == .ec ? 3 : 1), key type: \(isPrivate ? "PrivateKey" : "PublicKey"), block size: \(material.sizeInBits) bits\(tokenReference == nil ? "" : ", token")>"
     }
 }
 

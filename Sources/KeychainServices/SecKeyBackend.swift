@@ -27,6 +27,9 @@ enum SecKeyBackend {
                 throw KeychainError(code: .invalidParameter, message: "kSecAttrKeySizeInBits is required: 256, 384 or 521 for EC, 2048 to 4096 for RSA.")
             }
             let privateAttributes = try nested(p, "private"), publicAttributes = try nested(p, "public")
+            if case .string(let token)? = p["tkid"] ?? privateAttributes["tkid"] {
+                return try createTokenKey(token, type: type, size: size, p, privateAttributes)
+            }
             let material = try KeyMaterial.generate(type: type, sizeInBits: Int(size))
             // Shared attributes first, the key's own over them.
             let shared = p.filter { storedAttributes.contains($0.key) }
@@ -59,24 +62,75 @@ enum SecKeyBackend {
     }
 
     static func copyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
-        attempt(error) { () throws(KeychainError) in NSData(data: key.material.bytes) }
+        attempt(error) { () throws(KeychainError) in
+            guard key.tokenReference == nil else {
+                throw KeychainError(code: .unimplemented, message: "The key lives in the keychain's token and is not extractable; use it through SecKeyCreateSignature, SecKeyCreateDecryptedData or SecKeyCopyKeyExchangeResult, or export its public key (SecKeyCopyPublicKey).")
+            }
+            return NSData(data: key.material.bytes)
+        }
     }
 
     static func copyAttributes(_ key: SecKey) -> CFDictionary? {
-        guard let attributes = try? attributeDictionary(key.material, key.extraAttributes) else { return nil }
+        guard var attributes = try? attributeDictionary(key.material, key.extraAttributes) else { return nil }
+        if key.tokenReference != nil {
+            // The public key's derivation, with the private key's class and capabilities, and no key bytes.
+            attributes.merge(KeyMaterial.capabilities(isPrivate: true)) { $1 }
+            attributes["v_Data"] = nil
+            attributes["perm"] = .int(1)
+        }
         return SecItemBackend.object(.dictionary(attributes)) as? NSDictionary
     }
 
     static func createSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ data: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
         attempt(error) { () throws(KeychainError) in
             let (parsed, name) = try resolve(algorithm)
+            if let reference = key.tokenReference {
+                return NSData(data: try tokenOperation("sign", reference, name, data as Data))
+            }
             return NSData(data: try key.material.sign(parsed, identifier: name, data as Data))
         }
+    }
+
+    /// Makes a key that never leaves the keychain: the engine (keychaind in daemon mode) generates and stores it.
+    static func createTokenKey(_ token: String, type: KeyType, size: Int64, _ p: [String: PlistValue],
+                               _ privateAttributes: [String: PlistValue]) throws(KeychainError) -> SecKey {
+        guard token == TokenKeys.secureEnclave else {
+            throw KeychainError(code: .invalidParameter, message: "kSecAttrTokenID must be kSecAttrTokenIDSecureEnclave.")
+        }
+        guard type == .ec, size == 256 else {
+            throw KeychainError(code: .invalidParameter, message: "Keys in the token are EC P-256 (kSecAttrKeyTypeECSECPrimeRandom, 256 bits).")
+        }
+        var attributes = p.filter { storedAttributes.contains($0.key) }
+        attributes.merge(privateAttributes.filter { storedAttributes.contains($0.key) }) { $1 }
+        attributes["tkid"] = .string(token)
+        let created = try SecItemBackend.context().backend.tokenKey(["op": .string("create"), "attributes": .dictionary(attributes)])
+        guard case .dictionary(let marker)? = created, case .dictionary(let fields)? = marker[KeychainEngine.keyReferenceMarker],
+              let key = key(fromReference: fields) else {
+            throw KeychainError(code: .internal, message: "The keychain did not return the token key it made.")
+        }
+        return key
+    }
+
+    /// Verifying and encrypting take the public key (`SecKeyCopyPublicKey`), as for any private key.
+    static func tokenKeysArePrivate(_ algorithm: String) -> KeychainError {
+        KeychainError(code: .invalidParameter, message: "Algorithm \(algorithm) is not supported for this private key's operation; use its public key (SecKeyCopyPublicKey).")
+    }
+
+    /// A private operation on a token key, carried out where the key is.
+    static func tokenOperation(_ op: String, _ reference: Data, _ algorithm: String, _ input: Data,
+                               extra: [String: PlistValue] = [:]) throws(KeychainError) -> Data {
+        var request: [String: PlistValue] = ["op": .string(op), "ref": .data(reference), "alg": .string(algorithm), "in": .data(input)]
+        request.merge(extra) { $1 }
+        guard case .data(let result)? = try SecItemBackend.context().backend.tokenKey(request) else {
+            throw KeychainError(code: .internal, message: "The keychain returned no result for the token key operation.")
+        }
+        return result
     }
 
     static func verifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ data: CFData, _ signature: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> Bool {
         attempt(error) { () throws(KeychainError) in
             let (parsed, name) = try resolve(algorithm)
+            guard key.tokenReference == nil else { throw tokenKeysArePrivate(name) }
             try key.material.verify(parsed, identifier: name, data as Data, signature: signature as Data)
             return true
         } ?? false
@@ -85,6 +139,7 @@ enum SecKeyBackend {
     static func createEncryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ plaintext: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
         attempt(error) { () throws(KeychainError) in
             let (parsed, name) = try resolve(algorithm)
+            guard key.tokenReference == nil else { throw tokenKeysArePrivate(name) }
             return NSData(data: try key.material.encrypt(parsed, identifier: name, plaintext as Data))
         }
     }
@@ -92,6 +147,9 @@ enum SecKeyBackend {
     static func createDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ ciphertext: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
         attempt(error) { () throws(KeychainError) in
             let (parsed, name) = try resolve(algorithm)
+            if let reference = key.tokenReference {
+                return NSData(data: try tokenOperation("decrypt", reference, name, ciphertext as Data))
+            }
             return NSData(data: try key.material.decrypt(parsed, identifier: name, ciphertext as Data))
         }
     }
@@ -109,6 +167,11 @@ enum SecKeyBackend {
                 sharedInfo = bytes
             }
             let size = p["requestedSize"].flatMap(number).map { Int(clamping: $0) }
+            if let reference = privateKey.tokenReference {
+                var extra: [String: PlistValue] = ["peer": .data(try publicKey.material.publicKey().bytes), "info": .data(sharedInfo)]
+                if let size { extra["size"] = .int(Int64(size)) }
+                return NSData(data: try tokenOperation("exchange", reference, name, Data(), extra: extra))
+            }
             return NSData(data: try privateKey.material.keyExchange(parsed, identifier: name, peer: publicKey.material,
                                                                     requestedSize: size, sharedInfo: sharedInfo))
         }
@@ -117,13 +180,16 @@ enum SecKeyBackend {
     static func isAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
         guard let parsed = KeyAlgorithm(identifier: algorithm.rawValue as String),
               let op = KeyOperation(rawValue: operation.rawValue) else { return false }
+        if key.tokenReference != nil {
+            return [.sign, .decrypt, .keyExchange].contains(op) && parsed.operations.contains(op) && parsed.isEC
+        }
         return key.material.supports(op, parsed)
     }
 
     // MARK: Keys in the keychain
 
     /// The attributes a caller may give a stored key (the rest are derived from the key).
-    static let storedAttributes: Set<String> = ["labl", "atag", "agrp", "pdmn", "sync", "alis", "crtr"]
+    static let storedAttributes: Set<String> = ["labl", "atag", "agrp", "pdmn", "sync", "alis", "crtr", "tkid"]
 
     /// Adds a key to the keychain as a `kSecClassKey` item: its derived attributes, and its external representation
     /// as the item's (encrypted) data.
@@ -141,6 +207,10 @@ enum SecKeyBackend {
 
     /// A key item found in the keychain, as the engine returns it for `kSecReturnRef`.
     static func key(fromReference fields: [String: PlistValue]) -> SecKey? {
+        if case .data(let reference)? = fields["v_PersistentRef"], case .data(let publicBytes)? = fields["pub"], fields["v_Data"] == nil {
+            guard let publicKey = try? KeyMaterial(externalRepresentation: publicBytes, type: .ec, keyClass: .publicKey) else { return nil }
+            return SecKey(publicKey, attributes: fields.filter { storedAttributes.contains($0.key) }, tokenReference: reference)
+        }
         guard case .data(let bytes)? = fields["v_Data"], let type = (try? keyType(fields["type"])),
               let raw = fields["kcls"].flatMap(number), let keyClass = KeyClass(rawValue: raw),
               let material = try? KeyMaterial(externalRepresentation: bytes, type: type, keyClass: keyClass) else { return nil }

@@ -60,6 +60,8 @@ struct RequestHandler: Sendable {
             try authority.requireAdmin(session, for: "restore a backup")
             guard case .data(let data)? = args["data"] else { throw KeychainError(code: .invalidParameter, message: "A restore request needs the backup's bytes.") }
             return try engine.restore(data, password: try string(args, "password")).wireValue
+        case .tokenKey:
+            return try engine.tokenKey(try dictionary(args, "k"), caller: policy(session, args))
         case .status:
             return status(session)
         case .appAdd:

@@ -21,6 +21,20 @@ struct SeededGenerator: RandomNumberGenerator {
     }
 }
 
+/// Calls `connect` or `bind` on `fd` with the Unix-socket address of `path` (shorter than `sun_path`).
+func withUnixAddress(_ path: String, _ fd: Int32, _ call: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        let bytes = Array(path.utf8)
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+}
+
 /// A raw blocking connection to the daemon, for sending bytes no well-behaved client would.
 struct RawConnection {
     let fd: Int32
@@ -28,17 +42,7 @@ struct RawConnection {
     init?(path: String) {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8)
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard ok == 0 else { close(fd); return nil }
+        guard withUnixAddress(path, fd, connect) == 0 else { close(fd); return nil }
         self.fd = fd
     }
 
