@@ -25,11 +25,18 @@ package enum TokenKeys {
     }
 
     static func material(_ attributes: [String: AttributeValue], _ bytes: Data) throws(KeychainError) -> KeyMaterial {
+        try KeyMaterial(storedAttributes: attributes, data: bytes)
+    }
+}
+
+extension KeyMaterial {
+    /// The key a `kSecClassKey` item holds: its data read with the item's type and class.
+    package init(storedAttributes attributes: [String: AttributeValue], data: Data) throws(KeychainError) {
         guard let type = attributes["type"]?.intValue.flatMap(KeyType.init(rawValue:)),
               let keyClass = attributes["kcls"]?.intValue.flatMap(KeyClass.init(rawValue:)) else {
             throw KeychainError(code: .corruptData, message: "A stored key has no type or class.")
         }
-        return try KeyMaterial(externalRepresentation: bytes, type: type, keyClass: keyClass)
+        try self.init(externalRepresentation: data, type: type, keyClass: keyClass)
     }
 }
 

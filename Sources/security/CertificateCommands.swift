@@ -5,18 +5,8 @@ import KeychainCore
 /// The certificates (or identities) in the keychain, each with its parsed DER.
 enum CertificateItems {
     static func all(_ context: ToolContext, _ itemClass: ItemClass = .certificate) throws(ToolFailure) -> [(FoundItem, CertificateData)] {
-        var query = ItemQuery(itemClass: itemClass)
-        query.limit = .all
-        query.returns.data = true
-        query.returns.attributes = true
-        do {
-            return try context.find(query).compactMap { item in
-                item.data.flatMap { try? CertificateData(der: $0) }.map { (item, $0) }
-            }
-        } catch where error.code == .itemNotFound {
-            return []
-        } catch {
-            throw ToolFailure("SecKeychainSearchCopyNext", error)
+        try context.all(itemClass).compactMap { item in
+            item.data.flatMap { try? CertificateData(der: $0) }.map { (item, $0) }
         }
     }
 

@@ -110,24 +110,10 @@ extension ExportCommand {
 
     /// Every key item's public key in PEM, once per key (a private key and its stored public half are one).
     static func publicKeys(_ context: ToolContext) throws(ToolFailure) -> [String] {
-        var query = ItemQuery(itemClass: .key)
-        query.limit = .all
-        query.returns.data = true
-        query.returns.attributes = true
-        let items: [FoundItem]
-        do {
-            items = try context.find(query)
-        } catch where error.code == .itemNotFound {
-            return []
-        } catch {
-            throw ToolFailure(function, error)
-        }
         var seen: Set<Data> = []
         var out: [String] = []
-        for item in items {
-            guard let data = item.data, let type = item.attributes["type"]?.intValue.flatMap(KeyType.init(rawValue:)),
-                  let keyClass = item.attributes["kcls"]?.intValue.flatMap(KeyClass.init(rawValue:)),
-                  let key = try? KeyMaterial(externalRepresentation: data, type: type, keyClass: keyClass),
+        for item in try context.all(.key, function: function) {
+            guard let data = item.data, let key = try? KeyMaterial(storedAttributes: item.attributes, data: data),
                   let label = try? key.applicationLabel(), seen.insert(label).inserted,
                   let pem = try? key.publicKeyPEM() else { continue }
             out.append(pem)

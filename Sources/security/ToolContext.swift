@@ -96,6 +96,21 @@ struct ToolContext {
         }
     }
 
+    /// Every item of a class the tool may see, with attributes and data; empty when there is none.
+    func all(_ itemClass: ItemClass, function: String = "SecKeychainSearchCopyNext") throws(ToolFailure) -> [FoundItem] {
+        var query = ItemQuery(itemClass: itemClass)
+        query.limit = .all
+        query.returns.data = true
+        query.returns.attributes = true
+        do {
+            return try find(query)
+        } catch where error.code == .itemNotFound {
+            return []
+        } catch {
+            throw ToolFailure(function, error)
+        }
+    }
+
     func add(_ query: ItemQuery) throws(KeychainError) {
         switch store {
         case .engine(let engine):
