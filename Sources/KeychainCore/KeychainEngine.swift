@@ -501,7 +501,11 @@ package final class KeychainEngine: Sendable {
                     var one = ItemQuery(itemClass: itemClass)
                     one.sync = .any
                     one.persistentRef = PersistentReference(itemClass: itemClass, uuid: uuid)
-                    _ = try? delete(one, caller: caller)
+                    do {
+                        _ = try delete(one, caller: caller)
+                    } catch where error.code == .itemNotFound {
+                        // Already gone (another identity shared this key).
+                    }
                 }
             }
             return identities.count

@@ -82,12 +82,13 @@ extension KeychainEngine {
     /// `[marker: attributes and data]`; nil for the password classes, which have no ref objects.
     static func keyReference(_ item: FoundItem) -> PlistValue? {
         if let key = item.identityKey {
-            guard let certificateData = item.data, let keyData = key.data else { return nil }
-            var certificate = returnedAttributes(item)
-            certificate["v_Data"] = .data(certificateData)
-            var keyFields = key.attributes.mapValues(\.plist)
-            keyFields["v_Data"] = .data(keyData)
-            return .dictionary([identityReferenceMarker: .dictionary(["certificate": .dictionary(certificate), "key": .dictionary(keyFields)])])
+            // The certificate and key halves, each made exactly as they are on their own.
+            var certificate = item
+            certificate.identityKey = nil
+            let privateKey = FoundItem(itemClass: .key, uuid: key.uuid, attributes: key.attributes, data: key.data)
+            guard case .dictionary(let c)? = keyReference(certificate), case .dictionary(let certificateFields)? = c[certificateReferenceMarker],
+                  case .dictionary(let k)? = keyReference(privateKey), case .dictionary(let keyFields)? = k[keyReferenceMarker] else { return nil }
+            return .dictionary([identityReferenceMarker: .dictionary(["certificate": .dictionary(certificateFields), "key": .dictionary(keyFields)])])
         }
         let marker: String
         switch item.itemClass {
@@ -96,12 +97,12 @@ extension KeychainEngine {
         default: return nil
         }
         guard let data = item.data else { return nil }
-        var fields = returnedAttributes(item)
         if item.itemClass == .key, TokenKeys.isTokenKey(item.attributes) {
             // A key that never leaves: its reference and public key, never its private bytes.
             guard let reference = try? TokenKeys.reference(item, privateBytes: data) else { return nil }
             return .dictionary([marker: .dictionary(reference)])
         }
+        var fields = returnedAttributes(item)
         fields["v_Data"] = .data(data)
         return .dictionary([marker: .dictionary(fields)])
     }

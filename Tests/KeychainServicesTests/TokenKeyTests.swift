@@ -117,6 +117,39 @@ func tokenKey(_ tag: String) -> SecKey? {
         }
     }
 
+    @Test(arguments: Backend.allCases)
+    func anIdentityWithATokenKeyKeepsTheKeyInTheToken(_ backend: Backend) throws {
+        let bench = try Workbench()
+        defer { bench.remove() }
+        let kc = try TestKeychain(backend)
+        try kc.run {
+            let key = try #require(tokenKey("identity-token"))
+            let publicKey = try #require(SecKeyCopyPublicKey(key))
+            // openssl issues a certificate for the token key's public key (signed by a key of its own).
+            try bench.write("pub.der", spki(ecPoint: try external(publicKey)))
+            #expect(try bench.openssl("pkey", "-pubin", "-inform", "DER", "-in", "pub.der", "-out", "pub.pem").status == 0)
+            #expect(try bench.openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                                      "-keyout", "issuer.key", "-subj", "/CN=token identity", "-out", "token.csr").status == 0)
+            #expect(try bench.openssl("x509", "-req", "-in", "token.csr", "-signkey", "issuer.key", "-force_pubkey", "pub.pem",
+                                      "-days", "30", "-outform", "DER", "-out", "token.der").status == 0)
+            let certificate = try #require(SecCertificateCreateWithData(nil, try bench.read("token.der") as CFData))
+            #expect(add([kSecValueRef as String: certificate]) == errSecSuccess)
+
+            let (status, found) = copy([kSecClass as String: kSecClassIdentity, kSecReturnRef as String: true])
+            #expect(status == errSecSuccess)
+            var identityKey: SecKey?
+            #expect(SecIdentityCopyPrivateKey(try #require(found as? SecIdentity), &identityKey) == errSecSuccess)
+            let privateKey = try #require(identityKey)
+            // The identity's key is the token key: not exportable, and it signs where it lives.
+            var error: Unmanaged<CFError>?
+            #expect(SecKeyCopyExternalRepresentation(privateKey, &error) == nil)
+            #expect(cfError(error) == -4)
+            let message = Data("identity".utf8)
+            let signature = try #require(SecKeyCreateSignature(privateKey, .ecdsaSignatureMessageX962SHA256, message as CFData, &error) as Data?)
+            #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message as CFData, signature as CFData, &error))
+        }
+    }
+
     @Test func theClientNeverReceivesATokenKeysPrivateKey() throws {
         let kc = try TestKeychain(.daemon)
         let daemon = try #require(kc.daemon)
