@@ -19,6 +19,22 @@ package final class EngineRegistry: @unchecked Sendable {
     private var pinned: [KeychainLocation: KeychainEngine] = [:]
     private var policies: [String: AccessPolicy] = [:]
     private var clients: [String: DaemonClient] = [:]
+    /// The backend the environment named last, with the variables' values it was chosen from.
+    private var lastBackend: (values: EnvironmentValues, backend: KeychainBackend)?
+
+    func cachedBackend(for raw: [UnsafeMutablePointer<CChar>?]) -> KeychainBackend? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let last = lastBackend, last.values.matches(raw) else { return nil }
+        return last.backend
+    }
+
+    func remember(_ backend: KeychainBackend, for raw: [UnsafeMutablePointer<CChar>?]) {
+        let values = EnvironmentValues(raw)
+        lock.lock()
+        defer { lock.unlock() }
+        lastBackend = (values, backend)
+    }
 
     /// The process's client of the daemon at `path`, created on first use.
     package func daemonClient(for path: String) -> DaemonClient {

@@ -20,7 +20,9 @@ package struct ItemCrypto: Sendable {
 
     let classKeys: [ProtectionClass: SymmetricKey]
     let attributeKeys: [ProtectionClass: SymmetricKey]
-    let indexKey: SymmetricKey
+    /// HMAC-SHA256 keyed with the index key, ready for input: each hash starts from a copy, so the key's pads
+    /// are computed once per key rather than once per hash.
+    let indexMAC: HMAC<SHA256>
     let random: any RandomSource
 
     package init(keybag: Keybag, random: any RandomSource = SystemRandom()) {
@@ -30,8 +32,9 @@ package struct ItemCrypto: Sendable {
             HKDF<SHA256>.deriveKey(inputKeyMaterial: key, salt: salt,
                                    info: Array("swift-keychain attributes v1".utf8), outputByteCount: 32)
         }
-        indexKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: keybag.metadataKey,
-                                          info: Array("swift-keychain index v1".utf8), outputByteCount: 32)
+        let indexKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: keybag.metadataKey,
+                                              info: Array("swift-keychain index v1".utf8), outputByteCount: 32)
+        indexMAC = HMAC<SHA256>(key: indexKey)
         self.random = random
     }
 
@@ -39,7 +42,7 @@ package struct ItemCrypto: Sendable {
 
     /// The keyed hash of one attribute value, as stored in its `h_<code>` column.
     package func attributeHash(table: String, code: String, value: AttributeValue) -> Data {
-        var mac = HMAC<SHA256>(key: indexKey)
+        var mac = indexMAC
         mac.update(data: Array(table.utf8) + [0] + Array(code.utf8) + [0])
         mac.update(data: value.matchBytes)
         return Data(mac.finalize().prefix(ItemCrypto.hashLength))
@@ -47,7 +50,7 @@ package struct ItemCrypto: Sendable {
 
     /// The keyed hash of a class's primary-key tuple, stored in the UNIQUE `pk` column.
     package func primaryKeyHash(itemClass: ItemClass, attributes: [String: AttributeValue]) -> Data {
-        var mac = HMAC<SHA256>(key: indexKey)
+        var mac = indexMAC
         mac.update(data: Array("pk\u{0}\(itemClass.table)\u{0}".utf8))
         for descriptor in itemClass.primaryKey {
             let bytes = attributes[descriptor.code]?.matchBytes ?? []

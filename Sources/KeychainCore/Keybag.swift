@@ -306,14 +306,12 @@ package enum Seal {
 
     /// Opens a sealed box; any failure (truncation, tampering, wrong key or AAD) is `errSecDecode`.
     package static func open(_ sealed: some Collection<UInt8>, key: SymmetricKey, aad: some DataProtocol) throws(KeychainError) -> [UInt8] {
-        let bytes = Array(sealed)
-        guard bytes.count >= overhead else {
+        guard sealed.count >= overhead else {
             throw KeychainError(code: .corruptData, message: "Stored data is truncated.")
         }
         do {
-            let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: bytes[0 ..< 12]),
-                                            ciphertext: bytes[12 ..< bytes.count - 16],
-                                            tag: bytes[(bytes.count - 16)...])
+            // nonce | ciphertext | tag is swift-crypto's "combined" layout: one copy, no slicing.
+            let box = try AES.GCM.SealedBox(combined: Data(sealed))
             return Array(try AES.GCM.open(box, using: key, authenticating: aad))
         } catch {
             throw KeychainError(code: .corruptData, message: "Stored data failed authentication: it was damaged or tampered with.")

@@ -60,20 +60,62 @@ package enum KeychainBackend: Sendable {
 extension EngineRegistry {
     /// Where the environment sends SecItem calls: keychaind when `KEYCHAIN_DAEMON_SOCKET` names it or its
     /// default socket answers, else the store in `KEYCHAIN_HOME` opened here.
+    ///
+    /// SecItem calls ask for every call, so the answer is kept with the variables' values it came from and
+    /// reused while they are unchanged (compared without copying them). Only when the default socket decides
+    /// (no `KEYCHAIN_DAEMON_SOCKET`, no `KEYCHAIN_HOME`) is it worked out again each time, since keychaind may
+    /// start or stop meanwhile.
     package func environmentBackend() throws(KeychainError) -> KeychainBackend {
+        let values = EnvironmentValues.current()
+        if let backend = cachedBackend(for: values) { return backend }
         let environment = KeychainLocation.processEnvironment()
-        if let endpoint = DaemonEndpoint.fromEnvironment(environment) {
-            let client = daemonClient(for: endpoint.path)
-            if endpoint.explicit || client.isReachable() {
-                var claim: [String]?
-                if let path = environment["KEYCHAIN_ENTITLEMENTS"], !path.isEmpty {
-                    let policy = try environmentPolicy(environment)
-                    claim = policy.unrestricted ? policy.groups + ["*"] : policy.groups
-                }
-                return .daemon(client, claim: claim)
+        let backend: KeychainBackend
+        var decidedBySocket = false
+        if let endpoint = DaemonEndpoint.fromEnvironment(environment),
+           endpoint.explicit || daemonClient(for: endpoint.path).isReachable() {
+            var claim: [String]?
+            if let path = environment["KEYCHAIN_ENTITLEMENTS"], !path.isEmpty {
+                let policy = try environmentPolicy(environment)
+                claim = policy.unrestricted ? policy.groups + ["*"] : policy.groups
+            }
+            backend = .daemon(daemonClient(for: endpoint.path), claim: claim)
+            decidedBySocket = !endpoint.explicit
+        } else {
+            let (engine, caller) = try environmentContext()
+            backend = .embedded(engine, caller)
+            decidedBySocket = DaemonEndpoint.fromEnvironment(environment) != nil
+        }
+        if !decidedBySocket { remember(backend, for: values) }
+        return backend
+    }
+}
+
+/// The raw values of the variables that choose a backend (``KeychainLocation/processEnvironment()``'s), read
+/// with `getenv` and compared in place, so an unchanged environment costs six lookups and no allocation.
+struct EnvironmentValues {
+    /// Each variable's bytes with their terminating NUL, or nil when unset.
+    var values: [[CChar]?]
+
+    static func current() -> [UnsafeMutablePointer<CChar>?] {
+        [getenv("KEYCHAIN_HOME"), getenv("XDG_DATA_HOME"), getenv("HOME"), getenv("KEYCHAIN_ENTITLEMENTS"),
+         getenv("KEYCHAIN_DAEMON_SOCKET"), getenv("XDG_RUNTIME_DIR")]
+    }
+
+    init(_ raw: [UnsafeMutablePointer<CChar>?]) {
+        values = raw.map { pointer in
+            pointer.map { Array(UnsafeBufferPointer(start: $0, count: strlen($0) + 1)) }
+        }
+    }
+
+    func matches(_ raw: [UnsafeMutablePointer<CChar>?]) -> Bool {
+        guard raw.count == values.count else { return false }
+        for (pointer, value) in zip(raw, values) {
+            switch (pointer, value) {
+            case (nil, nil): continue
+            case (let p?, let v?): if strcmp(p, v) != 0 { return false }
+            default: return false
             }
         }
-        let (engine, caller) = try environmentContext()
-        return .embedded(engine, caller)
+        return true
     }
 }

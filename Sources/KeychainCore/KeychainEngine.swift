@@ -536,9 +536,12 @@ package final class KeychainEngine: Sendable {
 
     // MARK: Database access with error mapping
 
+    /// Runs `body` on a reader connection outside any transaction: every read the engine makes is one SELECT
+    /// (an identity's certificate and key are two, each checked on its own), which SQLite runs on one WAL
+    /// snapshot, so an explicit `BEGIN`/`COMMIT` pair around it would only add two statements to each call.
     func read<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
         do {
-            return try pool.read(body)
+            return try pool.unsafeRead(body)
         } catch {
             throw mapError(error)
         }

@@ -186,9 +186,17 @@ package enum SecItemBackend {
                case .data(let der)? = fields["v_Data"], let certificate = try? CertificateData(der: der) {
                 return SecCertificate(certificate)
             }
-            let out = NSMutableDictionary(capacity: dict.count)
-            for (k, v) in dict { out[NSString(string: k)] = object(v) }
-            return out
+            // Built from two arrays: assigning key by key goes through AnyHashable and dynamic casts for every
+            // entry, which dominated "return attributes" queries.
+            var keys: [NSString] = []
+            var values: [AnyObject] = []
+            keys.reserveCapacity(dict.count)
+            values.reserveCapacity(dict.count)
+            for (k, v) in dict {
+                keys.append(NSString(string: k))
+                values.append(object(v))
+            }
+            return NSMutableDictionary(objects: values, forKeys: keys)
         case .unsupported(let name): return NSString(string: name)
         }
     }

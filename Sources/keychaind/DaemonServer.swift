@@ -21,49 +21,20 @@ final class ActivityClock: Sendable {
 }
 
 /// The open connections, so that a graceful shutdown can close the idle ones at once and let the busy
-/// ones finish the request they are serving.
-///
-/// It also owns each accepted connection from the moment it is made until a serving task claims it. An
-/// `NIOAsyncChannel` that is dropped without `executeThenClose` traps, and NIO can drop one that was accepted
-/// just as the listening channel closes (swift-nio#2637): so connections are made only while not draining,
-/// and whatever was made but never claimed is closed properly once the accept loop has ended.
+/// ones finish the request they are serving. Connections are registered only while the server is not draining.
 final class ConnectionTracker: Sendable {
-    typealias Connection = NIOAsyncChannel<WireFrame, WireFrame>
-
     private struct State {
         var open: [ObjectIdentifier: (channel: any Channel, busy: Bool)] = [:]
-        var unclaimed: [ObjectIdentifier: Connection] = [:]
         var draining = false
     }
     private let state = Mutex(State())
 
-    /// Wraps an accepted channel (on its event loop, from the child channel initializer) and keeps it until
-    /// ``opened(_:)`` claims it; nil when the server is draining, so nothing is made that could be dropped.
-    func make(_ channel: any Channel) throws -> Connection? {
-        try state.withLock { s in
-            guard !s.draining else { return nil }
-            let connection = try Connection(wrappingChannelSynchronously: channel)
-            s.unclaimed[ObjectIdentifier(channel)] = connection
-            return connection
-        }
-    }
-
-    /// Claims and registers a connection for serving; false when the server is already shutting down.
+    /// Registers an accepted channel (from the child channel initializer); false when the server is draining.
     func opened(_ channel: any Channel) -> Bool {
         state.withLock { s in
-            s.unclaimed.removeValue(forKey: ObjectIdentifier(channel))
             guard !s.draining else { return false }
             s.open[ObjectIdentifier(channel)] = (channel, false)
             return true
-        }
-    }
-
-    /// Stops making connections and hands over those made but never claimed, to be closed.
-    func takeUnclaimed() -> [Connection] {
-        state.withLock { s in
-            s.draining = true
-            defer { s.unclaimed = [:] }
-            return Array(s.unclaimed.values)
         }
     }
 
@@ -88,13 +59,122 @@ final class ConnectionTracker: Sendable {
         }
     }
 
-    /// Stops new requests and closes every idle connection.
+    /// Stops new connections and requests, and closes every idle connection.
     func drain() {
         let idle: [any Channel] = state.withLock { s in
             s.draining = true
             return s.open.values.filter { !$0.busy }.map(\.channel)
         }
         for channel in idle { channel.close(promise: nil) }
+    }
+
+    /// The connections still open (busy ones finishing their request).
+    var remaining: [any Channel] { state.withLock { $0.open.values.map(\.channel) } }
+}
+
+/// Serves one connection's requests in order, on its event loop.
+///
+/// Reads (`SecItemCopyMatching`, status) take microseconds and never wait on a disk flush: they are answered on
+/// the event loop as their frame arrives, so a read costs the socket round trip and the engine's work, with no
+/// hand-over between threads. Everything else (writes wait on the group commit's fsync; key generation and
+/// passcode stretching are slow) runs on the thread pool; frames that arrive meanwhile wait their turn, so
+/// answers keep the requests' order.
+final class RequestChannelHandler: ChannelInboundHandler {
+    typealias InboundIn = WireFrame
+    typealias OutboundOut = WireFrame
+
+    private let session: Session
+    private let handler: RequestHandler
+    private let threads: NIOThreadPool
+    private let tracker: ConnectionTracker
+    private let activity: ActivityClock
+    private let logger: Logger
+    /// A request is running on the thread pool.
+    private var busy = false
+    /// Frames that arrived while busy.
+    private var queued = CircularBuffer<WireFrame>()
+    /// The client half-closed: close once the requests it sent are answered.
+    private var inputClosed = false
+
+    init(session: Session, handler: RequestHandler, threads: NIOThreadPool, tracker: ConnectionTracker, activity: ActivityClock, logger: Logger) {
+        self.session = session
+        self.handler = handler
+        self.threads = threads
+        self.tracker = tracker
+        self.activity = activity
+        self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        if busy {
+            queued.append(frame)
+        } else {
+            serve(frame, context: context)
+        }
+    }
+
+    private func serve(_ frame: WireFrame, context: ChannelHandlerContext) {
+        guard case .request(let operation, let arguments) = frame.body else {
+            logger.notice("closing a connection that sent a response frame", metadata: ["pid": "\(session.identity.pid)"])
+            context.close(promise: nil)
+            return
+        }
+        guard tracker.begin(context.channel) else {
+            context.close(promise: nil)
+            return
+        }
+        activity.touch()
+        if operation == .copyMatching || operation == .status {
+            answer(frame.id, handler.respond(operation, arguments, session: session), context: context)
+            return
+        }
+        busy = true
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let (handler, session) = (self.handler, self.session)
+        threads.runIfActive(eventLoop: context.eventLoop) {
+            handler.respond(operation, arguments, session: session)
+        }.whenComplete { result in
+            let (this, context) = bound.value
+            this.busy = false
+            switch result {
+            case .success(let body):
+                this.answer(frame.id, body, context: context)
+            case .failure:
+                // The thread pool stopped: the daemon is going away.
+                context.close(promise: nil)
+            }
+            while !this.busy, context.channel.isActive, let next = this.queued.popFirst() {
+                this.serve(next, context: context)
+            }
+            if !this.busy, this.queued.isEmpty, this.inputClosed { context.close(promise: nil) }
+        }
+    }
+
+    private func answer(_ id: UInt32, _ body: WireFrame.Body, context: ChannelHandlerContext) {
+        context.writeAndFlush(wrapOutboundOut(WireFrame(id: id, body: body)), promise: nil)
+        if !tracker.end(context.channel) { context.close(promise: nil) }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            // A client that half-closes after its last request still gets the answer; then the connection closes.
+            inputClosed = true
+            if !busy { context.close(promise: nil) }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A malformed, oversized or truncated frame, or the peer went away: this connection only.
+        logger.debug("connection closed", metadata: ["pid": "\(session.identity.pid)", "reason": "\(type(of: error))"])
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        tracker.closed(context.channel)
+        context.fireChannelInactive()
     }
 }
 
@@ -108,8 +188,6 @@ struct DaemonServer: Service {
     let logger: Logger
     let ready: @Sendable () -> Void
 
-    typealias Connection = ConnectionTracker.Connection
-
     func run() async throws {
         let tracker = ConnectionTracker()
         let authority = handler.authority
@@ -117,26 +195,30 @@ struct DaemonServer: Service {
             .serverChannelOption(.backlog, value: 512)
             // A client that half-closes after its last request still gets the answer; then the connection closes.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<(Connection, Session)?> = { channel in
-            DaemonServer.peerCredentials(channel).flatMapThrowing { credentials -> (Connection, Session)? in
+        let (handler, threads, activity, logger) = (self.handler, self.threads, self.activity, self.logger)
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<Bool> = { channel in
+            DaemonServer.peerCredentials(channel).flatMapThrowing { credentials -> Bool in
                 let session: Session
                 do {
                     session = try authority.session(pid: credentials.pid, uid: credentials.uid)
                 } catch {
                     logger.notice("refused connection", metadata: ["uid": "\(credentials.uid)", "pid": "\(credentials.pid)", "reason": "\((error as? KeychainError)?.message ?? "\(error)")"])
                     channel.close(promise: nil)
-                    return nil
+                    return false
                 }
-                try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(WireFrameByteDecoder()))
-                try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(WireFrameByteEncoder()))
-                guard let connection = try tracker.make(channel) else {
+                guard tracker.opened(channel) else {
                     channel.close(promise: nil)
-                    return nil
+                    return false
                 }
-                return (connection, session)
+                try channel.pipeline.syncOperations.addHandlers([
+                    ByteToMessageHandler(WireFrameByteDecoder()),
+                    MessageToByteHandler(WireFrameByteEncoder()),
+                    RequestChannelHandler(session: session, handler: handler, threads: threads, tracker: tracker, activity: activity, logger: logger),
+                ])
+                return true
             }
         }
-        let server: NIOAsyncChannel<(Connection, Session)?, Never>
+        let server: NIOAsyncChannel<Bool, Never>
         switch listener {
         case .path(let path):
             server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
@@ -149,13 +231,9 @@ struct DaemonServer: Service {
         var failure: (any Error)?
         do {
             try await withGracefulShutdownHandler {
-                try await withThrowingDiscardingTaskGroup { group in
-                    try await server.executeThenClose { inbound in
-                        for try await accepted in inbound {
-                            guard let (connection, session) = accepted else { continue }
-                            group.addTask { await serve(connection, session, tracker) }
-                        }
-                    }
+                // Each connection is served by its pipeline's handler; the accept loop only waits for the end.
+                try await server.executeThenClose { inbound in
+                    for try await _ in inbound {}
                 }
             } onGracefulShutdown: {
                 logger.notice("shutting down: finishing requests in progress")
@@ -165,9 +243,10 @@ struct DaemonServer: Service {
         } catch {
             failure = error
         }
-        // Connections accepted as the listener closed, which the accept loop never received.
-        for connection in tracker.takeUnclaimed() {
-            try? await connection.executeThenClose { _, _ in }
+        // Busy connections answer their request in progress, then close.
+        tracker.drain()
+        for channel in tracker.remaining {
+            try? await channel.closeFuture.get()
         }
         if case .path(let path) = listener { unlink(path) }
         if let failure { throw failure }
@@ -178,38 +257,6 @@ struct DaemonServer: Service {
         switch listener {
         case .path(let path): path
         case .inherited(_, let path): path
-        }
-    }
-
-    /// Serves one connection's requests in order until it closes, sends a bad frame, or the server drains.
-    func serve(_ connection: Connection, _ session: Session, _ tracker: ConnectionTracker) async {
-        let channel = connection.channel
-        guard tracker.opened(channel) else {
-            // Accepted while draining: close it unserved, but through executeThenClose, which finishes the
-            // channel's writer (an NIOAsyncChannel dropped without that traps, taking the daemon down mid-drain).
-            try? await connection.executeThenClose { _, _ in }
-            return
-        }
-        defer { tracker.closed(channel) }
-        do {
-            try await connection.executeThenClose { inbound, outbound in
-                for try await frame in inbound {
-                    guard case .request(let operation, let arguments) = frame.body else {
-                        logger.notice("closing a connection that sent a response frame", metadata: ["pid": "\(session.identity.pid)"])
-                        return
-                    }
-                    guard tracker.begin(channel) else { return }
-                    activity.touch()
-                    let body = try await threads.runIfActive {
-                        handler.respond(operation, arguments, session: session)
-                    }
-                    try await outbound.write(WireFrame(id: frame.id, body: body))
-                    guard tracker.end(channel) else { return }
-                }
-            }
-        } catch {
-            // A malformed, oversized or truncated frame, or the peer went away: this connection only.
-            logger.debug("connection closed", metadata: ["pid": "\(session.identity.pid)", "reason": "\(type(of: error))"])
         }
     }
 

@@ -1,0 +1,51 @@
+// swift-tools-version:6.1
+// The benchmark suite, a package of its own so the main build and CI stay fast. Run it from the repository's
+// root with `swift package --package-path Benchmarks benchmark` (see the README's "Performance").
+import PackageDescription
+
+let strictSwift: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "swift-keychain-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "swift-keychain", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+    ],
+    targets: [
+        // Stores, daemon and client threads the benchmarks share with the profiling probe.
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [
+                .product(name: "KeychainServices", package: "swift-keychain"),
+                .product(name: "KeychainKit", package: "swift-keychain"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "KeychainBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                // Built beside the benchmarks so the daemon benchmarks can start it.
+                .product(name: "keychaind", package: "swift-keychain"),
+            ],
+            path: "Benchmarks/KeychainBenchmarks",
+            swiftSettings: strictSwift,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // One operation in a loop, for `valgrind --tool=callgrind` and `perf` (see the README).
+        .executableTarget(
+            name: "keychain-probe",
+            dependencies: ["BenchmarkSupport"],
+            swiftSettings: strictSwift
+        ),
+    ]
+)

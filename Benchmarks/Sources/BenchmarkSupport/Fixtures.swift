@@ -1,0 +1,318 @@
+import Foundation
+import KeychainServices
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failure of the benchmark harness itself (a store that cannot be built, a daemon that does not start).
+public struct BenchmarkFailure: Error, CustomStringConvertible {
+    /// What went wrong and what to do about it.
+    public var description: String
+    /// Makes a failure with its description.
+    public init(_ description: String) { self.description = description }
+}
+
+/// Where the benchmarks keep their stores and who they are to the keychain.
+///
+/// Every store lives under `.stores/` beside the benchmark package (or `$KEYCHAIN_BENCH_STORES`); the large
+/// one takes minutes to build, so each is built once and reused by later runs. The benchmarks use one access
+/// group, the benchmark executable's own path: that is the private group keychaind gives an unregistered
+/// program, so the same items are visible embedded and through the daemon.
+public enum BenchEnvironment {
+    /// Bumped whenever the items a store holds change, so older stores are rebuilt.
+    static let storeFormat = "1"
+
+    /// The folder holding every store.
+    public static var storesRoot: String {
+        if let root = ProcessInfo.processInfo.environment["KEYCHAIN_BENCH_STORES"], !root.isEmpty { return root }
+        return FileManager.default.currentDirectoryPath + "/.stores"
+    }
+
+    /// This executable's resolved path.
+    public static var executablePath: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// The access group every benchmark item is in.
+    public static var group: String { executablePath }
+
+    /// The store sizes to run: `$KEYCHAIN_BENCH_SIZES` (comma-separated), else 1,000, 10,000 and 1,000,000.
+    public static var sizes: [Int] {
+        let given = ProcessInfo.processInfo.environment["KEYCHAIN_BENCH_SIZES"]?
+            .split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? []
+        return given.isEmpty ? [1_000, 10_000, 1_000_000] : given
+    }
+
+    /// Directs SecItem calls to the store at `home`, opened in this process.
+    public static func useEmbedded(home: String) throws {
+        try writeEntitlements()
+        setenv("KEYCHAIN_HOME", home, 1)
+        setenv("KEYCHAIN_DAEMON_SOCKET", "off", 1)
+    }
+
+    /// Directs SecItem calls to the keychaind listening at `socket`.
+    public static func useDaemon(socket: String) throws {
+        try writeEntitlements()
+        setenv("KEYCHAIN_DAEMON_SOCKET", socket, 1)
+    }
+
+    static func writeEntitlements() throws {
+        let path = storesRoot + "/entitlements.plist"
+        try FileManager.default.createDirectory(atPath: storesRoot, withIntermediateDirectories: true)
+        let plist = try PropertyListSerialization.data(fromPropertyList: ["keychain-access-groups": [group]], format: .xml, options: 0)
+        try plist.write(to: URL(fileURLWithPath: path))
+        setenv("KEYCHAIN_ENTITLEMENTS", path, 1)
+    }
+}
+
+/// The items of a benchmark store: `count - 100` generic passwords (`acct-<i>` in service `bench`) and 100
+/// more in service `bench-list`, the set a "return attributes, limit all" query returns. Secrets are 24 bytes.
+public enum BenchItems {
+    /// The service of the point-lookup items.
+    public static let service = "bench"
+    /// The service of the 100 items a list query returns.
+    public static let listService = "bench-list"
+    /// How many items the list query returns.
+    public static let listCount = 100
+
+    /// The secret stored for `index`.
+    public static func secret(_ index: Int) -> Data {
+        Data("secret-\(index)-".utf8 + Array(repeating: UInt8(ascii: "x"), count: 24)).prefix(24)
+    }
+
+    /// The account of point-lookup item `index`.
+    public static func account(_ index: Int) -> String { "acct-\(index)" }
+
+    /// How many point-lookup items a store of `count` holds.
+    public static func pointCount(_ count: Int) -> Int { count - listCount }
+
+    /// The home folder of the store with `count` items, built first when it is missing or stale.
+    public static func store(count: Int, log: @escaping @Sendable (String) -> Void = { _ in }) throws -> String {
+        let home = BenchEnvironment.storesRoot + "/\(count)"
+        let marker = home + "/bench-complete"
+        let expected = "\(BenchEnvironment.storeFormat) \(count) \(BenchEnvironment.group)"
+        if let found = try? String(contentsOfFile: marker, encoding: .utf8), found == expected { return home }
+        try? FileManager.default.removeItem(atPath: home)
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        try BenchEnvironment.useEmbedded(home: home)
+        log("building the \(count)-item store in \(home) (once; later runs reuse it)")
+        let started = ContinuousClock.now
+        // Many writers at once: group commit puts their adds in shared transactions.
+        let writers = 16
+        let failures = Atomic<Int>(0)
+        let points = pointCount(count)
+        let progress = Atomic<Int>(0)
+        ClientThreads.runOnce(writers) { writer in
+            var index = writer
+            while index < count {
+                let status: OSStatus
+                if index < points {
+                    status = SecItemOps.add(account: account(index), service: service, data: secret(index))
+                } else {
+                    status = SecItemOps.add(account: "list-\(index - points)", service: listService, data: secret(index))
+                }
+                if status != errSecSuccess && status != errSecDuplicateItem { failures.add(1, ordering: .relaxed) }
+                let done = progress.add(1, ordering: .relaxed).newValue
+                if done % 100_000 == 0 { log("  \(done) items (\(ContinuousClock.now - started))") }
+                index += writers
+            }
+        }
+        guard failures.load(ordering: .relaxed) == 0 else {
+            throw BenchmarkFailure("\(failures.load(ordering: .relaxed)) adds failed while building \(home); remove it and run again.")
+        }
+        try expected.write(toFile: marker, atomically: true, encoding: .utf8)
+        log("built \(count) items in \(ContinuousClock.now - started)")
+        return home
+    }
+}
+
+/// The SecItem calls the benchmarks make, with Apple's dictionaries, as an app would write them.
+public enum SecItemOps {
+    /// `SecItemAdd` of one generic password.
+    public static func add(account: String, service: String, data: Data) -> OSStatus {
+        SecItemAdd([kSecClass as String: kSecClassGenericPassword,
+                    kSecAttrAccount as String: account,
+                    kSecAttrService as String: service,
+                    kSecValueData as String: data] as CFDictionary, nil)
+    }
+
+    /// `SecItemCopyMatching` of one item's secret by account and service.
+    public static func findData(account: String, service: String) -> Data? {
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword,
+                                          kSecAttrAccount as String: account,
+                                          kSecAttrService as String: service,
+                                          kSecReturnData as String: true] as CFDictionary, &result)
+        guard status == errSecSuccess else { return nil }
+        return result as? Data
+    }
+
+    /// `SecItemCopyMatching` of every item of a service, returning attributes: how many came back.
+    public static func findAllAttributes(service: String) -> Int {
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword,
+                                          kSecAttrService as String: service,
+                                          kSecMatchLimit as String: kSecMatchLimitAll,
+                                          kSecReturnAttributes as String: true] as CFDictionary, &result)
+        guard status == errSecSuccess else { return 0 }
+        return (result as? [Any])?.count ?? 0
+    }
+
+    /// `SecItemUpdate` of one item's secret.
+    public static func update(account: String, service: String, data: Data) -> OSStatus {
+        SecItemUpdate([kSecClass as String: kSecClassGenericPassword,
+                       kSecAttrAccount as String: account,
+                       kSecAttrService as String: service] as CFDictionary,
+                      [kSecValueData as String: data] as CFDictionary)
+    }
+
+    /// `SecItemDelete` of every item matching account (when given) and service.
+    public static func delete(account: String?, service: String) -> OSStatus {
+        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service]
+        if let account { query[kSecAttrAccount as String] = account }
+        return SecItemDelete(query as CFDictionary)
+    }
+}
+
+/// `n` threads that each run one call per round: the benchmarks' concurrent clients. Each thread makes its
+/// own calls (and, through keychaind, holds its own connection), as separate client processes would.
+public final class ClientThreads: @unchecked Sendable {
+    private let count: Int
+    private var starts: [DispatchSemaphore] = []
+    private let done = DispatchSemaphore(value: 0)
+    private let work = Mutex<(@Sendable (Int) -> Void)?>(nil)
+    private let stopping = Atomic<Bool>(false)
+
+    /// Starts `count` client threads, idle until ``round(_:)``.
+    public init(_ count: Int) {
+        self.count = count
+        for index in 0 ..< count {
+            let start = DispatchSemaphore(value: 0)
+            starts.append(start)
+            let thread = Thread { [self] in
+                while true {
+                    start.wait()
+                    if stopping.load(ordering: .acquiring) { break }
+                    if let body = work.withLock({ $0 }) { body(index) }
+                    done.signal()
+                }
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+
+    /// Runs `body(clientIndex)` once on every client thread, returning when all are done.
+    public func round(_ body: @escaping @Sendable (Int) -> Void) {
+        work.withLock { $0 = body }
+        for start in starts { start.signal() }
+        for _ in 0 ..< count { done.wait() }
+    }
+
+    /// Ends the threads.
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+        for start in starts { start.signal() }
+    }
+
+    /// Runs `body` on `count` new threads and waits for them.
+    public static func runOnce(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let clients = ClientThreads(count)
+        clients.round(body)
+        clients.stop()
+    }
+}
+
+/// keychaind, started as a separate process on a store, with its socket in a private temporary folder.
+public final class DaemonProcess: @unchecked Sendable {
+    /// The socket clients connect to.
+    public let socket: String
+    private let process: Process
+    private let folder: String
+
+    /// Starts the keychaind built beside this executable on the store at `home`, and waits until it answers.
+    public init(home: String) throws {
+        let binary = URL(fileURLWithPath: BenchEnvironment.executablePath).deletingLastPathComponent().appendingPathComponent("keychaind").path
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw BenchmarkFailure("keychaind is not at \(binary); build the benchmark package (it builds keychaind too).")
+        }
+        folder = NSTemporaryDirectory() + "skb-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        socket = folder + "/kd.sock"
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["--socket", socket, "--idle-lock", "0", "--log-level", "error"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["KEYCHAIN_HOME"] = home
+        environment.removeValue(forKey: "KEYCHAIN_DAEMON_SOCKET")
+        environment.removeValue(forKey: "KEYCHAIN_ENTITLEMENTS")
+        process.environment = environment
+        try process.run()
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !DaemonProcess.accepts(socket) {
+            guard process.isRunning, ContinuousClock.now < deadline else {
+                throw BenchmarkFailure("keychaind did not start on \(socket) (exit \(process.isRunning ? -1 : process.terminationStatus)).")
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// The daemon's process ID.
+    public var pid: Int32 { process.processIdentifier }
+
+    /// The daemon's resident memory in bytes (`VmRSS`).
+    public var residentBytes: Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kib = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+        return kib * 1024
+    }
+
+    /// Stops the daemon (SIGTERM: it drains and checkpoints) and waits for it.
+    public func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    static func accepts(_ path: String) -> Bool {
+        guard let fd = UnixSocket.connect(path) else { return false }
+        close(fd)
+        return true
+    }
+}
+
+/// Unix-domain stream sockets for the harness.
+enum UnixSocket {
+    static func connect(_ path: String) -> Int32? {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { close(fd); return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else { close(fd); return nil }
+        return fd
+    }
+}
+
+/// Bytes on disk of a store: its database with WAL and shared memory.
+public func storeBytes(home: String) -> Int {
+    ["keychain-2.db", "keychain-2.db-wal", "keychain-2.db-shm"].reduce(0) { total, name in
+        let size = (try? FileManager.default.attributesOfItem(atPath: home + "/" + name))?[.size] as? Int ?? 0
+        return total + size
+    }
+}
