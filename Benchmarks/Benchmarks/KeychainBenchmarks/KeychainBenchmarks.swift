@@ -53,6 +53,22 @@ func check(_ status: OSStatus, _ what: String) throws {
     guard status == errSecSuccess else { throw BenchmarkFailure("\(what) failed with OSStatus \(status)") }
 }
 
+/// Replaces the secret of the next point-lookup item in turn (the update benchmarks' call).
+func updateOne(_ f: Fixture, points: Int) throws {
+    let index = f.nextIndex()
+    try check(SecItemOps.update(account: BenchItems.account(index % points), service: BenchItems.service,
+                                data: BenchItems.secret(index % points)), "SecItemUpdate")
+}
+
+/// Adds an item unmeasured, then measures deleting it (the delete benchmarks' call).
+func deleteOne(_ f: Fixture, _ benchmark: Benchmark) throws {
+    let account = "delete-\(f.run)-\(f.nextIndex())"
+    try check(SecItemOps.add(account: account, service: addedService, data: BenchItems.secret(0)), "SecItemAdd")
+    benchmark.startMeasurement()
+    try check(SecItemOps.delete(account: account, service: addedService), "SecItemDelete")
+    benchmark.stopMeasurement()
+}
+
 @Sendable func log(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }
@@ -120,17 +136,11 @@ let benchmarks: @Sendable () -> Void = {
         }, setup: embedded)
 
         Benchmark("SecItemUpdate · embedded · \(name)", configuration: writes, closure: { _ in
-            let index = f.nextIndex()
-            try check(SecItemOps.update(account: BenchItems.account(index % points), service: BenchItems.service,
-                                        data: BenchItems.secret(index % points)), "SecItemUpdate")
+            try updateOne(f, points: points)
         }, setup: embedded)
 
         Benchmark("SecItemDelete · embedded · \(name)", configuration: writes, closure: { benchmark in
-            let account = "delete-\(f.run)-\(f.nextIndex())"
-            try check(SecItemOps.add(account: account, service: addedService, data: BenchItems.secret(0)), "SecItemAdd")
-            benchmark.startMeasurement()
-            try check(SecItemOps.delete(account: account, service: addedService), "SecItemDelete")
-            benchmark.stopMeasurement()
+            try deleteOne(f, benchmark)
         }, setup: embedded, teardown: removeAdded)
     }
 
@@ -215,17 +225,11 @@ let benchmarks: @Sendable () -> Void = {
             }, setup: setup, teardown: teardown)
 
             Benchmark("SecItemUpdate · keychaind · \(name) · 1 client", configuration: writes, closure: { _ in
-                let index = f.nextIndex()
-                try check(SecItemOps.update(account: BenchItems.account(index % points), service: BenchItems.service,
-                                            data: BenchItems.secret(index % points)), "SecItemUpdate")
+                try updateOne(f, points: points)
             }, setup: setup, teardown: teardown)
 
             Benchmark("SecItemDelete · keychaind · \(name) · 1 client", configuration: writes, closure: { benchmark in
-                let account = "delete-\(f.run)-\(f.nextIndex())"
-                try check(SecItemOps.add(account: account, service: addedService, data: BenchItems.secret(0)), "SecItemAdd")
-                benchmark.startMeasurement()
-                try check(SecItemOps.delete(account: account, service: addedService), "SecItemDelete")
-                benchmark.stopMeasurement()
+                try deleteOne(f, benchmark)
             }, setup: setup, teardown: teardown)
 
             // What the daemon holds in memory and the store on disk, after finds over the whole store.
