@@ -47,22 +47,46 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // What travels between a client and keychaind: typed requests and responses, one frame rule.
+        .target(name: "KeychainProtocol", dependencies: ["KeychainCore"], swiftSettings: strictSwift),
+        // The seam: a keychain this process can talk to, in-process (the engine) or keychaind (its client),
+        // and the one place that chooses between them.
+        .target(
+            name: "KeychainClient",
+            dependencies: ["KeychainCore", "KeychainProtocol", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSwift
+        ),
+        // keychaind as a library: peer identity, policy, request dispatch, the NIO pipeline and server.
+        .target(
+            name: "KeychainDaemon",
+            dependencies: [
+                "KeychainCore",
+                "KeychainProtocol",
+                "CKeychainLinux",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
         // Apple's Keychain Services API, source-compatible with `import Security`.
         .target(
             name: "KeychainServices",
-            dependencies: ["KeychainCore"],
+            dependencies: ["KeychainCore", "KeychainClient"],
             swiftSettings: strictSwift
         ),
         // What is ours alone: the Swift-native API.
         .target(
             name: "KeychainKit",
-            dependencies: ["KeychainCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["KeychainCore", "KeychainClient", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .executableTarget(
             name: "security",
             dependencies: [
                 "KeychainCore",
+                "KeychainClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -74,10 +98,8 @@ let package = Package(
             name: "keychaind",
             dependencies: [
                 "KeychainCore",
+                "KeychainDaemon",
                 "CKeychainLinux",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -99,12 +121,23 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainCoreTests",
-            dependencies: ["KeychainCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["KeychainCore", "KeychainClient", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "KeychainProtocolTests",
+            dependencies: ["KeychainProtocol", "KeychainCore"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "KeychainDaemonTests",
+            dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore", .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainServices", "KeychainCore", "KeychainKit", "keychain-test-helper", "keychaind", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["KeychainServices", "KeychainCore", "KeychainClient", "KeychainProtocol", "KeychainKit", "keychain-test-helper", "keychaind", .product(name: "GRDB", package: "GRDB.swift")],
             // A keychain written by the first released format, opened by the upgrade tests (read via #filePath).
             exclude: ["Fixtures"],
             swiftSettings: strictSwift
@@ -116,7 +149,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SecurityToolTests",
-            dependencies: ["security", "keychaind", "keychain-test-helper", "KeychainCore"],
+            dependencies: ["security", "keychaind", "keychain-test-helper", "KeychainCore", "KeychainClient"],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -33,7 +33,7 @@ extension Keychain {
                 var query = itemQuery(for: key)
                 if let group = existing.attributes["agrp"] { query.attributes["agrp"] = group }
                 do {
-                    try store.engine.update(query, attributes: writtenAttributes, sync: nil, data: value, caller: store.caller)
+                    try store.connection.update(query, with: ItemChanges(attributes: writtenAttributes, data: value))
                     return
                 } catch where error.code == .itemNotFound {
                     lastError = error
@@ -43,7 +43,7 @@ extension Keychain {
                 query.attributes.merge(writtenAttributes) { _, new in new }
                 query.valueData = value
                 do {
-                    _ = try store.engine.add(query, caller: store.caller)
+                    _ = try store.connection.add(query)
                     return
                 } catch where error.code == .duplicateItem {
                     lastError = error
@@ -142,7 +142,7 @@ extension Keychain {
         query.returns.attributes = true
         let items: [FoundItem]
         do {
-            items = try store.engine.find(query, caller: store.caller)
+            items = try store.connection.find(query)
         } catch where error.code == .itemNotFound {
             return []
         }
@@ -219,7 +219,7 @@ extension Keychain {
         query.returns.data = withData
         query.returns.attributes = true
         do {
-            return try store.engine.find(query, caller: store.caller).first
+            return try store.connection.find(query).first
         } catch where error.code == .itemNotFound {
             return nil
         }
@@ -228,7 +228,7 @@ extension Keychain {
     func delete(_ query: ItemQuery) throws(KeychainError) {
         let store = try resolvedStore()
         do {
-            try store.engine.delete(query, caller: store.caller)
+            try store.connection.delete(query)
         } catch where error.code == .itemNotFound {
             return
         }

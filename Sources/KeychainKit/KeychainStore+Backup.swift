@@ -30,7 +30,7 @@ extension KeychainStore {
     ///
     /// - Throws: ``KeychainError`` with ``KeychainStatus/interactionNotAllowed`` while the keychain is locked.
     public func backup(password: String) throws(KeychainError) -> Backup {
-        let (data, summary) = try engine.backup(password: password)
+        let (data, summary) = try connection.backup(password: password)
         return Backup(data: data, itemCount: summary.items, thisDeviceOnlyCount: summary.thisDeviceOnly,
                       skippedPasscodeOnlyCount: summary.skippedPasscodeOnly)
     }
@@ -40,7 +40,7 @@ extension KeychainStore {
     /// - Throws: ``KeychainError`` with ``KeychainStatus/authFailed`` for a wrong password or a damaged backup,
     ///   and nothing is changed.
     public func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreResult {
-        let s = try engine.restore(backup, password: password)
+        let s = try connection.restore(backup, password: password)
         return RestoreResult(added: s.added, replaced: s.replaced, keptNewer: s.keptNewer, skippedFromOtherDevice: s.skippedOtherDevice)
     }
 }

@@ -14,13 +14,17 @@ extension KeychainStore {
         case locked
     }
 
-    /// This process's lock status.
+    /// The keychain's lock status: keychaind's when it serves the keychain, else this process's.
+    ///
+    /// - Throws: ``KeychainError`` when keychaind cannot be reached.
     public var lockStatus: LockStatus {
-        switch engine.lockState {
+        get throws(KeychainError) {
+        switch try connection.status().lockState {
         case .noPasscode: .noPasscode
         case .beforeFirstUnlock: .beforeFirstUnlock
         case .unlocked: .unlocked
         case .locked: .locked
+        }
         }
     }
 
@@ -29,13 +33,15 @@ extension KeychainStore {
     /// - Throws: ``KeychainError`` with status ``KeychainStatus/authFailed`` for a wrong passcode, or while
     ///   wrong passcodes are throttled (the message says how long to wait).
     public func unlock(passcode: String) throws(KeychainError) {
-        try engine.unlock(passcode: passcode)
+        try connection.unlock(passcode: passcode)
     }
 
     /// Locks the keychain: the keys of the `whenUnlocked` classes are dropped from memory, and their items
     /// fail with ``KeychainStatus/interactionNotAllowed`` until the next ``unlock(passcode:)``.
-    public func lock() {
-        engine.lock()
+    ///
+    /// - Throws: ``KeychainError`` when keychaind cannot be reached.
+    public func lock() throws(KeychainError) {
+        try connection.lock()
     }
 
     /// Sets, changes or removes the keychain's passcode. Class keys are re-wrapped; items are not re-encrypted.
@@ -47,6 +53,6 @@ extension KeychainStore {
     /// - Throws: ``KeychainError`` with status ``KeychainStatus/authFailed`` when `currentPasscode` is wrong or
     ///   missing.
     public func setPasscode(_ newPasscode: String?, currentPasscode: String? = nil) throws(KeychainError) {
-        try engine.changePasscode(from: currentPasscode, to: newPasscode)
+        try connection.changePasscode(from: currentPasscode, to: newPasscode)
     }
 }

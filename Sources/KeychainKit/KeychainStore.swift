@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 import KeychainCore
 import Logging
 
@@ -18,15 +19,16 @@ import Logging
 /// Stores are cheap: every store of one folder shares one open keychain (the files are opened once per
 /// process and closed when the last store of the folder is gone). A store is safe to use from any thread.
 public struct KeychainStore: Sendable {
-    let engine: KeychainEngine
-    let caller: AccessPolicy
-
+    /// The keychain calls go to: keychaind when it serves this keychain, else the engine opened in this process.
+    let connection: any KeychainConnection
     /// The folder holding the keychain's files.
-    public var directory: String { engine.location.home }
-
+    public let directory: String
     /// The access groups the store's callers act as, in order; the first is where new items go unless a
     /// ``Keychain`` names another with ``Keychain/accessGroup(_:)``. `"*"` (last) means every group.
-    public var accessGroups: [String] { caller.unrestricted ? caller.groups + ["*"] : caller.groups }
+    ///
+    /// Through keychaind these are what the store asks for: keychaind grants only the groups the calling
+    /// program is registered for (see `security app add`), and refuses the call otherwise.
+    public let accessGroups: [String]
 
     /// Opens (creating when missing) the keychain in `directory`, acting as the access groups of the
     /// environment (`KEYCHAIN_ENTITLEMENTS`, else the executable's name).
@@ -38,6 +40,9 @@ public struct KeychainStore: Sendable {
     }
 
     /// Opens (creating when missing) the keychain in `directory`, acting as `accessGroups`.
+    ///
+    /// When keychaind runs and serves `directory`, calls go through it; otherwise the keychain is opened in
+    /// this process.
     ///
     /// - Parameters:
     ///   - directory: The keychain folder; created with mode 0700 when missing.
@@ -56,17 +61,19 @@ public struct KeychainStore: Sendable {
             throw KeychainError(code: .invalidParameter, message: "An access group name is empty. Pass non-empty group names, or no groups to use the environment's.")
         }
         let home = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let caller = accessGroups.isEmpty ? try EngineRegistry.shared.environmentPolicy() : AccessPolicy(groups: accessGroups)
-        self.engine = try EngineRegistry.shared.engine(for: KeychainLocation(home: home), pinned: false, logger: logger)
-        self.caller = caller
+        let caller: KeychainCaller = accessGroups.isEmpty ? .environment : .groups(accessGroups)
+        try self.init(connection: KeychainConnector.connection(for: caller, home: home, logger: logger), directory: home,
+                      accessGroups: accessGroups.isEmpty ? KeychainStore.environmentGroups() : accessGroups)
     }
 
-    init(engine: KeychainEngine, caller: AccessPolicy) {
-        self.engine = engine
-        self.caller = caller
+    init(connection: any KeychainConnection, directory: String, accessGroups: [String]) {
+        self.connection = connection
+        self.directory = directory
+        self.accessGroups = accessGroups
     }
 
-    /// The process-wide store: the keychain folder and access groups the environment names.
+    /// The process-wide store: the keychain and access groups the environment names, through keychaind when it
+    /// runs.
     ///
     /// The environment's entitlements are read once per process; the keychain is opened on first use and
     /// kept open.
@@ -74,8 +81,15 @@ public struct KeychainStore: Sendable {
     /// - Throws: ``KeychainError`` when the keychain cannot be opened or the entitlements plist cannot be read.
     public static var `default`: KeychainStore {
         get throws(KeychainError) {
-            let (engine, caller) = try EngineRegistry.shared.environmentContext()
-            return KeychainStore(engine: engine, caller: caller)
+            let connection = try KeychainConnector.environment()
+            let directory = (connection as? InProcessKeychain)?.engine.location.home ?? KeychainLocation.fromEnvironment().home
+            return KeychainStore(connection: connection, directory: directory, accessGroups: try environmentGroups())
         }
+    }
+
+    /// The groups of the environment's entitlements, `"*"` last when they grant every group.
+    static func environmentGroups() throws(KeychainError) -> [String] {
+        let policy = try EngineRegistry.shared.environmentPolicy()
+        return policy.unrestricted ? policy.groups + ["*"] : policy.groups
     }
 }

@@ -1,40 +1,22 @@
 #if !(canImport(Security) && !KEYCHAIN_FORCE_BUILD_API)
 import Foundation
+import KeychainClient
 import KeychainCore
 import Logging
 
-/// Where SecItem calls go: keychaind when it runs (`KEYCHAIN_DAEMON_SOCKET`, or its default socket), else
-/// the store in `$KEYCHAIN_HOME` opened in this process, with the caller's access groups from
-/// `KEYCHAIN_ENTITLEMENTS`. Tests substitute a backend through the task-local ``SecItemBackend/override``
-/// rather than a global.
+/// Where SecItem calls go: the keychain ``KeychainConnector`` chooses (keychaind when it runs, else the store in
+/// `$KEYCHAIN_HOME` opened in this process). Dictionaries are converted here; everything after is typed.
 package enum SecItemBackend {
-    /// A backend that replaces the environment's for the current task.
-    package struct Context: Sendable {
-        package var backend: KeychainBackend
-        /// An engine opened in this process, used with `caller`'s access groups.
-        package init(engine: KeychainEngine, caller: AccessPolicy) {
-            backend = .embedded(engine, caller)
-        }
-        /// Any backend (a daemon client, say).
-        package init(backend: KeychainBackend) {
-            self.backend = backend
-        }
-    }
-
-    /// Set with `SecItemBackend.$override.withValue(context) { … }` to direct SecItem calls elsewhere.
-    @TaskLocal package static var override: Context?
-
     static let logger = Logger(label: "swift-keychain.KeychainServices")
 
-    /// The engine and caller for this call: the task's override, else the one the environment names.
-    static func context() throws(KeychainError) -> Context {
-        if let override { return override }
-        return Context(backend: try EngineRegistry.shared.environmentBackend())
+    /// The keychain for this call.
+    static func connection() throws(KeychainError) -> any KeychainConnection {
+        try KeychainConnector.environment()
     }
 
-    static func run(_ body: (Context) throws(KeychainError) -> Void) -> OSStatus {
+    static func run(_ body: (any KeychainConnection) throws(KeychainError) -> Void) -> OSStatus {
         do {
-            try body(context())
+            try body(connection())
             return errSecSuccess
         } catch {
             logger.debug("SecItem call failed", metadata: ["status": "\(error.status.rawValue)"])
@@ -48,7 +30,7 @@ package enum SecItemBackend {
             return addIdentity(identity, attributes)
         }
         return run { (ctx) throws(KeychainError) in
-            let value = try ctx.backend.secItemAdd(try itemDictionary(attributes))
+            let value = try ctx.secItemAdd(try itemDictionary(attributes))
             if let result, let value { result.pointee = object(value) }
         }
     }
@@ -56,20 +38,20 @@ package enum SecItemBackend {
     static func copyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
         result?.pointee = nil
         return run { (ctx) throws(KeychainError) in
-            let value = try ctx.backend.secItemCopyMatching(try plistDictionary(query))
+            let value = try ctx.secItemCopyMatching(try plistDictionary(query))
             if let result, let value { result.pointee = object(value) }
         }
     }
 
     static func update(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
         run { (ctx) throws(KeychainError) in
-            try ctx.backend.secItemUpdate(try plistDictionary(query), attributesToUpdate: try plistDictionary(attributesToUpdate))
+            try ctx.secItemUpdate(try plistDictionary(query), attributesToUpdate: try plistDictionary(attributesToUpdate))
         }
     }
 
     static func delete(_ query: CFDictionary) -> OSStatus {
         run { (ctx) throws(KeychainError) in
-            try ctx.backend.secItemDelete(try plistDictionary(query))
+            try ctx.secItemDelete(try plistDictionary(query))
         }
     }
 
@@ -90,12 +72,12 @@ package enum SecItemBackend {
             var certificate = shared
             certificate["class"] = .string(ItemClass.certificate.rawValue)
             certificate["v_Data"] = .data(identity.certificate.data.der)
-            _ = try ctx.backend.secItemAdd(key)
+            _ = try ctx.secItemAdd(key)
             do throws(KeychainError) {
-                _ = try ctx.backend.secItemAdd(certificate)
+                _ = try ctx.secItemAdd(certificate)
             } catch {
                 let label = try identity.privateKey.material.applicationLabel()
-                try? ctx.backend.secItemDelete(["class": .string(ItemClass.key.rawValue), "klbl": .data(label), "kcls": .int(1)])
+                try? ctx.secItemDelete(["class": .string(ItemClass.key.rawValue), "klbl": .data(label), "kcls": .int(1)])
                 throw error
             }
         }
@@ -174,15 +156,15 @@ package enum SecItemBackend {
         case .date(let d): return NSDate(timeIntervalSinceReferenceDate: d.timeIntervalSinceReferenceDate)
         case .array(let items): return NSArray(array: items.map(object))
         case .dictionary(let dict):
-            if dict.count == 1, case .dictionary(let fields)? = dict[KeychainEngine.keyReferenceMarker],
+            if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.keyReferenceMarker],
                let key = SecKeyBackend.key(fromReference: fields) {
                 return key
             }
-            if dict.count == 1, case .dictionary(let fields)? = dict[KeychainEngine.identityReferenceMarker],
+            if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.identityReferenceMarker],
                let identity = SecKeyBackend.identity(fromReference: fields) {
                 return identity
             }
-            if dict.count == 1, case .dictionary(let fields)? = dict[KeychainEngine.certificateReferenceMarker],
+            if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.certificateReferenceMarker],
                case .data(let der)? = fields["v_Data"], let certificate = try? CertificateData(der: der) {
                 return SecCertificate(certificate)
             }

@@ -1,5 +1,6 @@
 #if !(canImport(Security) && !KEYCHAIN_FORCE_BUILD_API)
 import Foundation
+import KeychainClient
 import KeychainCore
 
 /// What the SecKey functions do: parameter dictionaries in, `KeyMaterial` operations, `CFError`s out.
@@ -85,7 +86,7 @@ enum SecKeyBackend {
         attempt(error) { () throws(KeychainError) in
             let (parsed, name) = try resolve(algorithm)
             if let reference = key.tokenReference {
-                return NSData(data: try tokenOperation("sign", reference, name, data as Data))
+                return NSData(data: try tokenOperation(.sign(reference: tokenReference(reference), algorithm: name, input: data as Data)))
             }
             return NSData(data: try key.material.sign(parsed, identifier: name, data as Data))
         }
@@ -103,8 +104,11 @@ enum SecKeyBackend {
         var attributes = p.filter { storedAttributes.contains($0.key) }
         attributes.merge(privateAttributes.filter { storedAttributes.contains($0.key) }) { $1 }
         attributes["tkid"] = .string(token)
-        let created = try SecItemBackend.context().backend.tokenKey(["op": .string("create"), "attributes": .dictionary(attributes)])
-        guard case .dictionary(let marker)? = created, case .dictionary(let fields)? = marker[KeychainEngine.keyReferenceMarker],
+        attributes["class"] = .string(ItemClass.key.rawValue)
+        let query = try QueryParser.parse(attributes, for: .add)
+        guard case .key(let item) = try KeychainConnector.environment().tokenKey(.create(query)),
+              case .dictionary(let marker)? = SecItemDictionaries.keyReference(item),
+              case .dictionary(let fields)? = marker[SecItemDictionaries.keyReferenceMarker],
               let key = key(fromReference: fields) else {
             throw KeychainError(code: .internal, message: "The keychain did not return the token key it made.")
         }
@@ -117,14 +121,19 @@ enum SecKeyBackend {
     }
 
     /// A private operation on a token key, carried out where the key is.
-    static func tokenOperation(_ op: String, _ reference: Data, _ algorithm: String, _ input: Data,
-                               extra: [String: PlistValue] = [:]) throws(KeychainError) -> Data {
-        var request: [String: PlistValue] = ["op": .string(op), "ref": .data(reference), "alg": .string(algorithm), "in": .data(input)]
-        request.merge(extra) { $1 }
-        guard case .data(let result)? = try SecItemBackend.context().backend.tokenKey(request) else {
+    static func tokenOperation(_ request: TokenKeyRequest) throws(KeychainError) -> Data {
+        guard case .data(let result) = try KeychainConnector.environment().tokenKey(request) else {
             throw KeychainError(code: .internal, message: "The keychain returned no result for the token key operation.")
         }
         return result
+    }
+
+    /// The persistent reference a token key's `SecKey` holds.
+    static func tokenReference(_ data: Data) throws(KeychainError) -> PersistentReference {
+        guard let reference = PersistentReference(data), reference.itemClass == .key else {
+            throw KeychainError(code: .invalidParameter, message: "The key's reference is not a key in this keychain.")
+        }
+        return reference
     }
 
     static func verifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ data: CFData, _ signature: CFData, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> Bool {
@@ -148,7 +157,7 @@ enum SecKeyBackend {
         attempt(error) { () throws(KeychainError) in
             let (parsed, name) = try resolve(algorithm)
             if let reference = key.tokenReference {
-                return NSData(data: try tokenOperation("decrypt", reference, name, ciphertext as Data))
+                return NSData(data: try tokenOperation(.decrypt(reference: tokenReference(reference), algorithm: name, input: ciphertext as Data)))
             }
             return NSData(data: try key.material.decrypt(parsed, identifier: name, ciphertext as Data))
         }
@@ -168,9 +177,9 @@ enum SecKeyBackend {
             }
             let size = p["requestedSize"].flatMap(number).map { Int(clamping: $0) }
             if let reference = privateKey.tokenReference {
-                var extra: [String: PlistValue] = ["peer": .data(try publicKey.material.publicKey().bytes), "info": .data(sharedInfo)]
-                if let size { extra["size"] = .int(Int64(size)) }
-                return NSData(data: try tokenOperation("exchange", reference, name, Data(), extra: extra))
+                return NSData(data: try tokenOperation(.exchange(reference: tokenReference(reference), algorithm: name,
+                                                                 peer: try publicKey.material.publicKey().bytes,
+                                                                 requestedSize: size, sharedInfo: sharedInfo)))
             }
             return NSData(data: try privateKey.material.keyExchange(parsed, identifier: name, peer: publicKey.material,
                                                                     requestedSize: size, sharedInfo: sharedInfo))
@@ -197,7 +206,7 @@ enum SecKeyBackend {
         var item = try attributeDictionary(material, extra)
         item["class"] = .string(ItemClass.key.rawValue)
         item["perm"] = .int(1)
-        _ = try SecItemBackend.context().backend.secItemAdd(item)
+        _ = try SecItemBackend.connection().secItemAdd(item)
     }
 
     /// Apple's attribute dictionary for a key (`SecKeyCopyAttributeDictionary`), over `extra`.

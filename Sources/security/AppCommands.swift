@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeychainClient
 import KeychainCore
 
 #if canImport(Glibc)
@@ -103,7 +104,7 @@ struct AppAdd: AsyncParsableCommand {
             let resolved = try Self.executable(path)
             let digest: String
             do {
-                digest = try PeerInspector.fileDigest(resolved)
+                digest = try FileDigest.sha256Hex(ofFileAt: resolved)
             } catch {
                 throw ToolFailure.input(Self.function, "Cannot read \(path) to record its SHA-256. Check its permissions.")
             }
@@ -216,83 +217,40 @@ struct AppRemove: AsyncParsableCommand {
     }
 }
 
-/// Where the registry verbs work: keychaind, which checks that the caller is the admin tool and has given
-/// the passcode, or the registry file of the keychain in `KEYCHAIN_HOME`, opened in this process.
-enum ProgramRegistry {
-    /// Through keychaind, which applies its admin-tool and passcode checks.
-    case daemon(DaemonClient)
-    /// On the keychain opened in this process (its AfterFirstUnlock key protects the registry file).
-    case store(KeychainEngine)
+/// The program registry the verbs work on: keychaind's (which checks that the caller is the admin tool and has
+/// given the passcode), or the registry file of the keychain opened in this process.
+struct ProgramRegistry {
+    let keychain: any KeychainConnection
 
-    /// keychaind when the environment names one or its default socket answers, else the store.
     static func current() throws(ToolFailure) -> ProgramRegistry {
-        if let client = ToolDaemon.fromEnvironment() { return .daemon(client) }
-        return .store(try ToolContext.sharedEngine())
+        ProgramRegistry(keychain: try ToolContext.keychain())
     }
 
     /// Adds `entry`, replacing any registration of the same program.
     func register(_ entry: AppRegistration, function: String) throws(ToolFailure) {
-        do throws(KeychainError) {
-            switch self {
-            case .daemon(let client):
-                guard case .dictionary(let arguments) = entry.wireValue else {
-                    throw KeychainError(code: .internal, message: "A program registration did not encode as a dictionary. Please report this bug.")
-                }
-                _ = try client.call(.appAdd, arguments)
-            case .store(let engine):
-                try engine.updateAppRegistry { $0.register(entry) }
-            }
+        do {
+            try keychain.register(entry)
         } catch {
-            throw failure(function, error)
+            throw ToolFailure(function, error)
         }
     }
 
     /// Every registration, in the registry's order.
     func entries(function: String) throws(ToolFailure) -> [AppRegistration] {
-        do throws(KeychainError) {
-            switch self {
-            case .daemon(let client):
-                guard case .array(let list)? = try client.call(.appList, [:]) else { throw unreadable(client) }
-                var entries: [AppRegistration] = []
-                for value in list {
-                    guard let entry = AppRegistration(wireValue: value) else { throw unreadable(client) }
-                    entries.append(entry)
-                }
-                return entries
-            case .store(let engine):
-                return try engine.appRegistry().entries
-            }
+        do {
+            return try keychain.registeredPrograms()
         } catch {
-            throw failure(function, error)
+            throw ToolFailure(function, error)
         }
     }
 
     /// Removes the registrations of the program named `name`; returns how many there were.
     func remove(_ name: String, function: String) throws(ToolFailure) -> Int {
-        do throws(KeychainError) {
-            switch self {
-            case .daemon(let client):
-                guard case .int(let removed)? = try client.call(.appRemove, ["id": .string(name)]) else { throw unreadable(client) }
-                return Int(removed)
-            case .store(let engine):
-                return try engine.updateAppRegistry { $0.remove(named: name) }
-            }
+        do {
+            return try keychain.unregisterProgram(named: name)
         } catch {
-            throw failure(function, error)
+            throw ToolFailure(function, error)
         }
-    }
-
-    /// The error for a daemon answer of the wrong shape (a keychaind from another build).
-    private func unreadable(_ client: DaemonClient) -> KeychainError {
-        KeychainError(code: .internal, message: "keychaind at \(client.socketPath) answered in a form this security tool cannot read. Install keychaind and security from the same build.")
-    }
-
-    /// The tool's failure for a registry error, remembering the daemon so that a retry after asking for the
-    /// passcode goes through the same connection.
-    private func failure(_ function: String, _ error: KeychainError) -> ToolFailure {
-        var failure = ToolFailure(function, error)
-        if case .daemon(let client) = self { failure.daemon = client }
-        return failure
     }
 }
 

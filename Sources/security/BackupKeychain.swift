@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeychainClient
 import KeychainCore
 
 /// Backups of the whole keychain, made and restored by keychaind when it runs (it alone opens the database,
@@ -8,16 +9,9 @@ import KeychainCore
 enum KeychainBackups {
     /// The whole keychain sealed under `password`, and what went into it.
     static func make(password: String, function: String) throws(ToolFailure) -> (Data, BackupSummary) {
-        if let daemon = ToolDaemon.fromEnvironment() {
-            guard case .dictionary(let reply)? = try ToolDaemon.call(daemon, .backup, ["password": .string(password)], function: function),
-                  case .data(let data)? = reply["data"], let summary = BackupSummary(wireValue: reply) else {
-                throw ToolFailure(function, unexpectedReply)
-            }
-            return (data, summary)
-        }
-        let engine = try ToolContext.sharedEngine()
+        let keychain = try ToolContext.keychain(function: function)
         do {
-            return try engine.backup(password: password)
+            return try keychain.backup(password: password)
         } catch {
             throw ToolFailure(function, error)
         }
@@ -25,21 +19,13 @@ enum KeychainBackups {
 
     /// Merges a backup into the keychain (the newer copy of each item wins).
     static func restore(_ data: Data, password: String, function: String) throws(ToolFailure) -> RestoreSummary {
-        if let daemon = ToolDaemon.fromEnvironment() {
-            let reply = try ToolDaemon.call(daemon, .restore, ["data": .data(data), "password": .string(password)], function: function)
-            guard let reply, let summary = RestoreSummary(wireValue: reply) else { throw ToolFailure(function, unexpectedReply) }
-            return summary
-        }
-        let engine = try ToolContext.sharedEngine()
+        let keychain = try ToolContext.keychain(function: function)
         do {
-            return try engine.restore(data, password: password)
+            return try keychain.restore(data, password: password)
         } catch {
             throw ToolFailure(function, error)
         }
     }
-
-    private static let unexpectedReply = KeychainError(
-        code: .internal, message: "keychaind answered in an unknown form; install keychaind and security from the same build.")
 
     /// The backup password: `given`, else asked twice on the terminal.
     static func newPassword(_ given: String?, function: String, hint: String) throws(ToolFailure) -> String {

@@ -24,12 +24,13 @@ struct DumpKeychain: AsyncParsableCommand {
     func run() async throws {
         let context = try ToolContext.open(accessGroup: keychain.accessGroup)
         // (Through keychaind, the daemon itself asks the tool for the passcode before any item call.)
-        if showData, let engine = context.engine, engine.lockState == .beforeFirstUnlock || engine.lockState == .locked {
+        if showData, let status = try? context.connection.status(), status.daemon == nil,
+           status.lockState == .beforeFirstUnlock || status.lockState == .locked {
             // Every secret at once: the passcode first, even for the items that need none.
             let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
                                                   hint: "dump-keychain -d shows every secret only after the keychain's passcode; run it from a terminal.")
             do {
-                try engine.unlock(passcode: passcode)
+                try context.connection.unlock(passcode: passcode)
             } catch {
                 throw ToolFailure(UnlockKeychain.function, error)
             }

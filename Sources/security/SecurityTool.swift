@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeychainClient
 import KeychainCore
 
 /// The `security` command: macOS's keychain tool, with its verbs, flags, output and exit statuses, working on
@@ -34,21 +35,23 @@ struct SecurityTool: AsyncParsableCommand {
             do {
                 try await runOnce(arguments)
             } catch let failure as ToolFailure where failure.status == .interactionNotAllowed && failure.fromKeychain {
-                if let daemon = failure.daemon ?? ToolDaemon.fromEnvironment() {
-                    // keychaind wants the passcode from this connection before the admin tool may manage the
-                    // keychain: ask on the terminal, give it through the same client, and run the command once more.
-                    try ToolDaemon.unlock(daemon)
-                    try await runOnce(arguments)
-                    return
-                }
-                // The keychain is locked for this item's class: as macOS does, ask for the passcode on the
-                // terminal (never a pipe), unlock for this process, and run the command once more.
-                let engine = try ToolContext.sharedEngine()
-                guard engine.lockState == .beforeFirstUnlock || engine.lockState == .locked else { throw failure }
-                let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
-                                                      hint: "The item's class is locked; run the command from a terminal to be asked for the keychain's passcode.")
+                // keychaind wants the passcode before its admin tool may manage the keychain, or the item's class is
+                // locked in this process: as macOS does, ask on the terminal (never a pipe), unlock, and run the
+                // command once more. (The keychaind client keeps the connection the passcode was given on.)
+                let keychain = try ToolContext.keychain()
+                let status: ServiceStatus
                 do {
-                    try engine.unlock(passcode: passcode)
+                    status = try keychain.status()
+                } catch {
+                    throw ToolFailure(UnlockKeychain.function, error)
+                }
+                guard status.daemon != nil || status.lockState == .beforeFirstUnlock || status.lockState == .locked else { throw failure }
+                let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
+                                                      hint: status.daemon != nil
+                                                          ? "keychaind lets the security tool manage the keychain only after it gives the keychain's passcode; run the command from a terminal to be asked for it."
+                                                          : "The item's class is locked; run the command from a terminal to be asked for the keychain's passcode.")
+                do {
+                    try keychain.unlock(passcode: passcode)
                 } catch {
                     throw ToolFailure(UnlockKeychain.function, error)
                 }

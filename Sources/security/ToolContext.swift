@@ -1,99 +1,53 @@
 import Foundation
+import KeychainClient
 import KeychainCore
 import Logging
 
-/// The keychain the tool works on and the caller it acts as: the user's own admin tool, which may use
-/// every access group and creates new items in one default group.
+/// The keychain the tool works on and the caller it acts as: the user's own admin tool, which may use every
+/// access group and creates new items in one default group. The keychain is what ``KeychainConnector`` chooses:
+/// keychaind when it runs, else the store opened in this process (once per process, so an unlock lasts for the
+/// whole command).
 struct ToolContext {
-    /// Where the items are: keychaind when it runs (as SecItem calls choose), else the store opened here.
-    enum Store {
-        case engine(KeychainEngine)
-        case daemon(DaemonClient, path: String)
-    }
-
-    let store: Store
-    let caller: AccessPolicy
-
-    /// The store opened in this process, when the tool is not going through keychaind.
-    var engine: KeychainEngine? {
-        if case .engine(let engine) = store { return engine }
-        return nil
-    }
-
-    /// Opens the keychain named by the environment (`KEYCHAIN_HOME`, …). New items go to `accessGroup` when
-    /// given, else to the first group of the caller's entitlements (the executable's name without
-    /// `KEYCHAIN_ENTITLEMENTS`).
-    static func open(accessGroup: String?) throws(ToolFailure) -> ToolContext {
-        let group: String
-        if let accessGroup {
-            group = accessGroup
-        } else {
-            do {
-                group = try AccessPolicy.fromEnvironment().groups.first ?? AccessPolicy.currentExecutableName()
-            } catch {
-                throw ToolFailure("SecKeychainOpen", error)
-            }
-        }
-        if let daemon = ToolDaemon.fromEnvironment() {
-            // Items print the daemon's keychain path, which its status gives.
-            var path = KeychainLocation.fromEnvironment().databasePath
-            if case .dictionary(let status)? = try? daemon.call(.status, [:]), case .string(let home)? = status["home"] {
-                path = KeychainLocation(home: home).databasePath
-            }
-            return ToolContext(store: .daemon(daemon, path: path), caller: .unrestricted(defaultGroup: group))
-        }
-        return ToolContext(store: .engine(try sharedEngine()), caller: .unrestricted(defaultGroup: group))
-    }
-
-    private static let engineLock = NSLock()
-    nonisolated(unsafe) private static var engine: KeychainEngine?
-
-    /// The keychain this process works on, opened once, so that an unlock lasts for the whole command.
-    static func sharedEngine() throws(ToolFailure) -> KeychainEngine {
-        engineLock.lock()
-        defer { engineLock.unlock() }
-        if let engine { return engine }
-        do {
-            // The tool's stderr is macOS's exact text: only errors are logged there.
-            var logger = Logger(label: "security")
-            logger.logLevel = .error
-            let opened = try KeychainEngine(location: .fromEnvironment(), logger: logger)
-            engine = opened
-            return opened
-        } catch {
-            throw ToolFailure("SecKeychainOpen", error)
-        }
-    }
-
+    let connection: any KeychainConnection
     /// The path printed on each item's `keychain:` line.
-    var keychainPath: String {
-        switch store {
-        case .engine(let engine): engine.location.databasePath
-        case .daemon(_, let path): path
+    let keychainPath: String
+
+    /// The admin tool's keychain, new items going to `accessGroup` when given, else to the first group of the
+    /// caller's entitlements (the executable's name without `KEYCHAIN_ENTITLEMENTS`). With `createIfMissing`
+    /// false (read-only verbs), a keychain that does not exist is not created.
+    static func keychain(accessGroup: String? = nil, createIfMissing: Bool = true, function: String = "SecKeychainOpen") throws(ToolFailure) -> any KeychainConnection {
+        do throws(KeychainError) {
+            var group = accessGroup ?? AccessPolicy.currentExecutableName()
+            if accessGroup == nil, let first = try AccessPolicy.fromEnvironment().groups.first { group = first }
+            return try KeychainConnector.connection(for: .administrator(defaultGroup: group), createIfMissing: createIfMissing, logger: toolLogger)
+        } catch {
+            throw ToolFailure(function, error)
         }
     }
 
-    // MARK: Item calls, in-process or through keychaind
+    /// The tool's stderr is macOS's exact text: only errors are logged there.
+    static let toolLogger: Logger = {
+        var logger = Logger(label: "security")
+        logger.logLevel = .error
+        return logger
+    }()
+
+    /// Opens the keychain for the item verbs (see ``keychain(accessGroup:createIfMissing:function:)``).
+    static func open(accessGroup: String?, createIfMissing: Bool = true) throws(ToolFailure) -> ToolContext {
+        let connection = try keychain(accessGroup: accessGroup, createIfMissing: createIfMissing)
+        // Items print the keychain's database path, as keychaind or the engine reports its folder.
+        var path = KeychainLocation.fromEnvironment().databasePath
+        if let status = try? connection.status() { path = KeychainLocation(home: status.home).databasePath }
+        return ToolContext(connection: connection, keychainPath: path)
+    }
+
+    // MARK: Item calls
 
     /// The items `query` matches (an empty result is `itemNotFound`, as from the engine).
     func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
-        switch store {
-        case .engine(let engine):
-            return try engine.find(query, caller: caller)
-        case .daemon(let client, _):
-            var request = ToolContext.dictionary(query)
-            request["r_Attributes"] = .bool(true)
-            request["r_PersistentRef"] = .bool(true)
-            request["m_Limit"] = query.limit == .one ? .string("m_LimitOne") : .string("m_LimitAll")
-            let result = try client.call(.copyMatching, daemonArguments(request))
-            var rows: [PlistValue] = []
-            switch result {
-            case .array(let list)?: rows = list
-            case .dictionary?: rows = [result].compactMap { $0 }
-            default: break
-            }
-            return rows.compactMap { ToolContext.foundItem($0, query.itemClass) }
-        }
+        var query = query
+        query.returns.attributes = true
+        return try connection.find(query)
     }
 
     /// Every item of a class the tool may see, with attributes and data; empty when there is none.
@@ -112,81 +66,21 @@ struct ToolContext {
     }
 
     func add(_ query: ItemQuery) throws(KeychainError) {
-        switch store {
-        case .engine(let engine):
-            _ = try engine.add(query, caller: caller)
-        case .daemon(let client, _):
-            _ = try client.call(.add, daemonArguments(ToolContext.dictionary(query)))
-        }
+        _ = try connection.add(query)
     }
 
     /// Adds an item given as a SecItem dictionary (the engine derives what it derives, a certificate's
     /// attributes for one).
     func add(_ item: [String: PlistValue]) throws(KeychainError) {
-        switch store {
-        case .engine(let engine):
-            _ = try engine.secItemAdd(item, caller: caller)
-        case .daemon(let client, _):
-            _ = try client.call(.add, daemonArguments(item))
-        }
+        _ = try connection.secItemAdd(item)
     }
 
     func update(_ query: ItemQuery, attributes: [String: AttributeValue], data: Data?) throws(KeychainError) {
-        switch store {
-        case .engine(let engine):
-            try engine.update(query, attributes: attributes, sync: nil, data: data, caller: caller)
-        case .daemon(let client, _):
-            var changes = attributes.mapValues(\.plist)
-            if let data { changes["v_Data"] = .data(data) }
-            var arguments = daemonArguments(ToolContext.dictionary(query))
-            arguments["u"] = .dictionary(changes)
-            _ = try client.call(.update, arguments)
-        }
+        try connection.update(query, with: ItemChanges(attributes: attributes, data: data))
     }
 
     func delete(_ query: ItemQuery) throws(KeychainError) {
-        switch store {
-        case .engine(let engine):
-            _ = try engine.delete(query, caller: caller)
-        case .daemon(let client, _):
-            _ = try client.call(.delete, daemonArguments(ToolContext.dictionary(query)))
-        }
-    }
-
-    /// The request for keychaind: the query, and the tool's groups as its claim (every group, new items in
-    /// the default one).
-    private func daemonArguments(_ query: [String: PlistValue]) -> [String: PlistValue] {
-        let claim = (caller.unrestricted ? caller.groups + ["*"] : caller.groups).map(PlistValue.string)
-        return ["q": .dictionary(query), "claim": .array(claim)]
-    }
-
-    /// A parsed query as the SecItem dictionary it came from.
-    static func dictionary(_ query: ItemQuery) -> [String: PlistValue] {
-        var d: [String: PlistValue] = ["class": .string(query.itemClass.rawValue)]
-        for (code, value) in query.attributes { d[code] = value.plist }
-        switch query.sync {
-        case .local: break
-        case .synchronizable: d["sync"] = .bool(true)
-        case .any: d["sync"] = .string("syna")
-        }
-        if let data = query.valueData { d["v_Data"] = .data(data) }
-        if let reference = query.persistentRef { d["v_PersistentRef"] = .data(reference.data) }
-        if query.returns.data { d["r_Data"] = .bool(true) }
-        return d
-    }
-
-    /// An item from keychaind's attribute dictionary, typed by the class's schema.
-    static func foundItem(_ value: PlistValue, _ itemClass: ItemClass) -> FoundItem? {
-        guard case .dictionary(let d) = value, case .data(let ref)? = d["v_PersistentRef"],
-              let reference = PersistentReference(ref) else { return nil }
-        var attributes: [String: AttributeValue] = [:]
-        for descriptor in itemClass.attributes {
-            guard let raw = d[descriptor.code], let typed = try? QueryParser.coerce(raw, to: descriptor) else { continue }
-            attributes[descriptor.code] = typed
-        }
-        var data: Data?
-        if case .data(let secret)? = d["v_Data"] { data = secret }
-        return FoundItem(itemClass: reference.itemClass, uuid: reference.uuid, attributes: attributes, data: data)
+        try connection.delete(query)
     }
 }
 
@@ -200,9 +94,6 @@ struct ToolFailure: Error {
     var detail: String?
     /// Whether the keychain itself reported the failure (rather than a prompt or the command line).
     var fromKeychain = false
-    /// The keychaind client the failing call went through, when it went through one: a retry after asking
-    /// for the passcode unlocks through this client's connection (which keychaind then trusts), not in-process.
-    var daemon: DaemonClient?
     /// The first line's text when it is not the status's message (a bad file name on the command line).
     var summary: String?
     /// The exit status when it is not the status's low byte.

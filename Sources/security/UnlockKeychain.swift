@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeychainClient
 import KeychainCore
 
 /// `security unlock-keychain`: unlocks the keychain with its passcode.
@@ -27,21 +28,14 @@ struct UnlockKeychain: AsyncParsableCommand {
     var keychains: [String] = []
 
     func run() async throws {
-        if let daemon = ToolDaemon.fromEnvironment() {
-            // keychaind holds the keys for every program: unlocking it unlocks their items too.
-            guard try ToolDaemon.lockState(daemon, function: Self.function) != .noPasscode else { return }
+        // Through keychaind, which holds the keys for every program, unlocking unlocks their items too.
+        let keychain = try ToolContext.keychain(function: Self.function)
+        do {
+            guard try keychain.status().lockState != .noPasscode else { return }
             let passcode = try password ?? PasswordPrompt.ask("password to unlock default: ", function: Self.function,
                                                               hint: "Give the passcode with -p.")
-            try ToolDaemon.call(daemon, .unlock, ["passcode": .string(passcode)], function: Self.function)
-            return
-        }
-        let engine = try ToolContext.sharedEngine()
-        guard engine.lockState != .noPasscode else { return }
-        let passcode = try password ?? PasswordPrompt.ask("password to unlock default: ", function: Self.function,
-                                                          hint: "Give the passcode with -p.")
-        do {
-            try engine.unlock(passcode: passcode)
-        } catch {
+            try keychain.unlock(passcode: passcode)
+        } catch let error as KeychainError {
             throw ToolFailure(Self.function, error)
         }
     }
@@ -65,11 +59,11 @@ struct LockKeychain: AsyncParsableCommand {
     var keychains: [String] = []
 
     func run() async throws {
-        if let daemon = ToolDaemon.fromEnvironment() {
-            try ToolDaemon.call(daemon, .lock, [:], function: "SecKeychainLock default")
-            return
+        do {
+            try ToolContext.keychain(function: "SecKeychainLock default").lock()
+        } catch let error as KeychainError {
+            throw ToolFailure("SecKeychainLock default", error)
         }
-        try ToolContext.sharedEngine().lock()
     }
 }
 
@@ -98,13 +92,16 @@ struct SetKeychainPassword: AsyncParsableCommand {
     var keychains: [String] = []
 
     func run() async throws {
-        let daemon = ToolDaemon.fromEnvironment()
-        let engine = daemon == nil ? try ToolContext.sharedEngine() : nil
+        let keychain = try ToolContext.keychain(function: Self.function)
         let hint = "Give the passwords with -o and -p."
         var old: String?
-        let hasPasscode = try daemon.map { try ToolDaemon.lockState($0, function: Self.function) != .noPasscode }
-            ?? (engine?.lockState != .noPasscode)
-        if hasPasscode {
+        let status: ServiceStatus
+        do {
+            status = try keychain.status()
+        } catch {
+            throw ToolFailure(Self.function, error)
+        }
+        if status.lockState != .noPasscode {
             old = try oldPassword ?? PasswordPrompt.ask("Old Password: ", function: Self.function, hint: hint)
         }
         var new = newPassword
@@ -117,17 +114,10 @@ struct SetKeychainPassword: AsyncParsableCommand {
             new = first
         }
         let newPasscode = new?.isEmpty == true ? nil : new
-        if let daemon {
-            // The daemon lets its admin tool change the passcode once it has given the current one.
-            if let old { try ToolDaemon.call(daemon, .unlock, ["passcode": .string(old)], function: Self.function) }
-            var arguments: [String: PlistValue] = [:]
-            if let old { arguments["old"] = .string(old) }
-            if let newPasscode { arguments["new"] = .string(newPasscode) }
-            try ToolDaemon.call(daemon, .setPasscode, arguments, function: Self.function)
-            return
-        }
-        do {
-            try engine?.changePasscode(from: old, to: newPasscode)
+        do throws(KeychainError) {
+            // keychaind lets its admin tool change the passcode once it has given the current one.
+            if status.daemon != nil, let old { try keychain.unlock(passcode: old) }
+            try keychain.changePasscode(from: old, to: newPasscode)
         } catch {
             throw ToolFailure(Self.function, error)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import KeychainClient
 @testable import KeychainCore
 import Synchronization
 import GRDB
@@ -27,7 +28,7 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
         defer { try? FileManager.default.removeItem(atPath: home) }
         let engine = try KeychainEngine(location: KeychainLocation(home: home))
         let caller = AccessPolicy(groups: ["g"])
-        _ = try engine.secItemAdd(item("taken"), caller: caller)
+        _ = try InProcessKeychain(engine: engine, caller: caller).secItemAdd(item("taken"))
         let before = engine.commitStatistics
 
         // 16 threads each add 20 items of their own, and each also tries to add one that exists.
@@ -36,7 +37,7 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
             for i in 0 ..< 20 {
                 for account in ["t\(t)-\(i)", "taken"] {
                     var status: Int32 = 0
-                    do { _ = try engine.secItemAdd(item(account), caller: caller) } catch { status = (error as? KeychainError)?.status.rawValue ?? -1 }
+                    do { _ = try InProcessKeychain(engine: engine, caller: caller).secItemAdd(item(account)) } catch { status = (error as? KeychainError)?.status.rawValue ?? -1 }
                     outcomes.withLock { $0[account == "taken" ? "taken-\(t)-\(i)" : account] = status }
                 }
             }
@@ -47,8 +48,8 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
                 "a duplicate in a shared transaction fails alone")
         #expect(results.filter { !$0.key.hasPrefix("taken-") }.allSatisfy { $0.value == 0 })
 
-        let found = try engine.secItemCopyMatching(["class": .string("genp"), "svce": .string("gc"), "m_Limit": .string("m_LimitAll"),
-                                                    "r_Attributes": .bool(true)], caller: caller)
+        let found = try InProcessKeychain(engine: engine, caller: caller).secItemCopyMatching(["class": .string("genp"), "svce": .string("gc"), "m_Limit": .string("m_LimitAll"),
+                                                    "r_Attributes": .bool(true)])
         guard case .array(let all)? = found else { Issue.record("no items"); return }
         #expect(all.count == 321, "every acknowledged add is there, and the duplicates are not")
 

@@ -7,18 +7,18 @@ import Testing
         try withTemporaryDirectory { directory in
             let store = try KeychainStore(directory: directory, accessGroups: ["g"])
             let keychain = Keychain(service: "svc", in: store)
-            #expect(store.lockStatus == .noPasscode)
+            #expect(try store.lockStatus == .noPasscode)
             try keychain.set("when-unlocked", for: "a")
             try keychain.accessibility(.afterFirstUnlock).set("after-first", for: "b")
             try keychain.accessibility(.always).set("always", for: "c")
             #expect(throws: KeychainError.self) { try keychain.accessibility(.whenPasscodeSetThisDeviceOnly).set("x", for: "d") }
 
             try store.setPasscode("1234")
-            #expect(store.lockStatus == .unlocked)
+            #expect(try store.lockStatus == .unlocked)
             try keychain.accessibility(.whenPasscodeSetThisDeviceOnly).set("passcode-only", for: "d")
 
-            store.lock()
-            #expect(store.lockStatus == .locked)
+            try store.lock()
+            #expect(try store.lockStatus == .locked)
             do throws(KeychainError) {
                 _ = try keychain.string(for: "a")
                 Issue.record("a WhenUnlocked item was readable while locked")
@@ -39,7 +39,7 @@ import Testing
             #expect(try keychain.string(for: "d") == "passcode-only")
 
             try store.setPasscode(nil, currentPasscode: "1234")
-            #expect(store.lockStatus == .noPasscode)
+            #expect(try store.lockStatus == .noPasscode)
             #expect(try keychain.string(for: "d") == nil) // destroyed with the passcode
             #expect(try keychain.string(for: "a") == "when-unlocked")
         }

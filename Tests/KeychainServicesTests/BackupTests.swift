@@ -1,3 +1,4 @@
+import KeychainClient
 import Foundation
 import Testing
 import KeychainServices
@@ -56,22 +57,22 @@ import KeychainServices
         let clock = ManualClock()
         let kc = try TestKeychain()
         let engine = try KeychainEngine(location: KeychainLocation(home: kc.home), now: { clock.now })
-        let ctx = SecItemBackend.Context(engine: engine, caller: kc.caller)
-        SecItemBackend.$override.withValue(ctx) {
+        let ctx = InProcessKeychain(engine: engine, caller: kc.caller)
+        KeychainConnector.$override.withValue(ctx) {
             #expect(add(genp("old-here", "svc", [kSecValueData as String: Data("v1".utf8)])) == errSecSuccess)
             #expect(add(genp("new-here", "svc", [kSecValueData as String: Data("v1".utf8)])) == errSecSuccess)
         }
         clock.advance(10)
         let (backup, _) = try engine.backup(password: "pw")
         clock.advance(10)
-        SecItemBackend.$override.withValue(ctx) {
+        KeychainConnector.$override.withValue(ctx) {
             // Changed after the backup: must survive the restore.
             #expect(SecItemUpdate(genp("new-here", "svc") as CFDictionary, [kSecValueData as String: Data("v2".utf8)] as CFDictionary) == errSecSuccess)
         }
         // Make "old-here" older than the backup's copy by restoring into a keychain whose copy predates it.
         let other = try TestKeychain()
         let otherEngine = try KeychainEngine(location: KeychainLocation(home: other.home), now: { Date(timeIntervalSince1970: 1_000_000_000) })
-        SecItemBackend.$override.withValue(.init(engine: otherEngine, caller: other.caller)) {
+        KeychainConnector.$override.withValue(InProcessKeychain(engine: otherEngine, caller: other.caller)) {
             #expect(add(genp("old-here", "svc", [kSecValueData as String: Data("ancient".utf8)])) == errSecSuccess)
         }
         let merged = try otherEngine.restore(backup, password: "pw")
@@ -79,7 +80,7 @@ import KeychainServices
         #expect(item(other, "old-here") == Data("v1".utf8))
         let here = try engine.restore(backup, password: "pw")
         #expect(here == RestoreSummary(added: 0, replaced: 0, keptNewer: 2, skippedOtherDevice: 0))
-        SecItemBackend.$override.withValue(ctx) {
+        KeychainConnector.$override.withValue(ctx) {
             #expect(copy(genp("new-here", "svc", [kSecReturnData as String: true])).1 as? Data == Data("v2".utf8))
         }
     }

@@ -2,6 +2,8 @@ import Foundation
 import GRDB
 import Testing
 import KeychainServices
+import KeychainClient
+import KeychainProtocol
 import KeychainCore
 
 #if canImport(Glibc)
@@ -59,7 +61,7 @@ struct RawConnection {
 
     func finishWriting() { shutdown(fd, Int32(SHUT_WR)) }
 
-    enum Reply { case frame(WireFrame), closed, timedOut }
+    enum Reply { case frame(Frame), closed, timedOut }
 
     /// The next response frame, or how the connection ended.
     func receive() -> Reply {
@@ -81,7 +83,7 @@ struct RawConnection {
         guard let prefix = prefixResult else { return .closed }
         let length = prefix.reduce(0) { $0 << 8 | Int($1) }
         guard let bodyResult = exactly(length) else { return .timedOut }
-        guard let body = bodyResult, let frame = try? WireFrame.decode(body: body[...]) else { return .closed }
+        guard let body = bodyResult, let frame = try? Frame.decode(body: body) else { return .closed }
         return .frame(frame)
     }
 
@@ -91,27 +93,36 @@ struct RawConnection {
 @Suite struct DaemonFuzzTests {
     /// Well-formed requests of every kind, the seeds of the mutations.
     static func corpus() -> [[UInt8]] {
-        let q: PlistValue = .dictionary(["class": .string("genp"), "acct": .string("fuzz"), "svce": .string("svc")])
-        let requests: [(WireFrame.Operation, PlistValue)] = [
-            (.status, .dictionary([:])),
-            (.copyMatching, .dictionary(["q": .dictionary(["class": .string("genp"), "r_Data": .bool(true), "m_Limit": .string("m_LimitAll")])])),
-            (.copyMatching, .dictionary(["q": q, "claim": .array([.string("TEAM.seed")])])),
-            (.add, .dictionary(["q": .dictionary(["class": .string("genp"), "acct": .string("fuzz"), "v_Data": .data(Data("x".utf8))])])),
-            (.update, .dictionary(["q": q, "u": .dictionary(["labl": .string("l")])])),
-            (.delete, .dictionary(["q": q])),
-            (.delete, .dictionary(["q": .dictionary(["class": .string("genp"), "agrp": .string("TEAM.seed")])])),
-            (.lock, .dictionary([:])),
-            (.unlock, .dictionary(["passcode": .string("guess")])),
-            (.setPasscode, .dictionary(["new": .string("owned")])),
-            (.backup, .dictionary(["password": .string("p")])),
-            (.restore, .dictionary(["data": .data(Data(repeating: 7, count: 64)), "password": .string("p")])),
-            (.appAdd, .dictionary(["kind": .string("executable"), "id": .string("/bin/sh"), "sha256": .string("00"), "groups": .array([.string("TEAM.seed")])])),
-            (.appList, .dictionary([:])),
-            (.appRemove, .dictionary(["id": .string("/bin/sh")])),
-            (WireFrame.Operation(rawValue: 200), .dictionary([:])),
-            (.copyMatching, .array([.int(1), .double(2), .date(Date()), .bool(true)])),
+        func query(_ attributes: [String: AttributeValue], all: Bool = false, data: Bool = false) -> ItemQuery {
+            var q = ItemQuery(itemClass: .genericPassword)
+            q.attributes = attributes
+            q.limit = all ? .all : .one
+            q.returns.data = data
+            return q
+        }
+        let q = query(["acct": .string("fuzz"), "svce": .string("svc")])
+        var add = query(["acct": .string("fuzz")])
+        add.valueData = Data("x".utf8)
+        let requests: [KeychainRequest] = [
+            .status,
+            .find(query([:], all: true, data: true), claim: nil),
+            .find(q, claim: ["TEAM.seed"]),
+            .add(add, claim: nil),
+            .update(q, ItemChanges(attributes: ["labl": .string("l")]), claim: nil),
+            .delete(q, claim: nil),
+            .delete(query(["agrp": .string("TEAM.seed")]), claim: nil),
+            .lock,
+            .unlock(passcode: "guess"),
+            .changePasscode(old: nil, new: "owned"),
+            .backup(password: "p"),
+            .restore(Data(repeating: 7, count: 64), password: "p"),
+            .registerProgram(AppRegistration(program: .executable(path: "/bin/sh", sha256: "00"), applicationIdentifier: nil, accessGroups: ["TEAM.seed"])),
+            .listPrograms,
+            .unregisterProgram("/bin/sh"),
+            .setSettings(KeychainSettings(idleTimeout: 1, lockOnSleep: true)),
+            .tokenKey(.sign(reference: PersistentReference(itemClass: .key, uuid: Data(repeating: 1, count: 16)), algorithm: "x", input: Data()), claim: nil),
         ]
-        return requests.enumerated().map { WireFrame(id: UInt32($0.offset), body: .request($0.element.0, $0.element.1)).encoded }
+        return requests.enumerated().map { Frame(id: UInt32($0.offset), body: .request($0.element)).encoded }
     }
 
     static func mutate(_ frame: [UInt8], _ rng: inout SeededGenerator) -> [UInt8] {
@@ -129,7 +140,7 @@ struct RawConnection {
         case 3: // noise
             bytes = (0 ..< Int.random(in: 0 ..< 96, using: &rng)).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }
         case 4: // a lying length prefix (tiny, a little off, or huge)
-            let choices = [0, 1, 5, bytes.count - 5, bytes.count + 3, WireFrame.maximumLength + 1, Int(UInt32.max)]
+            let choices = [0, 1, 5, bytes.count - 5, bytes.count + 3, Frame.maximumLength + 1, Int(UInt32.max)]
             bytes.replaceSubrange(0 ..< 4, with: length(choices[Int.random(in: 0 ..< choices.count, using: &rng)] & 0xFFFF_FFFF))
         case 5: // random byte values in the body
             for _ in 0 ..< Int.random(in: 1 ... 8, using: &rng) where bytes.count > 4 {
@@ -139,21 +150,19 @@ struct RawConnection {
             let at = Int.random(in: 4 ... bytes.count, using: &rng)
             bytes.insert(contentsOf: (0 ..< Int.random(in: 1 ... 16, using: &rng)).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }, at: at)
             bytes.replaceSubrange(0 ..< 4, with: length(bytes.count - 4))
-        case 7: // a collection that claims four billion elements
-            var body: [UInt8] = [1, 1, 0, 0, 0, 9, 1, Int.random(in: 0 ..< 2, using: &rng) == 0 ? 0x07 : 0x08, 0xFF, 0xFF, 0xFF, 0xFF]
-            body += [0x01, 0, 0, 0, 1, 0x41]
+        case 7: // a find whose attributes claim four billion entries
+            var body: [UInt8] = [Frame.version, 1, 0, 0, 0, 9, 2, 4] + Array("genp".utf8)
+            body += [0xFF, 0xFF, 0xFF, 0xFF, 0x04, 0x61, 0x63, 0x63, 0x74, 1, 0, 0, 0, 1, 0x41]
             bytes = length(body.count) + body
-        case 8: // nesting deeper than the decoder allows
-            var body: [UInt8] = [1, 1, 0, 0, 0, 1, 1]
-            let depth = Int.random(in: 30 ... 200, using: &rng)
-            for _ in 0 ..< depth { body += [0x07, 0, 0, 0, 1] }
-            body += [0x03, 1]
+        case 8: // a frame of another protocol version (1, the dictionary protocol, or one from the future)
+            let version: UInt8 = Bool.random(using: &rng) ? 1 : 9
+            let body: [UInt8] = [version, 1, 0, 0, 0, 1, 15, 0x08, 0, 0, 0, 0]
             bytes = length(body.count) + body
         case 9: // a response frame sent by a client
-            bytes = WireFrame(id: 1, body: .response(status: 0, result: .string("x"))).encoded
+            bytes = Frame(id: 1, body: .response(.done)).encoded
         default: // invalid UTF-8 in a string, length kept consistent
-            var body: [UInt8] = [1, 1, 0, 0, 0, 7, 1, 0x08, 0, 0, 0, 1, 0, 0, 0, 1, 0x71, 0x01, 0, 0, 0, 2, 0xC3, 0x28]
-            if Bool.random(using: &rng) { body[16] = 0xFF }
+            var body: [UInt8] = [Frame.version, 1, 0, 0, 0, 7, 12, 0, 0, 0, 2, 0xC3, 0x28]
+            if Bool.random(using: &rng) { body[11] = 0xFF }
             bytes = length(body.count) + body
         }
         return bytes
@@ -164,8 +173,8 @@ struct RawConnection {
         // Items the fuzzer (an unregistered program) has no right to, which must come through untouched.
         let seeded = Dictionary(uniqueKeysWithValues: (0 ..< 20).map { ("seed-\($0)", "value-\($0)") })
         for (account, value) in seeded {
-            _ = try f.engine.secItemAdd(["class": .string("genp"), "acct": .string(account), "svce": .string("fuzz"),
-                                         "v_Data": .data(Data(value.utf8))], caller: AccessPolicy(groups: ["TEAM.seed"]))
+            _ = try InProcessKeychain(engine: f.engine, caller: AccessPolicy(groups: ["TEAM.seed"])).secItemAdd(
+                ["class": .string("genp"), "acct": .string(account), "svce": .string("fuzz"), "v_Data": .data(Data(value.utf8))])
         }
         let daemon = try DaemonProcess(home: f.home)
         let corpus = Self.corpus()
@@ -209,9 +218,8 @@ struct RawConnection {
         #expect(closedByDaemon > 10_000, "malformed frames close their connection")
         #expect(daemon.process.isRunning, "keychaind survived")
         // It still serves a well-behaved client.
-        let status = try daemon.client.call(.status, [:])
-        guard case .dictionary(let info)? = status else { Issue.record("no status"); return }
-        #expect(info["home"] == .string(f.home))
+        let status = try DaemonKeychain(client: daemon.client, claim: nil).status()
+        #expect(status.home == f.home)
         #expect(daemon.stop() == 0)
         // Nothing the fuzzer had no right to changed, and the database is sound.
         #expect(try f.items(in: "TEAM.seed").filter { $0.key.hasPrefix("seed-") } == seeded)
@@ -375,7 +383,7 @@ func integrityCheck(_ home: String) throws -> String? {
         usleep(500_000)
         // A client killed in the middle of its requests takes nothing down with it.
         _ = writers[3].kill()
-        #expect(try daemon.client.call(.status, [:]) != nil)
+        #expect(try DaemonKeychain(client: daemon.client, claim: nil).status().daemon != nil)
         #expect(daemon.stop() == 0, "SIGTERM is a clean exit")
         #expect(daemon.output.contains("stopped"))
         let outputs = writers.prefix(3).map { $0.kill() }
@@ -434,11 +442,11 @@ func integrityCheck(_ home: String) throws -> String? {
         try registerTestProcess(f.engine, groups: ["g"])
         try f.engine.changePasscode(from: nil, to: "1234")
         let daemon = try DaemonProcess(home: f.home, arguments: ["--idle-lock", "0.5"])
-        let backend = KeychainBackend.daemon(daemon.client, claim: ["g"])
+        let backend = DaemonKeychain(client: daemon.client, claim: ["g"])
         let item: [String: PlistValue] = ["class": .string("genp"), "acct": .string("a"), "v_Data": .data(Data("s".utf8))]
         // Before the first unlock, WhenUnlocked items are out of reach.
         #expect(throws: KeychainCore.KeychainError.self) { try backend.secItemAdd(item) }
-        _ = try daemon.client.call(.unlock, ["passcode": .string("1234")])
+        try backend.unlock(passcode: "1234")
         _ = try backend.secItemAdd(item)
         let query: [String: PlistValue] = ["class": .string("genp"), "acct": .string("a"), "r_Data": .bool(true)]
         #expect(try backend.secItemCopyMatching(query) == .data(Data("s".utf8)))
@@ -454,7 +462,6 @@ func integrityCheck(_ home: String) throws -> String? {
         } catch {
             #expect(error.status == .interactionNotAllowed)
         }
-        guard case .dictionary(let status)? = try daemon.client.call(.status, [:]) else { Issue.record("no status"); return }
-        #expect(status["lockState"] == .string("locked"))
+        #expect(try backend.status().lockState == .locked)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import KeychainServices
+import KeychainClient
 import KeychainCore
 
 #if canImport(Glibc)
@@ -61,7 +62,7 @@ final class DaemonFixture: @unchecked Sendable {
             "class": .string("genp"), "m_Limit": .string("m_LimitAll"), "r_Attributes": .bool(true), "r_Data": .bool(true),
         ]
         let found: Result<PlistValue?, KeychainCore.KeychainError> = Result { () throws(KeychainCore.KeychainError) in
-            try engine.secItemCopyMatching(query, caller: AccessPolicy(groups: [group]))
+            try InProcessKeychain(engine: engine, caller: AccessPolicy(groups: [group])).secItemCopyMatching(query)
         }
         if case .failure(let error) = found, error.code == .itemNotFound { return [:] }
         guard case .array(let list)? = try found.get() else { return [:] }

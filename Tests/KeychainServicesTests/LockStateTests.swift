@@ -1,3 +1,4 @@
+import KeychainClient
 import Foundation
 import Testing
 import Crypto
@@ -33,8 +34,8 @@ final class ManualClock: @unchecked Sendable {
     /// Reads and writes one item of every class through the SecItem API as `engine`, checking each status.
     func checkAvailability(_ engine: KeychainEngine, expected state: LockState, present: Set<String>) {
         #expect(engine.lockState == state)
-        let context = SecItemBackend.Context(engine: engine, caller: AccessPolicy(groups: ["g"]))
-        SecItemBackend.$override.withValue(context) {
+        let context = InProcessKeychain(engine: engine, caller: AccessPolicy(groups: ["g"]))
+        KeychainConnector.$override.withValue(context) {
             for (name, _) in Self.classes where present.contains(name) {
                 let open = Self.available[state]?.contains(name) == true
                 let (status, data) = copy(genp(name, "svc", [kSecReturnData as String: true]))
@@ -47,8 +48,8 @@ final class ManualClock: @unchecked Sendable {
     }
 
     func addAll(_ engine: KeychainEngine, _ names: [(String, String)]) {
-        let context = SecItemBackend.Context(engine: engine, caller: AccessPolicy(groups: ["g"]))
-        SecItemBackend.$override.withValue(context) {
+        let context = InProcessKeychain(engine: engine, caller: AccessPolicy(groups: ["g"]))
+        KeychainConnector.$override.withValue(context) {
             for (name, accessible) in names {
                 #expect(add(genp(name, "svc", [kSecAttrAccessible as String: accessible,
                                                kSecValueData as String: Data("secret-\(name)".utf8)])) == errSecSuccess, "add \(name)")
@@ -91,7 +92,7 @@ final class ManualClock: @unchecked Sendable {
         try booted.changePasscode(from: "1234", to: nil)
         #expect(booted.lockState == .noPasscode)
         checkAvailability(booted, expected: .noPasscode, present: all.subtracting(["akpu"]))
-        SecItemBackend.$override.withValue(.init(engine: booted, caller: AccessPolicy(groups: ["g"]))) {
+        KeychainConnector.$override.withValue(InProcessKeychain(engine: booted, caller: AccessPolicy(groups: ["g"]))) {
             #expect(copy(genp("akpu", "svc")).0 == errSecItemNotFound)
         }
         let reopened = try KeychainEngine(location: KeychainLocation(home: kc.home))

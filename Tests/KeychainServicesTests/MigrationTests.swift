@@ -1,3 +1,4 @@
+import KeychainClient
 import Foundation
 import Testing
 import KeychainServices
@@ -18,7 +19,7 @@ import KeychainServices
         let caller = AccessPolicy(groups: ["keychain-test-helper"])
         let engine = try KeychainEngine(location: KeychainLocation(home: home))
         #expect(engine.lockState == .noPasscode)
-        SecItemBackend.$override.withValue(.init(engine: engine, caller: caller)) {
+        KeychainConnector.$override.withValue(InProcessKeychain(engine: engine, caller: caller)) {
             for name in ["alice", "bob"] {
                 #expect(copy(genp(name, "example.com", [kSecReturnData as String: true])).1 as? Data == Data("secret-of-\(name)".utf8))
             }
@@ -31,7 +32,7 @@ import KeychainServices
         #expect(keybag[5] == 2)
         let rebooted = try KeychainEngine(location: KeychainLocation(home: home))
         try rebooted.unlock(passcode: "1234")
-        SecItemBackend.$override.withValue(.init(engine: rebooted, caller: caller)) {
+        KeychainConnector.$override.withValue(InProcessKeychain(engine: rebooted, caller: caller)) {
             for (name, secret) in [("alice", "secret-of-alice"), ("bob", "secret-of-bob"), ("carol", "new")] {
                 #expect(copy(genp(name, "example.com", [kSecReturnData as String: true])).1 as? Data == Data(secret.utf8))
             }

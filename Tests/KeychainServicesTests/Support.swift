@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import KeychainServices
+import KeychainClient
 import KeychainCore
 
 /// Where a test's SecItem calls go: the store opened in the test process, or a real keychaind process.
@@ -39,13 +40,13 @@ final class TestKeychain: @unchecked Sendable {
     /// Runs `body` with SecItem calls going to this keychain as a caller with `groups` (default: the keychain's).
     func run<T>(groups: [String]? = nil, _ body: () throws -> T) rethrows -> T {
         let policy = groups.map(AccessPolicy.init(groups:)) ?? caller
-        let context: SecItemBackend.Context
+        let context: any KeychainConnection
         if let daemon {
-            context = .init(backend: .daemon(daemon.client, claim: policy.unrestricted ? policy.groups + ["*"] : policy.groups))
+            context = DaemonKeychain(client: daemon.client, claim: policy.unrestricted ? policy.groups + ["*"] : policy.groups)
         } else {
-            context = .init(engine: engine, caller: policy)
+            context = InProcessKeychain(engine: engine, caller: policy)
         }
-        return try SecItemBackend.$override.withValue(context, operation: body)
+        return try KeychainConnector.$override.withValue(context, operation: body)
     }
 }
 
@@ -57,7 +58,7 @@ func registerTestProcess(_ engine: KeychainEngine, groups: [String], application
 
 /// Registers the executable at `path` (as it is now) for `groups`.
 func registerProgram(_ engine: KeychainEngine, path: String, groups: [String], applicationIdentifier: String? = nil) throws {
-    let entry = AppRegistration(program: .executable(path: path, sha256: try PeerInspector.fileDigest(path)),
+    let entry = AppRegistration(program: .executable(path: path, sha256: try FileDigest.sha256Hex(ofFileAt: path)),
                                 applicationIdentifier: applicationIdentifier, accessGroups: groups)
     try engine.updateAppRegistry { $0.register(entry) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 import KeychainCore
 import KeychainServices
 import Testing
@@ -155,8 +156,8 @@ func tokenKey(_ tag: String) -> SecKey? {
         let daemon = try #require(kc.daemon)
         let proxy = try RecordingProxy(to: daemon.socketPath, at: kc.home + "-proxy.sock")
         defer { proxy.stop() }
-        let context = SecItemBackend.Context(backend: .daemon(DaemonClient(socketPath: proxy.path), claim: ["com.example.app"]))
-        let publicPoint = try SecItemBackend.$override.withValue(context) { () throws -> Data in
+        let context = DaemonKeychain(client: DaemonClient(socketPath: proxy.path), claim: ["com.example.app"])
+        let publicPoint = try KeychainConnector.$override.withValue(context) { () throws -> Data in
             let key = try #require(tokenKey("watched"))
             var error: Unmanaged<CFError>?
             let publicKey = try #require(SecKeyCopyPublicKey(key))

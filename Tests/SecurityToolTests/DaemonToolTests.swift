@@ -95,7 +95,7 @@ extension Sandbox {
 
     /// The first 12 hex digits of a file's SHA-256, as `security app list` prints them.
     static func shortDigest(_ path: String) throws -> String {
-        String(try PeerInspector.fileDigest(path).prefix(12))
+        String(try FileDigest.sha256Hex(ofFileAt: path).prefix(12))
     }
 
     /// Runs the tool on a new pseudo-terminal (script(1)) fed from `typing`; its stdout carries the terminal's

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import KeychainClient
 import KeychainCore
 
 @Suite("security: error, show-keychain-info, set-keychain-settings")
@@ -61,8 +62,9 @@ struct KeychainSettingsToolTests {
         try withKeychain { kc in
             // An Always item needs no unlock to read, but -d still asks for the passcode before any secret.
             let engine = try KeychainEngine(location: KeychainLocation(home: kc.home))
-            _ = try engine.secItemAdd(["class": .string("genp"), "acct": .string("alice"), "svce": .string("svc"), "pdmn": .string("dk"),
-                                       "v_Data": .data(Data("always-secret".utf8))], caller: AccessPolicy(groups: ["security"]))
+            _ = try InProcessKeychain(engine: engine, caller: AccessPolicy(groups: ["security"])).secItemAdd(
+                ["class": .string("genp"), "acct": .string("alice"), "svce": .string("svc"), "pdmn": .string("dk"),
+                 "v_Data": .data(Data("always-secret".utf8))])
             try engine.close()
             try kc.succeed(["set-keychain-password", "-p", "pw-9"])
             let plain = try kc.run(["dump-keychain"], detached: true)

@@ -31,17 +31,6 @@ package struct AppRegistration: Sendable, Hashable {
         return (accessGroups + [applicationIdentifier].compactMap { $0 }).filter { seen.insert($0).inserted }
     }
 
-    /// Whether `identity` is this program.
-    package func matches(_ identity: PeerIdentity) -> Bool {
-        switch (program, identity.program) {
-        case let (.executable(path, digest), .executable(peerPath)):
-            path == peerPath && digest == identity.executableSHA256
-        case let (.flatpak(id), .flatpak(peer)): id == peer
-        case let (.snap(name), .snap(peer)): name == peer
-        default: false
-        }
-    }
-
     /// Whether this registration is for the same program as `other` (whatever its hash or groups).
     package func samePlace(as other: AppRegistration) -> Bool {
         switch (program, other.program) {
@@ -100,11 +89,6 @@ package struct AppRegistry: Sendable, Hashable {
 
     static let magic = Array("KCAR".utf8)
     static let version: UInt8 = 1
-
-    /// The registration for `identity`, if any.
-    package func registration(for identity: PeerIdentity) -> AppRegistration? {
-        entries.first { $0.matches(identity) }
-    }
 
     /// Adds `entry`, replacing any registration of the same program.
     package mutating func register(_ entry: AppRegistration) {

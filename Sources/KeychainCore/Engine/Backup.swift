@@ -10,6 +10,12 @@ package struct BackupSummary: Sendable, Hashable {
     package var thisDeviceOnly = 0
     /// WhenPasscodeSetThisDeviceOnly items, never backed up.
     package var skippedPasscodeOnly = 0
+
+    package init(items: Int = 0, thisDeviceOnly: Int = 0, skippedPasscodeOnly: Int = 0) {
+        self.items = items
+        self.thisDeviceOnly = thisDeviceOnly
+        self.skippedPasscodeOnly = skippedPasscodeOnly
+    }
 }
 
 /// What a restore did.
@@ -22,45 +28,12 @@ package struct RestoreSummary: Sendable, Hashable {
     package var keptNewer = 0
     /// ThisDeviceOnly items skipped because they belong to another machine.
     package var skippedOtherDevice = 0
-}
 
-extension BackupSummary {
-    /// The summary as keychaind sends it with a backup's bytes.
-    package var wireValue: [String: PlistValue] {
-        ["items": .int(Int64(items)), "thisDeviceOnly": .int(Int64(thisDeviceOnly)),
-         "skippedPasscodeOnly": .int(Int64(skippedPasscodeOnly))]
-    }
-
-    /// Reads a summary sent as ``wireValue``; nil when a count is missing or out of range.
-    package init?(wireValue d: [String: PlistValue]) {
-        guard let items = count(d["items"]),
-              let thisDeviceOnly = count(d["thisDeviceOnly"]),
-              let skipped = count(d["skippedPasscodeOnly"]) else { return nil }
-        self.init(items: items, thisDeviceOnly: thisDeviceOnly, skippedPasscodeOnly: skipped)
-    }
-}
-
-/// A non-negative count sent as a property-list integer.
-private func count(_ value: PlistValue?) -> Int? {
-    guard case .int(let n)? = value, n >= 0 else { return nil }
-    return Int(exactly: n)
-}
-
-extension RestoreSummary {
-    /// The summary as keychaind sends it after a restore.
-    package var wireValue: PlistValue {
-        .dictionary(["added": .int(Int64(added)), "replaced": .int(Int64(replaced)),
-                     "keptNewer": .int(Int64(keptNewer)), "skippedOtherDevice": .int(Int64(skippedOtherDevice))])
-    }
-
-    /// Reads a summary sent as ``wireValue``; nil when it is not one.
-    package init?(wireValue: PlistValue) {
-        guard case .dictionary(let d) = wireValue,
-              let added = count(d["added"]),
-              let replaced = count(d["replaced"]),
-              let keptNewer = count(d["keptNewer"]),
-              let skipped = count(d["skippedOtherDevice"]) else { return nil }
-        self.init(added: added, replaced: replaced, keptNewer: keptNewer, skippedOtherDevice: skipped)
+    package init(added: Int = 0, replaced: Int = 0, keptNewer: Int = 0, skippedOtherDevice: Int = 0) {
+        self.added = added
+        self.replaced = replaced
+        self.keptNewer = keptNewer
+        self.skippedOtherDevice = skippedOtherDevice
     }
 }
 

@@ -4,34 +4,6 @@ import Logging
 import Crypto
 import GRDB
 
-/// One item as read back from the store.
-package struct FoundItem: Sendable {
-    package var itemClass: ItemClass
-    package var uuid: Data
-    /// Every stored attribute, by four-character code.
-    package var attributes: [String: AttributeValue]
-    /// The secret, when it was requested and the item has one.
-    package var data: Data?
-    /// For an identity (this item being its certificate): its private key.
-    package var identityKey: IdentityKey?
-
-    /// The private key half of an identity.
-    package struct IdentityKey: Sendable {
-        package var uuid: Data
-        package var attributes: [String: AttributeValue]
-        package var data: Data?
-    }
-
-    package var persistentRef: PersistentReference { PersistentReference(itemClass: itemClass, uuid: uuid) }
-
-    package init(itemClass: ItemClass, uuid: Data, attributes: [String: AttributeValue], data: Data?) {
-        self.itemClass = itemClass
-        self.uuid = uuid
-        self.attributes = attributes
-        self.data = data
-    }
-}
-
 /// The keychain engine shared by Keychain Services, KeychainKit and the `security` tool: it owns the
 /// encrypted SQLite store and applies Apple's SecItem semantics to typed requests.
 ///
@@ -418,8 +390,14 @@ package final class KeychainEngine: Sendable {
         return PreparedInsert(sql: sql, arguments: StatementArguments(args), uuid: uuid, identity: identity)
     }
 
-    /// Finds matching items (Apple's `SecItemCopyMatching`); throws `errSecItemNotFound` when none match.
+    /// Finds matching items (Apple's `SecItemCopyMatching`); throws `errSecItemNotFound` when none match. A token
+    /// key's private bytes never leave: such keys come back with their public key instead.
     package func find(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [FoundItem] {
+        try findStored(q, caller: caller).map { $0.leavingEngine() }
+    }
+
+    /// Finds matching items as stored, private key bytes included: for the engine's own use only.
+    func findStored(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [FoundItem] {
         let groups = try visibleGroups(q, caller: caller)
         if q.itemClass == .identity {
             let identities = try read { db in try identityRows(db, q, groups: groups) }

@@ -15,13 +15,9 @@ package enum TokenKeys {
         return false
     }
 
-    /// What a caller gets for a token key: its attributes (never its bytes), persistent reference and public key.
-    static func reference(_ item: FoundItem, privateBytes: Data) throws(KeychainError) -> [String: PlistValue] {
-        let key = try material(item.attributes, privateBytes)
-        var fields = KeychainEngine.returnedAttributes(item)
-        fields["v_PersistentRef"] = .data(item.persistentRef.data)
-        fields["pub"] = .data(try key.publicKey().bytes)
-        return fields
+    /// A token key's public key, from its stored attributes and private bytes.
+    package static func publicKey(_ attributes: [String: AttributeValue], privateBytes: Data) throws(KeychainError) -> Data {
+        try material(attributes, privateBytes).publicKey().bytes
     }
 
     static func material(_ attributes: [String: AttributeValue], _ bytes: Data) throws(KeychainError) -> KeyMaterial {
@@ -40,59 +36,76 @@ extension KeyMaterial {
     }
 }
 
+/// A request to create or use a key that never leaves the keychain.
+package enum TokenKeyRequest: Sendable, Hashable {
+    /// Generate a P-256 key and store it with the attributes of `query` (an add of class key: label, tag,
+    /// access group, accessibility, token ID).
+    case create(ItemQuery)
+    /// Sign `input` with the key `reference` names, with Apple's algorithm identifier `algorithm`.
+    case sign(reference: PersistentReference, algorithm: String, input: Data)
+    /// Decrypt `input` with the key.
+    case decrypt(reference: PersistentReference, algorithm: String, input: Data)
+    /// ECDH with the other party's public key `peer` (X9.63), with the requested size and shared info.
+    case exchange(reference: PersistentReference, algorithm: String, peer: Data, requestedSize: Int?, sharedInfo: Data)
+}
+
+/// What a token key request gives back.
+package enum TokenKeyResult: Sendable, Hashable {
+    /// The created key: attributes, reference and public key, never its private bytes.
+    case key(FoundItem)
+    /// A signature, plaintext or shared secret.
+    case data(Data)
+}
+
 extension KeychainEngine {
-    /// Creates or uses a token key. `request["op"]`:
-    /// - `create`: generates a P-256 key with the attributes in `request["attributes"]` (label, tag, access group,
-    ///   accessibility, token ID), stores it, and returns its reference;
-    /// - `sign`, `decrypt`, `exchange`: runs the operation with the key `request["ref"]` names (a persistent
-    ///   reference the caller's access groups must reach), algorithm `request["alg"]`, input `request["in"]`,
-    ///   and for `exchange` the other party's public key `request["peer"]`, `request["size"]` and `request["info"]`.
-    package func tokenKey(_ request: [String: PlistValue], caller: AccessPolicy) throws(KeychainError) -> PlistValue? {
-        guard case .string(let op)? = request["op"] else { throw .param("A token key request needs an operation.") }
-        if op == "create" {
-            guard case .dictionary(var attributes)? = request["attributes"] else { throw .param("Creating a token key needs its attributes.") }
+    /// Creates or uses a token key: the private key is generated, stored and used here (inside keychaind in
+    /// daemon mode), and only results leave.
+    package func tokenKey(_ request: TokenKeyRequest, caller: AccessPolicy) throws(KeychainError) -> TokenKeyResult {
+        let reference: PersistentReference, algorithmName: String
+        switch request {
+        case .create(var query):
             // Like Apple's, token keys stay on this device: a ThisDeviceOnly class (default WhenUnlockedThisDeviceOnly).
-            if attributes["pdmn"] == nil { attributes["pdmn"] = .string(ProtectionClass.whenUnlockedThisDeviceOnly.rawValue) }
-            guard case .string(let protection)? = attributes["pdmn"], ProtectionClass(rawValue: protection)?.isThisDeviceOnly == true else {
+            if query.attributes["pdmn"] == nil { query.attributes["pdmn"] = .string(ProtectionClass.whenUnlockedThisDeviceOnly.rawValue) }
+            guard query.itemClass == .key, let protection = query.attributes["pdmn"]?.stringValue,
+                  ProtectionClass(rawValue: protection)?.isThisDeviceOnly == true else {
                 throw .param("Keys in the token need a ThisDeviceOnly kSecAttrAccessible value.")
             }
             let key = try KeyMaterial.generate(type: .ec, sizeInBits: 256)
-            attributes.merge(try key.itemAttributes(["perm": .int(1)])) { $1 }
-            attributes["class"] = .string(ItemClass.key.rawValue)
-            attributes["r_Ref"] = .bool(true)
-            return try secItemAdd(attributes, caller: caller)
+            for (code, value) in try key.itemAttributes(["perm": .int(1)]) {
+                guard let descriptor = ItemClass.key.attribute(code) else { continue }
+                query.attributes[code] = try QueryParser.coerce(value, to: descriptor)
+            }
+            query.valueData = key.bytes
+            return .key(try add(query, caller: caller).leavingEngine())
+        case .sign(let ref, let algorithm, _), .decrypt(let ref, let algorithm, _), .exchange(let ref, let algorithm, _, _, _):
+            reference = ref
+            algorithmName = algorithm
         }
-        guard case .data(let refData)? = request["ref"], let ref = PersistentReference(refData), ref.itemClass == .key else {
-            throw .param("A token key operation needs the key's reference.")
-        }
+        guard reference.itemClass == .key else { throw .param("A token key operation needs the key's reference.") }
         var query = ItemQuery(itemClass: .key)
-        query.persistentRef = ref
+        query.persistentRef = reference
         query.sync = .any
         query.returns.data = true
-        guard let item = try find(query, caller: caller).first, let bytes = item.data, TokenKeys.isTokenKey(item.attributes) else {
+        guard let item = try findStored(query, caller: caller).first, let bytes = item.data, TokenKeys.isTokenKey(item.attributes) else {
             throw KeychainError.notFound("The token key is no longer in the keychain.")
         }
         let key = try TokenKeys.material(item.attributes, bytes)
-        guard case .string(let identifier)? = request["alg"], let algorithm = KeyAlgorithm(identifier: identifier) else {
+        guard let algorithm = KeyAlgorithm(identifier: algorithmName) else {
             throw .param("The algorithm is not supported. Check SecKeyIsAlgorithmSupported first.")
         }
-        guard case .data(let input)? = request["in"] ?? .data(Data()) else { throw .param("A token key operation's input must be data.") }
-        logger.debug("token key operation", metadata: ["op": "\(op)"])
-        switch op {
-        case "sign":
-            return .data(try key.sign(algorithm, identifier: identifier, input))
-        case "decrypt":
-            return .data(try key.decrypt(algorithm, identifier: identifier, input))
-        case "exchange":
-            guard case .data(let peerBytes)? = request["peer"] else { throw .param("A key exchange needs the other party's public key.") }
+        switch request {
+        case .create:
+            throw .param("A token key is created only once.")
+        case .sign(_, _, let input):
+            logger.debug("token key operation", metadata: ["op": "sign"])
+            return .data(try key.sign(algorithm, identifier: algorithmName, input))
+        case .decrypt(_, _, let input):
+            logger.debug("token key operation", metadata: ["op": "decrypt"])
+            return .data(try key.decrypt(algorithm, identifier: algorithmName, input))
+        case .exchange(_, _, let peerBytes, let size, let info):
+            logger.debug("token key operation", metadata: ["op": "exchange"])
             let peer = try KeyMaterial(externalRepresentation: peerBytes, type: .ec, keyClass: .publicKey)
-            var size: Int?
-            if case .int(let n)? = request["size"] { size = Int(clamping: n) }
-            var info = Data()
-            if case .data(let given)? = request["info"] { info = given }
-            return .data(try key.keyExchange(algorithm, identifier: identifier, peer: peer, requestedSize: size, sharedInfo: info))
-        default:
-            throw .param("Unknown token key operation \(op).")
+            return .data(try key.keyExchange(algorithm, identifier: algorithmName, peer: peer, requestedSize: size, sharedInfo: info))
         }
     }
 }

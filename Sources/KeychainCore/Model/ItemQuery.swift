@@ -71,7 +71,7 @@ package struct PersistentReference: Sendable, Hashable {
 }
 
 /// A parsed, validated keychain request: what an Add inserts, or what a query matches.
-package struct ItemQuery: Sendable {
+package struct ItemQuery: Sendable, Hashable {
     package var itemClass: ItemClass
     /// Attribute values by four-character code (coerced to the schema's kinds), excluding `sync`.
     package var attributes: [String: AttributeValue] = [:]
@@ -93,4 +93,20 @@ package struct ItemQuery: Sendable {
     package init(itemClass: ItemClass) { self.itemClass = itemClass }
 
     package var accessGroup: String? { attributes["agrp"]?.stringValue }
+}
+
+/// What an update changes in every item it matches (Apple's `attributesToUpdate`, parsed).
+package struct ItemChanges: Sendable, Hashable {
+    /// New attribute values by four-character code.
+    package var attributes: [String: AttributeValue]
+    /// A new `kSecAttrSynchronizable`, when given.
+    package var sync: Bool?
+    /// A new secret (`kSecValueData`), when given.
+    package var data: Data?
+
+    package init(attributes: [String: AttributeValue] = [:], sync: Bool? = nil, data: Data? = nil) {
+        self.attributes = attributes
+        self.sync = sync
+        self.data = data
+    }
 }

@@ -211,7 +211,7 @@ package enum QueryParser {
 
     /// Parses the attributes-to-update dictionary of SecItemUpdate for `itemClass` (Apple's
     /// `query_update_applier`): every key other than `kSecValueData` must be an attribute of the class.
-    package static func parseUpdate(_ dict: [String: PlistValue], itemClass: ItemClass) throws(KeychainError) -> (attributes: [String: AttributeValue], sync: Bool?, data: Data?) {
+    package static func parseUpdate(_ dict: [String: PlistValue], itemClass: ItemClass) throws(KeychainError) -> ItemChanges {
         var attributes: [String: AttributeValue] = [:]
         var sync: Bool?
         var data: Data?
@@ -237,6 +237,6 @@ package enum QueryParser {
                 attributes[key] = try coerce(value, to: descriptor)
             }
         }
-        return (attributes, sync, data)
+        return ItemChanges(attributes: attributes, sync: sync, data: data)
     }
 }

@@ -112,7 +112,7 @@ package enum FileSystem {
         if fd >= 0 { fsync(fd); close(fd) }
     }
 
-    static func ioError(_ operation: String, _ path: String) -> KeychainError {
+    package static func ioError(_ operation: String, _ path: String) -> KeychainError {
         let code = errno
         let reason = String(cString: strerror(code))
         return KeychainError(code: .io, message: "Cannot \(operation) \(path): \(reason). Check that KEYCHAIN_HOME is writable by you and the disk is not full.")

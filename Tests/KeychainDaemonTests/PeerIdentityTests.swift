@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import KeychainCore
+@testable import KeychainDaemon
 import Crypto
 
 /// PeerInspector reads what the kernel publishes under /proc/PID; these tests give it a /proc of their own.
@@ -22,7 +23,7 @@ import Crypto
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("prog-\(UUID().uuidString)").path
         let bytes = Data("#!/bin/sh\necho hi\n".utf8)
         try bytes.write(to: URL(fileURLWithPath: path))
-        return (path, PeerInspector.hex(SHA256Digest.of(bytes)))
+        return (path, FileDigest.hex(SHA256Digest.of(bytes)))
     }
 
     @Test func aHostProgramIsItsExecutablePathAndHash() throws {

@@ -1,4 +1,6 @@
 import Foundation
+import KeychainCore
+import KeychainProtocol
 import Synchronization
 
 #if canImport(Glibc)
@@ -24,8 +26,7 @@ package struct DaemonEndpoint: Sendable, Hashable {
 
     /// The default socket: `$XDG_RUNTIME_DIR/keychain/keychaind.sock`.
     package static func defaultPath(_ environment: [String: String]) -> String? {
-        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
-        return runtime + "/keychain/keychaind.sock"
+        DaemonSocket.defaultPath(environment)
     }
 
     /// The daemon SecItem calls should use: `KEYCHAIN_DAEMON_SOCKET` when set (`off` to never use one), else
@@ -66,43 +67,31 @@ package final class DaemonClient: Sendable {
         return true
     }
 
-    /// Sends `operation` with `arguments` and returns the daemon's result. A failure status comes back as the
+    /// Sends `request` and returns keychaind's response. A failure response comes back as the
     /// ``KeychainError`` the daemon reported, with its code, `OSStatus` and message.
-    package func call(_ operation: WireFrame.Operation, _ arguments: [String: PlistValue]) throws(KeychainError) -> PlistValue? {
+    package func call(_ request: KeychainRequest) throws(KeychainError) -> KeychainResponse {
         let fd = try checkOut()
         let id = nextID.add(1, ordering: .relaxed).oldValue
-        let request = WireFrame(id: id, body: .request(operation, .dictionary(arguments))).encoded
-        let response: WireFrame
+        let response: Frame
         do throws(KeychainError) {
-            try send(fd, request)
+            try send(fd, Frame(id: id, body: .request(request)).encoded)
             response = try receive(fd)
         } catch {
             close(fd)
             throw error
         }
-        guard response.id == id, case .response(let status, let result) = response.body else {
+        switch response.body {
+        case .response(let answer) where response.id == id:
+            checkIn(fd)
+            if case .failure(let error) = answer { throw error }
+            return answer
+        case .versionRefused(_, let message):
+            close(fd)
+            throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: message)
+        default:
             close(fd)
             throw lost("answered a different request")
         }
-        checkIn(fd)
-        guard status == 0 else { throw DaemonClient.error(status: status, result: result) }
-        return result
-    }
-
-    /// The error a failure response describes.
-    static func error(status: Int32, result: PlistValue?) -> KeychainError {
-        var code = KeychainError.Code.internal
-        var message = KeychainStatus(rawValue: status).message
-        if case .dictionary(let d)? = result {
-            if case .string(let name)? = d["code"] { code = KeychainError.Code(rawValue: name) }
-            if case .string(let text)? = d["message"] { message = text }
-        }
-        return KeychainError(code: code, status: KeychainStatus(rawValue: status), message: message)
-    }
-
-    /// The failure response for `error` (what the daemon sends).
-    package static func failure(_ error: KeychainError) -> (status: Int32, result: PlistValue) {
-        (error.status.rawValue, .dictionary(["code": .string(error.code.rawValue), "message": .string(error.message)]))
     }
 
     // MARK: Connections
@@ -141,35 +130,11 @@ package final class DaemonClient: Sendable {
     }
 
     private func connect() throws(KeychainError) -> Int32 {
-        #if os(Linux)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        #else
-        let fd = socket(AF_UNIX, SOCK_STREAM, 0)
-        #endif
-        guard fd >= 0 else { throw unreachable(String(cString: strerror(errno))) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let path = Array(socketPath.utf8)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.count < capacity else {
-            close(fd)
-            throw KeychainError(code: .invalidParameter, message: "The keychaind socket path \(socketPath) is longer than \(capacity - 1) bytes. Choose a shorter path.")
+        do {
+            return try DaemonSocket.connect(socketPath)
+        } catch where error.code == .notAvailable {
+            throw unreachable(error.message)
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: path)
-            raw[path.count] = 0
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                systemConnect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard result == 0 else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            throw unreachable(reason)
-        }
-        return fd
     }
 
     private func send(_ fd: Int32, _ bytes: [UInt8]) throws(KeychainError) {
@@ -199,27 +164,25 @@ package final class DaemonClient: Sendable {
                 if errno == EINTR { continue }
                 throw lost(String(cString: strerror(errno)))
             }
-            if n == 0 { throw lost("keychaind closed the connection") }
+            if n == 0 { throw lost("keychaind closed the connection; a keychaind older than this program does so for requests it cannot read, so install both from the same release") }
             offset += n
         }
         return buffer
     }
 
-    private func receive(_ fd: Int32) throws(KeychainError) -> WireFrame {
+    private func receive(_ fd: Int32) throws(KeychainError) -> Frame {
         let prefix = try receiveExactly(fd, 4)
-        let length = prefix.reduce(0) { $0 << 8 | Int($1) }
-        guard length >= 6, length <= WireFrame.maximumLength else { throw lost("a malformed response") }
+        let announced = prefix.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        guard let length = try? Frame.checkedLength(announced) else { throw lost("a malformed response") }
         let body = try receiveExactly(fd, length)
         do {
-            return try WireFrame.decode(body: body[...])
+            return try Frame.decode(body: body)
+        } catch where error.status == .wrongSecVersion {
+            throw error
         } catch {
             throw lost("a malformed response")
         }
     }
-}
-
-private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
-    connect(fd, address, length)
 }
 
 private func systemSend(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {

@@ -1,42 +1,30 @@
 import Foundation
 
-/// Apple's four SecItem operations on property-list dictionaries, with Apple's result shapes.
-///
-/// The API layer converts CoreFoundation values to ``PlistValue`` and back; everything between (parsing,
-/// entitlement checks, storage, result shaping) happens here, so embedded and daemon modes share it.
-extension KeychainEngine {
-    /// `SecItemAdd`. Returns the result object when a return key was set.
-    package func secItemAdd(_ attributes: [String: PlistValue], caller: AccessPolicy) throws(KeychainError) -> PlistValue? {
-        let q = try QueryParser.parse(KeychainEngine.withCertificateAttributes(attributes), for: .add)
+/// Apple's SecItem dictionaries on either side of a typed call: requests parsed into ``ItemQuery`` and
+/// ``ItemChanges`` before they go to a keychain (in-process or keychaind alike), and found items shaped into
+/// Apple's result forms after they come back.
+package enum SecItemDictionaries {
+    /// `SecItemAdd`'s attributes as a typed add. A certificate's attributes derived from its DER are put in.
+    package static func addQuery(_ attributes: [String: PlistValue]) throws(KeychainError) -> ItemQuery {
+        let q = try QueryParser.parse(withCertificateAttributes(attributes), for: .add)
         if q.hasMatchKeys { throw .param("SecItemAdd does not take kSecMatch… keys.") }
-        let item = try add(q, caller: caller)
-        guard q.returns.any else { return nil }
-        return KeychainEngine.shape(item, q.returns, addResult: true)
+        return q
     }
 
-    /// `SecItemCopyMatching`.
-    package func secItemCopyMatching(_ query: [String: PlistValue], caller: AccessPolicy) throws(KeychainError) -> PlistValue? {
-        let q = try QueryParser.parse(query, for: .copyMatching)
-        let items = try find(q, caller: caller)
+    /// `SecItemAdd`'s result, when a return key was set.
+    package static func addResult(_ item: FoundItem, _ q: ItemQuery) -> PlistValue? {
+        guard q.returns.any else { return nil }
+        return shape(item, q.returns)
+    }
+
+    /// `SecItemCopyMatching`'s result for the items a query found.
+    package static func matchingResult(_ items: [FoundItem], _ q: ItemQuery) -> PlistValue? {
         guard q.returns.any else { return nil }
         if q.limit.returnsArray {
-            let shaped = items.compactMap { KeychainEngine.shape($0, q.returns, addResult: false) }
+            let shaped = items.compactMap { shape($0, q.returns) }
             return shaped.isEmpty ? nil : .array(shaped)
         }
-        return items.first.flatMap { KeychainEngine.shape($0, q.returns, addResult: false) }
-    }
-
-    /// `SecItemUpdate`.
-    package func secItemUpdate(_ query: [String: PlistValue], attributesToUpdate: [String: PlistValue], caller: AccessPolicy) throws(KeychainError) {
-        let q = try QueryParser.parse(query, for: .update)
-        let (changes, sync, data) = try QueryParser.parseUpdate(attributesToUpdate, itemClass: q.itemClass)
-        try update(q, attributes: changes, sync: sync, data: data, caller: caller)
-    }
-
-    /// `SecItemDelete`.
-    package func secItemDelete(_ query: [String: PlistValue], caller: AccessPolicy) throws(KeychainError) {
-        let q = try QueryParser.parse(query, for: .delete)
-        try delete(q, caller: caller)
+        return items.first.flatMap { shape($0, q.returns) }
     }
 
     /// The attributes Apple returns for an item: everything stored, plus `musr` (empty for the single-user keychain).
@@ -47,10 +35,7 @@ extension KeychainEngine {
     }
 
     /// One item's result (Apple's `SecDbItemCopyResult` plus the client's post-processing).
-    static func shape(_ stored: FoundItem, _ r: ReturnOptions, addResult: Bool) -> PlistValue? {
-        // A token key's data is its private key, which never leaves: results carry no data for it.
-        var item = stored
-        if item.itemClass == .key, TokenKeys.isTokenKey(item.attributes) { item.data = nil }
+    static func shape(_ item: FoundItem, _ r: ReturnOptions) -> PlistValue? {
         switch (r.data, r.attributes, r.ref, r.persistentRef) {
         case (true, false, false, false):
             return .data(item.data ?? Data())
@@ -58,14 +43,14 @@ extension KeychainEngine {
             return .data(item.persistentRef.data)
         case (false, false, true, false):
             // Password items have no ref object on iOS: success with a NULL result. Keys come back as SecKeys.
-            return keyReference(stored)
+            return keyReference(item)
         default:
             var dict: [String: PlistValue] = r.attributes ? returnedAttributes(item) : [:]
             if r.data, let data = item.data { dict["v_Data"] = .data(data) }
             if r.persistentRef { dict["v_PersistentRef"] = .data(item.persistentRef.data) }
             if r.ref {
                 dict["class"] = .string(item.itemClass.rawValue)
-                dict["v_Ref"] = keyReference(stored)
+                dict["v_Ref"] = keyReference(item)
             }
             return .dictionary(dict)
         }
@@ -80,14 +65,13 @@ extension KeychainEngine {
 
     /// A key or certificate item as the API layer makes a `SecKey` or `SecCertificate` of it:
     /// `[marker: attributes and data]`; nil for the password classes, which have no ref objects.
-    static func keyReference(_ item: FoundItem) -> PlistValue? {
+    package static func keyReference(_ item: FoundItem) -> PlistValue? {
         if let key = item.identityKey {
             // The certificate and key halves, each made exactly as they are on their own.
             var certificate = item
             certificate.identityKey = nil
-            let privateKey = FoundItem(itemClass: .key, uuid: key.uuid, attributes: key.attributes, data: key.data)
             guard case .dictionary(let c)? = keyReference(certificate), case .dictionary(let certificateFields)? = c[certificateReferenceMarker],
-                  case .dictionary(let k)? = keyReference(privateKey), case .dictionary(let keyFields)? = k[keyReferenceMarker] else { return nil }
+                  case .dictionary(let k)? = keyReference(key.item), case .dictionary(let keyFields)? = k[keyReferenceMarker] else { return nil }
             return .dictionary([identityReferenceMarker: .dictionary(["certificate": .dictionary(certificateFields), "key": .dictionary(keyFields)])])
         }
         let marker: String
@@ -96,12 +80,14 @@ extension KeychainEngine {
         case .certificate: marker = certificateReferenceMarker
         default: return nil
         }
-        guard let data = item.data else { return nil }
-        if item.itemClass == .key, TokenKeys.isTokenKey(item.attributes) {
+        if item.itemClass == .key, let publicKey = item.tokenPublicKey {
             // A key that never leaves: its reference and public key, never its private bytes.
-            guard let reference = try? TokenKeys.reference(item, privateBytes: data) else { return nil }
-            return .dictionary([marker: .dictionary(reference)])
+            var fields = returnedAttributes(item)
+            fields["v_PersistentRef"] = .data(item.persistentRef.data)
+            fields["pub"] = .data(publicKey)
+            return .dictionary([marker: .dictionary(fields)])
         }
+        guard let data = item.data else { return nil }
         var fields = returnedAttributes(item)
         fields["v_Data"] = .data(data)
         return .dictionary([marker: .dictionary(fields)])
@@ -110,7 +96,7 @@ extension KeychainEngine {
     /// A certificate item's attributes with what Apple derives from its DER data (subject, issuer, serial number,
     /// key hashes, type and encoding) put over what the caller gave, and its label defaulting to the subject
     /// summary. Data that is not a certificate is stored as given.
-    static func withCertificateAttributes(_ attributes: [String: PlistValue]) -> [String: PlistValue] {
+    package static func withCertificateAttributes(_ attributes: [String: PlistValue]) -> [String: PlistValue] {
         guard attributes["class"] == .string(ItemClass.certificate.rawValue), case .data(let der)? = attributes["v_Data"],
               let certificate = try? CertificateData(der: der) else { return attributes }
         var out = attributes.merging(certificate.derivedAttributes) { $1 }

@@ -1,4 +1,5 @@
 import Crypto
+import KeychainCore
 import Foundation
 import Synchronization
 
@@ -99,35 +100,12 @@ package final class PeerInspector: Sendable {
                           mtime: Int(st.st_mtim.tv_sec), mtimeNanos: Int(st.st_mtim.tv_nsec),
                           ctime: Int(st.st_ctim.tv_sec), ctimeNanos: Int(st.st_ctim.tv_nsec))
         if let known = digests.withLock({ $0[key] }) { return known }
-        var hasher = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; throw FileSystem.ioError("read", path) }
-            if n == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0 ..< n])) }
-        }
-        let hex = PeerInspector.hex(hasher.finalize())
+        let hex = try FileDigest.sha256Hex(of: fd, path: path)
         digests.withLock { cache in
             if cache.count > 4096 { cache.removeAll() }
             cache[key] = hex
         }
         return hex
-    }
-
-    /// The hex SHA-256 of the file at `path` (what `security app add` records).
-    package static func fileDigest(_ path: String) throws(KeychainError) -> String {
-        try PeerInspector().executableDigest(path)
-    }
-
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// `[Application] name=` of the sandbox's `.flatpak-info`, read through the process's root.

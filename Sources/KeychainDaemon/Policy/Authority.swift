@@ -7,28 +7,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// One connection's peer, as the kernel identified it when it connected, and what it has proved since.
-final class Session: Sendable {
-    let identity: PeerIdentity
-    /// The `security` tool installed beside this keychaind (same folder, same contents as at start-up):
-    /// the user's own admin tool, which may use every access group once it has given the passcode.
-    let isAdminTool: Bool
-    private let passcodeGiven = Atomic<Bool>(false)
-
-    init(identity: PeerIdentity, isAdminTool: Bool) {
-        self.identity = identity
-        self.isAdminTool = isAdminTool
-    }
-
-    /// Whether this connection has given the keychain's passcode.
-    var authenticated: Bool { passcodeGiven.load(ordering: .acquiring) }
-    func markAuthenticated() { passcodeGiven.store(true, ordering: .releasing) }
-}
-
 /// Decides, from a session's kernel-given identity and the program registry, which access groups a call
 /// may use. A client's own claim (its entitlements file) can only narrow what it is registered for.
-final class Authority: Sendable {
-    let engine: KeychainEngine
+package final class Authority: Sendable {
+    package let engine: KeychainEngine
     let inspector: PeerInspector
     /// The uid keychaind runs as; any other user's process is refused at connect.
     let uid: UInt32
@@ -41,22 +23,30 @@ final class Authority: Sendable {
     }
     private let registryCache = Mutex<(stamp: Stamp, registry: AppRegistry)?>(nil)
 
-    init(engine: KeychainEngine, inspector: PeerInspector = PeerInspector(), logger: Logger) {
+    /// - Parameters:
+    ///   - adminToolPath: The `security` tool this daemon trusts as the user's admin tool; by default the one
+    ///     installed beside keychaind's own executable. Its SHA-256 is recorded now: a changed tool is not trusted.
+    package init(engine: KeychainEngine, inspector: PeerInspector = PeerInspector(), adminToolPath: String? = nil, logger: Logger) {
         self.engine = engine
         self.inspector = inspector
         self.logger = logger
         uid = getuid()
-        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? (CommandLine.arguments.first ?? "")
-        let toolPath = NSString(string: NSString(string: own).deletingLastPathComponent).appendingPathComponent("security")
-        if let digest = try? PeerInspector.fileDigest(toolPath) {
+        let toolPath = adminToolPath ?? Authority.toolBesideThisExecutable()
+        if let digest = try? FileDigest.sha256Hex(ofFileAt: toolPath) {
             adminTool = (toolPath, digest)
         } else {
             adminTool = nil
         }
     }
 
+    /// `security` in the folder of keychaind's own executable.
+    static func toolBesideThisExecutable() -> String {
+        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? (CommandLine.arguments.first ?? "")
+        return NSString(string: NSString(string: own).deletingLastPathComponent).appendingPathComponent("security")
+    }
+
     /// Identifies the process at the other end of a new connection, refusing other users.
-    func session(pid: Int32, uid peerUID: UInt32) throws(KeychainError) -> Session {
+    package func session(pid: Int32, uid peerUID: UInt32) throws(KeychainError) -> Session {
         guard peerUID == uid else {
             throw KeychainError(code: .missingEntitlement, message: "keychaind serves user \(uid) only; a process of user \(peerUID) connected.")
         }

@@ -1,8 +1,9 @@
 import Foundation
+import KeychainCore
 import Logging
 
-/// The process's open keychains, one engine per folder, and the caller identities read from entitlements
-/// files. Shared by Keychain Services and KeychainKit so a process opens each keychain once.
+/// The process's open keychains (one engine per folder), its clients of keychaind (one per socket), and the
+/// caller identities read from entitlements files, so a process opens each keychain and reads each file once.
 ///
 /// Engines asked for with `pinned: true` stay open for the life of the process (the environment's
 /// keychain); others are held weakly and close when their last user lets go.
@@ -19,24 +20,25 @@ package final class EngineRegistry: @unchecked Sendable {
     private var pinned: [KeychainLocation: KeychainEngine] = [:]
     private var policies: [String: AccessPolicy] = [:]
     private var clients: [String: DaemonClient] = [:]
-    /// The backend the environment named last, with the variables' values it was chosen from.
-    private var lastBackend: (values: EnvironmentValues, backend: KeychainBackend)?
+    /// The connection the environment named last, with the variables' values it was chosen from.
+    private var lastConnection: (values: EnvironmentValues, connection: any KeychainConnection)?
 
-    func cachedBackend(for raw: [UnsafeMutablePointer<CChar>?]) -> KeychainBackend? {
+    func cachedConnection(for raw: [UnsafeMutablePointer<CChar>?]) -> (any KeychainConnection)? {
         lock.lock()
         defer { lock.unlock() }
-        guard let last = lastBackend, last.values.matches(raw) else { return nil }
-        return last.backend
+        guard let last = lastConnection, last.values.matches(raw) else { return nil }
+        return last.connection
     }
 
-    func remember(_ backend: KeychainBackend, for raw: [UnsafeMutablePointer<CChar>?]) {
+    func remember(_ connection: any KeychainConnection, for raw: [UnsafeMutablePointer<CChar>?]) {
         let values = EnvironmentValues(raw)
         lock.lock()
         defer { lock.unlock() }
-        lastBackend = (values, backend)
+        lastConnection = (values, connection)
     }
 
-    /// The process's client of the daemon at `path`, created on first use.
+    /// The process's client of the daemon at `path`, created on first use: a passcode the admin tool gives on a
+    /// connection stays with the calls that follow it.
     package func daemonClient(for path: String) -> DaemonClient {
         lock.lock()
         defer { lock.unlock() }
@@ -62,14 +64,6 @@ package final class EngineRegistry: @unchecked Sendable {
         return engine
     }
 
-    /// The keychain and caller the process environment names: what SecItem calls and KeychainKit's default
-    /// store use.
-    package func environmentContext() throws(KeychainError) -> (engine: KeychainEngine, caller: AccessPolicy) {
-        let environment = KeychainLocation.processEnvironment()
-        let engine = try engine(for: .fromEnvironment(environment), pinned: true)
-        return (engine, try environmentPolicy(environment))
-    }
-
     /// The caller identity the environment names (`KEYCHAIN_ENTITLEMENTS`, else the executable's name),
     /// read once per entitlements path.
     package func environmentPolicy(_ environment: [String: String] = KeychainLocation.processEnvironment()) throws(KeychainError) -> AccessPolicy {
@@ -80,5 +74,35 @@ package final class EngineRegistry: @unchecked Sendable {
         let policy = try AccessPolicy.fromEnvironment(environment)
         policies[key] = policy
         return policy
+    }
+}
+
+/// The raw values of the variables that choose a connection (``KeychainLocation/processEnvironment()``'s), read
+/// with `getenv` and compared in place, so an unchanged environment costs six lookups and no allocation.
+struct EnvironmentValues {
+    /// Each variable's bytes with their terminating NUL, or nil when unset.
+    var values: [[CChar]?]
+
+    static func current() -> [UnsafeMutablePointer<CChar>?] {
+        [getenv("KEYCHAIN_HOME"), getenv("XDG_DATA_HOME"), getenv("HOME"), getenv("KEYCHAIN_ENTITLEMENTS"),
+         getenv("KEYCHAIN_DAEMON_SOCKET"), getenv("XDG_RUNTIME_DIR")]
+    }
+
+    init(_ raw: [UnsafeMutablePointer<CChar>?]) {
+        values = raw.map { pointer in
+            pointer.map { Array(UnsafeBufferPointer(start: $0, count: strlen($0) + 1)) }
+        }
+    }
+
+    func matches(_ raw: [UnsafeMutablePointer<CChar>?]) -> Bool {
+        guard raw.count == values.count else { return false }
+        for (pointer, value) in zip(raw, values) {
+            switch (pointer, value) {
+            case (nil, nil): continue
+            case (let p?, let v?): if strcmp(p, v) != 0 { return false }
+            default: return false
+            }
+        }
+        return true
     }
 }

@@ -1,0 +1,119 @@
+import Foundation
+import KeychainCore
+import KeychainProtocol
+
+/// The keychain keychaind serves, reached over its Unix socket. keychaind decides the caller's access groups from
+/// the kernel's view of this process; `claim` can only narrow them.
+package struct DaemonKeychain: KeychainConnection {
+    /// The connection pool to keychaind.
+    package let client: DaemonClient
+    /// The access groups item calls ask for (the caller's entitlements file); nil asks for all the program has.
+    package let claim: [String]?
+
+    package init(client: DaemonClient, claim: [String]?) {
+        self.client = client
+        self.claim = claim
+    }
+
+    /// A response keychaind should not have given to this request.
+    private func unexpected(_ response: KeychainResponse, _ request: String) -> KeychainError {
+        KeychainError(code: .internal, message: "keychaind answered a \(request) request with something else. Install keychaind and this program from the same release.")
+    }
+
+    package func add(_ query: ItemQuery) throws(KeychainError) -> FoundItem {
+        let response = try client.call(.add(query, claim: claim))
+        guard case .item(let item) = response else { throw unexpected(response, "add") }
+        return item
+    }
+
+    package func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
+        let response = try client.call(.find(query, claim: claim))
+        guard case .items(let items) = response else { throw unexpected(response, "find") }
+        return items
+    }
+
+    package func update(_ query: ItemQuery, with changes: ItemChanges) throws(KeychainError) {
+        try expectDone(.update(query, changes, claim: claim))
+    }
+
+    @discardableResult
+    package func delete(_ query: ItemQuery) throws(KeychainError) -> Int {
+        try expectCount(.delete(query, claim: claim))
+    }
+
+    package func tokenKey(_ request: TokenKeyRequest) throws(KeychainError) -> TokenKeyResult {
+        let response = try client.call(.tokenKey(request, claim: claim))
+        guard case .tokenKey(let result) = response else { throw unexpected(response, "token key") }
+        return result
+    }
+
+    package func status() throws(KeychainError) -> ServiceStatus {
+        let response = try client.call(.status)
+        guard case .status(let status) = response else { throw unexpected(response, "status") }
+        return status
+    }
+
+    package func lock() throws(KeychainError) { try expectDone(.lock) }
+
+    package func unlock(passcode: String) throws(KeychainError) { try expectDone(.unlock(passcode: passcode)) }
+
+    package func changePasscode(from old: String?, to new: String?) throws(KeychainError) {
+        try expectDone(.changePasscode(old: old, new: new))
+    }
+
+    package func backup(password: String) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
+        let response = try client.call(.backup(password: password))
+        guard case .backup(let data, let summary) = response else { throw unexpected(response, "backup") }
+        return (data, summary)
+    }
+
+    package func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreSummary {
+        let response = try client.call(.restore(backup, password: password))
+        guard case .restored(let summary) = response else { throw unexpected(response, "restore") }
+        return summary
+    }
+
+    package func settings() throws(KeychainError) -> KeychainSettings? {
+        let response = try client.call(.settings)
+        guard case .settings(let settings) = response else { throw unexpected(response, "settings") }
+        return settings
+    }
+
+    package func setSettings(_ settings: KeychainSettings) throws(KeychainError) {
+        try expectDone(.setSettings(settings))
+    }
+
+    package func registeredPrograms() throws(KeychainError) -> [AppRegistration] {
+        let response = try client.call(.listPrograms)
+        guard case .programs(let entries) = response else { throw unexpected(response, "program list") }
+        return entries
+    }
+
+    package func register(_ program: AppRegistration) throws(KeychainError) {
+        try expectDone(.registerProgram(program))
+    }
+
+    @discardableResult
+    package func unregisterProgram(named name: String) throws(KeychainError) -> Int {
+        try expectCount(.unregisterProgram(name))
+    }
+
+    private func expectDone(_ request: KeychainRequest) throws(KeychainError) {
+        let response = try client.call(request)
+        guard case .done = response else { throw unexpected(response, request.name) }
+    }
+
+    private func expectCount(_ request: KeychainRequest) throws(KeychainError) -> Int {
+        let response = try client.call(request)
+        guard case .count(let n) = response else { throw unexpected(response, request.name) }
+        return n
+    }
+}
+
+extension DaemonClient {
+    /// Whether the keychaind at this socket answers and serves the keychain in `home`.
+    func serves(_ home: String) -> Bool {
+        guard case .status(let status)? = try? call(.status) else { return false }
+        return URL(fileURLWithPath: status.home).standardizedFileURL.path == home
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import KeychainCore
+
+/// A keychain this process can talk to: the one seam between the front ends (Keychain Services, KeychainKit,
+/// the `security` tool, the git helper) and where the keys are.
+///
+/// There are two: ``InProcessKeychain``, the engine opened in this process, and ``DaemonKeychain``, keychaind
+/// reached over its socket, which decides the caller's access groups itself from the kernel's view of the
+/// process. ``KeychainConnector`` picks one from the environment; nothing else asks whether a daemon runs.
+///
+/// Calls block the calling thread (SQLite, the group commit's fsync, a socket round trip); every implementation
+/// is safe to use from any thread.
+package protocol KeychainConnection: Sendable {
+    // MARK: Items
+
+    /// Inserts the item `query` describes (Apple's `SecItemAdd`), returning it as stored.
+    func add(_ query: ItemQuery) throws(KeychainError) -> FoundItem
+    /// The items `query` matches (Apple's `SecItemCopyMatching`); `errSecItemNotFound` when none do. Token keys
+    /// come back with their public key, never their private bytes.
+    func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem]
+    /// Applies `changes` to every item `query` matches (Apple's `SecItemUpdate`), in one transaction.
+    func update(_ query: ItemQuery, with changes: ItemChanges) throws(KeychainError)
+    /// Deletes every item `query` matches (Apple's `SecItemDelete`), returning how many.
+    @discardableResult
+    func delete(_ query: ItemQuery) throws(KeychainError) -> Int
+
+    // MARK: Keys
+
+    /// Creates or uses a key that never leaves the keychain.
+    func tokenKey(_ request: TokenKeyRequest) throws(KeychainError) -> TokenKeyResult
+
+    // MARK: Lock state and passcode
+
+    /// The keychain's folder and lock state, and keychaind's view of the caller when it serves the keychain.
+    func status() throws(KeychainError) -> ServiceStatus
+    /// Locks the keychain: the whenUnlocked class keys are dropped from memory.
+    func lock() throws(KeychainError)
+    /// Unlocks the keychain with its passcode.
+    func unlock(passcode: String) throws(KeychainError)
+    /// Sets, changes or removes the passcode.
+    func changePasscode(from old: String?, to new: String?) throws(KeychainError)
+
+    // MARK: Backup
+
+    /// A backup of every item, sealed under `password`, and what it holds.
+    func backup(password: String) throws(KeychainError) -> (data: Data, summary: BackupSummary)
+    /// Merges a backup into the keychain: for each item, the newer copy wins.
+    func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreSummary
+
+    // MARK: Settings
+
+    /// The keychain's lock settings; nil when none were ever set.
+    func settings() throws(KeychainError) -> KeychainSettings?
+    /// Replaces the keychain's lock settings.
+    func setSettings(_ settings: KeychainSettings) throws(KeychainError)
+
+    // MARK: Program registry
+
+    /// The programs registered for access groups.
+    func registeredPrograms() throws(KeychainError) -> [AppRegistration]
+    /// Registers a program (replacing any registration of the same program).
+    func register(_ program: AppRegistration) throws(KeychainError)
+    /// Removes the registrations under a path, Flatpak app ID or snap name; returns how many.
+    @discardableResult
+    func unregisterProgram(named name: String) throws(KeychainError) -> Int
+}

@@ -1,0 +1,109 @@
+import Foundation
+import KeychainCore
+import Logging
+
+/// Who a connection's calls act as.
+package enum KeychainCaller: Sendable, Hashable {
+    /// The groups of the entitlements plist named by `KEYCHAIN_ENTITLEMENTS` (else the executable's name). Through
+    /// keychaind, the file is a claim the daemon checks against the program's registration.
+    case environment
+    /// These access groups, in order (`"*"` grants every group). Through keychaind, a claim as above.
+    case groups([String])
+    /// The user's own admin tool (`security`): every access group, new items in `defaultGroup`. keychaind grants
+    /// this only to the `security` installed beside it, after the passcode when one is set.
+    case administrator(defaultGroup: String)
+
+    /// The groups in-process calls use.
+    func policy() throws(KeychainError) -> AccessPolicy {
+        switch self {
+        case .environment: try EngineRegistry.shared.environmentPolicy()
+        case .groups(let groups): AccessPolicy(groups: groups)
+        case .administrator(let group): .unrestricted(defaultGroup: group)
+        }
+    }
+
+    /// What a client claims from keychaind: nil asks for everything its registration gives.
+    func claim() throws(KeychainError) -> [String]? {
+        switch self {
+        case .environment:
+            let environment = KeychainLocation.processEnvironment()
+            guard let path = environment["KEYCHAIN_ENTITLEMENTS"], !path.isEmpty else { return nil }
+            let policy = try EngineRegistry.shared.environmentPolicy(environment)
+            return policy.unrestricted ? policy.groups + ["*"] : policy.groups
+        case .groups(let groups): return groups
+        case .administrator(let group): return [group, "*"]
+        }
+    }
+}
+
+/// Chooses the keychain a process talks to: keychaind when it serves the keychain, else the engine opened in
+/// this process. This is the one place in the code base that decides between them.
+package enum KeychainConnector {
+    /// A connection that replaces the environment's for the current task (tests direct calls with
+    /// `KeychainConnector.$override.withValue(connection) { … }`).
+    @TaskLocal package static var override: (any KeychainConnection)?
+
+    /// The keychain the environment names, acting as the environment's caller: what SecItem calls and
+    /// KeychainKit's default store use.
+    ///
+    /// keychaind when `KEYCHAIN_DAEMON_SOCKET` names it (`off`: never) or, with neither that nor `KEYCHAIN_HOME`
+    /// set, when its default socket `$XDG_RUNTIME_DIR/keychain/keychaind.sock` answers; else the store in
+    /// `KEYCHAIN_HOME` (default `$XDG_DATA_HOME/keychain`, else `~/.local/share/keychain`) opened here.
+    ///
+    /// SecItem calls ask for every call, so the answer is kept with the variables' values it came from and
+    /// reused while they are unchanged (compared without copying them). Only when the default socket decides is
+    /// it worked out again each time, since keychaind may start or stop meanwhile.
+    package static func environment() throws(KeychainError) -> any KeychainConnection {
+        if let override { return override }
+        let values = EnvironmentValues.current()
+        if let connection = EngineRegistry.shared.cachedConnection(for: values) { return connection }
+        let (connection, decidedBySocket) = try choose(.environment, home: nil, createIfMissing: true)
+        if !decidedBySocket { EngineRegistry.shared.remember(connection, for: values) }
+        return connection
+    }
+
+    /// The keychain for `caller`: in `home` when given (else the environment's folder), through keychaind when
+    /// the environment's keychaind serves that folder.
+    ///
+    /// - Parameter createIfMissing: false for read-only work: a keychain that does not exist yet is not created,
+    ///   and the call fails with `errSecNoSuchKeychain` instead.
+    package static func connection(for caller: KeychainCaller, home: String? = nil, createIfMissing: Bool = true,
+                                   logger: Logger? = nil) throws(KeychainError) -> any KeychainConnection {
+        if let override { return override }
+        return try choose(caller, home: home, createIfMissing: createIfMissing, logger: logger).connection
+    }
+
+    /// keychaind at `socket`, whether or not it answers (`security daemon status` asks a given socket).
+    package static func daemon(socket: String, caller: KeychainCaller) throws(KeychainError) -> DaemonKeychain {
+        DaemonKeychain(client: EngineRegistry.shared.daemonClient(for: socket), claim: try caller.claim())
+    }
+
+    /// The socket keychaind is expected on: `KEYCHAIN_DAEMON_SOCKET` unless `off`, else the default socket under
+    /// `XDG_RUNTIME_DIR`; nil when none can be named.
+    package static func expectedDaemonSocket() -> String? {
+        let environment = KeychainLocation.processEnvironment()
+        if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
+            return named == "off" ? nil : named
+        }
+        return DaemonEndpoint.defaultPath(environment)
+    }
+
+    private static func choose(_ caller: KeychainCaller, home: String?, createIfMissing: Bool,
+                               logger: Logger? = nil) throws(KeychainError) -> (connection: any KeychainConnection, decidedBySocket: Bool) {
+        let environment = KeychainLocation.processEnvironment()
+        let registry = EngineRegistry.shared
+        let location = home.map { KeychainLocation(home: URL(fileURLWithPath: $0).standardizedFileURL.path) } ?? .fromEnvironment(environment)
+        let endpoint = DaemonEndpoint.fromEnvironment(environment)
+        if let endpoint {
+            let client = registry.daemonClient(for: endpoint.path)
+            if endpoint.explicit && home == nil || client.isReachable() && (home == nil || client.serves(location.home)) {
+                return (DaemonKeychain(client: client, claim: try caller.claim()), !endpoint.explicit)
+            }
+        }
+        if !createIfMissing, !FileManager.default.fileExists(atPath: location.databasePath) {
+            throw KeychainError(code: .notAvailable, status: .noSuchKeychain, message: "There is no keychain in \(location.home) (KEYCHAIN_HOME). Add an item, or start keychaind, to create one.")
+        }
+        let engine = try registry.engine(for: location, pinned: home == nil, logger: logger)
+        return (InProcessKeychain(engine: engine, caller: try caller.policy()), endpoint != nil)
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import KeychainCore
+import KeychainProtocol
+import Logging
+
+/// Carries out one typed request for one session against the engine: the daemon's policy decides the access
+/// groups (item calls) or whether the caller may manage the keychain (everything else), then the engine acts.
+/// Blocking (SQLite, the group commit, passcode stretching); keychaind runs it on a worker thread, except the
+/// quick reads, which it answers on the connection's event loop.
+package struct RequestDispatcher: Sendable {
+    package let authority: Authority
+    package let logger: Logger
+    var engine: KeychainEngine { authority.engine }
+
+    package init(authority: Authority, logger: Logger) {
+        self.authority = authority
+        self.logger = logger
+    }
+
+    /// The response to `request`: its result, or the failure (code, `OSStatus` and message) the client reports.
+    package func respond(to request: KeychainRequest, session: Session) -> KeychainResponse {
+        do {
+            try engine.followKeybagChanges()
+            return try perform(request, session: session)
+        } catch {
+            logger.debug("request failed", metadata: ["request": "\(request.name)", "status": "\(error.status.rawValue)"])
+            return .failure(error)
+        }
+    }
+
+    func perform(_ request: KeychainRequest, session: Session) throws(KeychainError) -> KeychainResponse {
+        switch request {
+        case .add(let query, let claim):
+            return .item(try engine.add(query, caller: authority.policy(for: session, claim: claim)).leavingEngine())
+        case .find(let query, let claim):
+            return .items(try engine.find(query, caller: authority.policy(for: session, claim: claim)))
+        case .update(let query, let changes, let claim):
+            try engine.update(query, attributes: changes.attributes, sync: changes.sync, data: changes.data,
+                              caller: authority.policy(for: session, claim: claim))
+            return .done
+        case .delete(let query, let claim):
+            return .count(try engine.delete(query, caller: authority.policy(for: session, claim: claim)))
+        case .tokenKey(let tokenRequest, let claim):
+            return .tokenKey(try engine.tokenKey(tokenRequest, caller: authority.policy(for: session, claim: claim)))
+        case .status:
+            return .status(status(session))
+        case .lock:
+            engine.lock()
+            logger.info("locked on request", metadata: ["pid": "\(session.identity.pid)"])
+            return .done
+        case .unlock(let passcode):
+            try engine.unlock(passcode: passcode)
+            if session.isAdminTool { session.markAuthenticated() }
+            logger.info("unlocked", metadata: ["pid": "\(session.identity.pid)"])
+            return .done
+        case .changePasscode(let old, let new):
+            try authority.requireAdmin(session, for: "change the passcode")
+            try engine.changePasscode(from: old, to: new)
+            if new != nil { session.markAuthenticated() }
+            return .done
+        case .backup(let password):
+            try authority.requireAdmin(session, for: "back up the keychain")
+            let (data, summary) = try engine.backup(password: password)
+            return .backup(data, summary)
+        case .restore(let data, let password):
+            try authority.requireAdmin(session, for: "restore a backup")
+            return .restored(try engine.restore(data, password: password))
+        case .settings:
+            return .settings(try KeychainSettings.load(engine.location))
+        case .setSettings(let settings):
+            try authority.requireAdmin(session, for: "change the keychain's settings")
+            try settings.save(engine.location)
+            return .done
+        case .registerProgram(let entry):
+            try authority.requireAdmin(session, for: "register programs")
+            guard !entry.accessGroups.contains(where: \.isEmpty) else {
+                throw KeychainError(code: .invalidParameter, message: "An access group name is empty. Register the program with non-empty group names.")
+            }
+            try engine.updateAppRegistry { $0.register(entry) }
+            return .done
+        case .listPrograms:
+            try authority.requireAdmin(session, for: "list registered programs")
+            return .programs(try engine.appRegistry().entries)
+        case .unregisterProgram(let name):
+            try authority.requireAdmin(session, for: "unregister programs")
+            return .count(try engine.updateAppRegistry { $0.remove(named: name) })
+        }
+    }
+
+    /// What `security daemon status` shows: the daemon, the keychain, and how it sees the caller.
+    func status(_ session: Session) -> ServiceStatus {
+        let groups: [String]? = session.isAdminTool ? ["*"] : try? authority.registeredGroups(session.identity)
+        let statistics = engine.commitStatistics
+        return ServiceStatus(home: engine.location.home, lockState: engine.lockState, daemon: .init(
+            pid: getpid(), caller: session.identity.description, isAdminTool: session.isAdminTool,
+            accessGroups: groups, transactions: statistics.transactions, writes: statistics.writes))
+    }
+}

@@ -1,0 +1,46 @@
+import KeychainCore
+import KeychainProtocol
+import NIOCore
+
+/// What a client's bytes amount to, one frame at a time.
+package enum InboundMessage: Sendable {
+    /// A request of this protocol version.
+    case request(id: UInt32, KeychainRequest)
+    /// A frame of another protocol version: the client is told why it is turned away, then the connection closes.
+    case unsupportedVersion(UInt8, id: UInt32)
+}
+
+/// Splits the bytes a client sends into requests, by the frame rule both sides share (``Frame``). An oversized,
+/// malformed or (at end of stream) truncated frame, or a frame that is not a request, is an error, which closes
+/// that connection and no other.
+package struct RequestFrameDecoder: ByteToMessageDecoder {
+    package typealias InboundOut = InboundMessage
+
+    package init() {}
+
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let announced = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
+        let length = try Frame.checkedLength(announced)
+        guard buffer.readableBytes >= 4 + length else { return .needMoreData }
+        buffer.moveReaderIndex(forwardBy: 4)
+        guard let body = buffer.readBytes(length: length), let header = Frame.header(body) else { return .needMoreData }
+        if header.version != Frame.version {
+            context.fireChannelRead(wrapInboundOut(.unsupportedVersion(header.version, id: header.id)))
+            return .continue
+        }
+        let frame = try Frame.decode(body: body)
+        guard case .request(let request) = frame.body else {
+            throw KeychainError(code: .corruptData, message: "A client sent a frame that is not a request.")
+        }
+        context.fireChannelRead(wrapInboundOut(.request(id: frame.id, request)))
+        return .continue
+    }
+
+    package mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        if buffer.readableBytes > 0 {
+            throw KeychainError(code: .corruptData, message: "The connection ended inside a frame.")
+        }
+        return .needMoreData
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import KeychainCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// keychaind's Unix-domain socket, as both sides find it.
+package enum DaemonSocket {
+    /// The default socket: `$XDG_RUNTIME_DIR/keychain/keychaind.sock`; nil without an absolute `XDG_RUNTIME_DIR`.
+    package static func defaultPath(_ environment: [String: String]) -> String? {
+        guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
+        return runtime + "/keychain/keychaind.sock"
+    }
+
+    /// Whether something accepts connections at `path` (a second keychaind checks before it binds).
+    package static func accepts(_ path: String) -> Bool {
+        guard let fd = try? connect(path) else { return false }
+        close(fd)
+        return true
+    }
+
+    /// A blocking, close-on-exec stream connection to `path`. Fails with ``KeychainError/Code/notAvailable`` when
+    /// nothing listens there, and ``KeychainError/Code/invalidParameter`` for a path too long for a socket address.
+    package static func connect(_ path: String) throws(KeychainError) -> Int32 {
+        #if os(Linux)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #else
+        let fd = socket(AF_UNIX, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw KeychainError(code: .notAvailable, message: String(cString: strerror(errno))) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard bytes.count < capacity else {
+            close(fd)
+            throw KeychainError(code: .invalidParameter, message: "The keychaind socket path \(path) is longer than \(capacity - 1) bytes. Choose a shorter path.")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                systemConnect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw KeychainError(code: .notAvailable, message: reason)
+        }
+        return fd
+    }
+}
+
+private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+    connect(fd, address, length)
+}

@@ -1,0 +1,99 @@
+import Foundation
+import KeychainCore
+
+/// Everything a client can ask keychaind, with typed payloads.
+///
+/// Item requests carry the caller's `claim`: the access groups it asks to act as (its entitlements file), which
+/// keychaind grants only when the kernel-identified program is registered for them; nil asks for everything the
+/// program has. Nothing else a client says about itself is believed.
+package enum KeychainRequest: Sendable, Hashable {
+    /// `SecItemAdd`: insert the item `query` describes.
+    case add(ItemQuery, claim: [String]?)
+    /// `SecItemCopyMatching`: the items `query` matches.
+    case find(ItemQuery, claim: [String]?)
+    /// `SecItemUpdate`: apply `changes` to every item `query` matches.
+    case update(ItemQuery, ItemChanges, claim: [String]?)
+    /// `SecItemDelete`: remove every item `query` matches.
+    case delete(ItemQuery, claim: [String]?)
+    /// Create or use a key that never leaves keychaind.
+    case tokenKey(TokenKeyRequest, claim: [String]?)
+    /// The keychain's folder and lock state, and how keychaind sees the caller.
+    case status
+    /// Lock the keychain.
+    case lock
+    /// Unlock the keychain; from the admin tool this also authenticates its connection.
+    case unlock(passcode: String)
+    /// Set, change or remove the passcode (admin tool only).
+    case changePasscode(old: String?, new: String?)
+    /// A backup of every item, sealed under `password` (admin tool only).
+    case backup(password: String)
+    /// Merge a backup into the keychain (admin tool only).
+    case restore(Data, password: String)
+    /// The keychain's lock settings.
+    case settings
+    /// Replace the keychain's lock settings (admin tool only).
+    case setSettings(KeychainSettings)
+    /// Register a program for access groups (admin tool only).
+    case registerProgram(AppRegistration)
+    /// The registered programs (admin tool only).
+    case listPrograms
+    /// Unregister the programs registered under a path, Flatpak app ID or snap name (admin tool only).
+    case unregisterProgram(String)
+
+    /// The request's name in logs (never its payload).
+    package var name: String {
+        switch self {
+        case .add: "add"
+        case .find: "find"
+        case .update: "update"
+        case .delete: "delete"
+        case .tokenKey: "tokenKey"
+        case .status: "status"
+        case .lock: "lock"
+        case .unlock: "unlock"
+        case .changePasscode: "changePasscode"
+        case .backup: "backup"
+        case .restore: "restore"
+        case .settings: "settings"
+        case .setSettings: "setSettings"
+        case .registerProgram: "registerProgram"
+        case .listPrograms: "listPrograms"
+        case .unregisterProgram: "unregisterProgram"
+        }
+    }
+
+    /// Whether the request only reads and never waits on a disk flush or a slow key derivation, so keychaind
+    /// may answer it on the connection's event loop.
+    package var isQuickRead: Bool {
+        switch self {
+        case .find, .status, .settings: true
+        default: false
+        }
+    }
+}
+
+/// keychaind's answer to one ``KeychainRequest``.
+package enum KeychainResponse: Sendable {
+    /// Done, nothing to return.
+    case done
+    /// The item an add stored.
+    case item(FoundItem)
+    /// The items a find matched.
+    case items([FoundItem])
+    /// How many items or programs a request affected.
+    case count(Int)
+    /// A token key's result, or its created key.
+    case tokenKey(TokenKeyResult)
+    /// The keychain's status.
+    case status(ServiceStatus)
+    /// A backup's bytes and what it holds.
+    case backup(Data, BackupSummary)
+    /// What a restore did.
+    case restored(RestoreSummary)
+    /// The keychain's lock settings; nil when none were ever set.
+    case settings(KeychainSettings?)
+    /// The registered programs.
+    case programs([AppRegistration])
+    /// The request failed: the error's code, `OSStatus` and message as keychaind reported them.
+    case failure(KeychainError)
+}

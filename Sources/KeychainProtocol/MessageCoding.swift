@@ -1,0 +1,172 @@
+import Foundation
+import KeychainCore
+
+// Each request and response is one tag byte followed by its payload (see WireCoding.swift for the field
+// encodings). Tags are never reused: a new case gets a new tag, and a removed one stays retired.
+
+extension KeychainRequest {
+    func encode(into w: inout BinaryWriter) {
+        func claim(_ claim: [String]?) { w.optional(claim) { $0.strings($1) } }
+        switch self {
+        case .add(let q, let c): w.u8(1); w.query(q); claim(c)
+        case .find(let q, let c): w.u8(2); w.query(q); claim(c)
+        case .update(let q, let changes, let c): w.u8(3); w.query(q); w.changes(changes); claim(c)
+        case .delete(let q, let c): w.u8(4); w.query(q); claim(c)
+        case .tokenKey(let request, let c):
+            w.u8(5)
+            switch request {
+            case .create(let q): w.u8(1); w.query(q)
+            case .sign(let ref, let algorithm, let input): w.u8(2); w.bytes(ref.data); w.string(algorithm); w.bytes(input)
+            case .decrypt(let ref, let algorithm, let input): w.u8(3); w.bytes(ref.data); w.string(algorithm); w.bytes(input)
+            case .exchange(let ref, let algorithm, let peer, let size, let info):
+                w.u8(4); w.bytes(ref.data); w.string(algorithm); w.bytes(peer); w.optional(size) { $0.int($1) }; w.bytes(info)
+            }
+            claim(c)
+        case .status: w.u8(10)
+        case .lock: w.u8(11)
+        case .unlock(let passcode): w.u8(12); w.string(passcode)
+        case .changePasscode(let old, let new): w.u8(13); w.optional(old) { $0.string($1) }; w.optional(new) { $0.string($1) }
+        case .backup(let password): w.u8(14); w.string(password)
+        case .restore(let data, let password): w.u8(15); w.bytes(data); w.string(password)
+        case .settings: w.u8(16)
+        case .setSettings(let settings): w.u8(17); w.settings(settings)
+        case .registerProgram(let entry): w.u8(18); w.registration(entry)
+        case .listPrograms: w.u8(19)
+        case .unregisterProgram(let name): w.u8(20); w.string(name)
+        }
+    }
+
+    static func decode(_ r: inout BinaryReader) throws(KeychainError) -> KeychainRequest {
+        func claim(_ r: inout BinaryReader) throws(KeychainError) -> [String]? {
+            try r.optional { (r) throws(KeychainError) in try r.strings() }
+        }
+        func reference(_ r: inout BinaryReader) throws(KeychainError) -> PersistentReference {
+            guard let reference = PersistentReference(try r.bytes()) else { throw malformedMessage }
+            return reference
+        }
+        switch try r.u8() {
+        case 1: return .add(try r.query(), claim: try claim(&r))
+        case 2: return .find(try r.query(), claim: try claim(&r))
+        case 3: return .update(try r.query(), try r.changes(), claim: try claim(&r))
+        case 4: return .delete(try r.query(), claim: try claim(&r))
+        case 5:
+            let request: TokenKeyRequest
+            switch try r.u8() {
+            case 1: request = .create(try r.query())
+            case 2: request = .sign(reference: try reference(&r), algorithm: try r.string(), input: try r.bytes())
+            case 3: request = .decrypt(reference: try reference(&r), algorithm: try r.string(), input: try r.bytes())
+            case 4:
+                request = .exchange(reference: try reference(&r), algorithm: try r.string(), peer: try r.bytes(),
+                                    requestedSize: try r.optional { (r) throws(KeychainError) in try r.int() }, sharedInfo: try r.bytes())
+            default: throw malformedMessage
+            }
+            return .tokenKey(request, claim: try claim(&r))
+        case 10: return .status
+        case 11: return .lock
+        case 12: return .unlock(passcode: try r.string())
+        case 13:
+            return .changePasscode(old: try r.optional { (r) throws(KeychainError) in try r.string() },
+                                   new: try r.optional { (r) throws(KeychainError) in try r.string() })
+        case 14: return .backup(password: try r.string())
+        case 15: return .restore(try r.bytes(), password: try r.string())
+        case 16: return .settings
+        case 17: return .setSettings(try r.settings())
+        case 18: return .registerProgram(try r.registration())
+        case 19: return .listPrograms
+        case 20: return .unregisterProgram(try r.string())
+        default: throw malformedMessage
+        }
+    }
+}
+
+extension KeychainResponse {
+    func encode(into w: inout BinaryWriter) {
+        switch self {
+        case .done: w.u8(0)
+        case .item(let item): w.u8(1); w.item(item)
+        case .items(let items):
+            w.u8(2)
+            w.u32(UInt32(items.count))
+            for item in items { w.item(item) }
+        case .count(let n): w.u8(3); w.int(n)
+        case .tokenKey(.key(let item)): w.u8(4); w.item(item)
+        case .tokenKey(.data(let data)): w.u8(5); w.bytes(data)
+        case .status(let status):
+            w.u8(6)
+            w.string(status.home)
+            w.lockState(status.lockState)
+            w.optional(status.daemon) { w, d in
+                w.u32(UInt32(bitPattern: d.pid))
+                w.string(d.caller)
+                w.bool(d.isAdminTool)
+                w.optional(d.accessGroups) { $0.strings($1) }
+                w.int(d.transactions)
+                w.int(d.writes)
+            }
+        case .backup(let data, let summary):
+            w.u8(7)
+            w.bytes(data)
+            w.int(summary.items); w.int(summary.thisDeviceOnly); w.int(summary.skippedPasscodeOnly)
+        case .restored(let s):
+            w.u8(8)
+            w.int(s.added); w.int(s.replaced); w.int(s.keptNewer); w.int(s.skippedOtherDevice)
+        case .settings(let settings): w.u8(9); w.optional(settings) { $0.settings($1) }
+        case .programs(let entries):
+            w.u8(10)
+            w.u32(UInt32(entries.count))
+            for entry in entries { w.registration(entry) }
+        case .failure(let error):
+            w.u8(255)
+            w.u32(UInt32(bitPattern: error.status.rawValue))
+            w.string(error.code.rawValue)
+            w.string(error.message)
+        }
+    }
+
+    static func decode(_ r: inout BinaryReader) throws(KeychainError) -> KeychainResponse {
+        func count(_ r: inout BinaryReader) throws(KeychainError) -> Int {
+            let n = try r.int()
+            guard n >= 0 else { throw malformedMessage }
+            return n
+        }
+        switch try r.u8() {
+        case 0: return .done
+        case 1: return .item(try r.item())
+        case 2:
+            let n = try r.count(minimumSize: 12)
+            var items: [FoundItem] = []
+            items.reserveCapacity(n)
+            for _ in 0 ..< n { items.append(try r.item()) }
+            return .items(items)
+        case 3: return .count(try count(&r))
+        case 4: return .tokenKey(.key(try r.item()))
+        case 5: return .tokenKey(.data(try r.bytes()))
+        case 6:
+            let home = try r.string()
+            let lockState = try r.lockState()
+            let daemon = try r.optional { (r) throws(KeychainError) in
+                ServiceStatus.DaemonDetails(
+                    pid: Int32(bitPattern: try r.u32()), caller: try r.string(), isAdminTool: try r.bool(),
+                    accessGroups: try r.optional { (r) throws(KeychainError) in try r.strings() },
+                    transactions: try count(&r), writes: try count(&r))
+            }
+            return .status(ServiceStatus(home: home, lockState: lockState, daemon: daemon))
+        case 7:
+            let data = try r.bytes()
+            return .backup(data, BackupSummary(items: try count(&r), thisDeviceOnly: try count(&r), skippedPasscodeOnly: try count(&r)))
+        case 8:
+            return .restored(RestoreSummary(added: try count(&r), replaced: try count(&r), keptNewer: try count(&r), skippedOtherDevice: try count(&r)))
+        case 9: return .settings(try r.optional { (r) throws(KeychainError) in try r.settings() })
+        case 10:
+            let n = try r.count(minimumSize: 6)
+            var entries: [AppRegistration] = []
+            for _ in 0 ..< n { entries.append(try r.registration()) }
+            return .programs(entries)
+        case 255:
+            let status = KeychainStatus(rawValue: Int32(bitPattern: try r.u32()))
+            let code = KeychainError.Code(rawValue: try r.string())
+            return .failure(KeychainError(code: code, status: status, message: try r.string()))
+        default: throw malformedMessage
+        }
+    }
+}
