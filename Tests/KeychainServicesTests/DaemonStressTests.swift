@@ -74,7 +74,10 @@ struct RawConnection {
                 if poll(&p, 1, 5_000) == 0 { return nil }
                 let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + offset, count - offset, 0) }
                 if n == 0 { return .some(nil) }
-                if n < 0 { return errno == EINTR ? exactly(count) : nil }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno == ECONNRESET ? .some(nil) : nil
+                }
                 offset += n
             }
             return buffer
@@ -201,7 +204,12 @@ struct RawConnection {
             var open = complete
             readLoop: while true {
                 switch current.receive() {
-                case .frame: answered += 1
+                case .frame(let reply):
+                    if case .versionRefused = reply.body {
+                        // A client of another protocol version is told why, then the daemon closes the connection.
+                        open = false; closedByDaemon += 1; break readLoop
+                    }
+                    answered += 1
                     if complete { break readLoop }
                 case .closed: open = false; closedByDaemon += 1; break readLoop
                 case .timedOut:

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+@testable import KeychainCore
 import KeychainServices
 import Testing
 
@@ -180,7 +180,7 @@ func tokenKey(_ tag: String) -> SecKey? {
         var query = ItemQuery(itemClass: .key)
         query.returns.data = true
         query.sync = .any
-        let privateBytes = try #require(try kc.engine.find(query, caller: .unrestricted(defaultGroup: "x")).first?.data)
+        let privateBytes = try #require(try kc.engine.findStored(query, caller: .unrestricted(defaultGroup: "x")).first?.data)
         #expect(privateBytes.count == 97)
         let scalar = privateBytes.suffix(32)
         let traffic = proxy.recorded
