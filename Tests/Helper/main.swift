@@ -13,6 +13,9 @@
 //   keychain-test-helper writer PREFIX                        → adds PREFIX-0, PREFIX-1, … until killed; "ack I" after
 //                                                               each acknowledged add
 //   keychain-test-helper trust LEAF.der [CA.der …] [host=NAME] → "trusted chain=N" or "not trusted status=N"
+//   keychain-test-helper kit-set KEY VALUE                    → KeychainKit's default store: "ok" or "error=OSStatus"
+//   keychain-test-helper kit-keys                             → KeychainKit: every key of service "kit", comma-separated
+//   keychain-test-helper kit-get KEY                          → KeychainKit: "value=…", "none" or "error=OSStatus"
 //   keychain-test-helper latency OP N THREADS [FILE]          → OP (add or find) N times on THREADS threads; prints
 //                                                               "ops/s p50_us p99_us"; FILE gets every sample (µs)
 import Foundation
@@ -34,7 +37,29 @@ func add(_ account: String, _ service: String, _ secret: String, group: String?)
     return SecItemAdd(query as CFDictionary, nil)
 }
 
+/// KeychainKit's view, in the default store (keychaind when the environment names it).
+let kit = Keychain(service: "kit")
+
 switch args.first {
+case "kit-set" where args.count == 3:
+    do {
+        try kit.set(args[2], for: args[1])
+        flushLine("ok")
+    } catch {
+        flushLine("error=\(error.status.rawValue)")
+    }
+case "kit-keys":
+    do {
+        flushLine(try kit.allKeys().joined(separator: ","))
+    } catch {
+        flushLine("error=\(error.status.rawValue)")
+    }
+case "kit-get" where args.count == 2:
+    do {
+        flushLine(try kit.string(for: args[1]).map { "value=\($0)" } ?? "none")
+    } catch {
+        flushLine("error=\(error.status.rawValue)")
+    }
 case "add" where args.count >= 4:
     flushLine("status=\(add(args[1], args[2], args[3], group: args.count > 4 ? args[4] : nil))")
 case "add-and-hold" where args.count == 4:

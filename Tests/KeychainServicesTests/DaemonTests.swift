@@ -123,6 +123,29 @@ func runProgram(_ path: String, _ args: [String], environment: [String: String])
         #expect(try f.items(in: stranger) == ["u": "secret-u"])
     }
 
+    /// KeychainKit goes through keychaind whenever it runs, so the daemon's access-group decisions apply to
+    /// Swift-native callers too: each program sees only its own group's items.
+    @Test func keychainKitCallersSeeOnlyTheirOwnGroupThroughKeychaind() throws {
+        let f = try DaemonFixture()
+        let appA = try f.program("kit-a"), appB = try f.program("kit-b")
+        try registerProgram(f.engine, path: appA, groups: ["TEAM.a"])
+        try registerProgram(f.engine, path: appB, groups: ["TEAM.b"])
+        let daemon = try DaemonProcess(home: f.home)
+        let env = try f.environment(daemon)
+        #expect(try runProgram(appA, ["kit-set", "token", "secret-a"], environment: env).stdout == "ok\n")
+        #expect(try runProgram(appA, ["kit-set", "only-a", "1"], environment: env).stdout == "ok\n")
+        #expect(try runProgram(appB, ["kit-set", "token", "secret-b"], environment: env).stdout == "ok\n")
+        #expect(try runProgram(appA, ["kit-keys"], environment: env).stdout == "only-a,token\n")
+        #expect(try runProgram(appB, ["kit-keys"], environment: env).stdout == "token\n")
+        #expect(try runProgram(appA, ["kit-get", "token"], environment: env).stdout == "value=secret-a\n")
+        #expect(try runProgram(appB, ["kit-get", "token"], environment: env).stdout == "value=secret-b\n")
+        #expect(try runProgram(appB, ["kit-get", "only-a"], environment: env).stdout == "none\n")
+        #expect(daemon.stop() == 0)
+        // The daemon put each program's items in its registered group.
+        #expect(try f.items(in: "TEAM.a") == ["token": "secret-a", "only-a": "1"])
+        #expect(try f.items(in: "TEAM.b") == ["token": "secret-b"])
+    }
+
     @Test func aClaimBeyondTheRegistrationIsRefused() throws {
         let f = try DaemonFixture()
         let appA = try f.program("app-a"), appB = try f.program("app-b")
