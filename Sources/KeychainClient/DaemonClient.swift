@@ -11,36 +11,6 @@ import Musl
 import Darwin
 #endif
 
-/// Where keychaind listens, as the environment says.
-package struct DaemonEndpoint: Sendable, Hashable {
-    /// The socket's path.
-    package var path: String
-    /// Whether `KEYCHAIN_DAEMON_SOCKET` named it: then every call must go to it. The default socket is used
-    /// only when it answers; a stale one (left by a killed daemon) falls back to opening the store.
-    package var explicit: Bool
-
-    package init(path: String, explicit: Bool) {
-        self.path = path
-        self.explicit = explicit
-    }
-
-    /// The default socket: `$XDG_RUNTIME_DIR/keychain/keychaind.sock`.
-    package static func defaultPath(_ environment: [String: String]) -> String? {
-        DaemonSocket.defaultPath(environment)
-    }
-
-    /// The daemon SecItem calls should use: `KEYCHAIN_DAEMON_SOCKET` when set (`off` to never use one), else
-    /// the default socket when it exists and `KEYCHAIN_HOME` does not name some other keychain.
-    package static func fromEnvironment(_ environment: [String: String] = KeychainLocation.processEnvironment()) -> DaemonEndpoint? {
-        if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
-            return named == "off" ? nil : DaemonEndpoint(path: named, explicit: true)
-        }
-        if let home = environment["KEYCHAIN_HOME"], !home.isEmpty { return nil }
-        guard let path = defaultPath(environment), FileManager.default.fileExists(atPath: path) else { return nil }
-        return DaemonEndpoint(path: path, explicit: false)
-    }
-}
-
 /// A client of keychaind: sends one request per call and waits for its response, over blocking Unix-socket
 /// connections kept in a small pool, so calls from many threads run side by side without sharing a
 /// connection.

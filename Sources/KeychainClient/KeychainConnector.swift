@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainProtocol
 import Logging
 
 /// Who a connection's calls act as.
@@ -85,7 +86,7 @@ package enum KeychainConnector {
         if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
             return named == "off" ? nil : named
         }
-        return DaemonEndpoint.defaultPath(environment)
+        return DaemonSocket.defaultPath(environment)
     }
 
     private static func choose(_ caller: KeychainCaller, home: String?, createIfMissing: Bool,
@@ -105,5 +106,35 @@ package enum KeychainConnector {
         }
         let engine = try registry.engine(for: location, pinned: home == nil, logger: logger)
         return (InProcessKeychain(engine: engine, caller: try caller.policy()), endpoint != nil)
+    }
+}
+
+/// Where keychaind listens, as the environment says.
+struct DaemonEndpoint: Sendable, Hashable {
+    /// The socket's path.
+    var path: String
+    /// Whether `KEYCHAIN_DAEMON_SOCKET` named it: then every call must go to it. The default socket is used
+    /// only when it answers; a stale one (left by a killed daemon) falls back to opening the store.
+    var explicit: Bool
+
+    init(path: String, explicit: Bool) {
+        self.path = path
+        self.explicit = explicit
+    }
+
+    /// The default socket: `$XDG_RUNTIME_DIR/keychain/keychaind.sock`.
+    static func defaultPath(_ environment: [String: String]) -> String? {
+        DaemonSocket.defaultPath(environment)
+    }
+
+    /// The daemon SecItem calls should use: `KEYCHAIN_DAEMON_SOCKET` when set (`off` to never use one), else
+    /// the default socket when it exists and `KEYCHAIN_HOME` does not name some other keychain.
+    static func fromEnvironment(_ environment: [String: String] = KeychainLocation.processEnvironment()) -> DaemonEndpoint? {
+        if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
+            return named == "off" ? nil : DaemonEndpoint(path: named, explicit: true)
+        }
+        if let home = environment["KEYCHAIN_HOME"], !home.isEmpty { return nil }
+        guard let path = defaultPath(environment), FileManager.default.fileExists(atPath: path) else { return nil }
+        return DaemonEndpoint(path: path, explicit: false)
     }
 }

@@ -423,73 +423,104 @@ struct CallerDigest: Digest {
     var description: String { "CallerDigest(\(bytes.count) bytes)" }
 }
 
-extension P256: CurveOperations {
+/// swift-crypto's NIST curves (P-256, P-384, P-521) give each curve its own key types with the same shape; these
+/// protocols name that shape so the curve operations are written once, in ``NISTCurve``.
+protocol ECSignatureRepresentable {
+    init(rawRepresentation: Data) throws
+    init(derRepresentation: Data) throws
+    var rawRepresentation: Data { get }
+    var derRepresentation: Data { get }
+}
+
+protocol ECSigningPublicKey {
+    associatedtype Signature: ECSignatureRepresentable
+    init(x963Representation: Data) throws
+    init(derRepresentation: Data) throws
+    var x963Representation: Data { get }
+    var pemRepresentation: String { get }
+    func isValidSignature<D: Digest>(_ signature: Signature, for digest: D) -> Bool
+}
+
+protocol ECSigningPrivateKey {
+    associatedtype PublicKey: ECSigningPublicKey
+    init(compactRepresentable: Bool)
+    init(x963Representation: Data) throws
+    init(derRepresentation: Data) throws
+    var x963Representation: Data { get }
+    var publicKey: PublicKey { get }
+    func signature<D: Digest>(for digest: D) throws -> PublicKey.Signature
+}
+
+protocol ECAgreementPublicKey {
+    init(x963Representation: Data) throws
+}
+
+protocol ECAgreementPrivateKey {
+    associatedtype PublicKey: ECAgreementPublicKey
+    init(x963Representation: Data) throws
+    func sharedSecretFromKeyAgreement(with publicKeyShare: PublicKey) throws -> SharedSecret
+}
+
+/// A curve's key types; every operation of ``CurveOperations`` follows from them.
+protocol NISTCurve: CurveOperations {
+    associatedtype SigningKey: ECSigningPrivateKey
+    associatedtype AgreementKey: ECAgreementPrivateKey
+}
+
+extension NISTCurve {
+    static func generate() -> Data { SigningKey(compactRepresentable: true).x963Representation }
+    static func x963(fromDER der: Data) throws -> Data { try SigningKey(derRepresentation: der).x963Representation }
+    static func x963(fromPublicDER der: Data) throws -> Data { try SigningKey.PublicKey(derRepresentation: der).x963Representation }
+    static func publicPEM(fromX963 x963: Data) throws -> String { try SigningKey.PublicKey(x963Representation: x963).pemRepresentation }
+    static func validate(_ x963: Data, privateKey: Bool) throws {
+        if privateKey { _ = try SigningKey(x963Representation: x963) } else { _ = try SigningKey.PublicKey(x963Representation: x963) }
+    }
+    static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data {
+        let signature = try SigningKey(x963Representation: privateX963).signature(for: CallerDigest(bytes: Array(digest)))
+        return raw ? signature.rawRepresentation : signature.derRepresentation
+    }
+    static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool {
+        typealias Signature = SigningKey.PublicKey.Signature
+        guard let parsed = try? (raw ? Signature(rawRepresentation: signature) : Signature(derRepresentation: signature)) else { return false }
+        guard let key = try? SigningKey.PublicKey(x963Representation: x963.prefix(1 + 2 * coordinateBytes)) else { return false }
+        return key.isValidSignature(parsed, for: CallerDigest(bytes: Array(digest)))
+    }
+    static func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret {
+        try AgreementKey(x963Representation: privateX963).sharedSecretFromKeyAgreement(with: AgreementKey.PublicKey(x963Representation: publicX963))
+    }
+}
+
+extension P256.Signing.ECDSASignature: ECSignatureRepresentable {}
+extension P256.Signing.PublicKey: ECSigningPublicKey {}
+extension P256.Signing.PrivateKey: ECSigningPrivateKey {}
+extension P256.KeyAgreement.PublicKey: ECAgreementPublicKey {}
+extension P256.KeyAgreement.PrivateKey: ECAgreementPrivateKey {}
+extension P256: NISTCurve {
+    typealias SigningKey = Signing.PrivateKey
+    typealias AgreementKey = KeyAgreement.PrivateKey
     static var coordinateBytes: Int { 32 }
-    static func generate() -> Data { Signing.PrivateKey().x963Representation }
-    static func x963(fromDER der: Data) throws -> Data { try Signing.PrivateKey(derRepresentation: der).x963Representation }
-    static func x963(fromPublicDER der: Data) throws -> Data { try Signing.PublicKey(derRepresentation: der).x963Representation }
-    static func publicPEM(fromX963 x963: Data) throws -> String { try Signing.PublicKey(x963Representation: x963).pemRepresentation }
-    static func validate(_ x963: Data, privateKey: Bool) throws {
-        if privateKey { _ = try Signing.PrivateKey(x963Representation: x963) } else { _ = try Signing.PublicKey(x963Representation: x963) }
-    }
-    static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data {
-        let signature = try Signing.PrivateKey(x963Representation: privateX963).signature(for: CallerDigest(bytes: Array(digest)))
-        return raw ? signature.rawRepresentation : signature.derRepresentation
-    }
-    static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool {
-        guard let parsed = try? (raw ? Signing.ECDSASignature(rawRepresentation: signature) : Signing.ECDSASignature(derRepresentation: signature)) else { return false }
-        guard let key = try? Signing.PublicKey(x963Representation: x963.prefix(1 + 2 * coordinateBytes)) else { return false }
-        return key.isValidSignature(parsed, for: CallerDigest(bytes: Array(digest)))
-    }
-    static func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret {
-        try KeyAgreement.PrivateKey(x963Representation: privateX963).sharedSecretFromKeyAgreement(with: KeyAgreement.PublicKey(x963Representation: publicX963))
-    }
 }
 
-extension P384: CurveOperations {
+extension P384.Signing.ECDSASignature: ECSignatureRepresentable {}
+extension P384.Signing.PublicKey: ECSigningPublicKey {}
+extension P384.Signing.PrivateKey: ECSigningPrivateKey {}
+extension P384.KeyAgreement.PublicKey: ECAgreementPublicKey {}
+extension P384.KeyAgreement.PrivateKey: ECAgreementPrivateKey {}
+extension P384: NISTCurve {
+    typealias SigningKey = Signing.PrivateKey
+    typealias AgreementKey = KeyAgreement.PrivateKey
     static var coordinateBytes: Int { 48 }
-    static func generate() -> Data { Signing.PrivateKey().x963Representation }
-    static func x963(fromDER der: Data) throws -> Data { try Signing.PrivateKey(derRepresentation: der).x963Representation }
-    static func x963(fromPublicDER der: Data) throws -> Data { try Signing.PublicKey(derRepresentation: der).x963Representation }
-    static func publicPEM(fromX963 x963: Data) throws -> String { try Signing.PublicKey(x963Representation: x963).pemRepresentation }
-    static func validate(_ x963: Data, privateKey: Bool) throws {
-        if privateKey { _ = try Signing.PrivateKey(x963Representation: x963) } else { _ = try Signing.PublicKey(x963Representation: x963) }
-    }
-    static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data {
-        let signature = try Signing.PrivateKey(x963Representation: privateX963).signature(for: CallerDigest(bytes: Array(digest)))
-        return raw ? signature.rawRepresentation : signature.derRepresentation
-    }
-    static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool {
-        guard let parsed = try? (raw ? Signing.ECDSASignature(rawRepresentation: signature) : Signing.ECDSASignature(derRepresentation: signature)) else { return false }
-        guard let key = try? Signing.PublicKey(x963Representation: x963.prefix(1 + 2 * coordinateBytes)) else { return false }
-        return key.isValidSignature(parsed, for: CallerDigest(bytes: Array(digest)))
-    }
-    static func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret {
-        try KeyAgreement.PrivateKey(x963Representation: privateX963).sharedSecretFromKeyAgreement(with: KeyAgreement.PublicKey(x963Representation: publicX963))
-    }
 }
 
-extension P521: CurveOperations {
+extension P521.Signing.ECDSASignature: ECSignatureRepresentable {}
+extension P521.Signing.PublicKey: ECSigningPublicKey {}
+extension P521.Signing.PrivateKey: ECSigningPrivateKey {}
+extension P521.KeyAgreement.PublicKey: ECAgreementPublicKey {}
+extension P521.KeyAgreement.PrivateKey: ECAgreementPrivateKey {}
+extension P521: NISTCurve {
+    typealias SigningKey = Signing.PrivateKey
+    typealias AgreementKey = KeyAgreement.PrivateKey
     static var coordinateBytes: Int { 66 }
-    static func generate() -> Data { Signing.PrivateKey().x963Representation }
-    static func x963(fromDER der: Data) throws -> Data { try Signing.PrivateKey(derRepresentation: der).x963Representation }
-    static func x963(fromPublicDER der: Data) throws -> Data { try Signing.PublicKey(derRepresentation: der).x963Representation }
-    static func publicPEM(fromX963 x963: Data) throws -> String { try Signing.PublicKey(x963Representation: x963).pemRepresentation }
-    static func validate(_ x963: Data, privateKey: Bool) throws {
-        if privateKey { _ = try Signing.PrivateKey(x963Representation: x963) } else { _ = try Signing.PublicKey(x963Representation: x963) }
-    }
-    static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data {
-        let signature = try Signing.PrivateKey(x963Representation: privateX963).signature(for: CallerDigest(bytes: Array(digest)))
-        return raw ? signature.rawRepresentation : signature.derRepresentation
-    }
-    static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool {
-        guard let parsed = try? (raw ? Signing.ECDSASignature(rawRepresentation: signature) : Signing.ECDSASignature(derRepresentation: signature)) else { return false }
-        guard let key = try? Signing.PublicKey(x963Representation: x963.prefix(1 + 2 * coordinateBytes)) else { return false }
-        return key.isValidSignature(parsed, for: CallerDigest(bytes: Array(digest)))
-    }
-    static func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret {
-        try KeyAgreement.PrivateKey(x963Representation: privateX963).sharedSecretFromKeyAgreement(with: KeyAgreement.PublicKey(x963Representation: publicX963))
-    }
 }
 
 extension KeyHash {

@@ -1,0 +1,204 @@
+import Foundation
+import Crypto
+import GRDB
+import Logging
+
+/// Apple's four item operations on typed queries: add, find, update, delete.
+extension KeychainEngine {
+    // MARK: Operations
+
+    /// Inserts an item (Apple's `SecItemAdd`), returning it as stored.
+    package func add(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> FoundItem {
+        let cls = q.itemClass
+        guard cls != .identity else { throw .param("Identities cannot be added by attributes.") }
+        var attributes = q.attributes
+        let group: String
+        if let explicit = q.accessGroup {
+            guard caller.allows(explicit) else { throw missingEntitlement(explicit, caller: caller) }
+            group = explicit
+        } else {
+            guard let first = caller.defaultGroup else { throw noEntitlements() }
+            group = first
+        }
+        attributes["agrp"] = .string(group)
+        let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:))
+            ?? cls.defaultAccessibility
+        if protection == .whenPasscodeSetThisDeviceOnly, !keys.passcodeSet {
+            throw KeychainError.noPasscodeForPasscodeOnlyItem
+        }
+        attributes["pdmn"] = .string(protection.rawValue)
+        let sync = q.sync == .synchronizable
+        attributes["sync"] = .int(sync ? 1 : 0)
+        attributes["tomb"] = .int(0)
+        for descriptor in cls.attributes where attributes[descriptor.code] == nil {
+            if let value = descriptor.defaultValue, descriptor.primaryKey { attributes[descriptor.code] = value }
+        }
+        let timestamp = now()
+        attributes["cdat"] = .date(timestamp)
+        attributes["mdat"] = .date(timestamp)
+        let row = try prepareInsert(cls, attributes: attributes, secret: q.valueData)
+        let (sql, arguments, uuid) = (row.sql, row.arguments, row.uuid)
+        let identity = row.identity
+        try write { db in
+            do {
+                try db.cachedStatement(sql: sql).execute(arguments: arguments)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                // A tombstone (deleted synchronizable item) with the same key is silently replaced.
+                let removed = try db.cachedStatement(sql: "DELETE FROM \"\(cls.table)\" WHERE pk = ? AND tomb = 1")
+                try removed.execute(arguments: [identity.primaryKeyHash])
+                guard db.changesCount > 0 else { throw KeychainError(code: .duplicateItem, message: "An item with the same primary key already exists in this access group. Update it with SecItemUpdate, or delete it first.") }
+                try db.cachedStatement(sql: sql).execute(arguments: arguments)
+            }
+        }
+        logger.debug("add", metadata: ["class": "\(cls.rawValue)"])
+        return FoundItem(itemClass: cls, uuid: uuid, attributes: attributes, data: q.valueData)
+    }
+
+    /// An INSERT of a new row holding `attributes` (complete: group, protection, sync, dates) and `secret`.
+    struct PreparedInsert {
+        var sql: String
+        var arguments: StatementArguments
+        var uuid: Data
+        var identity: ItemCrypto.RowIdentity
+    }
+
+    func prepareInsert(_ cls: ItemClass, attributes: [String: AttributeValue], secret data: Data?) throws(KeychainError) -> PreparedInsert {
+        let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? cls.defaultAccessibility
+        let sync = attributes["sync"]?.intValue == 1
+        let uuid = Data(random.bytes(ItemCrypto.uuidLength))
+        let identity = identity(for: cls, uuid: uuid, attributes: attributes, protection: protection, sync: sync, tombstone: false)
+        let meta = try crypto.sealAttributes(attributes, row: identity)
+        let secret = try data.map { (data) throws(KeychainError) in try crypto.sealSecret(data, row: identity) }
+        let hashes: [(String, Data)] = cls.attributes.compactMap { d in
+            guard d.searchable, let v = attributes[d.code] else { return nil }
+            return (d.code, crypto.attributeHash(table: cls.table, code: d.code, value: v))
+        }
+        let names = ["uuid", "pk", "sync", "tomb", "pdmn", "meta", "secret"] + hashes.map { KeychainEngine.column($0.0) }
+        let sql = "INSERT INTO \"\(cls.table)\" (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ",")))"
+        var args: [(any DatabaseValueConvertible)?] = [uuid, identity.primaryKeyHash, sync ? 1 : 0, 0, protection.rawValue, meta, secret]
+        args += hashes.map { $0.1 }
+        return PreparedInsert(sql: sql, arguments: StatementArguments(args), uuid: uuid, identity: identity)
+    }
+
+    /// Finds matching items (Apple's `SecItemCopyMatching`); throws `errSecItemNotFound` when none match. A token
+    /// key's private bytes never leave: such keys come back with their public key instead.
+    package func find(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [FoundItem] {
+        try findStored(q, caller: caller).map { $0.leavingEngine() }
+    }
+
+    /// Finds matching items as stored, private key bytes included: for the engine's own use only.
+    func findStored(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [FoundItem] {
+        let groups = try visibleGroups(q, caller: caller)
+        if q.itemClass == .identity {
+            let identities = try read { db in try identityRows(db, q, groups: groups) }
+            logger.debug("copy-matching", metadata: ["class": "idnt", "count": "\(identities.count)"])
+            guard !identities.isEmpty else { throw .notFound() }
+            return identities
+        }
+        let items = try read { db in
+            try matchingRows(db, q, groups: groups, includeSecret: q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass)), limit: q.limit.maximum).map(\.1)
+        }
+        logger.debug("copy-matching", metadata: ["class": "\(q.itemClass.rawValue)", "count": "\(items.count)"])
+        guard !items.isEmpty else { throw .notFound() }
+        return items
+    }
+
+    /// Updates every matching item (Apple's `SecItemUpdate`); the whole update is one transaction.
+    package func update(_ q: ItemQuery, attributes changes: [String: AttributeValue], sync newSync: Bool?, data: Data?,
+                        caller: AccessPolicy) throws(KeychainError) {
+        let cls = q.itemClass
+        if q.hasReturnKeys { throw .param("SecItemUpdate's query cannot contain kSecReturn… keys.") }
+        if q.hasMatchKeys { throw .param("SecItemUpdate's query cannot contain kSecMatch… keys (not even kSecMatchLimit).") }
+        if cls == .identity { throw .notFound("Identities cannot be updated yet.") }
+        if case .string(let group)? = changes["agrp"], !caller.allows(group) { throw missingEntitlement(group, caller: caller) }
+        if changes["pdmn"]?.stringValue == ProtectionClass.whenPasscodeSetThisDeviceOnly.rawValue, !keys.passcodeSet {
+            throw KeychainError.noPasscodeForPasscodeOnlyItem
+        }
+        let groups = try visibleGroups(q, caller: caller)
+        let count = try write { db in
+            let rows = try matchingRows(db, q, groups: groups, includeSecret: true, limit: nil)
+            guard !rows.isEmpty else { throw KeychainError.notFound() }
+            let timestamp = now()
+            for (stored, item) in rows {
+                var attributes = item.attributes
+                for (code, value) in changes { attributes[code] = value }
+                let sync = newSync ?? stored.identity.sync
+                attributes["sync"] = .int(sync ? 1 : 0)
+                attributes["mdat"] = .date(timestamp)
+                let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? stored.identity.protection
+                let identity = identity(for: cls, uuid: stored.identity.uuid, attributes: attributes, protection: protection, sync: sync, tombstone: false)
+                let meta = try crypto.sealAttributes(attributes, row: identity)
+                var secret = stored.secret
+                if let data {
+                    secret = try crypto.sealSecret(data, row: identity)
+                } else if let old = stored.secret, protection != stored.identity.protection {
+                    secret = try crypto.rewrapSecret(old, from: stored.identity, to: identity)
+                }
+                var sets = ["pk = ?", "sync = ?", "pdmn = ?", "meta = ?", "secret = ?"]
+                var args: [(any DatabaseValueConvertible)?] = [identity.primaryKeyHash, sync ? 1 : 0, protection.rawValue, meta, secret]
+                for d in cls.attributes where d.searchable {
+                    sets.append("\(KeychainEngine.column(d.code)) = ?")
+                    args.append(attributes[d.code].map { crypto.attributeHash(table: cls.table, code: d.code, value: $0) })
+                }
+                args.append(stored.rowid)
+                do {
+                    try db.cachedStatement(sql: "UPDATE \"\(cls.table)\" SET \(sets.joined(separator: ", ")) WHERE rowid = ?")
+                        .execute(arguments: StatementArguments(args))
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                    throw KeychainError(code: .duplicateItem, message: "The update would give an item the same primary key as another item; nothing was changed.")
+                }
+            }
+            return rows.count
+        }
+        logger.debug("update", metadata: ["class": "\(cls.rawValue)", "count": "\(count)"])
+    }
+
+    /// Deletes every matching item (Apple's `SecItemDelete`), leaving tombstones for synchronizable ones.
+    @discardableResult
+    package func delete(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> Int {
+        let cls = q.itemClass
+        if q.hasMatchKeys { throw .param("SecItemDelete's query cannot contain kSecMatch… keys (not even kSecMatchLimit).") }
+        if cls == .identity {
+            // Deleting an identity deletes its certificate, then its key (Apple's "explode").
+            var all = q
+            all.limit = .all
+            let identities = try find(all, caller: caller)
+            for identity in identities {
+                for (itemClass, uuid) in [(ItemClass.certificate, identity.uuid), (.key, identity.identityKey?.uuid)] {
+                    guard let uuid else { continue }
+                    var one = ItemQuery(itemClass: itemClass)
+                    one.sync = .any
+                    one.persistentRef = PersistentReference(itemClass: itemClass, uuid: uuid)
+                    do {
+                        _ = try delete(one, caller: caller)
+                    } catch where error.code == .itemNotFound {
+                        // Already gone (another identity shared this key).
+                    }
+                }
+            }
+            return identities.count
+        }
+        let groups = try visibleGroups(q, caller: caller)
+        let count = try write { db in
+            let rows = try matchingRows(db, q, groups: groups, includeSecret: false, limit: nil)
+            guard !rows.isEmpty else { throw KeychainError.notFound() }
+            for (stored, item) in rows {
+                if stored.identity.sync {
+                    var attributes = item.attributes
+                    attributes["tomb"] = .int(1)
+                    attributes["mdat"] = .date(now())
+                    var identity = stored.identity
+                    identity.tombstone = true
+                    let meta = try crypto.sealAttributes(attributes, row: identity)
+                    try db.cachedStatement(sql: "UPDATE \"\(cls.table)\" SET tomb = 1, meta = ?, secret = NULL WHERE rowid = ?")
+                        .execute(arguments: [meta, stored.rowid])
+                } else {
+                    try db.cachedStatement(sql: "DELETE FROM \"\(cls.table)\" WHERE rowid = ?").execute(arguments: [stored.rowid])
+                }
+            }
+            return rows.count
+        }
+        logger.debug("delete", metadata: ["class": "\(cls.rawValue)", "count": "\(count)"])
+        return count
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import GRDB
+
+/// `keychain-2.db`'s tables, one per stored item class, built from the schema table: blind-index columns for
+/// the searchable attributes, the sealed attribute record and the sealed secret.
+extension KeychainEngine {
+    // MARK: Schema
+
+    static func column(_ code: String) -> String { "\"h_\(code)\"" }
+
+    static func migrate(_ db: Database) throws {
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        if version == schemaVersion { return }
+        guard version == 0 else {
+            throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: "keychain-2.db has schema version \(version); this swift-keychain understands \(schemaVersion). Upgrade swift-keychain.")
+        }
+        for cls in ItemClass.stored {
+            let t = cls.table
+            var columns = [
+                "rowid INTEGER PRIMARY KEY",
+                "uuid BLOB NOT NULL UNIQUE",
+                "pk BLOB NOT NULL UNIQUE",
+                "sync INTEGER NOT NULL DEFAULT 0",
+                "tomb INTEGER NOT NULL DEFAULT 0",
+                "pdmn TEXT NOT NULL",
+            ]
+            columns += cls.attributes.filter(\.searchable).map { "\(column($0.code)) BLOB" }
+            columns += ["meta BLOB NOT NULL", "secret BLOB"]
+            try db.execute(sql: "CREATE TABLE \"\(t)\" (\(columns.joined(separator: ", ")))")
+            for index in cls.indexes {
+                let name = "\(t)_" + index.joined(separator: "_")
+                try db.execute(sql: "CREATE INDEX \"\(name)\" ON \"\(t)\" (\(index.map(column).joined(separator: ", ")))")
+            }
+        }
+        try db.execute(sql: "PRAGMA user_version = \(schemaVersion)")
+    }
+}
