@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        // `swift package generate-documentation` builds the DocC catalogs of KeychainServices and KeychainKit.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred).
@@ -119,37 +121,44 @@ let package = Package(
             path: "Tests/Helper",
             swiftSettings: strictSwift
         ),
+        // What the test targets share: expectations on keychain errors, temporary keychains, running the built tools.
+        .target(
+            name: "KeychainTestSupport",
+            dependencies: ["KeychainCore"],
+            path: "Tests/KeychainTestSupport",
+            swiftSettings: strictSwift
+        ),
         .testTarget(
             name: "KeychainCoreTests",
-            dependencies: ["KeychainCore", "KeychainClient", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["KeychainTestSupport", "KeychainCore", "KeychainClient", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "KeychainProtocolTests",
-            dependencies: ["KeychainProtocol", "KeychainCore"],
+            dependencies: ["KeychainTestSupport", "KeychainProtocol", "KeychainCore"],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "KeychainDaemonTests",
-            dependencies: ["KeychainDaemon", "KeychainProtocol", "KeychainCore", .product(name: "NIOCore", package: "swift-nio"),
+            dependencies: ["KeychainTestSupport", "KeychainDaemon", "KeychainProtocol", "KeychainCore", .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainServices", "KeychainCore", "KeychainClient", "KeychainProtocol", "KeychainKit", "keychain-test-helper", "keychaind", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["KeychainTestSupport", "KeychainServices", "KeychainCore", "KeychainClient", "KeychainProtocol", "KeychainKit", "keychain-test-helper", "keychaind", .product(name: "GRDB", package: "GRDB.swift")],
             // A keychain written by the first released format, opened by the upgrade tests (read via #filePath).
             exclude: ["Fixtures"],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "KeychainKitTests",
-            dependencies: ["KeychainKit", .product(name: "InMemoryLogging", package: "swift-log")],
+            dependencies: ["KeychainTestSupport", "KeychainKit", .product(name: "InMemoryLogging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "SecurityToolTests",
-            dependencies: ["security", "keychaind", "keychain-test-helper", "KeychainCore", "KeychainClient"],
+            dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "KeychainCore", "KeychainClient"],
             swiftSettings: strictSwift
         ),
         .testTarget(

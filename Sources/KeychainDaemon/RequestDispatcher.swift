@@ -31,7 +31,10 @@ package struct RequestDispatcher: Sendable {
     func perform(_ request: KeychainRequest, session: Session) throws(KeychainError) -> KeychainResponse {
         switch request {
         case .add(let query, let claim):
-            return .item(try engine.add(query, caller: authority.policy(for: session, claim: claim)).leavingEngine())
+            var item = try engine.add(query, caller: authority.policy(for: session, claim: claim)).leavingEngine()
+            // The caller has the secret it sent: it travels back only when the result is to carry it.
+            if !(query.returns.data || query.returns.ref) { item.data = nil }
+            return .item(item)
         case .find(let query, let claim):
             return .items(try engine.find(query, caller: authority.policy(for: session, claim: claim)))
         case .update(let query, let changes, let claim):

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 import Crypto
 @testable import KeychainCore
@@ -89,11 +90,11 @@ func fixedKeybag() -> Keybag {
         v = row; v.sync = true; variants.append(v)
         v = row; v.tombstone = true; variants.append(v)
         for other in variants {
-            #expect(throws: KeychainError.self) { try crypto.openAttributes(meta, row: other) }
+            expectKeychainError(.corruptData) { try crypto.openAttributes(meta, row: other) }
         }
         // The secret is bound to table, UUID and protection class.
         for other in variants.prefix(3) {
-            #expect(throws: KeychainError.self) { try crypto.openSecret(secret, row: other) }
+            expectKeychainError(.corruptData) { try crypto.openSecret(secret, row: other) }
         }
         #expect(try crypto.openAttributes(meta, row: row) == ["acct": .string("alice")])
     }
@@ -111,19 +112,19 @@ func fixedKeybag() -> Keybag {
             }
         }
         for length in [0, 1, 5, secret.count - 1] {
-            #expect(throws: KeychainError.self) { try crypto.openSecret(secret.prefix(length), row: row) }
+            expectKeychainError(.corruptData) { try crypto.openSecret(secret.prefix(length), row: row) }
         }
     }
 
     @Test func keybagRejectsWrongDeviceKeyTruncationAndGarbage() throws {
         let bytes = try fixedKeybag().encode(deviceKey: deviceKey)
-        #expect(throws: KeychainError.self) { try Keybag.decode(bytes, deviceKey: SymmetricKey(size: .bits256)) }
+        expectKeychainError(.corruptData) { try Keybag.decode(bytes, deviceKey: SymmetricKey(size: .bits256)) }
         for length in [0, 3, 10, bytes.count / 2, bytes.count - 1] {
-            #expect(throws: KeychainError.self) { try Keybag.decode(bytes.prefix(length), deviceKey: deviceKey) }
+            expectKeychainError(.corruptData) { try Keybag.decode(bytes.prefix(length), deviceKey: deviceKey) }
         }
-        #expect(throws: KeychainError.self) { try Keybag.decode(bytes + [0], deviceKey: deviceKey) }
-        #expect(throws: KeychainError.self) { try ItemRecord.decode([1, 0, 5, 4]) }
-        #expect(throws: KeychainError.self) { try ItemRecord.decode([]) }
+        expectKeychainError(.corruptData) { try Keybag.decode(bytes + [0], deviceKey: deviceKey) }
+        expectKeychainError(.corruptData) { try ItemRecord.decode([1, 0, 5, 4]) }
+        expectKeychainError(.corruptData) { try ItemRecord.decode([]) }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 import Crypto
 @testable import KeychainCore
@@ -29,7 +30,7 @@ import Crypto
             #expect(error.status == .authFailed)
         }
         // The passcode alone is not enough: the device key is part of the wrapping key.
-        #expect(throws: (any Error).self) { try Keybag.decode(bytes, deviceKey: SymmetricKey(size: .bits256), passcode: "1234") }
+        expectKeychainError(.authenticationFailed) { try Keybag.decode(bytes, deviceKey: SymmetricKey(size: .bits256), passcode: "1234") }
     }
 
     @Test func keybagFormatV2() throws {
@@ -54,10 +55,10 @@ import Crypto
         #expect(bytes[log2NOffset] == 10)
         var huge = bytes
         huge[log2NOffset] = 40 // 2^40 rounds: must be refused, not attempted
-        #expect(throws: KeychainError.self) { try Keybag.decode(huge, deviceKey: deviceKey, passcode: "1234") }
+        expectKeychainError(.corruptData) { try Keybag.decode(huge, deviceKey: deviceKey, passcode: "1234") }
         var version1 = bytes
         version1[5] = 1 // a version-1 header cannot carry passcode-wrapped keys
-        #expect(throws: KeychainError.self) { try Keybag.decode(version1, deviceKey: deviceKey) }
+        expectKeychainError(.corruptData) { try Keybag.decode(version1, deviceKey: deviceKey) }
     }
 
     @Test func tuningStaysWithinBounds() {

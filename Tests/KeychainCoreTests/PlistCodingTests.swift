@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 @testable import KeychainCore
 
@@ -24,31 +25,35 @@ import Testing
     @Test func everyTruncationAndEveryFlippedByteFailsCleanly() {
         let bytes = PlistCoding.encode(Self.sample)
         for length in 0 ..< bytes.count {
-            #expect(throws: KeychainError.self) { try PlistCoding.decode(bytes.prefix(length)) }
+            expectKeychainError(.corruptData) { try PlistCoding.decode(bytes.prefix(length)) }
         }
-        // Flipping bytes may still give a valid value; what matters is that decoding never traps.
+        // Flipping bytes may still give a valid value; otherwise the failure is errSecDecode's, never a trap.
         for index in bytes.indices {
             var damaged = bytes
             damaged[index] ^= 0xFF
-            _ = try? PlistCoding.decode(damaged)
+            do {
+                _ = try PlistCoding.decode(damaged)
+            } catch {
+                #expect(error.code == .corruptData, "byte \(index)")
+            }
         }
     }
 
     @Test func hostileCountsAndDepthAreRefused() {
         // An array claiming 4 billion elements in 5 bytes.
-        #expect(throws: KeychainError.self) { try PlistCoding.decode([0x07, 0xFF, 0xFF, 0xFF, 0xFF]) }
+        expectKeychainError(.corruptData) { try PlistCoding.decode([0x07, 0xFF, 0xFF, 0xFF, 0xFF]) }
         // A dictionary claiming a million entries.
-        #expect(throws: KeychainError.self) { try PlistCoding.decode([0x08, 0x00, 0x0F, 0x42, 0x40]) }
+        expectKeychainError(.corruptData) { try PlistCoding.decode([0x08, 0x00, 0x0F, 0x42, 0x40]) }
         // Nesting 10,000 arrays deep.
         var deep: [UInt8] = []
         for _ in 0 ..< 10_000 { deep += [0x07, 0, 0, 0, 1] }
         deep += [0x03, 1]
-        #expect(throws: KeychainError.self) { try PlistCoding.decode(deep) }
+        expectKeychainError(.corruptData) { try PlistCoding.decode(deep) }
         // Duplicate keys, invalid UTF-8, unknown tags, trailing bytes.
-        #expect(throws: KeychainError.self) { try PlistCoding.decode([0x08, 0, 0, 0, 2, 0, 0, 0, 1, 0x61, 0x03, 1, 0, 0, 0, 1, 0x61, 0x03, 0]) }
-        #expect(throws: KeychainError.self) { try PlistCoding.decode([0x01, 0, 0, 0, 1, 0xFF]) }
-        #expect(throws: KeychainError.self) { try PlistCoding.decode([0x42]) }
-        #expect(throws: KeychainError.self) { try PlistCoding.decode([0x03, 1, 0]) }
-        #expect(throws: KeychainError.self) { try PlistCoding.decode([0x03, 2]) }
+        expectKeychainError(.corruptData) { try PlistCoding.decode([0x08, 0, 0, 0, 2, 0, 0, 0, 1, 0x61, 0x03, 1, 0, 0, 0, 1, 0x61, 0x03, 0]) }
+        expectKeychainError(.corruptData) { try PlistCoding.decode([0x01, 0, 0, 0, 1, 0xFF]) }
+        expectKeychainError(.corruptData) { try PlistCoding.decode([0x42]) }
+        expectKeychainError(.corruptData) { try PlistCoding.decode([0x03, 1, 0]) }
+        expectKeychainError(.corruptData) { try PlistCoding.decode([0x03, 2]) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 @testable import KeychainCore
 @testable import KeychainDaemon
@@ -68,7 +69,7 @@ import Crypto
 
     @Test func aProcessThatIsGoneIsRefused() throws {
         let proc = FakeProc()
-        #expect(throws: KeychainError.self) { try PeerInspector(proc: proc.root).identity(pid: 999, uid: 1) }
+        expectKeychainError(.missingEntitlement) { try PeerInspector(proc: proc.root).identity(pid: 999, uid: 1) }
     }
 
     @Test func theRegistryIsSealedAndRoundTrips() throws {
@@ -80,10 +81,10 @@ import Crypto
         #expect(registry.entries.count == 2, "registering a path again replaces it")
         let bytes = try registry.encode(key: key, random: SystemRandom())
         #expect(try AppRegistry.decode(Data(bytes), key: key) == registry)
-        #expect(throws: KeychainError.self) { try AppRegistry.decode(Data(bytes), key: SymmetricKey(size: .bits256)) }
+        expectKeychainError(.corruptData) { try AppRegistry.decode(Data(bytes), key: SymmetricKey(size: .bits256)) }
         var tampered = bytes
         tampered[tampered.count - 1] ^= 1
-        #expect(throws: KeychainError.self) { try AppRegistry.decode(Data(tampered), key: key) }
+        expectKeychainError(.corruptData) { try AppRegistry.decode(Data(tampered), key: key) }
         #expect(!String(decoding: bytes, as: UTF8.self).contains("/usr/bin/a"), "the registry is encrypted")
         #expect(registry.remove(named: "/usr/bin/a") == 1)
         #expect(registry.remove(named: "nothing") == 0)

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 import KeychainKit
 
@@ -31,7 +32,7 @@ struct KeychainErrorTests {
             #expect(!error.description.contains("not json"))
 
             try keychain.set(["a": 1], for: "dict")
-            #expect(throws: KeychainError.self) { try keychain.value(Token.self, for: "dict") }
+            expectKeychainError(.corruptData) { try keychain.value(Token.self, for: "dict") }
             #expect(try keychain.value([String: Int].self, for: "dict") == ["a": 1])
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 import KeychainKit
 
@@ -105,7 +106,7 @@ struct KeychainInternetTests {
                 #expect(error.code == .invalidParameter)
                 #expect(error.status == .param)
                 #expect(!error.message.isEmpty)
-                #expect(throws: KeychainError.self) { try keychain.allKeys() }
+                expectKeychainError(.invalidParameter) { try keychain.allKeys() }
             }
         }
     }

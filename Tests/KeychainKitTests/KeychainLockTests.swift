@@ -1,5 +1,6 @@
 import Foundation
 import KeychainKit
+import KeychainTestSupport
 import Testing
 
 @Suite struct KeychainLockTests {
@@ -11,7 +12,7 @@ import Testing
             try keychain.set("when-unlocked", for: "a")
             try keychain.accessibility(.afterFirstUnlock).set("after-first", for: "b")
             try keychain.accessibility(.always).set("always", for: "c")
-            #expect(throws: KeychainError.self) { try keychain.accessibility(.whenPasscodeSetThisDeviceOnly).set("x", for: "d") }
+            expectKeychainError(.authenticationFailed) { try keychain.accessibility(.whenPasscodeSetThisDeviceOnly).set("x", for: "d") }
 
             try store.setPasscode("1234")
             #expect(try store.lockStatus == .unlocked)

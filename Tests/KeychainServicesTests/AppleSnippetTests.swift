@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 import KeychainServices
 
@@ -11,7 +12,7 @@ struct Credentials {
     var password: String
 }
 
-enum KeychainError: Error {
+enum KeychainError: Error, Equatable {
     case noPassword
     case unexpectedPasswordData
     case unhandledError(status: OSStatus)
@@ -92,7 +93,7 @@ func cfStyleRoundTrip() -> String? {
         let keychain = try TestKeychain(backend)
         try keychain.run {
             try addCredentials(Credentials(username: "appleseed", password: "pa55w0rd"))
-            #expect(throws: KeychainError.self) { try addCredentials(Credentials(username: "appleseed", password: "x")) }
+            #expect(throws: KeychainError.unhandledError(status: errSecDuplicateItem)) { try addCredentials(Credentials(username: "appleseed", password: "x")) }
             let read = try readCredentials()
             #expect(read.username == "appleseed")
             #expect(read.password == "pa55w0rd")
@@ -101,7 +102,7 @@ func cfStyleRoundTrip() -> String? {
             #expect(updated.username == "appleseed2")
             #expect(updated.password == "n3w")
             try deleteCredentials()
-            #expect(throws: KeychainError.self) { try readCredentials() }
+            #expect(throws: KeychainError.noPassword) { try readCredentials() }
         }
     }
 

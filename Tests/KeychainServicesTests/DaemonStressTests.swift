@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import KeychainTestSupport
 import Testing
 import KeychainServices
 import KeychainClient
@@ -453,7 +454,7 @@ func integrityCheck(_ home: String) throws -> String? {
         let backend = DaemonKeychain(client: daemon.client, claim: ["g"])
         let item: [String: PlistValue] = ["class": .string("genp"), "acct": .string("a"), "v_Data": .data(Data("s".utf8))]
         // Before the first unlock, WhenUnlocked items are out of reach.
-        #expect(throws: KeychainCore.KeychainError.self) { try backend.secItemAdd(item) }
+        expectKeychainError(.interactionNotAllowed) { try backend.secItemAdd(item) }
         try backend.unlock(passcode: "1234")
         _ = try backend.secItemAdd(item)
         let query: [String: PlistValue] = ["class": .string("genp"), "acct": .string("a"), "r_Data": .bool(true)]

@@ -177,8 +177,9 @@ func runProgram(_ path: String, _ args: [String], environment: [String: String])
         #expect(try runProgram(appA, ["find", "x", "svc", "TEAM.a"], environment: f.environment(daemon)).stdout == "status=-34018\n")
     }
 
-    @Test func anotherUsersProcessIsRefusedAtConnect() throws {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return }
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+                   "runs a client as another user with setpriv, which needs root"))
+    func anotherUsersProcessIsRefusedAtConnect() throws {
         let f = try DaemonFixture()
         let daemon = try DaemonProcess(home: f.home)
         // Let the other user reach the socket, so the daemon (not the file mode) has to refuse it.

@@ -1,5 +1,6 @@
 import KeychainClient
 import Foundation
+import KeychainTestSupport
 import Testing
 import Crypto
 import GRDB
@@ -116,7 +117,7 @@ final class ManualClock: @unchecked Sendable {
         q.sync = .any
         q.limit = .all
         q.returns.data = true
-        #expect(throws: KeychainCore.KeychainError.self) { try engine.find(q, caller: AccessPolicy(groups: ["g"])) }
+        expectKeychainError(.interactionNotAllowed) { try engine.find(q, caller: AccessPolicy(groups: ["g"])) }
         let crypto = ItemCrypto(keybag: Keybag(uuid: [], classKeys: stolen.classKeys.merging(
             [.whenUnlocked: stolen.classKeys[.always] ?? SymmetricKey(size: .bits256)]) { a, _ in a }, metadataKey: stolen.metadataKey))
         let rows = try engine.pool.read { db in try Row.fetchAll(db, sql: "SELECT uuid, meta, secret FROM genp") }
@@ -126,7 +127,7 @@ final class ManualClock: @unchecked Sendable {
             for protection in [ProtectionClass.whenUnlocked, .always] {
                 let identity = ItemCrypto.RowIdentity(table: "genp", uuid: uuid, protection: protection, groupHash: Data(),
                                                       primaryKeyHash: Data(), sync: false, tombstone: false)
-                #expect(throws: KeychainCore.KeychainError.self) { try crypto.openSecret(secret, row: identity) }
+                expectKeychainError(.corruptData) { try crypto.openSecret(secret, row: identity) }
             }
         }
     }
