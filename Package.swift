@@ -87,8 +87,8 @@ let package = Package(
         .executableTarget(
             name: "security",
             dependencies: [
-                "KeychainCore",
-                "KeychainClient",
+                // Public API only, as macOS's tool uses Security.framework.
+                "KeychainKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

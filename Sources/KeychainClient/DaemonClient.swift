@@ -16,7 +16,8 @@ import Darwin
 /// connection.
 package final class DaemonClient: Sendable {
     package let socketPath: String
-    private let idle = Mutex<[Int32]>([])
+    /// Idle connections, each with the time (monotonic nanoseconds) it was last used.
+    private let idle = Mutex<[(fd: Int32, since: UInt64)]>([])
     private let nextID = Atomic<UInt32>(1)
     /// Idle connections kept for reuse; more are closed after their call.
     private let maximumIdle = 16
@@ -26,25 +27,33 @@ package final class DaemonClient: Sendable {
     }
 
     deinit {
-        for fd in idle.withLock({ $0 }) { close(fd) }
+        for connection in idle.withLock({ $0 }) { close(connection.fd) }
     }
 
     /// Whether a daemon accepts connections at the path: an idle connection is open, or a new one can be
     /// made (and is kept for the next call).
     package func isReachable() -> Bool {
-        guard let fd = try? checkOut() else { return false }
-        checkIn(fd)
+        guard let connection = try? checkOut() else { return false }
+        checkIn(connection.fd)
         return true
     }
 
     /// Sends `request` and returns keychaind's response. A failure response comes back as the
     /// ``KeychainError`` the daemon reported, with its code, `OSStatus` and message.
     package func call(_ request: KeychainRequest) throws(KeychainError) -> KeychainResponse {
-        let fd = try checkOut()
+        var (fd, reused) = try checkOut()
         let id = nextID.add(1, ordering: .relaxed).oldValue
+        let frame = Frame(id: id, body: .request(request)).encoded
         let response: Frame
         do throws(KeychainError) {
-            try send(fd, Frame(id: id, body: .request(request)).encoded)
+            if let failure = send(fd, frame) {
+                // A pooled connection the daemon closed since (it restarted): nothing was delivered, so the
+                // request goes again on a new connection.
+                guard reused, failure == EPIPE || failure == ECONNRESET else { throw lost(String(cString: strerror(failure))) }
+                close(fd)
+                (fd, reused) = (try connect(), false)
+                if let again = send(fd, frame) { throw lost(String(cString: strerror(again))) }
+            }
             response = try receive(fd)
         } catch {
             close(fd)
@@ -66,18 +75,23 @@ package final class DaemonClient: Sendable {
 
     // MARK: Connections
 
-    private func checkOut() throws(KeychainError) -> Int32 {
-        while let fd = idle.withLock({ $0.popLast() }) {
-            if DaemonClient.isOpen(fd) { return fd }
-            close(fd)
+    /// An idle connection (`reused`), else a new one. A connection idle for a while is checked first, since the
+    /// daemon may have restarted meanwhile; one used a moment ago is not (a send on it fails at once if it was
+    /// closed, and is then made again on a new connection).
+    private func checkOut() throws(KeychainError) -> (fd: Int32, reused: Bool) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        while let connection = idle.withLock({ $0.popLast() }) {
+            if now &- connection.since < 500_000_000 || DaemonClient.isOpen(connection.fd) { return (connection.fd, true) }
+            close(connection.fd)
         }
-        return try connect()
+        return (try connect(), false)
     }
 
     private func checkIn(_ fd: Int32) {
+        let since = DispatchTime.now().uptimeNanoseconds
         let kept = idle.withLock { pool in
             guard pool.count < maximumIdle else { return false }
-            pool.append(fd)
+            pool.append((fd, since))
             return true
         }
         if !kept { close(fd) }
@@ -107,7 +121,8 @@ package final class DaemonClient: Sendable {
         }
     }
 
-    private func send(_ fd: Int32, _ bytes: [UInt8]) throws(KeychainError) {
+    /// Sends all of `bytes`; returns the `errno` of a failure, nil when everything went.
+    private func send(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { raw -> Int in
@@ -116,37 +131,45 @@ package final class DaemonClient: Sendable {
             }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw lost(String(cString: strerror(errno)))
+                return errno
             }
             offset += n
         }
+        return nil
     }
 
-    private func receiveExactly(_ fd: Int32, _ count: Int) throws(KeychainError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: count)
-        var offset = 0
-        while offset < count {
+    /// Reads into `buffer` from `offset` until it holds at least `count` bytes; returns how many it holds.
+    private func receive(_ fd: Int32, into buffer: inout [UInt8], from offset: Int, atLeast count: Int) throws(KeychainError) -> Int {
+        var filled = offset
+        while filled < count {
             let n = buffer.withUnsafeMutableBytes { raw -> Int in
                 guard let base = raw.baseAddress else { return 0 }
-                return recv(fd, base + offset, count - offset, 0)
+                return recv(fd, base + filled, raw.count - filled, 0)
             }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw lost(String(cString: strerror(errno)))
             }
             if n == 0 { throw lost("keychaind closed the connection; a keychaind older than this program does so for requests it cannot read, so install both from the same release") }
-            offset += n
+            filled += n
         }
-        return buffer
+        return filled
     }
 
+    /// One response frame. Most fit the first read; a larger one is read to its announced length.
     private func receive(_ fd: Int32) throws(KeychainError) -> Frame {
-        let prefix = try receiveExactly(fd, 4)
-        let announced = prefix.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        let filled = try receive(fd, into: &buffer, from: 0, atLeast: 4)
+        let announced = buffer[0 ..< 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         guard let length = try? Frame.checkedLength(announced) else { throw lost("a malformed response") }
-        let body = try receiveExactly(fd, length)
+        // One request, one response: nothing follows it on the connection, so the read never takes more.
+        guard filled <= 4 + length else { throw lost("bytes beyond the response") }
+        if buffer.count < 4 + length { buffer += [UInt8](repeating: 0, count: 4 + length - buffer.count) }
+        if filled < 4 + length {
+            _ = try receive(fd, into: &buffer, from: filled, atLeast: 4 + length)
+        }
         do {
-            return try Frame.decode(body: body)
+            return try Frame.decode(body: buffer[4 ..< 4 + length])
         } catch where error.status == .wrongSecVersion {
             throw error
         } catch {

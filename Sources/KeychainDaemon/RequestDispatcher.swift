@@ -31,12 +31,9 @@ package struct RequestDispatcher: Sendable {
     func perform(_ request: KeychainRequest, session: Session) throws(KeychainError) -> KeychainResponse {
         switch request {
         case .add(let query, let claim):
-            var item = try engine.add(query, caller: authority.policy(for: session, claim: claim)).leavingEngine()
-            // The caller has the secret it sent: it travels back only when the result is to carry it.
-            if !(query.returns.data || query.returns.ref) { item.data = nil }
-            return .item(item)
+            return .item(try engine.add(query, caller: authority.policy(for: session, claim: claim)).leavingEngine().trimmed(to: query.returns))
         case .find(let query, let claim):
-            return .items(try engine.find(query, caller: authority.policy(for: session, claim: claim)))
+            return .items(try engine.find(query, caller: authority.policy(for: session, claim: claim)).map { $0.trimmed(to: query.returns) })
         case .update(let query, let changes, let claim):
             try engine.update(query, attributes: changes.attributes, sync: changes.sync, data: changes.data,
                               caller: authority.policy(for: session, claim: claim))

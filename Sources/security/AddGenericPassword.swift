@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// `security add-generic-password`: adds a generic password item, or with `-U` updates the existing one.
 struct AddGenericPassword: AsyncParsableCommand {

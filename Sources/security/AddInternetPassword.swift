@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// `security add-internet-password`: adds an internet password item, or with `-U` updates the existing one.
 struct AddInternetPassword: AsyncParsableCommand {

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainClient
-import KeychainCore
+import KeychainKit
 
 #if canImport(Glibc)
 import Glibc
@@ -95,7 +94,7 @@ struct AppAdd: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let program: AppRegistration.Program
+        let program: KeychainStore.RegisteredProgram.Program
         if let flatpak {
             program = .flatpak(flatpak)
         } else if let snap {
@@ -104,7 +103,7 @@ struct AppAdd: AsyncParsableCommand {
             let resolved = try Self.executable(path)
             let digest: String
             do {
-                digest = try FileDigest.sha256Hex(ofFileAt: resolved)
+                digest = try KeychainStore.RegisteredProgram.sha256(ofFileAt: resolved)
             } catch {
                 throw ToolFailure.input(Self.function, "Cannot read \(path) to record its SHA-256. Check its permissions.")
             }
@@ -113,7 +112,7 @@ struct AppAdd: AsyncParsableCommand {
             throw ValidationError("Name one program: an executable PATH, --flatpak APPID or --snap NAME.")
         }
         var seen = Set<String>()
-        let entry = AppRegistration(program: program, applicationIdentifier: applicationIdentifier,
+        let entry = KeychainStore.RegisteredProgram(program: program, applicationIdentifier: applicationIdentifier,
                                     accessGroups: groups.filter { seen.insert($0).inserted })
         try ProgramRegistry.current().register(entry, function: Self.function)
         Output.standardOutput("registered \(entry.listLine)\n")
@@ -220,14 +219,14 @@ struct AppRemove: AsyncParsableCommand {
 /// The program registry the verbs work on: keychaind's (which checks that the caller is the admin tool and has
 /// given the passcode), or the registry file of the keychain opened in this process.
 struct ProgramRegistry {
-    let keychain: any KeychainConnection
+    let keychain: KeychainStore
 
     static func current() throws(ToolFailure) -> ProgramRegistry {
         ProgramRegistry(keychain: try ToolContext.keychain())
     }
 
     /// Adds `entry`, replacing any registration of the same program.
-    func register(_ entry: AppRegistration, function: String) throws(ToolFailure) {
+    func register(_ entry: KeychainStore.RegisteredProgram, function: String) throws(ToolFailure) {
         do {
             try keychain.register(entry)
         } catch {
@@ -236,7 +235,7 @@ struct ProgramRegistry {
     }
 
     /// Every registration, in the registry's order.
-    func entries(function: String) throws(ToolFailure) -> [AppRegistration] {
+    func entries(function: String) throws(ToolFailure) -> [KeychainStore.RegisteredProgram] {
         do {
             return try keychain.registeredPrograms()
         } catch {
@@ -254,7 +253,7 @@ struct ProgramRegistry {
     }
 }
 
-extension AppRegistration {
+extension KeychainStore.RegisteredProgram {
     /// The program as `security app list` prints it: an executable's path, `flatpak:APPID` or `snap:NAME`.
     var programName: String {
         switch program {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// A four-character code given on the command line (`-c`, `-C`, `-r`, `-t`), as macOS's
 /// `parse_fourcharcode` takes it: exactly four bytes, e.g. `"http"` or `"ftp "`.
@@ -16,8 +16,8 @@ struct FourCharCode: ExpressibleByArgument, Sendable, Hashable {
         value = ItemPrinter.fourCharCode(argument)
     }
 
-    var numberValue: AttributeValue { .int(Int64(value)) }
-    var stringValue: AttributeValue { .string(text) }
+    var numberValue: KeychainItem.Value { .int(Int64(value)) }
+    var stringValue: KeychainItem.Value { .string(text) }
 }
 
 /// Password bytes given as hexadecimal (`-X`), parsed like macOS's `convertHex`: an odd number of digits is

@@ -1,14 +1,13 @@
 import ArgumentParser
 import Foundation
-import KeychainClient
-import KeychainCore
+import KeychainKit
 
 /// Backups of the whole keychain, made and restored by keychaind when it runs (it alone opens the database,
 /// and asks its admin tool for the passcode first when one is set), else by the store opened in this process.
 /// `backup-keychain`/`restore-keychain` and `export`/`import -f backup` share it.
 enum KeychainBackups {
     /// The whole keychain sealed under `password`, and what went into it.
-    static func make(password: String, function: String) throws(ToolFailure) -> (Data, BackupSummary) {
+    static func make(password: String, function: String) throws(ToolFailure) -> KeychainStore.Backup {
         let keychain = try ToolContext.keychain(function: function)
         do {
             return try keychain.backup(password: password)
@@ -18,7 +17,7 @@ enum KeychainBackups {
     }
 
     /// Merges a backup into the keychain (the newer copy of each item wins).
-    static func restore(_ data: Data, password: String, function: String) throws(ToolFailure) -> RestoreSummary {
+    static func restore(_ data: Data, password: String, function: String) throws(ToolFailure) -> KeychainStore.RestoreResult {
         let keychain = try ToolContext.keychain(function: function)
         do {
             return try keychain.restore(data, password: password)
@@ -41,7 +40,7 @@ enum KeychainBackups {
     static func read(_ path: String, function: String) throws(ToolFailure) -> Data {
         let data: Data?
         do {
-            data = try FileSystem.read(path)
+            data = try KeychainFiles.read(path)
         } catch {
             throw ToolFailure(function, error)
         }
@@ -53,13 +52,13 @@ enum KeychainBackups {
     static func looksLikeBackup(_ data: Data) -> Bool { data.starts(with: Array("SKBK".utf8)) }
 
     /// The line printed after a backup.
-    static func describe(_ s: BackupSummary) -> String {
-        "backed up \(s.items) items (\(s.thisDeviceOnly) restorable only on this machine); \(s.skippedPasscodeOnly) WhenPasscodeSetThisDeviceOnly items are never backed up\n"
+    static func describe(_ s: KeychainStore.Backup) -> String {
+        "backed up \(s.itemCount) items (\(s.thisDeviceOnlyCount) restorable only on this machine); \(s.skippedPasscodeOnlyCount) WhenPasscodeSetThisDeviceOnly items are never backed up\n"
     }
 
     /// The line printed after a restore.
-    static func describe(_ s: RestoreSummary) -> String {
-        "restored \(s.added + s.replaced) items (\(s.added) added, \(s.replaced) replaced by newer copies); kept \(s.keptNewer) newer items; skipped \(s.skippedOtherDevice) ThisDeviceOnly items from another machine\n"
+    static func describe(_ s: KeychainStore.RestoreResult) -> String {
+        "restored \(s.added + s.replaced) items (\(s.added) added, \(s.replaced) replaced by newer copies); kept \(s.keptNewer) newer items; skipped \(s.skippedFromOtherDevice) ThisDeviceOnly items from another machine\n"
     }
 }
 
@@ -85,13 +84,13 @@ struct BackupKeychain: AsyncParsableCommand {
 
     func run() async throws {
         let secret = try KeychainBackups.newPassword(password, function: Self.function, hint: "Give the backup password with -P.")
-        let (data, summary) = try KeychainBackups.make(password: secret, function: Self.function)
+        let backup = try KeychainBackups.make(password: secret, function: Self.function)
         do {
-            try FileSystem.writeAtomically(data, to: output, exclusive: false)
+            try KeychainFiles.write(backup.data, to: output)
         } catch {
             throw ToolFailure(Self.function, error)
         }
-        Output.standardOutput(KeychainBackups.describe(summary))
+        Output.standardOutput(KeychainBackups.describe(backup))
     }
 }
 

@@ -1,23 +1,23 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// The certificates (or identities) in the keychain, each with its parsed DER.
 enum CertificateItems {
-    static func all(_ context: ToolContext, _ itemClass: ItemClass = .certificate) throws(ToolFailure) -> [(FoundItem, CertificateData)] {
+    static func all(_ context: ToolContext, _ itemClass: KeychainItem.Class = .certificate) throws(ToolFailure) -> [(KeychainItem, KeychainCertificate)] {
         try context.all(itemClass).compactMap { item in
-            item.data.flatMap { try? CertificateData(der: $0) }.map { (item, $0) }
+            item.data.flatMap { try? KeychainCertificate(der: $0) }.map { (item, $0) }
         }
     }
 
     /// The certificates, keys and public keys in the files named on a command line.
-    static func read(_ paths: [String], function: String) throws(ToolFailure) -> ExchangeContents {
-        var out = ExchangeContents()
+    static func read(_ paths: [String], function: String) throws(ToolFailure) -> KeyAndCertificateFile {
+        var out = KeyAndCertificateFile()
         for path in paths {
             let data = try KeychainBackups.read(path, function: function)
-            let contents: ExchangeContents?
+            let contents: KeyAndCertificateFile?
             do {
-                contents = try ExchangeContents.read(data)
+                contents = try KeyAndCertificateFile.read(data)
             } catch {
                 throw ToolFailure(function, error)
             }
@@ -32,10 +32,10 @@ enum CertificateItems {
     }
 
     /// Adds certificates; a duplicate fails like macOS's `SecCertificateAddToKeychain`.
-    static func add(_ certificates: [CertificateData], _ context: ToolContext, function: String) throws(ToolFailure) {
+    static func add(_ certificates: [KeychainCertificate], _ context: ToolContext, function: String) throws(ToolFailure) {
         for certificate in certificates {
             do {
-                try context.add(["class": .string(ItemClass.certificate.rawValue), "v_Data": .data(certificate.der)])
+                try context.store.add(certificate)
             } catch {
                 throw ToolFailure(function, error)
             }
@@ -43,12 +43,10 @@ enum CertificateItems {
     }
 
     /// Adds keys as `kSecClassKey` items.
-    static func add(keys: [KeyMaterial], _ context: ToolContext, function: String) throws(ToolFailure) {
+    static func add(keys: [KeychainKey], _ context: ToolContext, function: String) throws(ToolFailure) {
         for key in keys {
             do {
-                var item = try key.itemAttributes(["perm": .int(1)])
-                item["class"] = .string(ItemClass.key.rawValue)
-                try context.add(item)
+                try context.store.add(key)
             } catch {
                 throw ToolFailure(function, error)
             }
@@ -86,7 +84,7 @@ struct CertificateMatch {
     var name: String?
     var email: String?
 
-    func matches(_ item: FoundItem, _ certificate: CertificateData) -> Bool {
+    func matches(_ item: KeychainItem, _ certificate: KeychainCertificate) -> Bool {
         if let name {
             let label = item.attributes["labl"]?.stringValue ?? ""
             guard label.contains(name) || certificate.commonNames.contains(where: { $0.contains(name) }) else { return false }
@@ -128,7 +126,7 @@ struct FindCertificate: AsyncParsableCommand {
     var keychains: [String] = []
 
     func run() async throws {
-        let context = try ToolContext.open(accessGroup: nil)
+        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false)
         let match = CertificateMatch(name: name, email: email)
         var found = try CertificateItems.all(context).filter { match.matches($0.0, $0.1) }
         guard !found.isEmpty else { throw ToolFailure("SecKeychainSearchCopyNext", status: .itemNotFound) }
@@ -137,7 +135,7 @@ struct FindCertificate: AsyncParsableCommand {
         for (item, certificate) in found {
             if hashes { out += "SHA-256 hash: \(certificate.sha256Fingerprint)\nSHA-1 hash: \(certificate.sha1Fingerprint)\n" }
             if showEmail { out += "email addresses: " + certificate.emailAddresses.joined(separator: ", ") + "\n" }
-            out += pem ? ExchangeContents.pem("CERTIFICATE", certificate.der) : ItemPrinter.describe(item, keychainPath: context.keychainPath)
+            out += pem ? certificate.pem : ItemPrinter.describe(item, keychainPath: context.keychainPath)
         }
         Output.standardOutput(out)
     }
@@ -178,9 +176,9 @@ struct DeleteCertificate: AsyncParsableCommand {
         guard found.count == 1 else {
             throw ToolFailure.input(function, "\(found.count) certificates match; give the one to delete by its SHA-1 hash with -Z.")
         }
-        var query = ItemQuery(itemClass: .certificate)
-        query.sync = .any
-        query.persistentRef = item.persistentRef
+        var query = KeychainQuery(.certificate)
+        query.synchronizable = .any
+        query.persistentReference = item.persistentReference
         do {
             try context.delete(query)
         } catch {
@@ -224,12 +222,11 @@ struct FindIdentity: AsyncParsableCommand {
     var keychains: [String] = []
 
     func run() async throws {
-        let context = try ToolContext.open(accessGroup: nil)
+        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false)
         let identities = try CertificateItems.all(context, .identity)
         let intermediates = try CertificateItems.all(context).map(\.1)
         let rows = identities.map { _, certificate -> (line: String, valid: Bool) in
-            let valid = (try? TrustEvaluation.evaluate(.init(leaf: certificate, intermediates: intermediates,
-                                                             hostname: policy == .ssl ? string : nil))) != nil
+            let valid = (try? certificate.verify(intermediates: intermediates, hostname: policy == .ssl ? string : nil)) != nil
             return ("\(certificate.sha1Fingerprint) \"\(certificate.subjectSummary ?? "")\"", valid)
         }
         let valid = rows.filter(\.valid)
@@ -289,8 +286,8 @@ struct VerifyCert: AsyncParsableCommand {
         let anchors = try CertificateItems.read(roots, function: function).certificates
         guard let leaf = chain.first else { throw ToolFailure.input(function, "\(certificates[0]) holds no certificate.") }
         do {
-            _ = try TrustEvaluation.evaluate(.init(leaf: leaf, intermediates: Array(chain.dropFirst()), anchors: anchors,
-                                                   anchorsOnly: !anchors.isEmpty, hostname: policy == .ssl || host != nil ? host : nil))
+            try leaf.verify(intermediates: Array(chain.dropFirst()), anchors: anchors, anchorsOnly: !anchors.isEmpty,
+                            hostname: policy == .ssl || host != nil ? host : nil)
         } catch {
             var failure = ToolFailure.input(function, "Cert Verify Result: CSSMERR_TP_NOT_TRUSTED")
             failure.detail = error.message

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainClient
-import KeychainCore
+import KeychainKit
 import Synchronization
 
 /// `security daemon`: keychaind, as this tool sees it.
@@ -37,13 +36,13 @@ struct DaemonStatus: AsyncParsableCommand {
     var socket: String?
 
     func run() async throws {
-        guard let path = socket ?? KeychainConnector.expectedDaemonSocket() else {
+        guard let path = socket ?? KeychainStore.expectedDaemonSocket else {
             Output.standardOutput("keychaind: not running (no socket: XDG_RUNTIME_DIR is not set; pass --socket PATH)\n")
             throw ExitCode(1)
         }
-        let status: ServiceStatus
+        let status: KeychainStore.Status
         do throws(KeychainError) {
-            status = try KeychainConnector.daemon(socket: path, caller: .administrator(defaultGroup: AccessPolicy.currentExecutableName())).status()
+            status = try KeychainStore.daemonStatus(socket: path)
         } catch where error.code == .notAvailable && error.status != .wrongSecVersion {
             Output.standardOutput("keychaind: not running (socket \(path))\n")
             throw ExitCode(1)
@@ -54,12 +53,12 @@ struct DaemonStatus: AsyncParsableCommand {
     }
 
     /// The lines printed for the daemon's status.
-    static func describe(_ status: ServiceStatus, socket: String) -> String {
+    static func describe(_ status: KeychainStore.Status, socket: String) -> String {
         var lines = [
             "keychaind: running (pid \(status.daemon.map { String($0.pid) } ?? "unknown"))",
             "socket: \(socket)",
-            "keychain: \(status.home)",
-            "lock state: \(lockState(status.lockState))",
+            "keychain: \(status.directory)",
+            "lock state: \(lockState(status.lockStatus))",
             "caller: \(status.daemon?.caller ?? "unknown")",
         ]
         if let daemon = status.daemon {
@@ -70,7 +69,7 @@ struct DaemonStatus: AsyncParsableCommand {
     }
 
     /// The daemon's lock state in words.
-    static func lockState(_ state: LockState) -> String {
+    static func lockState(_ state: KeychainStore.LockStatus) -> String {
         switch state {
         case .noPasscode: "no passcode"
         case .beforeFirstUnlock: "before first unlock"

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// `security delete-generic-password`: deletes the first generic password matching the given attributes.
 struct DeleteGenericPassword: AsyncParsableCommand {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// `security delete-internet-password`: deletes the first internet password matching the given attributes.
 struct DeleteInternetPassword: AsyncParsableCommand {

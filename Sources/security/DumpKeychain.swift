@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// `security dump-keychain`: prints every password item of the keychain, in every access group.
 struct DumpKeychain: AsyncParsableCommand {
@@ -22,15 +22,15 @@ struct DumpKeychain: AsyncParsableCommand {
     @OptionGroup var keychain: KeychainOptions
 
     func run() async throws {
-        let context = try ToolContext.open(accessGroup: keychain.accessGroup)
+        let context = try ToolContext.open(accessGroup: keychain.accessGroup, createIfMissing: false)
         // (Through keychaind, the daemon itself asks the tool for the passcode before any item call.)
-        if showData, let status = try? context.connection.status(), status.daemon == nil,
-           status.lockState == .beforeFirstUnlock || status.lockState == .locked {
+        if showData, let status = try? context.store.status(), status.daemon == nil,
+           status.lockStatus == .beforeFirstUnlock || status.lockStatus == .locked {
             // Every secret at once: the passcode first, even for the items that need none.
             let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
                                                   hint: "dump-keychain -d shows every secret only after the keychain's passcode; run it from a terminal.")
             do {
-                try context.connection.unlock(passcode: passcode)
+                try context.store.unlock(passcode: passcode)
             } catch {
                 throw ToolFailure(UnlockKeychain.function, error)
             }

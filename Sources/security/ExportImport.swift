@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// The `-f` formats of macOS's `security export` and `import`, plus `backup`, this keychain's own backup
 /// format (what `backup-keychain` writes).
@@ -61,8 +61,7 @@ struct ExportCommand: AsyncParsableCommand {
             throw ToolFailure(Self.function, status: .param, detail: "The backup format holds the whole keychain: use -t all (the default).")
         }
         let secret = try KeychainBackups.newPassword(passphrase, function: Self.function, hint: "Give the passphrase with -P.")
-        let (data, _) = try KeychainBackups.make(password: secret, function: Self.function)
-        try write(data)
+        try write(KeychainBackups.make(password: secret, function: Self.function).data)
     }
 
     /// Writes the export to `-o` (mode 0600, atomically), or to standard output.
@@ -72,7 +71,7 @@ struct ExportCommand: AsyncParsableCommand {
             return
         }
         do {
-            try FileSystem.writeAtomically(bytes, to: output, exclusive: false)
+            try KeychainFiles.write(bytes, to: output)
         } catch {
             throw ToolFailure(Self.function, error)
         }
@@ -100,9 +99,9 @@ extension ExportCommand {
             guard certificates.count == 1 else {
                 throw ToolFailure(function, status: .param, detail: "x509 holds one certificate and the keychain has \(certificates.count): use -f pemseq.")
             }
-            bytes = pem ? Data(ExchangeContents.pem("CERTIFICATE", certificates[0].der).utf8) : certificates[0].der
+            bytes = pem ? Data(certificates[0].pem.utf8) : certificates[0].der
         } else {
-            bytes = Data(certificates.map { ExchangeContents.pem("CERTIFICATE", $0.der) }.joined().utf8)
+            bytes = Data(certificates.map(\.pem).joined().utf8)
             bytes += Data(publicKeys.joined().utf8)
         }
         try write(bytes)
@@ -113,7 +112,7 @@ extension ExportCommand {
         var seen: Set<Data> = []
         var out: [String] = []
         for item in try context.all(.key, function: function) {
-            guard let data = item.data, let key = try? KeyMaterial(storedAttributes: item.attributes, data: data),
+            guard let key = KeychainKey(item: item),
                   let label = try? key.applicationLabel(), seen.insert(label).inserted,
                   let pem = try? key.publicKeyPEM() else { continue }
             out.append(pem)
@@ -187,10 +186,10 @@ struct ImportCommand: AsyncParsableCommand {
         if let format, !supported.contains(format) {
             throw ToolFailure(Self.function, status: .unsupportedFormat, detail: "\(format.rawValue) files cannot be imported: use PEM, DER or PKCS#12.")
         }
-        var contents: ExchangeContents?
+        var contents: KeyAndCertificateFile?
         if format != .pkcs12 {
             do {
-                contents = try ExchangeContents.read(data)
+                contents = try KeyAndCertificateFile.read(data)
             } catch {
                 throw ToolFailure(Self.function, error)
             }
@@ -208,9 +207,9 @@ struct ImportCommand: AsyncParsableCommand {
             throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input) is not a keychain backup, PEM, DER or PKCS#12.")
         }
         let secret = try passphrase ?? PasswordPrompt.ask("PKCS#12 passphrase: ", function: Self.function, hint: "Give the passphrase with -P.")
-        let p12: PKCS12Contents
+        let p12: KeyAndCertificateFile.PKCS12Identity
         do {
-            p12 = try PKCS12.open(data, password: secret)
+            p12 = try KeyAndCertificateFile.pkcs12(data, password: secret)
         } catch where error.code == .corruptData && format == nil {
             throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input): \(error.message)")
         } catch {

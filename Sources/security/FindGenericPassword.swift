@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// `security find-generic-password`: finds the first generic password matching the given attributes.
 struct FindGenericPassword: AsyncParsableCommand {
@@ -21,7 +21,7 @@ struct FindGenericPassword: AsyncParsableCommand {
     @OptionGroup var keychain: KeychainOptions
 
     func run() async throws {
-        let context = try ToolContext.open(accessGroup: keychain.accessGroup)
+        let context = try ToolContext.open(accessGroup: keychain.accessGroup, createIfMissing: false)
         try PasswordItems.find(context, .genericPassword, match.given.searchAttributes, accessGroup: keychain.accessGroup,
                                showPassword: showPassword, passwordOnly: passwordOnly)
     }

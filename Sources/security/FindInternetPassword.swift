@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// `security find-internet-password`: finds the first internet password matching the given attributes.
 struct FindInternetPassword: AsyncParsableCommand {
@@ -21,7 +21,7 @@ struct FindInternetPassword: AsyncParsableCommand {
     @OptionGroup var keychain: KeychainOptions
 
     func run() async throws {
-        let context = try ToolContext.open(accessGroup: keychain.accessGroup)
+        let context = try ToolContext.open(accessGroup: keychain.accessGroup, createIfMissing: false)
         try PasswordItems.find(context, .internetPassword, match.given.searchAttributes, accessGroup: keychain.accessGroup,
                                showPassword: showPassword, passwordOnly: passwordOnly)
     }

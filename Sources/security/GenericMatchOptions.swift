@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// The attribute filters `find-generic-password` and `delete-generic-password` share (macOS's flags).
 struct GenericMatchOptions: ParsableArguments {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// The attribute filters `find-internet-password` and `delete-internet-password` share (macOS's flags).
 struct InternetMatchOptions: ParsableArguments {

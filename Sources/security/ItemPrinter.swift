@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// Prints keychain items the way macOS's `security` tool does (`print_keychain_item_attributes` and
 /// `print_buffer` in Apple's `keychain_utilities.c`), so scripts written against macOS parse our output.
@@ -62,7 +62,7 @@ enum ItemPrinter {
 
     /// The full description of one item: `keychain:`, `version:`, `class:` and the `attributes:` block, then
     /// with `showData` the `data:` line and the secret (only `dump-keychain -d` passes it).
-    static func describe(_ item: FoundItem, keychainPath: String, showData: Bool = false) -> String {
+    static func describe(_ item: KeychainItem, keychainPath: String, showData: Bool = false) -> String {
         var out = "keychain: " + buffer(Array(keychainPath.utf8)) + "\n"
         out += "version: \(keychainVersion)\n"
         let fields: [Field]
@@ -133,7 +133,7 @@ enum ItemPrinter {
     }
 
     /// The bytes macOS would hold for an attribute of the given format, or nil when it has no value.
-    static func valueBytes(_ value: AttributeValue?, format: Format) -> [UInt8]? {
+    static func valueBytes(_ value: KeychainItem.Value?, format: Format) -> [UInt8]? {
         guard let value else { return nil }
         switch format {
         case .timedate:
@@ -151,7 +151,7 @@ enum ItemPrinter {
         }
     }
 
-    static func blobBytes(_ value: AttributeValue) -> [UInt8] {
+    static func blobBytes(_ value: KeychainItem.Value) -> [UInt8] {
         switch value {
         case .string(let text): Array(text.utf8)
         case .data(let data): Array(data)

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// `security show-keychain-info`: the keychain's lock settings, in macOS's one-line form.
 struct ShowKeychainInfo: AsyncParsableCommand {
@@ -17,16 +17,17 @@ struct ShowKeychainInfo: AsyncParsableCommand {
     var keychains: [String] = []
 
     func run() async throws {
-        let location = KeychainLocation.fromEnvironment()
-        let settings: KeychainSettings?
+        let function = "SecKeychainCopySettings default"
+        let store = try ToolContext.keychain(createIfMissing: false, function: function)
+        let settings: KeychainStore.Settings?
         do {
-            settings = try KeychainSettings.load(location)
+            settings = try store.settings()
         } catch {
-            throw ToolFailure("SecKeychainCopySettings default", error)
+            throw ToolFailure(function, error)
         }
-        var line = "Keychain \"\(location.databasePath)\""
+        var line = "Keychain \"\(store.databasePath)\""
         if settings?.lockOnSleep == true { line += " lock-on-sleep" }
-        let timeout = settings == nil ? KeychainSettings.defaultIdleTimeout : settings?.idleTimeout
+        let timeout = settings == nil ? KeychainStore.Settings.defaultIdleTimeout : settings?.idleTimeout
         line += timeout.map { " timeout=\($0)s" } ?? " no-timeout"
         Output.standardOutput(line + "\n")
     }
@@ -61,11 +62,13 @@ struct SetKeychainSettings: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let settings = KeychainSettings(idleTimeout: timeout ?? (useTimeout ? 300 : nil), lockOnSleep: lockOnSleep)
+        let settings = KeychainStore.Settings(idleTimeout: timeout ?? (useTimeout ? 300 : nil), lockOnSleep: lockOnSleep)
+        let function = "SecKeychainSetSettings default"
+        let store = try ToolContext.keychain(function: function)
         do {
-            try settings.save(.fromEnvironment())
+            try store.setSettings(settings)
         } catch {
-            throw ToolFailure("SecKeychainSetSettings default", error)
+            throw ToolFailure(function, error)
         }
     }
 }

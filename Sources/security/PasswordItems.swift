@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainKit
 
 /// The attributes of a generic password given on the command line (`-a -s -l -j -D -G -c -C`).
 struct GenericPasswordAttributes {
@@ -13,14 +13,14 @@ struct GenericPasswordAttributes {
     var type: FourCharCode?
 
     /// Every given attribute, by four-character code.
-    var attributes: [String: AttributeValue] {
-        var out: [String: AttributeValue] = [:]
-        out["acct"] = account.map(AttributeValue.string)
-        out["svce"] = service.map(AttributeValue.string)
-        out["labl"] = label.map(AttributeValue.string)
-        out["icmt"] = comment.map(AttributeValue.string)
-        out["desc"] = kind.map(AttributeValue.string)
-        out["gena"] = generic.map(AttributeValue.string)
+    var attributes: [String: KeychainItem.Value] {
+        var out: [String: KeychainItem.Value] = [:]
+        out["acct"] = account.map(KeychainItem.Value.string)
+        out["svce"] = service.map(KeychainItem.Value.string)
+        out["labl"] = label.map(KeychainItem.Value.string)
+        out["icmt"] = comment.map(KeychainItem.Value.string)
+        out["desc"] = kind.map(KeychainItem.Value.string)
+        out["gena"] = generic.map(KeychainItem.Value.string)
         out["crtr"] = creator?.numberValue
         out["type"] = type?.numberValue
         return out
@@ -28,7 +28,7 @@ struct GenericPasswordAttributes {
 
     /// What a search matches on. As on macOS, when the whole primary key (account and service) is given the
     /// other attributes are not searched on, so `-U` can change them.
-    var searchAttributes: [String: AttributeValue] { PasswordItems.narrowedToPrimaryKey(attributes, .genericPassword) }
+    var searchAttributes: [String: KeychainItem.Value] { PasswordItems.narrowedToPrimaryKey(attributes, .genericPassword) }
 
     /// Whether no attribute was given at all.
     var isEmpty: Bool { attributes.isEmpty }
@@ -52,15 +52,15 @@ struct InternetPasswordAttributes {
 
     /// Every given attribute, by four-character code. Protocol and authentication type are stored as
     /// four-character strings, as Apple's `kSecAttrProtocol…`/`kSecAttrAuthenticationType…` constants are.
-    var attributes: [String: AttributeValue] {
-        var out: [String: AttributeValue] = [:]
-        out["acct"] = account.map(AttributeValue.string)
-        out["srvr"] = server.map(AttributeValue.string)
-        out["labl"] = label.map(AttributeValue.string)
-        out["icmt"] = comment.map(AttributeValue.string)
-        out["desc"] = kind.map(AttributeValue.string)
-        out["sdmn"] = securityDomain.map(AttributeValue.string)
-        out["path"] = path.map(AttributeValue.string)
+    var attributes: [String: KeychainItem.Value] {
+        var out: [String: KeychainItem.Value] = [:]
+        out["acct"] = account.map(KeychainItem.Value.string)
+        out["srvr"] = server.map(KeychainItem.Value.string)
+        out["labl"] = label.map(KeychainItem.Value.string)
+        out["icmt"] = comment.map(KeychainItem.Value.string)
+        out["desc"] = kind.map(KeychainItem.Value.string)
+        out["sdmn"] = securityDomain.map(KeychainItem.Value.string)
+        out["path"] = path.map(KeychainItem.Value.string)
         if let port, port != 0 { out["port"] = .int(Int64(port)) }
         out["ptcl"] = `protocol`?.stringValue
         out["atyp"] = authenticationType?.stringValue
@@ -70,7 +70,7 @@ struct InternetPasswordAttributes {
     }
 
     /// What a search matches on: only the primary key when all of it is given (macOS's rule).
-    var searchAttributes: [String: AttributeValue] { PasswordItems.narrowedToPrimaryKey(attributes, .internetPassword) }
+    var searchAttributes: [String: KeychainItem.Value] { PasswordItems.narrowedToPrimaryKey(attributes, .internetPassword) }
 
     var isEmpty: Bool { attributes.isEmpty }
 }
@@ -87,31 +87,31 @@ enum PasswordItems {
     /// What a search matches on, macOS's rule: when every attribute of the class's own primary key is given
     /// (account and service; for internet passwords also domain, server, protocol, authentication type, port
     /// and path), only those, so `-U` can change the others; otherwise everything given.
-    static func narrowedToPrimaryKey(_ given: [String: AttributeValue], _ itemClass: ItemClass) -> [String: AttributeValue] {
+    static func narrowedToPrimaryKey(_ given: [String: KeychainItem.Value], _ itemClass: KeychainItem.Class) -> [String: KeychainItem.Value] {
         let common: Set = ["agrp", "sync", "vwht", "tkid", "ggrp"]
-        let key = itemClass.primaryKey.map(\.code).filter { !common.contains($0) }
+        let key = itemClass.primaryKeyAttributes.filter { !common.contains($0) }
         guard key.allSatisfy({ given[$0] != nil }) else { return given }
         return given.filter { key.contains($0.key) }
     }
 
     /// A search for the first item of `itemClass` matching `attributes`, in `accessGroup` when given and in
     /// every group otherwise, local and synchronizable alike.
-    static func searchQuery(_ itemClass: ItemClass, _ attributes: [String: AttributeValue], accessGroup: String?,
-                            data: Bool) -> ItemQuery {
-        var query = ItemQuery(itemClass: itemClass)
+    static func searchQuery(_ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value], accessGroup: String?,
+                            data: Bool) -> KeychainQuery {
+        var query = KeychainQuery(itemClass)
         query.attributes = attributes
         if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
-        query.sync = .any
+        query.synchronizable = .any
         query.limit = .one
-        query.returns = ReturnOptions(data: data, attributes: true, persistentRef: true)
+        query.returnsData = data
         return query
     }
 
     /// The first matching item, or a `SecKeychainSearchCopyNext` failure.
-    static func findFirst(_ context: ToolContext, _ itemClass: ItemClass, _ attributes: [String: AttributeValue],
-                          accessGroup: String?, data: Bool) throws(ToolFailure) -> FoundItem {
+    static func findFirst(_ context: ToolContext, _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value],
+                          accessGroup: String?, data: Bool) throws(ToolFailure) -> KeychainItem {
         let query = searchQuery(itemClass, attributes, accessGroup: accessGroup, data: data)
-        let items: [FoundItem]
+        let items: [KeychainItem]
         do {
             items = try context.find(query)
         } catch {
@@ -123,7 +123,7 @@ enum PasswordItems {
 
     /// `find-…-password`: the item's description on stdout; with `-g` the password on stderr; with `-w`
     /// only the password on stdout.
-    static func find(_ context: ToolContext, _ itemClass: ItemClass, _ attributes: [String: AttributeValue],
+    static func find(_ context: ToolContext, _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value],
                      accessGroup: String?, showPassword: Bool, passwordOnly: Bool) throws(ToolFailure) {
         let item = try findFirst(context, itemClass, attributes, accessGroup: accessGroup,
                                  data: showPassword || passwordOnly)
@@ -138,12 +138,12 @@ enum PasswordItems {
     }
 
     /// `delete-…-password`: finds the first match, prints it as `find` does, deletes exactly that item.
-    static func delete(_ context: ToolContext, _ itemClass: ItemClass, _ attributes: [String: AttributeValue],
+    static func delete(_ context: ToolContext, _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value],
                        accessGroup: String?) throws(ToolFailure) {
         let item = try findFirst(context, itemClass, attributes, accessGroup: accessGroup, data: false)
         Output.standardOutput(ItemPrinter.describe(item, keychainPath: context.keychainPath))
-        var query = ItemQuery(itemClass: itemClass)
-        query.persistentRef = item.persistentRef
+        var query = KeychainQuery(itemClass)
+        query.persistentReference = item.persistentReference
         do {
             try context.delete(query)
         } catch {
@@ -154,11 +154,11 @@ enum PasswordItems {
 
     /// `add-…-password`: adds the item; with `update`, first updates the first item matching
     /// `searchAttributes` (its password and every given attribute) and adds only when there is none.
-    static func add(_ context: ToolContext, _ itemClass: ItemClass, attributes: [String: AttributeValue],
-                    searchAttributes: [String: AttributeValue], secret: Data, accessGroup: String?,
+    static func add(_ context: ToolContext, _ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value],
+                    searchAttributes: [String: KeychainItem.Value], secret: Data, accessGroup: String?,
                     update: Bool, addFunction: String) throws(ToolFailure) {
         if update {
-            let existing: FoundItem?
+            let existing: KeychainItem?
             do {
                 existing = try findFirst(context, itemClass, searchAttributes, accessGroup: accessGroup, data: false)
             } catch where error.status == .itemNotFound {
@@ -167,8 +167,8 @@ enum PasswordItems {
                 throw ToolFailure(modifyFunction, status: error.status, detail: error.detail)
             }
             if let existing {
-                var query = ItemQuery(itemClass: itemClass)
-                query.persistentRef = existing.persistentRef
+                var query = KeychainQuery(itemClass)
+                query.persistentReference = existing.persistentReference
                 do {
                     try context.update(query, attributes: attributes, data: secret)
                     return
@@ -177,12 +177,11 @@ enum PasswordItems {
                 }
             }
         }
-        var query = ItemQuery(itemClass: itemClass)
+        var query = KeychainQuery(itemClass)
         query.attributes = attributes
         if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
-        query.valueData = secret
         do {
-            try context.add(query)
+            try context.add(query, data: secret)
         } catch {
             throw ToolFailure(addFunction, error)
         }
@@ -192,13 +191,13 @@ enum PasswordItems {
     /// synchronizable; with `showData` each item's secret too.
     static func dump(_ context: ToolContext, accessGroup: String?, showData: Bool) throws(ToolFailure) {
         var out = ""
-        for itemClass in [ItemClass.genericPassword, .internetPassword] {
-            var query = ItemQuery(itemClass: itemClass)
+        for itemClass in [KeychainItem.Class.genericPassword, .internetPassword] {
+            var query = KeychainQuery(itemClass)
             if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
-            query.sync = .any
+            query.synchronizable = .any
             query.limit = .all
-            query.returns = ReturnOptions(data: showData, attributes: true)
-            let items: [FoundItem]
+            query.returnsData = showData
+            let items: [KeychainItem]
             do {
                 items = try context.find(query)
             } catch where error.code == .itemNotFound {

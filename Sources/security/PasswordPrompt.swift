@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainKit
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainClient
-import KeychainCore
+import KeychainKit
 
 /// The `security` command: macOS's keychain tool, with its verbs, flags, output and exit statuses, working on
 /// the keychain in `KEYCHAIN_HOME` (else `$XDG_DATA_HOME/keychain`, else `~/.local/share/keychain`).
@@ -39,13 +38,13 @@ struct SecurityTool: AsyncParsableCommand {
                 // locked in this process: as macOS does, ask on the terminal (never a pipe), unlock, and run the
                 // command once more. (The keychaind client keeps the connection the passcode was given on.)
                 let keychain = try ToolContext.keychain()
-                let status: ServiceStatus
+                let status: KeychainStore.Status
                 do {
                     status = try keychain.status()
                 } catch {
                     throw ToolFailure(UnlockKeychain.function, error)
                 }
-                guard status.daemon != nil || status.lockState == .beforeFirstUnlock || status.lockState == .locked else { throw failure }
+                guard status.daemon != nil || status.lockStatus == .beforeFirstUnlock || status.lockStatus == .locked else { throw failure }
                 let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
                                                       hint: status.daemon != nil
                                                           ? "keychaind lets the security tool manage the keychain only after it gives the keychain's passcode; run the command from a terminal to be asked for it."

@@ -1,61 +1,43 @@
 import Foundation
-import KeychainClient
-import KeychainCore
+import KeychainKit
 import Logging
 
-/// The keychain the tool works on and the caller it acts as: the user's own admin tool, which may use every
-/// access group and creates new items in one default group. The keychain is what ``KeychainConnector`` chooses:
-/// keychaind when it runs, else the store opened in this process (once per process, so an unlock lasts for the
-/// whole command).
+/// The keychain the tool works on: the administrator's store (every access group, new items in one default group),
+/// which is keychaind's when it runs and the keychain opened in this process otherwise — KeychainKit decides.
 struct ToolContext {
-    let connection: any KeychainConnection
-    /// The path printed on each item's `keychain:` line.
-    let keychainPath: String
+    let store: KeychainStore
 
-    /// The admin tool's keychain, new items going to `accessGroup` when given, else to the first group of the
+    /// The path printed on each item's `keychain:` line.
+    var keychainPath: String { store.databasePath }
+
+    /// The admin tool's store, new items going to `accessGroup` when given, else to the first group of the
     /// caller's entitlements (the executable's name without `KEYCHAIN_ENTITLEMENTS`). With `createIfMissing`
     /// false (read-only verbs), a keychain that does not exist is not created.
-    static func keychain(accessGroup: String? = nil, createIfMissing: Bool = true, function: String = "SecKeychainOpen") throws(ToolFailure) -> any KeychainConnection {
-        do throws(KeychainError) {
-            var group = accessGroup ?? AccessPolicy.currentExecutableName()
-            if accessGroup == nil, let first = try AccessPolicy.fromEnvironment().groups.first { group = first }
-            return try KeychainConnector.connection(for: .administrator(defaultGroup: group), createIfMissing: createIfMissing, logger: toolLogger)
+    static func keychain(accessGroup: String? = nil, createIfMissing: Bool = true, function: String = "SecKeychainOpen") throws(ToolFailure) -> KeychainStore {
+        do {
+            return try KeychainStore.administrator(defaultAccessGroup: accessGroup, createIfMissing: createIfMissing)
         } catch {
             throw ToolFailure(function, error)
         }
     }
 
-    /// The tool's stderr is macOS's exact text: only errors are logged there.
-    static let toolLogger: Logger = {
-        var logger = Logger(label: "security")
-        logger.logLevel = .error
-        return logger
-    }()
-
     /// Opens the keychain for the item verbs (see ``keychain(accessGroup:createIfMissing:function:)``).
     static func open(accessGroup: String?, createIfMissing: Bool = true) throws(ToolFailure) -> ToolContext {
-        let connection = try keychain(accessGroup: accessGroup, createIfMissing: createIfMissing)
-        // Items print the keychain's database path, as keychaind or the engine reports its folder.
-        var path = KeychainLocation.fromEnvironment().databasePath
-        if let status = try? connection.status() { path = KeychainLocation(home: status.home).databasePath }
-        return ToolContext(connection: connection, keychainPath: path)
+        ToolContext(store: try keychain(accessGroup: accessGroup, createIfMissing: createIfMissing))
     }
 
     // MARK: Item calls
 
-    /// The items `query` matches (an empty result is `itemNotFound`, as from the engine).
-    func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
-        var query = query
-        query.returns.attributes = true
-        return try connection.find(query)
+    /// The items `query` matches (an empty result is `itemNotFound`).
+    func find(_ query: KeychainQuery) throws(KeychainError) -> [KeychainItem] {
+        try store.items(matching: query)
     }
 
     /// Every item of a class the tool may see, with attributes and data; empty when there is none.
-    func all(_ itemClass: ItemClass, function: String = "SecKeychainSearchCopyNext") throws(ToolFailure) -> [FoundItem] {
-        var query = ItemQuery(itemClass: itemClass)
+    func all(_ itemClass: KeychainItem.Class, function: String = "SecKeychainSearchCopyNext") throws(ToolFailure) -> [KeychainItem] {
+        var query = KeychainQuery(itemClass)
         query.limit = .all
-        query.returns.data = true
-        query.returns.attributes = true
+        query.returnsData = true
         do {
             return try find(query)
         } catch where error.code == .itemNotFound {
@@ -65,22 +47,16 @@ struct ToolContext {
         }
     }
 
-    func add(_ query: ItemQuery) throws(KeychainError) {
-        _ = try connection.add(query)
+    func add(_ query: KeychainQuery, data: Data?) throws(KeychainError) {
+        try store.addItem(query.itemClass, attributes: query.attributes, data: data)
     }
 
-    /// Adds an item given as a SecItem dictionary (the engine derives what it derives, a certificate's
-    /// attributes for one).
-    func add(_ item: [String: PlistValue]) throws(KeychainError) {
-        _ = try connection.secItemAdd(item)
+    func update(_ query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?) throws(KeychainError) {
+        try store.updateItems(matching: query, attributes: attributes, data: data)
     }
 
-    func update(_ query: ItemQuery, attributes: [String: AttributeValue], data: Data?) throws(KeychainError) {
-        try connection.update(query, with: ItemChanges(attributes: attributes, data: data))
-    }
-
-    func delete(_ query: ItemQuery) throws(KeychainError) {
-        try connection.delete(query)
+    func delete(_ query: KeychainQuery) throws(KeychainError) {
+        try store.deleteItems(matching: query)
     }
 }
 

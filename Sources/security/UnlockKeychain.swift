@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainClient
-import KeychainCore
+import KeychainKit
 
 /// `security unlock-keychain`: unlocks the keychain with its passcode.
 struct UnlockKeychain: AsyncParsableCommand {
@@ -31,7 +30,7 @@ struct UnlockKeychain: AsyncParsableCommand {
         // Through keychaind, which holds the keys for every program, unlocking unlocks their items too.
         let keychain = try ToolContext.keychain(function: Self.function)
         do {
-            guard try keychain.status().lockState != .noPasscode else { return }
+            guard try keychain.lockStatus != .noPasscode else { return }
             let passcode = try password ?? PasswordPrompt.ask("password to unlock default: ", function: Self.function,
                                                               hint: "Give the passcode with -p.")
             try keychain.unlock(passcode: passcode)
@@ -95,13 +94,13 @@ struct SetKeychainPassword: AsyncParsableCommand {
         let keychain = try ToolContext.keychain(function: Self.function)
         let hint = "Give the passwords with -o and -p."
         var old: String?
-        let status: ServiceStatus
+        let status: KeychainStore.Status
         do {
             status = try keychain.status()
         } catch {
             throw ToolFailure(Self.function, error)
         }
-        if status.lockState != .noPasscode {
+        if status.lockStatus != .noPasscode {
             old = try oldPassword ?? PasswordPrompt.ask("Old Password: ", function: Self.function, hint: hint)
         }
         var new = newPassword
@@ -117,7 +116,7 @@ struct SetKeychainPassword: AsyncParsableCommand {
         do throws(KeychainError) {
             // keychaind lets its admin tool change the passcode once it has given the current one.
             if status.daemon != nil, let old { try keychain.unlock(passcode: old) }
-            try keychain.changePasscode(from: old, to: newPasscode)
+            try keychain.setPasscode(newPasscode, currentPasscode: old)
         } catch {
             throw ToolFailure(Self.function, error)
         }

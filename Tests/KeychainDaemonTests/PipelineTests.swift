@@ -195,6 +195,7 @@ import Testing
         var add = ItemQuery(itemClass: .genericPassword)
         add.attributes = ["acct": .string("late"), "svce": .string("pipeline")]
         add.valueData = Data("written".utf8)
+        add.returns.attributes = true
         let stream = Frame(id: 1, body: .request(.add(add, claim: nil))).encoded + Frame(id: 2, body: .request(Self.find("late"))).encoded
         try await channel.writeInbound(channel.allocator.buffer(bytes: stream))
         var bytes: [UInt8] = []

@@ -28,6 +28,7 @@ struct KeychainSettingsToolTests {
     @Test func settingsAreShownAsMacOSShowsThem() throws {
         try withKeychain { kc in
             let path = kc.home + "/keychain-2.db"
+            try kc.succeed(["add-generic-password", "-a", "a", "-s", "s", "-w", "x"])
             #expect(try kc.run(["show-keychain-info"]).stdout == "Keychain \"\(path)\" timeout=600s\n")
             try kc.succeed(["set-keychain-settings", "-l", "-t", "3600"])
             #expect(try kc.run(["show-keychain-info"]).stdout == "Keychain \"\(path)\" lock-on-sleep timeout=3600s\n")

@@ -107,9 +107,26 @@ struct GenericPasswordTests {
         }
     }
 
+    @Test("read-only verbs never create a keychain: they say there is none and exit 50")
+    func readOnlyVerbsNeverCreateAKeychain() throws {
+        try withKeychain { kc in
+            for verb in [["find-generic-password", "-a", "a", "-s", "s"], ["find-internet-password", "-s", "example.com"],
+                         ["find-certificate", "-a"], ["find-identity"], ["dump-keychain"], ["show-keychain-info"]] {
+                let result = try kc.run(verb)
+                #expect(result.status == KeychainStatus.noSuchKeychain.exitCode, "\(verb)")
+                #expect(result.stdout == "", "\(verb)")
+                #expect(result.stderr.hasPrefix("security: SecKeychainOpen: The specified keychain could not be found.\n")
+                        || result.stderr.hasPrefix("security: SecKeychainCopySettings default: The specified keychain could not be found.\n"), "\(verb): \(result.stderr)")
+                #expect(result.stderr.contains("There is no keychain in \(kc.home)"), "\(verb): says where it looked")
+                #expect(!FileManager.default.fileExists(atPath: kc.home), "\(verb) created the keychain")
+            }
+        }
+    }
+
     @Test("a find that matches nothing prints macOS's message and exits 44")
     func missExits44() throws {
         try withKeychain { kc in
+            try kc.succeed(["add-generic-password", "-a", "someone", "-s", "elsewhere", "-w", "x"])
             let missing = try kc.run(["find-generic-password", "-a", "nobody", "-s", "nowhere", "-w"])
             #expect(missing.status == 44)
             #expect(missing.status == KeychainStatus.itemNotFound.exitCode)

@@ -60,4 +60,14 @@ package struct FoundItem: Sendable, Hashable {
         }
         return out
     }
+
+    /// The item with only what a result of `returns` is made from: attributes for attributes and references,
+    /// the secret for data and references (a key's or certificate's reference carries its data). What travels
+    /// from keychaind to a client is no more than the call asked for.
+    package func trimmed(to returns: ReturnOptions) -> FoundItem {
+        var out = self
+        if !(returns.attributes || returns.ref) { out.attributes = [:] }
+        if !(returns.data || returns.ref) { out.data = nil }
+        return out
+    }
 }

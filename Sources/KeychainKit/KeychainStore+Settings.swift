@@ -1,0 +1,31 @@
+import Foundation
+import KeychainCore
+
+extension KeychainStore {
+    /// The keychain's lock settings, as macOS's `security set-keychain-settings` sets them.
+    public struct Settings: Sendable, Hashable {
+        /// Seconds without a request after which the keychain locks; nil: it never locks on its own.
+        public var idleTimeout: Int?
+        /// Whether the keychain locks when the machine suspends.
+        public var lockOnSleep: Bool
+
+        /// Settings with these values.
+        public init(idleTimeout: Int? = nil, lockOnSleep: Bool = false) {
+            self.idleTimeout = idleTimeout
+            self.lockOnSleep = lockOnSleep
+        }
+
+        /// How long keychaind waits before locking when no settings were ever set (its `--idle-lock` default).
+        public static let defaultIdleTimeout = KeychainSettings.defaultIdleTimeout
+    }
+
+    /// The keychain's settings; nil when none were ever set (keychaind's own default applies).
+    public func settings() throws(KeychainError) -> Settings? {
+        try connection.settings().map { Settings(idleTimeout: $0.idleTimeout, lockOnSleep: $0.lockOnSleep) }
+    }
+
+    /// Replaces the keychain's settings. Through keychaind only the admin tool may (see ``administrator(defaultAccessGroup:createIfMissing:)``).
+    public func setSettings(_ settings: Settings) throws(KeychainError) {
+        try connection.setSettings(KeychainSettings(idleTimeout: settings.idleTimeout, lockOnSleep: settings.lockOnSleep))
+    }
+}
