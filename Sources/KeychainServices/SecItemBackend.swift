@@ -38,7 +38,7 @@ package enum SecItemBackend {
     static func copyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
         result?.pointee = nil
         return run { (ctx) throws(KeychainError) in
-            let value = try ctx.secItemCopyMatching(try plistDictionary(query))
+            let value = try ctx.secItemCopyMatching(try queryDictionary(query))
             if let result, let value { result.pointee = object(value) }
         }
     }
@@ -51,7 +51,7 @@ package enum SecItemBackend {
 
     static func delete(_ query: CFDictionary) -> OSStatus {
         run { (ctx) throws(KeychainError) in
-            try ctx.secItemDelete(try plistDictionary(query))
+            try ctx.secItemDelete(try queryDictionary(query))
         }
     }
 
@@ -106,6 +106,43 @@ package enum SecItemBackend {
         guard out["class"] == .string(itemClass.rawValue) else {
             throw KeychainError(code: .invalidParameter, message: "kSecValueRef's object does not belong to the kSecClass given.")
         }
+        return out
+    }
+
+    /// A search's dictionary, with a `kSecValueRef` object turned into the attributes that find exactly its item:
+    /// a certificate by its issuer and serial number (its primary key), a key by its application label and key
+    /// class, an identity by its certificate's. The class follows from the object when `kSecClass` is missing.
+    static func queryDictionary(_ query: CFDictionary) throws(KeychainError) -> [String: PlistValue] {
+        guard let ref = query["v_Ref"] else { return try plistDictionary(query) }
+        let rest = query.mutableCopy() as? NSMutableDictionary ?? NSMutableDictionary()
+        rest.removeObject(forKey: "v_Ref")
+        var out: [String: PlistValue] = try plistDictionary(rest)
+        let itemClass: ItemClass
+        var match: [String: PlistValue] = [:]
+        func certificateKey(_ certificate: SecCertificate) {
+            let derived = certificate.data.derivedAttributes
+            match["issr"] = derived["issr"]
+            match["slnr"] = derived["slnr"]
+        }
+        switch ref {
+        case let certificate as SecCertificate:
+            itemClass = .certificate
+            certificateKey(certificate)
+        case let identity as SecIdentity:
+            itemClass = .identity
+            certificateKey(identity.certificate)
+        case let key as SecKey:
+            itemClass = .key
+            match["klbl"] = .data(try key.material.applicationLabel())
+            match["kcls"] = .int(key.isPrivate ? KeyClass.privateKey.rawValue : KeyClass.publicKey.rawValue)
+        default:
+            throw KeychainError(code: .invalidParameter, message: "kSecValueRef must be a SecCertificate, a SecKey or a SecIdentity.")
+        }
+        if out["class"] == nil { out["class"] = .string(itemClass.rawValue) }
+        guard out["class"] == .string(itemClass.rawValue) else {
+            throw KeychainError(code: .invalidParameter, message: "kSecValueRef's object does not belong to the kSecClass given.")
+        }
+        out.merge(match) { given, _ in given }
         return out
     }
 

@@ -141,11 +141,18 @@ extension KeychainEngine {
                     args.append(attributes[d.code].map { crypto.attributeHash(table: cls.table, code: d.code, value: $0) })
                 }
                 args.append(stored.rowid)
+                let sql = "UPDATE \"\(cls.table)\" SET \(sets.joined(separator: ", ")) WHERE rowid = ?"
                 do {
-                    try db.cachedStatement(sql: "UPDATE \"\(cls.table)\" SET \(sets.joined(separator: ", ")) WHERE rowid = ?")
-                        .execute(arguments: StatementArguments(args))
+                    try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(args))
                 } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                    throw KeychainError(code: .duplicateItem, message: "The update would give an item the same primary key as another item; nothing was changed.")
+                    // As on add, a tombstone (a deleted synchronizable twin) with the new key is replaced.
+                    try db.cachedStatement(sql: "DELETE FROM \"\(cls.table)\" WHERE pk = ? AND tomb = 1")
+                        .execute(arguments: [identity.primaryKeyHash])
+                    guard db.changesCount > 0 else {
+                        throw KeychainError(code: .duplicateItem, message: "The update would give an item the same primary key as another item; nothing was changed.")
+                    }
+                    // A statement that failed reports its failure again when reused: the retry is a new one.
+                    try db.makeStatement(sql: sql).execute(arguments: StatementArguments(args))
                 }
             }
             return rows.count

@@ -59,7 +59,9 @@ package enum QueryParser {
         case "c":
             guard key == "class" else { throw .param("Unknown key '\(key)' in the query dictionary.") }
         case "m":
-            query.hasMatchKeys = true
+            // A delete removes every match: kSecMatchLimitAll says just that, and Apple accepts it there
+            // (securityd refuses only a finite limit, or other match keys).
+            if !(operation == .delete && key == "m_Limit" && value == .string("m_LimitAll")) { query.hasMatchKeys = true }
             try applyMatch(key, value, to: &query, operation: operation)
         case "r":
             query.hasReturnKeys = true
@@ -83,7 +85,7 @@ package enum QueryParser {
             case "v_PersistentRef":
                 if operation == .add { throw .param("kSecValuePersistentRef cannot be used to add an item.") }
             case "v_Ref":
-                throw .param("kSecValueRef needs a SecKey, SecCertificate or SecIdentity, which this keychain does not create yet.")
+                throw .param("kSecValueRef must be a SecKey, SecCertificate or SecIdentity object.")
             default:
                 throw .param("Unknown value key '\(key)'.")
             }
