@@ -163,7 +163,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GitCredentialTests",
-            dependencies: ["git-credential-keychain"],
+            dependencies: ["KeychainTestSupport", "git-credential-keychain"],
             swiftSettings: strictSwift
         ),
     ]

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -131,13 +132,13 @@ server.serve_forever()
             let chunk = pipe.fileHandleForReading.availableData
             if chunk.isEmpty || Date() > deadline {
                 kill(process.processIdentifier, SIGKILL)
-                throw RunnerError(description: "the HTTP server did not start")
+                throw TestProcessError("the HTTP server did not start")
             }
             line.append(chunk)
         }
         guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
             kill(process.processIdentifier, SIGKILL)
-            throw RunnerError(description: "the HTTP server printed no port")
+            throw TestProcessError("the HTTP server printed no port")
         }
         return Server(process: process, port: port)
     }

@@ -75,24 +75,6 @@ final class DaemonFixture: @unchecked Sendable {
     }
 }
 
-/// Runs `path` to completion.
-func runProgram(_ path: String, _ args: [String], environment: [String: String]) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = args
-    process.environment = environment
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProcessResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                         stderr: String(decoding: stderr, as: UTF8.self))
-}
-
 @Suite struct DaemonIdentityTests {
     @Test func registeredProgramsSeeTheirGroupsAndOnlyThose() throws {
         let f = try DaemonFixture()

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 @testable import KeychainServices
 import KeychainClient
@@ -63,23 +64,11 @@ func registerProgram(_ engine: KeychainEngine, path: String, groups: [String], a
     try engine.updateAppRegistry { $0.register(entry) }
 }
 
-/// A real keychaind serving `home`, listening on a socket in its own temporary folder. Started at init
-/// (returning once it says it is ready), stopped with SIGTERM by ``stop()`` or at deinit.
+/// A real keychaind serving `home`, listening on a socket in its own temporary folder (the shared launcher of
+/// KeychainTestSupport), with a client of it for this test.
 final class DaemonProcess: @unchecked Sendable {
     let home: String
-    let socketPath: String
-    let process = Process()
-    private let errors = Pipe()
-    /// Shared with the thread that reads stderr, which must not keep the daemon object alive (its deinit
-    /// is what stops the daemon).
-    private final class Log: @unchecked Sendable {
-        let lock = NSLock()
-        var text = ""
-        let ready = DispatchSemaphore(value: 0)
-    }
-    private let log = Log()
-    private let lock = NSLock()
-    private var stopped = false
+    let daemon: KeychaindProcess
     /// This test's client of the daemon.
     let client: DaemonClient
 
@@ -89,66 +78,17 @@ final class DaemonProcess: @unchecked Sendable {
         self.home = home
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kd-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        self.socketPath = socketPath ?? folder + "/d.sock"
-        client = DaemonClient(socketPath: self.socketPath)
-        let daemon = productsDirectory().appendingPathComponent("keychaind")
-        let command = commandPrefix + [daemon.path, "--foreground", "--socket", self.socketPath] + arguments
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
         var env = baseEnvironment(home: home)
         for (k, v) in extra { env[k] = v }
-        process.environment = env
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let reader = errors.fileHandleForReading
-        let log = self.log
-        Thread.detachNewThread {
-            var signalled = false
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                log.lock.withLock { log.text += String(decoding: chunk, as: UTF8.self) }
-                if !signalled, log.lock.withLock({ log.text.contains("keychaind: ready") }) {
-                    signalled = true
-                    log.ready.signal()
-                }
-            }
-            if !signalled { log.ready.signal() }
-        }
-        guard log.ready.wait(timeout: .now() + 60) == .success, output.contains("keychaind: ready") else {
-            Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw DaemonStartFailure(log: output)
-        }
+        daemon = try KeychaindProcess(socketPath: socketPath ?? folder + "/d.sock", environment: env, arguments: arguments, commandPrefix: commandPrefix)
+        client = DaemonClient(socketPath: daemon.socketPath)
     }
 
-    /// What the daemon wrote to stderr so far.
-    var output: String { log.lock.withLock { log.text } }
-
-    /// SIGTERM, then waits for the exit; returns the exit status.
-    @discardableResult
-    func stop() -> Int32 {
-        guard lock.withLock({ () -> Bool in defer { stopped = true }; return !stopped }) else { return process.terminationStatus }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    /// SIGKILL, then waits for the process to be gone.
-    func kill() {
-        lock.withLock { stopped = true }
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    deinit { stop() }
-}
-
-struct DaemonStartFailure: Error, CustomStringConvertible {
-    var log: String
-    var description: String { "keychaind did not start:\n\(log)" }
+    var socketPath: String { daemon.socketPath }
+    var process: Process { daemon.process }
+    var output: String { daemon.output }
+    @discardableResult func stop() -> Int32 { daemon.stop() }
+    func kill() { daemon.kill() }
 }
 
 func genp(_ account: String? = nil, _ service: String? = nil, _ extra: [String: Any] = [:]) -> [String: Any] {
@@ -173,28 +113,17 @@ func productsDirectory() -> URL {
     URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
 }
 
-struct ProcessResult {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-}
+/// What one run of a program produced (the shared runner's result).
+typealias ProcessResult = ProgramRun
 
 /// Runs the test helper to completion.
 func runHelper(_ args: [String], environment: [String: String]) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = productsDirectory().appendingPathComponent("keychain-test-helper")
-    process.arguments = args
-    process.environment = environment
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProcessResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                         stderr: String(decoding: stderr, as: UTF8.self))
+    try runProgram(BuiltProducts.path(of: "keychain-test-helper"), args, environment: environment)
+}
+
+/// Runs `path` to completion (killed after five minutes).
+func runProgram(_ path: String, _ args: [String], environment: [String: String]) throws -> ProcessResult {
+    try ProgramRun.run(path, args, environment: environment, timeout: 300)
 }
 
 func baseEnvironment(home: String) -> [String: String] {

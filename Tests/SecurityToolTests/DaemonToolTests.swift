@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -7,67 +8,15 @@ import Glibc
 #endif
 
 /// A real keychaind serving a sandbox's keychain, started from the build products beside the `security` under
-/// test (which makes that `security` its admin tool), listening on `<sandbox>/d.sock`. Started at init,
-/// returning once it says `keychaind: ready`; stopped with SIGTERM by ``stop()`` or at deinit.
-final class SandboxDaemon: @unchecked Sendable {
-    /// Where the daemon listens: `<sandbox>/d.sock`.
-    let socketPath: String
-    /// The running keychaind.
-    let process = Process()
-    private let errors = Pipe()
-    private let lock = NSLock()
-    private var log = ""
-    private var stopped = false
+/// test (which makes that `security` its admin tool), listening on `<sandbox>/d.sock` (the shared launcher of
+/// KeychainTestSupport).
+typealias SandboxDaemon = KeychaindProcess
 
-    init(_ kc: Sandbox) throws {
-        socketPath = kc.root + "/d.sock"
-        process.executableURL = URL(fileURLWithPath: kc.products + "/keychaind")
-        process.arguments = ["--foreground", "--socket", socketPath]
-        process.environment = kc.environment([:])
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let ready = DispatchSemaphore(value: 0)
-        let reader = errors.fileHandleForReading
-        Thread.detachNewThread { [self] in
-            var signalled = false
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                lock.withLock { log += String(decoding: chunk, as: UTF8.self) }
-                if !signalled, output.contains("keychaind: ready\n") {
-                    signalled = true
-                    ready.signal()
-                }
-            }
-            if !signalled { ready.signal() }
-        }
-        guard ready.wait(timeout: .now() + 60) == .success, output.contains("keychaind: ready\n") else {
-            stop()
-            throw ToolRunnerError(description: "keychaind did not start:\n\(output)")
-        }
+extension KeychaindProcess {
+    /// keychaind for the sandbox's keychain.
+    convenience init(_ kc: Sandbox) throws {
+        try self.init(socketPath: kc.root + "/d.sock", environment: kc.environment([:]))
     }
-
-    /// The daemon's process ID.
-    var pid: Int32 { process.processIdentifier }
-
-    /// What the daemon wrote to stderr so far.
-    var output: String { lock.withLock { log } }
-
-    /// The environment that sends a program's keychain calls to this daemon.
-    var environment: [String: String] { ["KEYCHAIN_DAEMON_SOCKET": socketPath] }
-
-    /// SIGTERM, then waits for the exit; returns the exit status.
-    @discardableResult
-    func stop() -> Int32 {
-        guard lock.withLock({ () -> Bool in defer { stopped = true }; return !stopped }) else { return process.terminationStatus }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    deinit { stop() }
 }
 
 extension Sandbox {
@@ -88,7 +37,7 @@ extension Sandbox {
 
     /// `path` made absolute with every symlink resolved (realpath(3)).
     static func resolved(_ path: String) throws -> String {
-        guard let resolved = realpath(path, nil) else { throw ToolRunnerError(description: "realpath \(path) failed") }
+        guard let resolved = realpath(path, nil) else { throw TestProcessError("realpath \(path) failed") }
         defer { free(resolved) }
         return String(cString: resolved)
     }

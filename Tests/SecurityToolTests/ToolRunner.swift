@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -6,19 +7,7 @@ import Glibc
 #endif
 
 /// What one run of the `security` binary produced.
-struct ToolResult {
-    var status: Int32
-    var stdoutData: Data
-    var stderrData: Data
-
-    var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
-    var stderr: String { String(decoding: stderrData, as: UTF8.self) }
-}
-
-/// Why the tool could not be run at all.
-struct ToolRunnerError: Error, CustomStringConvertible {
-    var description: String
-}
+typealias ToolResult = ProgramRun
 
 /// A fresh, private keychain for one test: its own `KEYCHAIN_HOME` in a new temporary folder, removed by
 /// ``withKeychain(_:)`` when the test ends.
@@ -30,24 +19,8 @@ struct Sandbox {
     /// The built `security` executable.
     let tool: String
 
-    /// Where the executable lives: beside the test bundle, in the build products folder.
-    static func locateTool() throws -> String {
-        var folders: [String] = []
-        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            folders.append(URL(fileURLWithPath: exe).resolvingSymlinksInPath().deletingLastPathComponent().path)
-        }
-        if let first = CommandLine.arguments.first {
-            folders.append(URL(fileURLWithPath: first).resolvingSymlinksInPath().deletingLastPathComponent().path)
-        }
-        for folder in folders {
-            let candidate = folder + "/security"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        throw ToolRunnerError(description: "The built `security` executable was not found in \(folders). Build it first: swift build --build-tests.")
-    }
-
     init() throws {
-        tool = try Sandbox.locateTool()
+        tool = try BuiltProducts.path(of: "security")
         root = FileManager.default.temporaryDirectory.path + "/security-tool-tests-" + UUID().uuidString
         home = root + "/keychain"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
@@ -80,49 +53,7 @@ struct Sandbox {
     /// `input`, when given, is the standard input (else `/dev/null`).
     func launch(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:],
                 input data: Data? = nil, timeout: TimeInterval = 30) throws -> ToolResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment(extra)
-        let id = UUID().uuidString
-        let outPath = root + "/\(id).out"
-        let errPath = root + "/\(id).err"
-        guard FileManager.default.createFile(atPath: outPath, contents: nil),
-              FileManager.default.createFile(atPath: errPath, contents: nil) else {
-            throw ToolRunnerError(description: "Cannot create output files in \(root).")
-        }
-        var inputPath = "/dev/null"
-        if let data {
-            inputPath = root + "/\(id).in"
-            guard FileManager.default.createFile(atPath: inputPath, contents: data) else {
-                throw ToolRunnerError(description: "Cannot create the input file in \(root).")
-            }
-        }
-        let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: inputPath))
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        defer {
-            try? input.close()
-            try? output.close()
-            try? errors.close()
-        }
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning {
-            if Date() > deadline {
-                kill(process.processIdentifier, SIGKILL) // not SIGTERM: children of the test runner may inherit it blocked
-                process.waitUntilExit()
-                throw ToolRunnerError(description: "\(executable) \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
-            }
-            usleep(1000)
-        }
-        process.waitUntilExit()
-        return ToolResult(status: process.terminationStatus,
-                          stdoutData: FileManager.default.contents(atPath: outPath) ?? Data(),
-                          stderrData: FileManager.default.contents(atPath: errPath) ?? Data())
+        try ProgramRun.run(executable, arguments, environment: environment(extra), input: data, scratch: root, timeout: timeout)
     }
 
     /// Runs `security` and expects it to succeed silently (the add verbs print nothing).
