@@ -153,7 +153,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainKitTests",
-            dependencies: ["KeychainTestSupport", "KeychainKit", .product(name: "InMemoryLogging", package: "swift-log")],
+            dependencies: ["KeychainTestSupport", "KeychainKit", "KeychainClient", "KeychainCore", "keychaind", .product(name: "InMemoryLogging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -7,7 +7,7 @@ public struct KeychainCertificate: Sendable {
 
     /// Parses a DER certificate.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/decode`` when `der` is not one.
+    /// - Throws: ``KeychainError`` with ``KeychainError/Code/invalidParameter`` when `der` is not one.
     public init(der: Data) throws(KeychainError) {
         parsed = try CertificateData(der: der)
     }

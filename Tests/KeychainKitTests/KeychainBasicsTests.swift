@@ -4,8 +4,8 @@ import KeychainKit
 
 @Suite("Reading and writing")
 struct KeychainBasicsTests {
-    @Test func setAndReadString() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func setAndReadString(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "com.example.app", in: store)
             try keychain.set("s3cret", for: "alice")
             #expect(try keychain.string(for: "alice") == "s3cret")
@@ -15,8 +15,8 @@ struct KeychainBasicsTests {
         }
     }
 
-    @Test func setAndReadData() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func setAndReadData(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "com.example.app", in: store)
             let bytes = Data([0x00, 0xFF, 0x10, 0x80, 0x00, 0x7F])
             try keychain.set(bytes, for: "bob")
@@ -28,8 +28,8 @@ struct KeychainBasicsTests {
         }
     }
 
-    @Test func codableRoundTrip() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func codableRoundTrip(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "com.example.app", in: store)
             let token = Token(value: "abc.def.ghi", expiry: Date(timeIntervalSince1970: 1_900_000_000),
                               scopes: ["repo", "user"], refresh: .init(value: "r3fr3sh", uses: 3))
@@ -45,8 +45,8 @@ struct KeychainBasicsTests {
         }
     }
 
-    @Test func setOverwritesExistingValue() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func setOverwritesExistingValue(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "com.example.app", in: store)
             try keychain.set("first", for: "alice")
             let before = try #require(try keychain.attributes(for: "alice"))
@@ -61,8 +61,8 @@ struct KeychainBasicsTests {
         }
     }
 
-    @Test func missingItemsReadAsNil() throws {
-        try withStore { (store: KeychainStore) throws in
+    @Test(arguments: StoreMode.allCases) func missingItemsReadAsNil(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { (store: KeychainStore) throws in
             let keychain = Keychain(service: "com.example.app", in: store)
             #expect(try keychain.string(for: "nobody") == nil)
             #expect(try keychain.data(for: "nobody") == nil)
@@ -73,8 +73,8 @@ struct KeychainBasicsTests {
         }
     }
 
-    @Test func removeDeletesOneItemAndIgnoresMissing() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func removeDeletesOneItemAndIgnoresMissing(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "com.example.app", in: store)
             try keychain.set("a", for: "alice")
             try keychain.set("b", for: "bob")
@@ -87,8 +87,8 @@ struct KeychainBasicsTests {
         }
     }
 
-    @Test func removeAllClearsOnlyThisService() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func removeAllClearsOnlyThisService(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let app = Keychain(service: "com.example.app", in: store)
             let other = Keychain(service: "com.example.other", in: store)
             for key in ["a", "b", "c"] { try app.set(key, for: key) }
@@ -101,16 +101,16 @@ struct KeychainBasicsTests {
         }
     }
 
-    @Test func allKeysAreSortedAndDistinct() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func allKeysAreSortedAndDistinct(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "com.example.app", in: store)
             for key in ["charlie", "alice", "bob", "Zed", "alice"] { try keychain.set("x", for: key) }
             #expect(try keychain.allKeys() == ["Zed", "alice", "bob", "charlie"])
         }
     }
 
-    @Test func containsReflectsPresence() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func containsReflectsPresence(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "com.example.app", in: store)
             #expect(try keychain.contains("alice") == false)
             try keychain.set("a", for: "alice")
@@ -121,8 +121,8 @@ struct KeychainBasicsTests {
         }
     }
 
-    @Test func servicesDoNotSeeEachOther() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func servicesDoNotSeeEachOther(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let one = Keychain(service: "com.example.one", in: store)
             let two = Keychain(service: "com.example.two", in: store)
             try one.set("1", for: "shared-key")

@@ -5,8 +5,8 @@ import KeychainKit
 
 @Suite("Errors")
 struct KeychainErrorTests {
-    @Test func nonUTF8SecretReadAsStringThrowsDecode() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func nonUTF8SecretReadAsStringThrowsDecode(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "svc", in: store)
             let bytes = Data([0xFF, 0xFE, 0xC3, 0x28])
             try keychain.set(bytes, for: "binary")
@@ -20,8 +20,8 @@ struct KeychainErrorTests {
         }
     }
 
-    @Test func valueOfTheWrongTypeThrowsDecode() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func valueOfTheWrongTypeThrowsDecode(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "svc", in: store)
             try keychain.set("not json", for: "text")
             let error = try #require(#expect(throws: KeychainError.self) { try keychain.value(Token.self, for: "text") })
@@ -37,8 +37,8 @@ struct KeychainErrorTests {
         }
     }
 
-    @Test func unencodableValueThrowsInvalidParameter() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func unencodableValueThrowsInvalidParameter(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "svc", in: store)
             let error = try #require(#expect(throws: KeychainError.self) { try keychain.set([Double.nan], for: "nan") })
             #expect(error.code == .invalidParameter)
@@ -60,8 +60,8 @@ struct KeychainErrorTests {
         }
     }
 
-    @Test func storeWithoutDefaultGroupCannotAddWithoutExplicitGroup() throws {
-        try withStore(groups: ["*"]) { store in
+    @Test(arguments: StoreMode.allCases) func storeWithoutDefaultGroupCannotAddWithoutExplicitGroup(_ mode: StoreMode) throws {
+        try withStore(mode: mode, groups: ["*"]) { store in
             #expect(store.accessGroups == ["*"])
             let keychain = Keychain(service: "svc", in: store)
             let error = try #require(#expect(throws: KeychainError.self) { try keychain.set("x", for: "k") })

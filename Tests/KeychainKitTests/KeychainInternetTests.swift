@@ -5,8 +5,8 @@ import KeychainKit
 
 @Suite("Internet passwords")
 struct KeychainInternetTests {
-    @Test func internetPasswordRoundTrip() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func internetPasswordRoundTrip(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let github = Keychain(server: "github.com", protocol: .https, port: 443, path: "/x",
                                   authenticationType: .httpBasic, in: store)
             try github.set("ghp_token", for: "octocat")
@@ -37,8 +37,8 @@ struct KeychainInternetTests {
         }
     }
 
-    @Test func defaultsAreStoredAsAppleDoes() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func defaultsAreStoredAsAppleDoes(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(server: "example.com", in: store)
             #expect(keychain.protocol == nil)
             #expect(keychain.port == nil)
@@ -90,16 +90,16 @@ struct KeychainInternetTests {
         #expect(AuthenticationType.default.rawValue == "dflt")
     }
 
-    @Test func urlKeychainSharesItemsWithEquivalentExplicitOne() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func urlKeychainSharesItemsWithEquivalentExplicitOne(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             try Keychain(server: "https://github.com:443/login", in: store).set("pw", for: "octocat")
             let explicit = Keychain(server: "github.com", protocol: .https, port: 443, path: "/login", in: store)
             #expect(try explicit.string(for: "octocat") == "pw")
         }
     }
 
-    @Test func invalidServerFailsEveryOperation() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func invalidServerFailsEveryOperation(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             for keychain in [Keychain(server: "https://", in: store), Keychain(server: "", in: store),
                              Keychain(server: "example.com", port: 70000, in: store)] {
                 let error = try #require(#expect(throws: KeychainError.self) { try keychain.set("x", for: "k") })

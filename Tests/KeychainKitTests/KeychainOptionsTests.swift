@@ -26,8 +26,8 @@ struct KeychainOptionsTests {
         }
     }
 
-    @Test func unentitledExplicitGroupFailsWithMissingEntitlement() throws {
-        try withStore(groups: ["A"]) { store in
+    @Test(arguments: StoreMode.allCases) func unentitledExplicitGroupFailsWithMissingEntitlement(_ mode: StoreMode) throws {
+        try withStore(mode: mode, groups: ["A"]) { store in
             let keychain = Keychain(service: "svc", in: store).accessGroup("C")
             #expect(keychain.accessGroup == "C")
             let writeError = try #require(#expect(throws: KeychainError.self) { try keychain.set("x", for: "k") })
@@ -44,8 +44,8 @@ struct KeychainOptionsTests {
         }
     }
 
-    @Test func explicitEntitledGroupConfinesOperations() throws {
-        try withStore(groups: ["A", "B"]) { store in
+    @Test(arguments: StoreMode.allCases) func explicitEntitledGroupConfinesOperations(_ mode: StoreMode) throws {
+        try withStore(mode: mode, groups: ["A", "B"]) { store in
             let plain = Keychain(service: "svc", in: store)
             let inA = plain.accessGroup("A")
             let inB = plain.accessGroup("B")
@@ -66,8 +66,8 @@ struct KeychainOptionsTests {
         }
     }
 
-    @Test func accessibilityLabelAndCommentAreReflectedInAttributes() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func accessibilityLabelAndCommentAreReflectedInAttributes(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let base = Keychain(service: "com.example.app", in: store)
             try base.set("plain", for: "plain")
             let plain = try #require(try base.attributes(for: "plain"))
@@ -115,8 +115,8 @@ struct KeychainOptionsTests {
         }
     }
 
-    @Test func passcodeOnlyAccessibilityNeedsAPasscode() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func passcodeOnlyAccessibilityNeedsAPasscode(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let keychain = Keychain(service: "svc", in: store).accessibility(.whenPasscodeSetThisDeviceOnly)
             let error = try #require(#expect(throws: KeychainError.self) { try keychain.set("v", for: "k") })
             #expect(error.status == .authFailed)
@@ -124,8 +124,8 @@ struct KeychainOptionsTests {
         }
     }
 
-    @Test func synchronizableItemsAreSeparateFromLocalOnes() throws {
-        try withStore { store in
+    @Test(arguments: StoreMode.allCases) func synchronizableItemsAreSeparateFromLocalOnes(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
             let local = Keychain(service: "svc", in: store)
             let synced = local.synchronizable(true)
             #expect(synced.isSynchronizable)

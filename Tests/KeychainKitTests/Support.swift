@@ -1,5 +1,9 @@
 import Foundation
+import KeychainClient
+import KeychainCore
 import KeychainKit
+import KeychainTestSupport
+import Testing
 
 /// Runs `body` with a fresh keychain folder under the temporary directory, removed afterwards.
 func withTemporaryDirectory<T>(_ body: (String) throws -> T) throws -> T {
@@ -9,10 +13,39 @@ func withTemporaryDirectory<T>(_ body: (String) throws -> T) throws -> T {
     return try body(directory)
 }
 
-/// Runs `body` with a store in a fresh temporary folder whose callers act as `groups`.
-func withStore<T>(groups: [String] = ["com.example.tests"], _ body: (KeychainStore) throws -> T) throws -> T {
+/// Where a store's calls go: the keychain opened in the test process, or a real keychaind serving it.
+enum StoreMode: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case inProcess, keychaind
+    var testDescription: String { rawValue }
+}
+
+/// Runs `body` with a store in a fresh temporary folder whose callers act as `groups`: opened in this process, or
+/// served by a keychaind started for the test (with this test process registered for every group, so the daemon
+/// grants the groups the store claims).
+func withStore<T>(mode: StoreMode = .inProcess, groups: [String] = ["com.example.tests"], _ body: (KeychainStore) throws -> T) throws -> T {
     try withTemporaryDirectory { directory in
-        try body(KeychainStore(directory: directory, accessGroups: groups))
+        switch mode {
+        case .inProcess:
+            return try body(KeychainStore(directory: directory, accessGroups: groups))
+        case .keychaind:
+            let engine = try KeychainEngine(location: KeychainLocation(home: directory))
+            let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+            try InProcessKeychain(engine: engine, caller: AccessPolicy(groups: ["*"])).register(
+                AppRegistration(program: .executable(path: exe, sha256: try FileDigest.sha256Hex(ofFileAt: exe)),
+                                applicationIdentifier: nil, accessGroups: ["*"]))
+            try engine.close()
+            var environment = ProcessInfo.processInfo.environment
+            environment["KEYCHAIN_HOME"] = directory
+            environment.removeValue(forKey: "KEYCHAIN_DAEMON_SOCKET")
+            environment.removeValue(forKey: "KEYCHAIN_ENTITLEMENTS")
+            let daemon = try KeychaindProcess(socketPath: directory + ".sock", environment: environment)
+            defer { daemon.stop() }
+            let connection = DaemonKeychain(client: DaemonClient(socketPath: daemon.socketPath), claim: groups)
+            return try KeychainConnector.$override.withValue(connection) {
+                let store = try KeychainStore(directory: directory, accessGroups: groups)
+                return try body(store)
+            }
+        }
     }
 }
 
