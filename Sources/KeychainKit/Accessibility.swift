@@ -25,7 +25,7 @@ public enum Accessibility: String, Sendable, Hashable, CaseIterable {
     case alwaysThisDeviceOnly = "dku"
     /// Readable only while unlocked and only while a passcode is set; never leaves this device
     /// (`kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly`). Writing such an item without a keychain passcode
-    /// fails with ``KeychainStatus/authFailed``.
+    /// fails with `KeychainStatus/authFailed`.
     case whenPasscodeSetThisDeviceOnly = "akpu"
 
     /// The engine's protection class for this accessibility.

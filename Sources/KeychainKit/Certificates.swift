@@ -7,7 +7,7 @@ public struct KeychainCertificate: Sendable {
 
     /// Parses a DER certificate.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainError/Code/invalidParameter`` when `der` is not one.
+    /// - Throws: `KeychainError` with `KeychainError/Code/invalidParameter` when `der` is not one.
     public init(der: Data) throws(KeychainError) {
         parsed = try CertificateData(der: der)
     }
@@ -35,7 +35,7 @@ public struct KeychainCertificate: Sendable {
     /// or (unless `anchorsOnly`) one of the system's. With `hostname`, the certificate must also be valid for that
     /// server (SSL policy). Returns the chain, leaf first.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/notTrusted``, saying why.
+    /// - Throws: `KeychainError` with `KeychainStatus/notTrusted`, saying why.
     @discardableResult
     public func verify(intermediates: [KeychainCertificate] = [], anchors: [KeychainCertificate] = [], anchorsOnly: Bool = false,
                        hostname: String? = nil, at date: Date? = nil) throws(KeychainError) -> [KeychainCertificate] {
@@ -81,7 +81,7 @@ public struct KeyAndCertificateFile: Sendable {
 
     /// Reads PEM (any number of certificates and keys) or one DER certificate or key; nil when `data` is neither.
     ///
-    /// - Throws: ``KeychainError`` for a PEM block that does not parse.
+    /// - Throws: `KeychainError` for a PEM block that does not parse.
     public static func read(_ data: Data) throws(KeychainError) -> KeyAndCertificateFile? {
         guard let contents = try ExchangeContents.read(data) else { return nil }
         var out = KeyAndCertificateFile()
@@ -103,7 +103,7 @@ public struct KeyAndCertificateFile: Sendable {
 
     /// Opens a PKCS#12 archive (PBES2/AES and the legacy 3DES/RC2 profiles).
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/authFailed`` for a wrong password, ``KeychainStatus/decode``
+    /// - Throws: `KeychainError` with `KeychainStatus/authFailed` for a wrong password, `KeychainStatus/decode`
     ///   when `data` is not PKCS#12.
     public static func pkcs12(_ data: Data, password: String) throws(KeychainError) -> PKCS12Identity {
         let contents = try PKCS12.open(data, password: password)

@@ -9,7 +9,7 @@ extension Keychain {
     /// Replacing keeps the item's creation date and applies this keychain's ``label``, ``comment`` and
     /// ``accessibility`` when they are set.
     ///
-    /// - Throws: ``KeychainError``; for example ``KeychainStatus/missingEntitlement`` when the access group is
+    /// - Throws: `KeychainError`; for example `KeychainStatus/missingEntitlement` when the access group is
     ///   not the store's.
     public func set(_ value: String, for key: String) throws(KeychainError) {
         try set(Data(value.utf8), for: key)
@@ -21,7 +21,7 @@ extension Keychain {
     /// ``accessibility`` when they are set. When the key already has items in several of the store's access
     /// groups, the one ``data(for:)`` reads is the one replaced.
     ///
-    /// - Throws: ``KeychainError``; for example ``KeychainStatus/missingEntitlement`` when the access group is
+    /// - Throws: `KeychainError`; for example `KeychainStatus/missingEntitlement` when the access group is
     ///   not the store's.
     public func set(_ value: Data, for key: String) throws(KeychainError) {
         let store = try resolvedStore()
@@ -58,7 +58,7 @@ extension Keychain {
     /// Read it back with ``value(_:for:)``. Strings and `Data` have their own overloads, which store them
     /// unencoded.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainError/Code/invalidParameter`` when `value` cannot be encoded,
+    /// - Throws: `KeychainError` with `KeychainError/Code/invalidParameter` when `value` cannot be encoded,
     ///   or any error of ``set(_:for:)-(Data,_)``.
     public func set<Value: Encodable>(_ value: Value, for key: String) throws(KeychainError) {
         let data: Data
@@ -86,8 +86,8 @@ extension Keychain {
 
     /// The secret of the item `key` as UTF-8 text, or `nil` when there is no such item.
     ///
-    /// - Throws: ``KeychainError`` with code ``KeychainError/Code/corruptData`` and status
-    ///   ``KeychainStatus/decode`` (-26275) when the secret is not UTF-8 text; read such secrets with
+    /// - Throws: `KeychainError` with code `KeychainError/Code/corruptData` and status
+    ///   `KeychainStatus/decode` (-26275) when the secret is not UTF-8 text; read such secrets with
     ///   ``data(for:)``.
     public func string(for key: String) throws(KeychainError) -> String? {
         guard let data = try data(for: key) else { return nil }
@@ -101,8 +101,8 @@ extension Keychain {
     ///
     /// Reads what ``set(_:for:)-(Value,_)`` stored.
     ///
-    /// - Throws: ``KeychainError`` with code ``KeychainError/Code/corruptData`` and status
-    ///   ``KeychainStatus/decode`` (-26275) when the secret is not the JSON encoding of a `Value`.
+    /// - Throws: `KeychainError` with code `KeychainError/Code/corruptData` and status
+    ///   `KeychainStatus/decode` (-26275) when the secret is not the JSON encoding of a `Value`.
     public func value<Value: Decodable>(_ type: Value.Type = Value.self, for key: String) throws(KeychainError) -> Value? {
         guard let data = try data(for: key) else { return nil }
         do {

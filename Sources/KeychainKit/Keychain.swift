@@ -31,7 +31,7 @@ import KeychainCore
 /// try github.set("ghp_…", for: "octocat")
 /// ```
 ///
-/// Every operation throws ``KeychainError``, whose ``KeychainError/status`` is the `OSStatus` Apple's
+/// Every operation throws `KeychainError`, whose `KeychainError/status` is the `OSStatus` Apple's
 /// keychain reports for the same failure. Reading a key that has no item is not an error: it returns `nil`.
 ///
 /// A keychain uses ``KeychainStore/default`` (the folder and entitlements the environment names) unless it
@@ -110,7 +110,7 @@ public struct Keychain: Sendable {
     /// `server` is a host name such as `"github.com"`, or a URL such as `"https://github.com:8443/api"`, whose
     /// scheme gives the protocol (see ``InternetProtocol/init(scheme:)``), and whose host, port and path give
     /// the rest; explicit arguments win over what the URL says. A path of `"/"` counts as no path. A URL
-    /// without a host makes every operation throw ``KeychainError/Code/invalidParameter``.
+    /// without a host makes every operation throw `KeychainError/Code/invalidParameter`.
     ///
     /// - Parameters:
     ///   - server: The host name, or a URL.
@@ -197,8 +197,8 @@ public struct Keychain: Sendable {
     /// A copy of this keychain confined to `group` (`kSecAttrAccessGroup`): new items go there, and reads,
     /// removals and ``allKeys()`` see only that group. Pass `nil` to use the store's groups again.
     ///
-    /// The store must be entitled to the group; otherwise operations throw ``KeychainError`` with status
-    /// ``KeychainStatus/missingEntitlement`` (-34018).
+    /// The store must be entitled to the group; otherwise operations throw `KeychainError` with status
+    /// `KeychainStatus/missingEntitlement` (-34018).
     public func accessGroup(_ group: String?) -> Keychain {
         with(\.accessGroup, group)
     }

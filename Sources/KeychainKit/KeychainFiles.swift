@@ -7,7 +7,7 @@ public enum KeychainFiles {
     /// The contents of the file at `path` (an input a person named, such as a certificate under `/etc/ssl/certs`,
     /// which may be a symbolic link); nil when there is no file.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainError/Code/io`` when the file cannot be read (a folder, no
+    /// - Throws: `KeychainError` with `KeychainError/Code/io` when the file cannot be read (a folder, no
     ///   permission).
     public static func read(_ path: String) throws(KeychainError) -> Data? {
         try FileSystem.read(path)
@@ -16,7 +16,7 @@ public enum KeychainFiles {
     /// Writes `data` to `path` atomically (a temporary file renamed into place) with mode 0600, replacing what is
     /// there: a symbolic link at `path` is replaced, never written through.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainError/Code/io`` when the folder cannot be written.
+    /// - Throws: `KeychainError` with `KeychainError/Code/io` when the folder cannot be written.
     public static func write(_ data: some Collection<UInt8>, to path: String) throws(KeychainError) {
         _ = try FileSystem.writeAtomically(Array(data), to: path, exclusive: false)
     }

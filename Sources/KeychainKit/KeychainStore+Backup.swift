@@ -28,7 +28,7 @@ extension KeychainStore {
 
     /// Backs up every item (every access group) into one file sealed under `password`.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/interactionNotAllowed`` while the keychain is locked.
+    /// - Throws: `KeychainError` with `KeychainStatus/interactionNotAllowed` while the keychain is locked.
     public func backup(password: String) throws(KeychainError) -> Backup {
         let (data, summary) = try connection.backup(password: password)
         return Backup(data: data, itemCount: summary.items, thisDeviceOnlyCount: summary.thisDeviceOnly,
@@ -37,7 +37,7 @@ extension KeychainStore {
 
     /// Merges a backup into the keychain: for each item, the newer copy wins.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/authFailed`` for a wrong password or a damaged backup,
+    /// - Throws: `KeychainError` with `KeychainStatus/authFailed` for a wrong password or a damaged backup,
     ///   and nothing is changed.
     public func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreResult {
         let s = try connection.restore(backup, password: password)

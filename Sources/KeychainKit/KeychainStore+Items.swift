@@ -9,14 +9,14 @@ extension KeychainStore {
     ///
     /// In-process this is what a process that can read the keychain's files can do anyway. Through keychaind it is
     /// granted only to the `security` tool installed beside keychaind, and only after it has given the keychain's
-    /// passcode when one is set (calls fail with ``KeychainStatus/interactionNotAllowed`` until then; give it with
+    /// passcode when one is set (calls fail with `KeychainStatus/interactionNotAllowed` until then; give it with
     /// ``unlock(passcode:)``).
     ///
     /// - Parameters:
     ///   - defaultAccessGroup: Where new items go; nil: the first group of the environment's entitlements, else
     ///     the executable's name.
     ///   - createIfMissing: false for read-only work: a keychain that does not exist yet is not created, and the
-    ///     call fails with ``KeychainStatus/noSuchKeychain`` instead.
+    ///     call fails with `KeychainStatus/noSuchKeychain` instead.
     public static func administrator(defaultAccessGroup: String? = nil, createIfMissing: Bool = true) throws(KeychainError) -> KeychainStore {
         var group = defaultAccessGroup ?? AccessPolicy.currentExecutableName()
         if defaultAccessGroup == nil, let first = try AccessPolicy.fromEnvironment().groups.first { group = first }
@@ -31,14 +31,14 @@ extension KeychainStore {
 
     /// The items `query` matches, with their attributes (and secrets when ``KeychainQuery/returnsData``).
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/itemNotFound`` when none match.
+    /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when none match.
     public func items(matching query: KeychainQuery) throws(KeychainError) -> [KeychainItem] {
         try connection.find(query.itemQuery()).map(KeychainItem.init)
     }
 
     /// Adds an item of `itemClass` with `attributes` and the secret `data`.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/duplicateItem`` when an item with the same primary key
+    /// - Throws: `KeychainError` with `KeychainStatus/duplicateItem` when an item with the same primary key
     ///   exists.
     public func addItem(_ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value], data: Data?) throws(KeychainError) {
         var query = try KeychainQuery(itemClass, attributes: attributes).itemQuery()
@@ -48,7 +48,7 @@ extension KeychainStore {
 
     /// Adds a certificate, with the attributes Apple derives from it (subject, issuer, serial number, key hash).
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/duplicateItem`` when the certificate is there already.
+    /// - Throws: `KeychainError` with `KeychainStatus/duplicateItem` when the certificate is there already.
     public func add(_ certificate: KeychainCertificate) throws(KeychainError) {
         _ = try connection.secItemAdd(["class": .string(ItemClass.certificate.rawValue), "v_Data": .data(certificate.der)])
     }
@@ -62,14 +62,14 @@ extension KeychainStore {
 
     /// Changes `attributes` and, when given, the secret of every item `query` matches.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/itemNotFound`` when none match.
+    /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when none match.
     public func updateItems(matching query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?) throws(KeychainError) {
         try connection.update(query.itemQuery(), with: ItemChanges(attributes: attributes.mapValues(\.attributeValue), data: data))
     }
 
     /// Deletes every item `query` matches; returns how many.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/itemNotFound`` when none match.
+    /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when none match.
     @discardableResult
     public func deleteItems(matching query: KeychainQuery) throws(KeychainError) -> Int {
         var q = try query.itemQuery()

@@ -16,7 +16,7 @@ extension KeychainStore {
 
     /// The keychain's lock status: keychaind's when it serves the keychain, else this process's.
     ///
-    /// - Throws: ``KeychainError`` when keychaind cannot be reached.
+    /// - Throws: `KeychainError` when keychaind cannot be reached.
     public var lockStatus: LockStatus {
         get throws(KeychainError) {
         switch try connection.status().lockState {
@@ -30,16 +30,16 @@ extension KeychainStore {
 
     /// Unlocks the keychain with its passcode, for this process (or, with keychaind, for the session).
     ///
-    /// - Throws: ``KeychainError`` with status ``KeychainStatus/authFailed`` for a wrong passcode, or while
+    /// - Throws: `KeychainError` with status `KeychainStatus/authFailed` for a wrong passcode, or while
     ///   wrong passcodes are throttled (the message says how long to wait).
     public func unlock(passcode: String) throws(KeychainError) {
         try connection.unlock(passcode: passcode)
     }
 
     /// Locks the keychain: the keys of the `whenUnlocked` classes are dropped from memory, and their items
-    /// fail with ``KeychainStatus/interactionNotAllowed`` until the next ``unlock(passcode:)``.
+    /// fail with `KeychainStatus/interactionNotAllowed` until the next ``unlock(passcode:)``.
     ///
-    /// - Throws: ``KeychainError`` when keychaind cannot be reached.
+    /// - Throws: `KeychainError` when keychaind cannot be reached.
     public func lock() throws(KeychainError) {
         try connection.lock()
     }
@@ -50,7 +50,7 @@ extension KeychainStore {
     ///   - newPasscode: The new passcode, or `nil` to remove it. Removing it destroys every item whose
     ///     accessibility is ``Accessibility/whenPasscodeSetThisDeviceOnly``.
     ///   - currentPasscode: The current passcode, required when one is set.
-    /// - Throws: ``KeychainError`` with status ``KeychainStatus/authFailed`` when `currentPasscode` is wrong or
+    /// - Throws: `KeychainError` with status `KeychainStatus/authFailed` when `currentPasscode` is wrong or
     ///   missing.
     public func setPasscode(_ newPasscode: String?, currentPasscode: String? = nil) throws(KeychainError) {
         try connection.changePasscode(from: currentPasscode, to: newPasscode)

@@ -33,7 +33,7 @@ extension KeychainStore {
 
     /// The keychain's status.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/notAvailable`` when keychaind does not answer.
+    /// - Throws: `KeychainError` with `KeychainStatus/notAvailable` when keychaind does not answer.
     public func status() throws(KeychainError) -> Status {
         Status(try connection.status())
     }
@@ -41,8 +41,8 @@ extension KeychainStore {
     /// The status of the keychaind listening at `socket` (else where the environment expects one), as the
     /// `security` tool sees it.
     ///
-    /// - Throws: ``KeychainError`` with ``KeychainStatus/notAvailable`` when nothing answers there, and
-    ///   ``KeychainStatus/wrongSecVersion`` when it speaks another protocol version.
+    /// - Throws: `KeychainError` with `KeychainStatus/notAvailable` when nothing answers there, and
+    ///   `KeychainStatus/wrongSecVersion` when it speaks another protocol version.
     public static func daemonStatus(socket: String) throws(KeychainError) -> Status {
         Status(try KeychainConnector.daemon(socket: socket, caller: .administrator(defaultGroup: AccessPolicy.currentExecutableName())).status())
     }

@@ -33,7 +33,7 @@ public struct KeychainStore: Sendable {
     /// Opens (creating when missing) the keychain in `directory`, acting as the access groups of the
     /// environment (`KEYCHAIN_ENTITLEMENTS`, else the executable's name).
     ///
-    /// - Throws: ``KeychainError`` when the folder cannot be created or opened, or the entitlements plist
+    /// - Throws: `KeychainError` when the folder cannot be created or opened, or the entitlements plist
     ///   cannot be read.
     public init(directory: String) throws(KeychainError) {
         try self.init(directory: directory, accessGroups: [])
@@ -51,7 +51,7 @@ public struct KeychainStore: Sendable {
     ///     ``init(directory:)`` does.
     ///   - logger: Where the keychain logs its operations (item classes and counts, never values). Used when
     ///     this is the first store of `directory` in the process.
-    /// - Throws: ``KeychainError`` with ``KeychainError/Code/invalidParameter`` for an empty folder path or an
+    /// - Throws: `KeychainError` with `KeychainError/Code/invalidParameter` for an empty folder path or an
     ///   empty group name, or the engine's error when the keychain cannot be opened.
     public init(directory: String, accessGroups: [String], logger: Logger = Logger(label: "swift-keychain")) throws(KeychainError) {
         guard !directory.isEmpty else {
@@ -78,7 +78,7 @@ public struct KeychainStore: Sendable {
     /// The environment's entitlements are read once per process; the keychain is opened on first use and
     /// kept open.
     ///
-    /// - Throws: ``KeychainError`` when the keychain cannot be opened or the entitlements plist cannot be read.
+    /// - Throws: `KeychainError` when the keychain cannot be opened or the entitlements plist cannot be read.
     public static var `default`: KeychainStore {
         get throws(KeychainError) {
             let connection = try KeychainConnector.environment()

@@ -294,8 +294,12 @@ public func SecKeyCreateDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorith
 /// Performs an ECDH key exchange between a private key and another party's public key.
 ///
 /// - Parameters:
+///   - privateKey: This party's private key (a key in the keychain's token is used where it is kept).
+///   - algorithm: `kSecKeyAlgorithmECDHKeyExchangeStandard`, `…Cofactor`, or one of their `…X963SHA…` forms.
+///   - publicKey: The other party's public key, on the same curve.
 ///   - parameters: For the `…X963SHA…` algorithms, `kSecKeyKeyExchangeParameterRequestedSize` and optionally
 ///     `kSecKeyKeyExchangeParameterSharedInfo`.
+///   - error: Set to a `CFError` with the `OSStatus` when the exchange fails.
 public func SecKeyCopyKeyExchangeResult(_ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey, _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
     SecKeyBackend.copyKeyExchangeResult(privateKey, algorithm, publicKey, parameters, error)
 }
