@@ -392,26 +392,26 @@ enum Curve: Sendable {
         }
     }
 
-    var ops: any CurveOperations.Type {
+    var ops: any CurveOperations {
         switch self {
-        case .p256: P256.self
-        case .p384: P384.self
-        case .p521: P521.self
+        case .p256: NISTCurve<P256.Signing.PrivateKey, P256.KeyAgreement.PrivateKey>(coordinateBytes: 32)
+        case .p384: NISTCurve<P384.Signing.PrivateKey, P384.KeyAgreement.PrivateKey>(coordinateBytes: 48)
+        case .p521: NISTCurve<P521.Signing.PrivateKey, P521.KeyAgreement.PrivateKey>(coordinateBytes: 66)
         }
     }
 }
 
 /// The operations each curve's swift-crypto types give, over X9.63 bytes, so the key code is written once.
 protocol CurveOperations {
-    static var coordinateBytes: Int { get }
-    static func generate() -> Data
-    static func x963(fromDER der: Data) throws -> Data
-    static func x963(fromPublicDER der: Data) throws -> Data
-    static func publicPEM(fromX963 x963: Data) throws -> String
-    static func validate(_ x963: Data, privateKey: Bool) throws
-    static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data
-    static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool
-    static func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret
+    var coordinateBytes: Int { get }
+    func generate() -> Data
+    func x963(fromDER der: Data) throws -> Data
+    func x963(fromPublicDER der: Data) throws -> Data
+    func publicPEM(fromX963 x963: Data) throws -> String
+    func validate(_ x963: Data, privateKey: Bool) throws
+    func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data
+    func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool
+    func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret
 }
 
 /// A digest the caller computed, signed as its bytes.
@@ -461,67 +461,49 @@ protocol ECAgreementPrivateKey {
     func sharedSecretFromKeyAgreement(with publicKeyShare: PublicKey) throws -> SharedSecret
 }
 
-/// A curve's key types; every operation of ``CurveOperations`` follows from them.
-protocol NISTCurve: CurveOperations {
-    associatedtype SigningKey: ECSigningPrivateKey
-    associatedtype AgreementKey: ECAgreementPrivateKey
-}
+/// A curve, by its swift-crypto key types: every operation of ``CurveOperations`` follows from them.
+struct NISTCurve<SigningKey: ECSigningPrivateKey, AgreementKey: ECAgreementPrivateKey>: CurveOperations {
+    /// The length of one coordinate (and of the private scalar) in bytes.
+    let coordinateBytes: Int
 
-extension NISTCurve {
-    static func generate() -> Data { SigningKey(compactRepresentable: true).x963Representation }
-    static func x963(fromDER der: Data) throws -> Data { try SigningKey(derRepresentation: der).x963Representation }
-    static func x963(fromPublicDER der: Data) throws -> Data { try SigningKey.PublicKey(derRepresentation: der).x963Representation }
-    static func publicPEM(fromX963 x963: Data) throws -> String { try SigningKey.PublicKey(x963Representation: x963).pemRepresentation }
-    static func validate(_ x963: Data, privateKey: Bool) throws {
+    func generate() -> Data { SigningKey(compactRepresentable: true).x963Representation }
+    func x963(fromDER der: Data) throws -> Data { try SigningKey(derRepresentation: der).x963Representation }
+    func x963(fromPublicDER der: Data) throws -> Data { try SigningKey.PublicKey(derRepresentation: der).x963Representation }
+    func publicPEM(fromX963 x963: Data) throws -> String { try SigningKey.PublicKey(x963Representation: x963).pemRepresentation }
+    func validate(_ x963: Data, privateKey: Bool) throws {
         if privateKey { _ = try SigningKey(x963Representation: x963) } else { _ = try SigningKey.PublicKey(x963Representation: x963) }
     }
-    static func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data {
+    func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data {
         let signature = try SigningKey(x963Representation: privateX963).signature(for: CallerDigest(bytes: Array(digest)))
         return raw ? signature.rawRepresentation : signature.derRepresentation
     }
-    static func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool {
+    func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool {
         typealias Signature = SigningKey.PublicKey.Signature
         guard let parsed = try? (raw ? Signature(rawRepresentation: signature) : Signature(derRepresentation: signature)) else { return false }
         guard let key = try? SigningKey.PublicKey(x963Representation: x963.prefix(1 + 2 * coordinateBytes)) else { return false }
         return key.isValidSignature(parsed, for: CallerDigest(bytes: Array(digest)))
     }
-    static func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret {
+    func sharedSecret(_ privateX963: Data, _ publicX963: Data) throws -> SharedSecret {
         try AgreementKey(x963Representation: privateX963).sharedSecretFromKeyAgreement(with: AgreementKey.PublicKey(x963Representation: publicX963))
     }
 }
 
+// swift-crypto's key types, each with the shape the protocols above name.
 extension P256.Signing.ECDSASignature: ECSignatureRepresentable {}
 extension P256.Signing.PublicKey: ECSigningPublicKey {}
 extension P256.Signing.PrivateKey: ECSigningPrivateKey {}
 extension P256.KeyAgreement.PublicKey: ECAgreementPublicKey {}
 extension P256.KeyAgreement.PrivateKey: ECAgreementPrivateKey {}
-extension P256: NISTCurve {
-    typealias SigningKey = Signing.PrivateKey
-    typealias AgreementKey = KeyAgreement.PrivateKey
-    static var coordinateBytes: Int { 32 }
-}
-
 extension P384.Signing.ECDSASignature: ECSignatureRepresentable {}
 extension P384.Signing.PublicKey: ECSigningPublicKey {}
 extension P384.Signing.PrivateKey: ECSigningPrivateKey {}
 extension P384.KeyAgreement.PublicKey: ECAgreementPublicKey {}
 extension P384.KeyAgreement.PrivateKey: ECAgreementPrivateKey {}
-extension P384: NISTCurve {
-    typealias SigningKey = Signing.PrivateKey
-    typealias AgreementKey = KeyAgreement.PrivateKey
-    static var coordinateBytes: Int { 48 }
-}
-
 extension P521.Signing.ECDSASignature: ECSignatureRepresentable {}
 extension P521.Signing.PublicKey: ECSigningPublicKey {}
 extension P521.Signing.PrivateKey: ECSigningPrivateKey {}
 extension P521.KeyAgreement.PublicKey: ECAgreementPublicKey {}
 extension P521.KeyAgreement.PrivateKey: ECAgreementPrivateKey {}
-extension P521: NISTCurve {
-    typealias SigningKey = Signing.PrivateKey
-    typealias AgreementKey = KeyAgreement.PrivateKey
-    static var coordinateBytes: Int { 66 }
-}
 
 extension KeyHash {
     /// swift-crypto has no SHA-224; the algorithm table never asks for it where hashing happens here.
