@@ -169,7 +169,7 @@ package final class DaemonClient: Sendable {
             _ = try receive(fd, into: &buffer, from: filled, atLeast: 4 + length)
         }
         do {
-            return try Frame.decode(body: buffer[4 ..< 4 + length])
+            return try Frame.decode(body: Array(buffer[4 ..< 4 + length]))
         } catch where error.status == .wrongSecVersion {
             throw error
         } catch {

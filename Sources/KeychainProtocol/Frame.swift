@@ -87,6 +87,11 @@ package struct Frame: Sendable {
     /// Parses a frame's body (the bytes after the length prefix). A version refusal is read whatever its version
     /// byte; any other frame of another version is refused with a ``VersionMismatch``.
     package static func decode(body bytes: some Collection<UInt8>) throws(KeychainError) -> Frame {
+        try decode(body: Array(bytes))
+    }
+
+    /// Parses a frame's body held in an array (no copy).
+    package static func decode(body bytes: [UInt8]) throws(KeychainError) -> Frame {
         var r = BinaryReader(bytes, truncated: malformedMessage)
         let version = try r.u8()
         let kind = try r.u8()

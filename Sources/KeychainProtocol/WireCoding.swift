@@ -19,7 +19,7 @@ import KeychainCore
 let malformedMessage = KeychainError(code: .corruptData, message: "A keychaind message is malformed; the connection is closed. Install keychaind and its clients from the same build.")
 
 extension BinaryWriter {
-    mutating func string(_ s: String) { lengthPrefixed(s.utf8) }
+    mutating func string(_ s: String) { lengthPrefixedUTF8(s) }
     mutating func bytes(_ d: Data) { lengthPrefixed(d) }
     mutating func bool(_ b: Bool) { u8(b ? 1 : 0) }
     mutating func int(_ i: Int) { u64(UInt64(bitPattern: Int64(i))) }

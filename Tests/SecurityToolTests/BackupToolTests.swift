@@ -3,8 +3,8 @@ import Testing
 
 @Suite("security: backup-keychain, restore-keychain, export and import")
 struct BackupToolTests {
-    @Test func backupOnOneMachineRestoreOnAnother() throws {
-        try withKeychain { kc in
+    @Test(arguments: ToolMode.allCases) func backupOnOneMachineRestoreOnAnother(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "s3cret"])
             try kc.succeed(["add-internet-password", "-a", "bob", "-s", "example.com", "-w", "web"])
             let file = kc.root + "/keychain.backup"
@@ -31,8 +31,8 @@ struct BackupToolTests {
         }
     }
 
-    @Test func exportAndImportMoveTheWholeKeychainInTheBackupFormat() throws {
-        try withKeychain { kc in
+    @Test(arguments: ToolMode.allCases) func exportAndImportMoveTheWholeKeychainInTheBackupFormat(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "s3cret"])
             let file = kc.root + "/keychain.export"
             let exported = try kc.run(["export", "-k", "login.keychain", "-t", "all", "-f", "backup", "-P", "pp", "-o", file])

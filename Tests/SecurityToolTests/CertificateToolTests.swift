@@ -28,8 +28,8 @@ struct CertificateToolTests {
                        "-keyout", "@key.pem", "-out", "@cert.pem", "-subj", "/CN=Tool Test/emailAddress=tool@example.com")
     }
 
-    @Test func certificatesAreAddedFoundExportedAndDeleted() throws {
-        try withKeychain { kc in
+    @Test(arguments: ToolMode.allCases) func certificatesAreAddedFoundExportedAndDeleted(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try makeCertificate(kc)
             try kc.succeed(["add-certificates", kc.root + "/cert.pem"])
             let again = try kc.run(["add-certificates", kc.root + "/cert.pem"])
@@ -70,8 +70,8 @@ struct CertificateToolTests {
         }
     }
 
-    @Test func pkcs12IdentitiesAndKeysImportAndListAsOnMacOS() throws {
-        try withKeychain { kc in
+    @Test(arguments: ToolMode.allCases) func pkcs12IdentitiesAndKeysImportAndListAsOnMacOS(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try makeCertificate(kc)
             try kc.openssl("pkcs12", "-export", "-inkey", "@key.pem", "-in", "@cert.pem", "-passout", "pass:p12 pw", "-out", "@id.p12")
             let wrong = try kc.run(["import", kc.root + "/id.p12", "-P", "nope"])
@@ -112,8 +112,8 @@ struct CertificateToolTests {
         }
     }
 
-    @Test func verifyCertChecksTheChain() throws {
-        try withKeychain { kc in
+    @Test(arguments: ToolMode.allCases) func verifyCertChecksTheChain(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try makeCertificate(kc)
             let untrusted = try kc.run(["verify-cert", "-c", kc.root + "/cert.pem"])
             #expect(untrusted.status == 1)

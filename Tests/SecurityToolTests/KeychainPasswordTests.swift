@@ -10,8 +10,8 @@ struct KeychainPasswordTests {
         return try kc.launch("/usr/bin/script", ["-qec", command, "/dev/null"], input: Data(typing.utf8))
     }
 
-    @Test func setUnlockAndRemoveThePasscode() throws {
-        try withKeychain { kc in
+    @Test(arguments: ToolMode.allCases) func setUnlockAndRemoveThePasscode(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "s3cret"])
             try kc.succeed(["add-generic-password", "-a", "always", "-s", "svc", "-w", "forever"])
             // Without a passcode there is nothing to unlock.

@@ -75,9 +75,9 @@ let duplicateLine = "security: SecKeychainItemCreateFromContent (<default>): The
 /// The generic-password verbs, run as a user would run them.
 @Suite("security: generic passwords")
 struct GenericPasswordTests {
-    @Test("add, then find -w prints exactly the password and a newline")
-    func addThenFindPasswordOnly() throws {
-        try withKeychain { kc in
+    @Test("add, then find -w prints exactly the password and a newline", arguments: ToolMode.allCases)
+    func addThenFindPasswordOnly(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "example.com", "-w", "s3cret"])
             let found = try kc.run(["find-generic-password", "-a", "alice", "-s", "example.com", "-w"])
             #expect(found.status == 0)
@@ -86,9 +86,9 @@ struct GenericPasswordTests {
         }
     }
 
-    @Test("find -g prints macOS's attribute block on stdout and the password on stderr")
-    func findShowsAttributesAndPassword() throws {
-        try withKeychain { kc in
+    @Test("find -g prints macOS's attribute block on stdout and the password on stderr", arguments: ToolMode.allCases)
+    func findShowsAttributesAndPassword(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "example.com", "-w", "s3cret"])
             let found = try kc.run(["find-generic-password", "-a", "alice", "-s", "example.com", "-g"])
             #expect(found.status == 0)
@@ -123,9 +123,9 @@ struct GenericPasswordTests {
         }
     }
 
-    @Test("a find that matches nothing prints macOS's message and exits 44")
-    func missExits44() throws {
-        try withKeychain { kc in
+    @Test("a find that matches nothing prints macOS's message and exits 44", arguments: ToolMode.allCases)
+    func missExits44(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "someone", "-s", "elsewhere", "-w", "x"])
             let missing = try kc.run(["find-generic-password", "-a", "nobody", "-s", "nowhere", "-w"])
             #expect(missing.status == 44)
@@ -141,9 +141,9 @@ struct GenericPasswordTests {
         }
     }
 
-    @Test("adding the same account and service twice fails with 45")
-    func duplicateAdd() throws {
-        try withKeychain { kc in
+    @Test("adding the same account and service twice fails with 45", arguments: ToolMode.allCases)
+    func duplicateAdd(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "example.com", "-w", "s3cret"])
             let again = try kc.run(["add-generic-password", "-a", "alice", "-s", "example.com", "-w", "other"])
             #expect(again.status == 45)
@@ -154,9 +154,9 @@ struct GenericPasswordTests {
         }
     }
 
-    @Test("-U updates the password and the given attributes, or adds when there is no item")
-    func updateWithU() throws {
-        try withKeychain { kc in
+    @Test("-U updates the password and the given attributes, or adds when there is no item", arguments: ToolMode.allCases)
+    func updateWithU(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-U", "-a", "alice", "-s", "example.com", "-w", "first"])
             try kc.succeed(["add-generic-password", "-U", "-a", "alice", "-s", "example.com", "-w", "second", "-j", "rotated"])
             let found = try kc.run(["find-generic-password", "-a", "alice", "-s", "example.com", "-g"])
@@ -168,9 +168,9 @@ struct GenericPasswordTests {
         }
     }
 
-    @Test("delete prints the item, deletes it, and a later find misses")
-    func deleteThenFind() throws {
-        try withKeychain { kc in
+    @Test("delete prints the item, deletes it, and a later find misses", arguments: ToolMode.allCases)
+    func deleteThenFind(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "example.com", "-w", "s3cret"])
             try kc.succeed(["add-generic-password", "-a", "bob", "-s", "example.com", "-w", "other"])
             let deleted = try kc.run(["delete-generic-password", "-a", "alice", "-s", "example.com"])
@@ -192,9 +192,9 @@ struct GenericPasswordTests {
         }
     }
 
-    @Test("delete deletes one item only, even when several match")
-    func deleteDeletesOne() throws {
-        try withKeychain { kc in
+    @Test("delete deletes one item only, even when several match", arguments: ToolMode.allCases)
+    func deleteDeletesOne(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "example.com", "-w", "one"])
             try kc.succeed(["add-generic-password", "-a", "bob", "-s", "example.com", "-w", "two"])
             let deleted = try kc.run(["delete-generic-password", "-s", "example.com"])
@@ -204,9 +204,9 @@ struct GenericPasswordTests {
         }
     }
 
-    @Test("delete with no attribute to match is a usage error")
-    func deleteNeedsAFilter() throws {
-        try withKeychain { kc in
+    @Test("delete with no attribute to match is a usage error", arguments: ToolMode.allCases)
+    func deleteNeedsAFilter(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "example.com", "-w", "s3cret"])
             let result = try kc.run(["delete-generic-password"])
             #expect(result.status == 2)
@@ -216,9 +216,9 @@ struct GenericPasswordTests {
         }
     }
 
-    @Test("four-character creator and type codes are stored as numbers and printed as text")
-    func creatorAndType() throws {
-        try withKeychain { kc in
+    @Test("four-character creator and type codes are stored as numbers and printed as text", arguments: ToolMode.allCases)
+    func creatorAndType(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "notes", "-l", "My note", "-c", "abcd", "-C", "note", "-w", "x"])
             let found = try kc.run(["find-generic-password", "-C", "note"])
             #expect(found.status == 0)
@@ -231,9 +231,9 @@ struct GenericPasswordTests {
         }
     }
 
-    @Test("a non-printable password given with -X prints as hex with -g and -w")
-    func hexPassword() throws {
-        try withKeychain { kc in
+    @Test("a non-printable password given with -X prints as hex with -g and -w", arguments: ToolMode.allCases)
+    func hexPassword(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "binary", "-X", "00ff41"])
             let shown = try kc.run(["find-generic-password", "-s", "binary", "-g"])
             #expect(shown.status == 0)
@@ -246,17 +246,17 @@ struct GenericPasswordTests {
         }
     }
 
-    @Test("-p is the legacy synonym of -w, and a password may start with a dash")
-    func legacyPasswordFlag() throws {
-        try withKeychain { kc in
+    @Test("-p is the legacy synonym of -w, and a password may start with a dash", arguments: ToolMode.allCases)
+    func legacyPasswordFlag(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "legacy", "-p", "-dash-"])
             #expect(try kc.run(["find-generic-password", "-s", "legacy", "-w"]).stdout == "-dash-\n")
         }
     }
 
-    @Test("a password in $(security find-generic-password … -w) works from a shell script")
-    func shellSubstitution() throws {
-        try withKeychain { kc in
+    @Test("a password in $(security find-generic-password … -w) works from a shell script", arguments: ToolMode.allCases)
+    func shellSubstitution(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "github", "-w", "s3cret"])
             let folder = URL(fileURLWithPath: kc.tool).deletingLastPathComponent().path
             let path = folder + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
@@ -301,9 +301,9 @@ struct InternetPasswordTests {
         ]
     }
 
-    @Test("add, find and delete an internet password with protocol, port and path")
-    func addFindDelete() throws {
-        try withKeychain { kc in
+    @Test("add, find and delete an internet password with protocol, port and path", arguments: ToolMode.allCases)
+    func addFindDelete(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-internet-password", "-a", "bob", "-s", "example.com", "-r", "htps", "-P", "443",
                             "-p", "/path", "-w", "pa55"])
             let found = try kc.run(["find-internet-password", "-s", "example.com", "-r", "htps", "-P", "443", "-p", "/path", "-g"])
@@ -333,9 +333,9 @@ struct InternetPasswordTests {
         }
     }
 
-    @Test("-U updates an internet password")
-    func update() throws {
-        try withKeychain { kc in
+    @Test("-U updates an internet password", arguments: ToolMode.allCases)
+    func update(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-internet-password", "-a", "bob", "-s", "example.com", "-r", "htps", "-w", "old"])
             try kc.succeed(["add-internet-password", "-U", "-a", "bob", "-s", "example.com", "-r", "htps", "-w", "new"])
             #expect(try kc.run(["find-internet-password", "-s", "example.com", "-w"]).stdout == "new\n")
@@ -346,9 +346,9 @@ struct InternetPasswordTests {
 /// dump-keychain, access groups, help, usage errors and the password prompt.
 @Suite("security: dump-keychain, access groups, help and errors")
 struct ToolBehaviourTests {
-    @Test("dump-keychain lists every item and shows secrets only with -d")
-    func dump() throws {
-        try withKeychain { kc in
+    @Test("dump-keychain lists every item and shows secrets only with -d", arguments: ToolMode.allCases)
+    func dump(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             #expect(try kc.run(["dump-keychain"]).stdout == "")
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "example.com", "-w", "s3cret"])
             try kc.succeed(["add-internet-password", "-a", "bob", "-s", "example.org", "-r", "htps", "-w", "pa55"])
@@ -371,9 +371,9 @@ struct ToolBehaviourTests {
         }
     }
 
-    @Test("--access-group puts new items in a group and narrows find, delete and dump to it")
-    func accessGroups() throws {
-        try withKeychain { kc in
+    @Test("--access-group puts new items in a group and narrows find, delete and dump to it", arguments: ToolMode.allCases)
+    func accessGroups(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "one", "--access-group", "team.a"])
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "two", "--access-group", "team.b"])
             #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w", "--access-group", "team.b"]).stdout == "two\n")
@@ -443,9 +443,9 @@ struct ToolBehaviourTests {
         }
     }
 
-    @Test("an unknown flag is a usage error: exit 2 and the usage on stderr")
-    func badFlag() throws {
-        try withKeychain { kc in
+    @Test("an unknown flag is a usage error: exit 2 and the usage on stderr", arguments: ToolMode.allCases)
+    func badFlag(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
             let result = try kc.run(["find-generic-password", "--bogus"])
             #expect(result.status == 2)
             #expect(result.stdout == "")

@@ -18,6 +18,8 @@ struct Sandbox {
     let home: String
     /// The built `security` executable.
     let tool: String
+    /// Variables every run gets (the keychaind socket, when the sandbox is served by one).
+    var shared: [String: String] = [:]
 
     init() throws {
         tool = try BuiltProducts.path(of: "security")
@@ -31,6 +33,7 @@ struct Sandbox {
     func environment(_ extra: [String: String]) -> [String: String] {
         var env = ["KEYCHAIN_HOME": home, "HOME": root, "LANG": "C"]
         env["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        env.merge(shared) { _, new in new }
         env.merge(extra) { _, new in new }
         return env
     }
@@ -69,9 +72,21 @@ struct Sandbox {
     }
 }
 
-/// Runs `body` with a fresh keychain and removes it afterwards.
-func withKeychain(_ body: (Sandbox) throws -> Void) throws {
-    let sandbox = try Sandbox()
+/// Where the tool's calls go: the keychain opened in the tool's own process, or a keychaind serving it (started
+/// from the build products beside the tool, so the tool is its admin tool).
+enum ToolMode: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case inProcess, keychaind
+    var testDescription: String { rawValue }
+}
+
+/// Runs `body` with a fresh keychain and removes it afterwards; with `.keychaind`, every run of the tool goes
+/// through a keychaind serving that keychain.
+func withKeychain(_ mode: ToolMode = .inProcess, _ body: (Sandbox) throws -> Void) throws {
+    var sandbox = try Sandbox()
     defer { sandbox.remove() }
+    guard mode == .keychaind else { return try body(sandbox) }
+    let daemon = try KeychaindProcess(socketPath: sandbox.root + "/d.sock", environment: sandbox.environment([:]))
+    defer { daemon.stop() }
+    sandbox.shared = daemon.environment
     try body(sandbox)
 }

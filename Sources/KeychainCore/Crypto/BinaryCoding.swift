@@ -16,6 +16,27 @@ package struct BinaryWriter {
         u32(UInt32(v.count))
         bytes.append(contentsOf: v)
     }
+    /// Bytes with a 32-bit length prefix (the concrete forms keep other modules off the generic path).
+    package mutating func lengthPrefixed(_ v: [UInt8]) {
+        u32(UInt32(v.count))
+        bytes.append(contentsOf: v)
+    }
+
+    /// Data with a 32-bit length prefix.
+    package mutating func lengthPrefixed(_ v: Data) {
+        u32(UInt32(v.count))
+        bytes.append(contentsOf: v)
+    }
+
+    /// A string's UTF-8 with a 32-bit length prefix.
+    package mutating func lengthPrefixedUTF8(_ s: String) {
+        var s = s
+        s.withUTF8 { utf8 in
+            u32(UInt32(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
     /// A short byte string (≤ 255 bytes) with an 8-bit length prefix.
     package mutating func shortString(_ s: String) {
         let utf8 = Array(s.utf8.prefix(255))
@@ -36,6 +57,12 @@ package struct BinaryReader {
     package init(_ data: some Sequence<UInt8>,
                  truncated: KeychainError = KeychainError(code: .corruptData, message: "Stored data is truncated.")) {
         bytes = Array(data)
+        self.truncated = truncated
+    }
+
+    /// A reader of `data` without copying it.
+    package init(_ data: [UInt8], truncated: KeychainError) {
+        bytes = data
         self.truncated = truncated
     }
 
