@@ -44,9 +44,10 @@ package struct DaemonLauncher: Sendable {
         let threads = NIOThreadPool(numberOfThreads: 64)
         threads.start()
         let activity = ActivityClock()
-        let dispatcher = RequestDispatcher(authority: Authority(engine: engine, logger: logger), logger: logger)
+        let suspendLock = SuspendLock()
+        let dispatcher = RequestDispatcher(authority: Authority(engine: engine, logger: logger), suspendLock: suspendLock, logger: logger)
         let server = DaemonServer(listener: listener, dispatcher: dispatcher, threads: threads, activity: activity, logger: logger, ready: ready)
-        let idle = IdleLock(engine: engine, activity: activity, timeout: idleLock, logger: logger)
+        let idle = IdleLock(engine: engine, activity: activity, suspendLock: suspendLock, timeout: idleLock, logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: [
                 .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),

@@ -10,16 +10,20 @@ import Logging
 package struct RequestDispatcher: Sendable {
     package let authority: Authority
     package let logger: Logger
+    /// Locks the keychain before a request when the machine slept meanwhile (lock-on-sleep).
+    package let suspendLock: SuspendLock
     var engine: KeychainEngine { authority.engine }
 
-    package init(authority: Authority, logger: Logger) {
+    package init(authority: Authority, suspendLock: SuspendLock = SuspendLock(), logger: Logger) {
         self.authority = authority
+        self.suspendLock = suspendLock
         self.logger = logger
     }
 
     /// The response to `request`: its result, or the failure (code, `OSStatus` and message) the client reports.
     package func respond(to request: KeychainRequest, session: Session) -> KeychainResponse {
         do {
+            suspendLock.lockIfSlept(engine, logger: logger)
             try engine.followKeybagChanges()
             return try perform(request, session: session)
         } catch {

@@ -40,8 +40,9 @@ struct SetKeychainSettings: AsyncParsableCommand {
         abstract: "Set settings for keychain.",
         discussion: """
         Without -t the keychain never locks on its own (macOS's "no timeout"). keychaind picks the settings up \
-        within seconds; they replace its --idle-lock default. -l is stored and shown; keychaind does not yet \
-        watch for suspend.
+        within seconds; they replace its --idle-lock default. With -l, keychaind locks as soon as it runs again \
+        after the machine was suspended, before it serves another request. Through keychaind the settings are \
+        changed by the daemon, which asks for the passcode first when one is set.
         """
     )
 
