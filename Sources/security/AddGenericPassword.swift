@@ -16,55 +16,21 @@ struct AddGenericPassword: AsyncParsableCommand {
     /// The function name macOS prints when adding fails.
     static let addFunction = "SecKeychainItemCreateFromContent (<default>)"
 
-    @Option(name: .customShort("a"), parsing: .unconditional, help: ArgumentHelp("Specify account name.", valueName: "account"))
-    var account: String?
-
-    @Option(name: .customShort("c"), parsing: .unconditional, help: ArgumentHelp("Specify item creator (four-character code).", valueName: "creator"))
-    var creator: FourCharCode?
-
-    @Option(name: .customShort("C"), parsing: .unconditional, help: ArgumentHelp("Specify item type (four-character code).", valueName: "type"))
-    var type: FourCharCode?
-
-    @Option(name: .customShort("D"), parsing: .unconditional, help: ArgumentHelp("Specify kind.", valueName: "kind"))
-    var kind: String?
-
-    @Option(name: .customShort("G"), parsing: .unconditional, help: ArgumentHelp("Specify generic attribute value.", valueName: "value"))
-    var generic: String?
-
-    @Option(name: .customShort("j"), parsing: .unconditional, help: ArgumentHelp("Specify comment string.", valueName: "comment"))
-    var comment: String?
-
-    @Option(name: .customShort("l"), parsing: .unconditional, help: ArgumentHelp("Specify label (default: the service name).", valueName: "label"))
-    var label: String?
-
-    @Option(name: .customShort("s"), parsing: .unconditional, help: ArgumentHelp("Specify service name.", valueName: "service"))
-    var service: String?
+    @OptionGroup var attributes: GenericAttributeOptions<Specifying>
 
     @Option(name: [.customShort("w"), .customShort("p")], parsing: .unconditional,
             help: ArgumentHelp("Specify password to be added (-p is the legacy synonym). Put -w last to be prompted instead.", valueName: "password"))
     var password: String?
 
-    @Option(name: .customShort("X"), parsing: .unconditional, help: ArgumentHelp("Specify password data to be added as a hexadecimal string.", valueName: "hex"))
-    var hexPassword: HexData?
-
-    @Flag(name: .customShort("U"), help: "Update item if it already exists (if omitted, the item cannot already exist).")
-    var update = false
-
-    @Flag(name: .customShort("A"), help: "Allow any application to access this item (accepted for compatibility; ignored).")
-    var allowAnyApplication = false
-
-    @Option(name: .customShort("T"), parsing: .unconditionalSingleValue,
-            help: ArgumentHelp("Specify an application which may access this item; repeatable (accepted for compatibility; ignored).", valueName: "appPath"))
-    var trustedApplications: [String] = []
+    @OptionGroup var options: AddOptions
 
     @OptionGroup var keychain: KeychainOptions
 
     func run() async throws {
-        let given = GenericPasswordAttributes(account: account, service: service, label: label ?? service, comment: comment,
-                                              kind: kind, generic: generic, creator: creator, type: type)
-        let secret = try PasswordPrompt.secret(text: password, hex: hexPassword, function: Self.addFunction)
+        let secret = try PasswordPrompt.secret(text: password, hex: options.hexPassword, function: Self.addFunction)
         let context = try ToolContext.open(accessGroup: keychain.accessGroup)
-        try PasswordItems.add(context, .genericPassword, attributes: given.attributes, searchAttributes: given.searchAttributes,
-                              secret: secret, accessGroup: keychain.accessGroup, update: update, addFunction: Self.addFunction)
+        try PasswordItems.add(context, .genericPassword, attributes: attributes.attributes(forAdding: true),
+                              searchAttributes: attributes.searchAttributes(forAdding: true),
+                              secret: secret, accessGroup: keychain.accessGroup, update: options.update, addFunction: Self.addFunction)
     }
 }

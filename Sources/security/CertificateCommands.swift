@@ -96,6 +96,12 @@ struct CertificateMatch {
     }
 }
 
+/// The `-c` flag of the certificate verbs: a name the certificate's label or a common name contains.
+struct CertificateNameOption: ParsableArguments {
+    @Option(name: .customShort("c"), help: ArgumentHelp("Match on a name the certificate's label or common name contains.", valueName: "name"))
+    var name: String?
+}
+
 /// `security find-certificate`: finds certificates by name or email and prints them.
 struct FindCertificate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -104,8 +110,7 @@ struct FindCertificate: AsyncParsableCommand {
         discussion: "Prints the first match's attributes (all matches with -a), its PEM with -p, and its SHA-256 and SHA-1 hashes with -Z."
     )
 
-    @Option(name: .customShort("c"), help: ArgumentHelp("Match on a name the certificate's label or common name contains.", valueName: "name"))
-    var name: String?
+    @OptionGroup var selection: CertificateNameOption
 
     @Option(name: .customShort("e"), help: ArgumentHelp("Match on an email address of the certificate.", valueName: "emailAddress"))
     var email: String?
@@ -122,12 +127,11 @@ struct FindCertificate: AsyncParsableCommand {
     @Flag(name: .customShort("Z"), help: "Print SHA-256 (and SHA-1) hash of the certificate.")
     var hashes = false
 
-    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
-    var keychains: [String] = []
+    @OptionGroup var keychainNames: KeychainNames
 
     func run() async throws {
         let context = try ToolContext.open(accessGroup: nil, createIfMissing: false)
-        let match = CertificateMatch(name: name, email: email)
+        let match = CertificateMatch(name: selection.name, email: email)
         var found = try CertificateItems.all(context).filter { match.matches($0.0, $0.1) }
         guard !found.isEmpty else { throw ToolFailure("SecKeychainSearchCopyNext", status: .itemNotFound) }
         if !all { found = [found[0]] }
@@ -149,8 +153,7 @@ struct DeleteCertificate: AsyncParsableCommand {
         discussion: "-c must name exactly one certificate; when several match, give the SHA-1 hash with -Z (security find-certificate -a -Z lists them)."
     )
 
-    @Option(name: .customShort("c"), help: ArgumentHelp("The certificate's common name (or a name its label contains).", valueName: "name"))
-    var name: String?
+    @OptionGroup var selection: CertificateNameOption
 
     @Option(name: .customShort("Z"), help: ArgumentHelp("The certificate's SHA-1 hash, in hex.", valueName: "hash"))
     var hash: String?
@@ -158,17 +161,16 @@ struct DeleteCertificate: AsyncParsableCommand {
     @Flag(name: .customShort("t"), help: "Also delete user trust settings (there are none to delete).")
     var trustSettings = false
 
-    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
-    var keychains: [String] = []
+    @OptionGroup var keychainNames: KeychainNames
 
     func validate() throws {
-        if name == nil && hash == nil { throw ValidationError("Name the certificate with -c or -Z.") }
+        if selection.name == nil && hash == nil { throw ValidationError("Name the certificate with -c or -Z.") }
     }
 
     func run() async throws {
         let function = "SecKeychainItemDelete"
         let context = try ToolContext.open(accessGroup: nil)
-        let match = CertificateMatch(name: name, email: nil)
+        let match = CertificateMatch(name: selection.name, email: nil)
         let found = try CertificateItems.all(context).filter { item, certificate in
             match.matches(item, certificate) && (hash.map { certificate.sha1Fingerprint == $0.uppercased() } ?? true)
         }
@@ -218,8 +220,7 @@ struct FindIdentity: AsyncParsableCommand {
     @Flag(name: .customShort("v"), help: "Show valid identities only.")
     var validOnly = false
 
-    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
-    var keychains: [String] = []
+    @OptionGroup var keychainNames: KeychainNames
 
     func run() async throws {
         let context = try ToolContext.open(accessGroup: nil, createIfMissing: false)

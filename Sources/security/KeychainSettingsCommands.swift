@@ -13,8 +13,7 @@ struct ShowKeychainInfo: AsyncParsableCommand {
         """
     )
 
-    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
-    var keychains: [String] = []
+    @OptionGroup var keychainNames: KeychainNames
 
     func run() async throws {
         let function = "SecKeychainCopySettings default"
@@ -55,8 +54,7 @@ struct SetKeychainSettings: AsyncParsableCommand {
     @Option(name: .customShort("t"), help: ArgumentHelp("Specify timeout interval in seconds (omitting this option specifies \"no timeout\").", valueName: "timeout"))
     var timeout: Int?
 
-    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
-    var keychains: [String] = []
+    @OptionGroup var keychainNames: KeychainNames
 
     func validate() throws {
         if let timeout, timeout <= 0 { throw ValidationError("The timeout must be a positive number of seconds.") }

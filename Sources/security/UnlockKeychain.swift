@@ -23,8 +23,7 @@ struct UnlockKeychain: AsyncParsableCommand {
     @Flag(name: .customShort("u"), help: "Do not use the password (accepted for compatibility; a prompt is used instead when -p is absent).")
     var noPassword = false
 
-    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
-    var keychains: [String] = []
+    @OptionGroup var keychainNames: KeychainNames
 
     func run() async throws {
         // Through keychaind, which holds the keys for every program, unlocking unlocks their items too.
@@ -54,8 +53,7 @@ struct LockKeychain: AsyncParsableCommand {
     @Flag(name: .customShort("a"), help: "Lock all keychains (there is one).")
     var all = false
 
-    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
-    var keychains: [String] = []
+    @OptionGroup var keychainNames: KeychainNames
 
     func run() async throws {
         do {
@@ -87,8 +85,7 @@ struct SetKeychainPassword: AsyncParsableCommand {
     @Option(name: .customShort("p"), parsing: .unconditional, help: ArgumentHelp("New keychain password (prompted for if omitted; empty removes the passcode).", valueName: "newPassword"))
     var newPassword: String?
 
-    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
-    var keychains: [String] = []
+    @OptionGroup var keychainNames: KeychainNames
 
     func run() async throws {
         let keychain = try ToolContext.keychain(function: Self.function)
