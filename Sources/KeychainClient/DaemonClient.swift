@@ -156,9 +156,9 @@ package final class DaemonClient: Sendable {
         return filled
     }
 
-    /// One response frame. Most fit the first read; a larger one is read to its announced length.
+    /// One response frame. Most fit the first read (2 KiB); a larger one is read to its announced length.
     private func receive(_ fd: Int32) throws(KeychainError) -> Frame {
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        var buffer = [UInt8](repeating: 0, count: 2048)
         let filled = try receive(fd, into: &buffer, from: 0, atLeast: 4)
         let announced = buffer[0 ..< 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         guard let length = try? Frame.checkedLength(announced) else { throw lost("a malformed response") }

@@ -1,8 +1,9 @@
 // Runs one keychain operation in a loop on a benchmark store, for profilers:
-//   keychain-probe find|list|add|update|daemon-find [iterations] [store size]
+//   keychain-probe find|list|add|update|daemon-find|daemon-status [iterations] [store size]
 // e.g. `valgrind --tool=callgrind .build/release/keychain-probe find 2000` (see the README's "Performance").
 import BenchmarkSupport
 import Foundation
+import KeychainKit
 import KeychainServices
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -36,10 +37,13 @@ do {
             if SecItemOps.findAllAttributes(service: BenchItems.listService) != BenchItems.listCount { failures += 1 }
         case "add", "daemon-add":
             if SecItemOps.add(account: "probe-\(run)-\(i)", service: "bench-added", data: BenchItems.secret(i)) != errSecSuccess { failures += 1 }
+        case "daemon-status":
+            // A round trip through keychaind's pipeline with no engine work: the protocol's own cost.
+            if (try? KeychainStore.daemonStatus(socket: ProcessInfo.processInfo.environment["KEYCHAIN_DAEMON_SOCKET"] ?? "")) == nil { failures += 1 }
         case "update":
             if SecItemOps.update(account: BenchItems.account(i % points), service: BenchItems.service, data: BenchItems.secret(i % points)) != errSecSuccess { failures += 1 }
         default:
-            say("unknown operation \(operation): use find, list, add, update, daemon-find or daemon-add")
+            say("unknown operation \(operation): use find, list, add, update, daemon-find, daemon-add or daemon-status")
             exit(2)
         }
     }
