@@ -22,6 +22,12 @@ package final class KeychainEngine: Sendable {
     let random: any RandomSource
     /// The time, injectable so passcode throttling can be tested without waiting.
     let now: @Sendable () -> Date
+    /// The clocks idle time and suspends are measured with (see ``applyLockSettings(countingAsUse:)``).
+    let clocks: LockClocks
+    /// Seconds without use after which the keychain locks when `keychain.settings` sets nothing (nil: never).
+    let defaultIdleTimeout: Double?
+    /// Last use, last suspend reading and the settings, for ``applyLockSettings(countingAsUse:)``.
+    let autoLock: Mutex<AutoLockState>
 
     /// The keys usable right now.
     var crypto: ItemCrypto { keys.crypto }
@@ -32,12 +38,20 @@ package final class KeychainEngine: Sendable {
     /// Opens the keychain at `location`, creating it when missing unless `createIfMissing` is false (read-only
     /// work): then a folder without a keychain database is left as it is (not even created) and the open fails
     /// with ``KeychainStatus/noSuchKeychain`` (`errSecNoSuchKeychain`).
+    ///
+    /// `defaultIdleTimeout` is how long the keychain may go unused before it locks when `keychain.settings` sets
+    /// nothing (nil or 0: never); `clocks` measure that time and the machine's suspends.
     package init(location: KeychainLocation, createIfMissing: Bool = true, logger: Logger = Logger(label: "swift-keychain"),
-                 random: any RandomSource = SystemRandom(), now: @escaping @Sendable () -> Date = { Date() }) throws(KeychainError) {
+                 random: any RandomSource = SystemRandom(), now: @escaping @Sendable () -> Date = { Date() },
+                 defaultIdleTimeout: Double? = Double(KeychainSettings.defaultIdleTimeout),
+                 clocks: LockClocks = .system) throws(KeychainError) {
         self.location = location
         self.logger = logger
         self.random = random
         self.now = now
+        self.clocks = clocks
+        self.defaultIdleTimeout = defaultIdleTimeout
+        autoLock = Mutex(AutoLockState(lastUse: clocks.sinceBoot(), suspended: clocks.suspended()))
         if !createIfMissing, !FileManager.default.fileExists(atPath: location.databasePath) {
             throw .noSuchKeychain(location)
         }

@@ -1,33 +1,21 @@
 import KeychainCore
-import Logging
 import ServiceLifecycle
 
-/// Locks the keychain after a quiet spell, as macOS does with a keychain's "lock after N minutes of
-/// inactivity": the WhenUnlocked class keys leave memory until the next unlock.
+/// Locks the keychain while no request comes, as macOS does with a keychain's "lock after N minutes of
+/// inactivity" and "lock when sleeping": the engine applies the settings (``KeychainEngine/applyLockSettings(countingAsUse:)``)
+/// before every request, and this service applies them between requests, at least once a second, so that an idle
+/// keychain locks on time and on resume without waiting for the next caller.
 struct IdleLock: Service {
     let engine: KeychainEngine
-    let activity: ActivityClock
-    /// Seconds without a request before locking (0: never), unless `keychain.settings` says otherwise.
-    let timeout: Double
-    let logger: Logger
 
     func run() async throws {
         // Nothing to finish on shutdown: stop sleeping at once.
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                let limit = effectiveTimeout()
+                let limit = engine.lockIdleTimeout ?? 0
                 try await Task.sleep(for: .seconds(limit > 0 ? min(max(limit / 4, 0.05), 1) : 1))
-                if limit > 0, engine.lockState == .unlocked, activity.idleSeconds >= limit {
-                    engine.lock()
-                    logger.notice("locked after inactivity", metadata: ["seconds": "\(Int(limit))"])
-                }
+                engine.applyLockSettings(countingAsUse: false)
             }
         }
-    }
-
-    /// `security set-keychain-settings` wins over the daemon's own default.
-    func effectiveTimeout() -> Double {
-        guard let settings = try? KeychainSettings.load(engine.location) else { return timeout }
-        return settings.idleTimeout.map(Double.init) ?? 0
     }
 }
