@@ -50,7 +50,8 @@ func describe(_ error: CFError) -> (domain: String, code: Int, hasUserInfo: Bool
         #expect(CFDictionaryGetCount([kSecClass: kSecClassKey] as CFDictionary) == 1)
     }
 
-    /// `kSecMatchLimitAll` is a delete's default, so Apple accepts it; a finite limit is refused.
+    /// `kSecMatchLimitAll` is what a delete does anyway, and code written for macOS passes it (macOS's SecItemDelete
+    /// strips it); a finite limit is refused.
     @Test(arguments: Backend.allCases) func deleteAcceptsMatchLimitAll(_ backend: Backend) throws {
         let keychain = try TestKeychain(backend)
         keychain.run {
