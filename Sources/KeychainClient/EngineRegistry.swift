@@ -48,8 +48,10 @@ package final class EngineRegistry: @unchecked Sendable {
         return client
     }
 
-    /// The open engine for `location`, opening it on first use (with `logger`, when given).
-    package func engine(for location: KeychainLocation, pinned pin: Bool, logger: Logger? = nil) throws(KeychainError) -> KeychainEngine {
+    /// The open engine for `location`, opening it on first use (with `logger`, when given). With `createIfMissing`
+    /// false, a keychain that does not exist is not created: `errSecNoSuchKeychain`.
+    package func engine(for location: KeychainLocation, pinned pin: Bool, createIfMissing: Bool = true,
+                        logger: Logger? = nil) throws(KeychainError) -> KeychainEngine {
         lock.lock()
         defer { lock.unlock() }
         let engine: KeychainEngine
@@ -57,7 +59,7 @@ package final class EngineRegistry: @unchecked Sendable {
             engine = open
         } else {
             engines = engines.filter { $0.value.engine != nil }
-            engine = try KeychainEngine(location: location, logger: logger ?? Logger(label: "swift-keychain"))
+            engine = try KeychainEngine(location: location, createIfMissing: createIfMissing, logger: logger ?? Logger(label: "swift-keychain"))
             engines[location] = WeakEngine(engine: engine)
         }
         if pin { pinned[location] = engine }

@@ -1,7 +1,9 @@
 import Foundation
 import KeychainCore
 
-/// The keychain opened in this process: the engine, used with the caller's access groups.
+/// The keychain opened in this process: the engine, used with the caller's access groups. Every call first
+/// applies the keychain's lock settings (``KeychainEngine/applyLockSettings(countingAsUse:)``), as keychaind does
+/// for each request, so an unlock made in this process ends after the idle time or a suspend like keychaind's.
 package struct InProcessKeychain: KeychainConnection {
     /// The open engine.
     package let engine: KeychainEngine
@@ -14,64 +16,82 @@ package struct InProcessKeychain: KeychainConnection {
     }
 
     package func add(_ query: ItemQuery) throws(KeychainError) -> FoundItem {
-        try engine.add(query, caller: caller).leavingEngine()
+        engine.applyLockSettings()
+        return try engine.add(query, caller: caller).leavingEngine()
     }
 
     package func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
-        try engine.find(query, caller: caller)
+        engine.applyLockSettings()
+        return try engine.find(query, caller: caller)
     }
 
     package func update(_ query: ItemQuery, with changes: ItemChanges) throws(KeychainError) {
+        engine.applyLockSettings()
         try engine.update(query, attributes: changes.attributes, sync: changes.sync, data: changes.data, caller: caller)
     }
 
     @discardableResult
     package func delete(_ query: ItemQuery) throws(KeychainError) -> Int {
-        try engine.delete(query, caller: caller)
+        engine.applyLockSettings()
+        return try engine.delete(query, caller: caller)
     }
 
     package func tokenKey(_ request: TokenKeyRequest) throws(KeychainError) -> TokenKeyResult {
-        try engine.tokenKey(request, caller: caller)
+        engine.applyLockSettings()
+        return try engine.tokenKey(request, caller: caller)
     }
 
     package func status() throws(KeychainError) -> ServiceStatus {
-        ServiceStatus(home: engine.location.home, lockState: engine.lockState)
+        engine.applyLockSettings()
+        return ServiceStatus(home: engine.location.home, lockState: engine.lockState)
     }
 
     package func lock() throws(KeychainError) { engine.lock() }
 
-    package func unlock(passcode: String) throws(KeychainError) { try engine.unlock(passcode: passcode) }
+    package func unlock(passcode: String) throws(KeychainError) {
+        engine.applyLockSettings()
+        try engine.unlock(passcode: passcode)
+    }
 
     package func changePasscode(from old: String?, to new: String?) throws(KeychainError) {
+        engine.applyLockSettings()
         try engine.changePasscode(from: old, to: new)
     }
 
     package func backup(password: String) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
-        try engine.backup(password: password)
+        engine.applyLockSettings()
+        return try engine.backup(password: password)
     }
 
     package func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreSummary {
-        try engine.restore(backup, password: password)
+        engine.applyLockSettings()
+        return try engine.restore(backup, password: password)
     }
 
     package func settings() throws(KeychainError) -> KeychainSettings? {
-        try KeychainSettings.load(engine.location)
+        engine.applyLockSettings()
+        return try KeychainSettings.load(engine.location)
     }
 
     package func setSettings(_ settings: KeychainSettings) throws(KeychainError) {
+        engine.applyLockSettings()
         try settings.save(engine.location)
+        engine.lockSettingsChanged()
     }
 
     package func registeredPrograms() throws(KeychainError) -> [AppRegistration] {
-        try engine.appRegistry().entries
+        engine.applyLockSettings()
+        return try engine.appRegistry().entries
     }
 
     package func register(_ program: AppRegistration) throws(KeychainError) {
+        engine.applyLockSettings()
         try engine.updateAppRegistry { $0.register(program) }
     }
 
     @discardableResult
     package func unregisterProgram(named name: String) throws(KeychainError) -> Int {
-        try engine.updateAppRegistry { $0.remove(named: name) }
+        engine.applyLockSettings()
+        return try engine.updateAppRegistry { $0.remove(named: name) }
     }
 }

@@ -101,10 +101,7 @@ package enum KeychainConnector {
                 return (DaemonKeychain(client: client, claim: try caller.claim()), !endpoint.explicit)
             }
         }
-        if !createIfMissing, !FileManager.default.fileExists(atPath: location.databasePath) {
-            throw KeychainError(code: .notAvailable, status: .noSuchKeychain, message: "There is no keychain in \(location.home) (KEYCHAIN_HOME). Add an item, or start keychaind, to create one.")
-        }
-        let engine = try registry.engine(for: location, pinned: home == nil, logger: logger)
+        let engine = try registry.engine(for: location, pinned: home == nil, createIfMissing: createIfMissing, logger: logger)
         return (InProcessKeychain(engine: engine, caller: try caller.policy()), endpoint != nil)
     }
 }

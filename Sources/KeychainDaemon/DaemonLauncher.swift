@@ -15,6 +15,7 @@ package struct DaemonLauncher: Sendable {
     /// The socket to listen on; nil: the one systemd passed, else `$XDG_RUNTIME_DIR/keychain/keychaind.sock`.
     package var socket: String?
     /// Seconds without a request before the keychain locks (0: never), unless `keychain.settings` says otherwise.
+    /// The engine applies it (``KeychainEngine/applyLockSettings(countingAsUse:)``).
     package var idleLock: Double
     package var logger: Logger
 
@@ -37,17 +38,16 @@ package struct DaemonLauncher: Sendable {
 
         let engine: KeychainEngine
         do {
-            engine = try KeychainEngine(location: location, logger: logger)
+            engine = try KeychainEngine(location: location, logger: logger, defaultIdleTimeout: idleLock > 0 ? idleLock : nil)
         } catch {
             throw StartFailure("keychaind cannot open the keychain in \(location.home): \(error.message)")
         }
         let threads = NIOThreadPool(numberOfThreads: 64)
         threads.start()
         let activity = ActivityClock()
-        let suspendLock = SuspendLock()
-        let dispatcher = RequestDispatcher(authority: Authority(engine: engine, logger: logger), suspendLock: suspendLock, logger: logger)
+        let dispatcher = RequestDispatcher(authority: Authority(engine: engine, logger: logger), logger: logger)
         let server = DaemonServer(listener: listener, dispatcher: dispatcher, threads: threads, activity: activity, logger: logger, ready: ready)
-        let idle = IdleLock(engine: engine, activity: activity, suspendLock: suspendLock, timeout: idleLock, logger: logger)
+        let idle = IdleLock(engine: engine)
         let group = ServiceGroup(configuration: .init(
             services: [
                 .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),

@@ -25,6 +25,8 @@ package struct RequestDispatcher: Sendable {
         do {
             suspendLock.lockIfSlept(engine, logger: logger)
             try engine.followKeybagChanges()
+            // The idle time and a suspend are checked before the request is served; the request is a use.
+            engine.applyLockSettings()
             return try perform(request, session: session)
         } catch {
             logger.debug("request failed", metadata: ["request": "\(request.name)", "status": "\(error.status.rawValue)"])
@@ -74,6 +76,7 @@ package struct RequestDispatcher: Sendable {
         case .setSettings(let settings):
             try authority.requireAdmin(session, for: "change the keychain's settings")
             try settings.save(engine.location)
+            engine.lockSettingsChanged()
             return .done
         case .registerProgram(let entry):
             try authority.requireAdmin(session, for: "register programs")

@@ -4,9 +4,11 @@ import KeychainCore
 extension KeychainStore {
     /// The keychain's lock settings, as macOS's `security set-keychain-settings` sets them.
     public struct Settings: Sendable, Hashable {
-        /// Seconds without a request after which the keychain locks; nil: it never locks on its own.
+        /// Seconds without use (time asleep included) after which the keychain locks; nil: it never locks on its own.
+        /// keychaind applies it, and so does a program that opened the keychain itself.
         public var idleTimeout: Int?
-        /// Whether the keychain locks when the machine suspends.
+        /// Whether the keychain locks when the machine has been suspended: on resume, before the next request is
+        /// answered (Linux tells a program that it slept only afterwards).
         public var lockOnSleep: Bool
 
         /// Settings with these values.

@@ -30,6 +30,35 @@ public typealias CFError = NSError
 public typealias CFIndex = Int
 /// The result code of a Security framework call: `errSecSuccess` or an `errSec…` code.
 public typealias OSStatus = Int32
+/// The identifier of a CoreFoundation type, as `CFGetTypeID` and the `…GetTypeID()` functions return it.
+public typealias CFTypeID = UInt
+/// A hash code, as `CFHash` returns it.
+public typealias CFHashCode = UInt
+
+/// A range of items or bytes: where it starts and how many it spans.
+public struct CFRange: Sendable, Hashable {
+    /// The index of the first item.
+    public var location: CFIndex
+    /// The number of items.
+    public var length: CFIndex
+
+    /// The empty range at 0.
+    public init() {
+        location = 0
+        length = 0
+    }
+
+    /// A range of `length` items from `location`.
+    public init(location: CFIndex, length: CFIndex) {
+        self.location = location
+        self.length = length
+    }
+}
+
+/// A range of `len` items from `loc`.
+public func CFRangeMake(_ loc: CFIndex, _ len: CFIndex) -> CFRange {
+    CFRange(location: loc, length: len)
+}
 
 /// A memory allocator. Allocation is Swift's here: functions take one for compatibility and ignore it.
 public final class CFAllocator: @unchecked Sendable {

@@ -12,6 +12,8 @@ public var errSecSuccess: OSStatus { 0 }
 public var errSecUnimplemented: OSStatus { -4 }
 /// The disk is full.
 public var errSecDiskFull: OSStatus { -34 }
+/// The disk is full (the older spelling of `errSecDiskFull`).
+public var errSecDskFull: OSStatus { -34 }
 /// I/O error.
 public var errSecIO: OSStatus { -36 }
 /// File already open with write permission.
@@ -28,6 +30,8 @@ public var errSecUserCanceled: OSStatus { -128 }
 public var errSecBadReq: OSStatus { -909 }
 /// A necessary internal component is not available.
 public var errSecInternalComponent: OSStatus { -2070 }
+/// An underlying Core Foundation error occurred (Apple gives this code no message).
+public var errSecCoreFoundationUnknown: OSStatus { -4960 }
 /// Equals `errSecUnimplemented`.
 public var errSecUnsupportedOperation: OSStatus { -4 }
 /// No keychain is available. You may need to restart your computer.
@@ -72,6 +76,12 @@ public var errSecReadOnlyAttr: OSStatus { -25309 }
 public var errSecWrongSecVersion: OSStatus { -25310 }
 /// This item specifies a key size which is too large or too small.
 public var errSecKeySizeNotAllowed: OSStatus { -25311 }
+/// A required component (data storage module) could not be loaded. You may need to restart your computer.
+public var errSecNoStorageModule: OSStatus { -25312 }
+/// A required component (certificate module) could not be loaded. You may need to restart your computer.
+public var errSecNoCertificateModule: OSStatus { -25313 }
+/// A required component (policy module) could not be loaded. You may need to restart your computer.
+public var errSecNoPolicyModule: OSStatus { -25314 }
 /// User interaction is required, but is currently not allowed.
 public var errSecInteractionRequired: OSStatus { -25315 }
 /// The contents of this item cannot be retrieved.
@@ -80,22 +90,60 @@ public var errSecDataNotAvailable: OSStatus { -25316 }
 public var errSecDataNotModifiable: OSStatus { -25317 }
 /// One or more certificates required to validate this certificate cannot be found.
 public var errSecCreateChainFailed: OSStatus { -25318 }
+/// The specified preferences domain is not valid.
+public var errSecInvalidPrefsDomain: OSStatus { -25319 }
+/// In dark wake, no UI possible
+public var errSecInDarkWake: OSStatus { -25320 }
+/// The specified access control list is not in standard (simple) form.
+public var errSecACLNotSimple: OSStatus { -25240 }
+/// The specified policy cannot be found.
+public var errSecPolicyNotFound: OSStatus { -25241 }
+/// The specified trust setting is invalid.
+public var errSecInvalidTrustSetting: OSStatus { -25242 }
+/// The specified item has no access control.
+public var errSecNoAccessForItem: OSStatus { -25243 }
+/// Invalid attempt to change the owner of this item.
+public var errSecInvalidOwnerEdit: OSStatus { -25244 }
+/// No trust results are available.
+public var errSecTrustNotAvailable: OSStatus { -25245 }
 /// Import/Export format unsupported.
 public var errSecUnsupportedFormat: OSStatus { -25256 }
 /// Unknown format in import.
 public var errSecUnknownFormat: OSStatus { -25257 }
+/// Key material must be wrapped for export.
+public var errSecKeyIsSensitive: OSStatus { -25258 }
+/// An attempt was made to import multiple private keys.
+public var errSecMultiplePrivKeys: OSStatus { -25259 }
 /// Passphrase is required for import/export.
 public var errSecPassphraseRequired: OSStatus { -25260 }
+/// The password reference was invalid.
+public var errSecInvalidPasswordRef: OSStatus { -25261 }
+/// The Trust Settings Record was corrupted.
+public var errSecInvalidTrustSettings: OSStatus { -25262 }
+/// No Trust Settings were found.
+public var errSecNoTrustSettings: OSStatus { -25263 }
 /// MAC verification failed during PKCS12 import (wrong password?)
 public var errSecPkcs12VerifyFailure: OSStatus { -25264 }
+/// A certificate was not signed by its proposed parent.
+public var errSecNotSigner: OSStatus { -26267 }
 /// Unable to decode the provided data.
 public var errSecDecode: OSStatus { -26275 }
 /// A required entitlement isn't present.
 public var errSecMissingEntitlement: OSStatus { -34018 }
 /// Client is restricted and is not permitted to perform this operation.
 public var errSecRestrictedAPI: OSStatus { -34020 }
+/// The required service is not available.
+public var errSecServiceNotAvailable: OSStatus { -67585 }
+/// The client ID is not correct.
+public var errSecInsufficientClientID: OSStatus { -67586 }
+/// A device reset has occurred.
+public var errSecDeviceReset: OSStatus { -67587 }
+/// A device failure has occurred.
+public var errSecDeviceFailed: OSStatus { -67588 }
 /// An internal error has occurred.
 public var errSecInternalError: OSStatus { -67671 }
+/// A memory error has occurred.
+public var errSecMemoryError: OSStatus { -67672 }
 /// Invalid data was encountered.
 public var errSecInvalidData: OSStatus { -67673 }
 /// A cryptographic verification failure has occurred.

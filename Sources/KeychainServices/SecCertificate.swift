@@ -17,6 +17,9 @@ public final class SecCertificate: @unchecked Sendable, CustomStringConvertible 
     public var description: String { "<cert(\(data.subjectSummary ?? "?"))>" }
 }
 
+/// The type identifier of certificates, to compare with `CFGetTypeID` of an object a call returned.
+public func SecCertificateGetTypeID() -> CFTypeID { CoreFoundationTypeID.secCertificate }
+
 /// Creates a certificate from its DER encoding; `nil` when the data is not one certificate.
 public func SecCertificateCreateWithData(_ allocator: CFAllocator?, _ data: CFData) -> SecCertificate? {
     (try? CertificateData(der: data as Data)).map(SecCertificate.init)

@@ -21,6 +21,9 @@ public final class SecIdentity: @unchecked Sendable, CustomStringConvertible {
     public var description: String { "<SecIdentity \(certificate.description)>" }
 }
 
+/// The type identifier of identities, to compare with `CFGetTypeID` of an object a call returned.
+public func SecIdentityGetTypeID() -> CFTypeID { CoreFoundationTypeID.secIdentity }
+
 /// The identity's certificate.
 public func SecIdentityCopyCertificate(_ identityRef: SecIdentity, _ certificateRef: UnsafeMutablePointer<SecCertificate?>) -> OSStatus {
     certificateRef.pointee = identityRef.certificate

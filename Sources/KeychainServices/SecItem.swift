@@ -33,8 +33,8 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 /// Modifies items that match a search query.
 ///
 /// - Parameters:
-///   - query: A dictionary with the item class and the attributes to match. It may not contain return or
-///     search keys.
+///   - query: A dictionary with the item class and the attributes to match, or `kSecValueRef` with a key or
+///     certificate to update exactly its item. It may not contain return or search keys.
 ///   - attributesToUpdate: The attributes (and `kSecValueData`) to change in every matching item.
 /// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecDuplicateItem` (nothing changed), or another code.
 @discardableResult
@@ -42,10 +42,12 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
     SecItemBackend.update(query, attributesToUpdate)
 }
 
-/// Deletes items that match a search query.
+/// Deletes every item that matches a search query.
 ///
-/// - Parameter query: A dictionary with the item class and the attributes to match. It may not contain
-///   search keys such as `kSecMatchLimit`.
+/// - Parameter query: A dictionary with the item class and the attributes to match, or `kSecValueRef` with a
+///   key, certificate or identity to delete exactly its item (an identity: its certificate and private key).
+///   `kSecMatchLimit` may only be `kSecMatchLimitAll` (which a delete does anyway, and which code written for
+///   macOS passes); a finite limit or another `kSecMatch…` key is `errSecParam`.
 /// - Returns: `errSecSuccess`, `errSecItemNotFound` when nothing matched, or another `errSec…` code.
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {

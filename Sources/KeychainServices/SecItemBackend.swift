@@ -45,7 +45,7 @@ package enum SecItemBackend {
 
     static func update(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
         run { (ctx) throws(KeychainError) in
-            try ctx.secItemUpdate(try plistDictionary(query), attributesToUpdate: try plistDictionary(attributesToUpdate))
+            try ctx.secItemUpdate(try queryDictionary(query), attributesToUpdate: try plistDictionary(attributesToUpdate))
         }
     }
 

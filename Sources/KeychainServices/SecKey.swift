@@ -227,6 +227,10 @@ nonisolated(unsafe) public let kSecKeyKeyExchangeParameterRequestedSize: CFStrin
 /// The shared info a key exchange with a KDF mixes in (`SecKeyCopyKeyExchangeResult`).
 nonisolated(unsafe) public let kSecKeyKeyExchangeParameterSharedInfo: CFString = "sharedInfo"
 
+/// The type identifier of keys, to compare with `CFGetTypeID` of an object a call returned
+/// (`CFGetTypeID(item) == SecKeyGetTypeID()` before `item as! SecKey`).
+public func SecKeyGetTypeID() -> CFTypeID { CoreFoundationTypeID.secKey }
+
 /// Generates a new private key (and so its public key); stores it in the keychain when `kSecAttrIsPermanent` is
 /// true in the parameters or in `kSecPrivateKeyAttrs`.
 ///
@@ -238,6 +242,23 @@ nonisolated(unsafe) public let kSecKeyKeyExchangeParameterSharedInfo: CFString =
 /// - Returns: The private key, or `nil` on failure.
 public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
     SecKeyBackend.createRandomKey(parameters, error)
+}
+
+/// Generates a key pair (Apple's older call, deprecated there in favour of `SecKeyCreateRandomKey` and
+/// `SecKeyCopyPublicKey`, which it is made of here).
+///
+/// `kSecAttrIsPermanent` true in `parameters` stores both keys in the keychain; in `kSecPrivateKeyAttrs` or
+/// `kSecPublicKeyAttrs` it stores that key only (those dictionaries' other attributes, such as
+/// `kSecAttrApplicationTag`, apply to their key).
+///
+/// - Parameters:
+///   - parameters: `kSecAttrKeyType`, `kSecAttrKeySizeInBits`, and the attributes `SecKeyCreateRandomKey` takes.
+///   - publicKey: On success, the public key; pass `nil` when you don't need it.
+///   - privateKey: On success, the private key; pass `nil` when you don't need it.
+/// - Returns: `errSecSuccess`, or the `OSStatus` of the failure (`errSecParam` for an unknown type or size,
+///   `errSecDuplicateItem` when a permanent key is already stored).
+public func SecKeyGeneratePair(_ parameters: CFDictionary, _ publicKey: UnsafeMutablePointer<SecKey?>?, _ privateKey: UnsafeMutablePointer<SecKey?>?) -> OSStatus {
+    SecKeyBackend.generatePair(parameters, publicKey, privateKey)
 }
 
 /// Creates a key from its external representation (ANSI X9.63 for EC, PKCS#1 for RSA).

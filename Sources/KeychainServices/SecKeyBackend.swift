@@ -45,6 +45,26 @@ enum SecKeyBackend {
         }
     }
 
+    /// `SecKeyGeneratePair`: a random key whose top-level `kSecAttrIsPermanent` stores the public key too.
+    static func generatePair(_ parameters: CFDictionary, _ publicKey: UnsafeMutablePointer<SecKey?>?,
+                             _ privateKey: UnsafeMutablePointer<SecKey?>?) -> OSStatus {
+        publicKey?.pointee = nil
+        privateKey?.pointee = nil
+        let given = parameters.mutableCopy() as? NSMutableDictionary ?? NSMutableDictionary()
+        if let permanent = given["perm"] {
+            let publicAttributes = (given["public"] as? NSDictionary)?.mutableCopy() as? NSMutableDictionary ?? NSMutableDictionary()
+            if publicAttributes["perm"] == nil { publicAttributes["perm"] = permanent }
+            given["public"] = publicAttributes
+        }
+        var error: Unmanaged<CFError>?
+        guard let key = createRandomKey(given, &error), let pair = copyPublicKey(key) else {
+            return error.map { OSStatus(truncatingIfNeeded: $0.takeRetainedValue().code) } ?? errSecInternalComponent
+        }
+        publicKey?.pointee = pair
+        privateKey?.pointee = key
+        return errSecSuccess
+    }
+
     static func createWithData(_ keyData: CFData, _ attributes: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
         attempt(error) { () throws(KeychainError) in
             let p = try SecItemBackend.plistDictionary(attributes)

@@ -30,6 +30,12 @@ public final class SecTrust: @unchecked Sendable {
     }
 }
 
+/// The type identifier of policies, to compare with `CFGetTypeID` of an object a call returned.
+public func SecPolicyGetTypeID() -> CFTypeID { CoreFoundationTypeID.secPolicy }
+
+/// The type identifier of trust objects, to compare with `CFGetTypeID` of an object a call returned.
+public func SecTrustGetTypeID() -> CFTypeID { CoreFoundationTypeID.secTrust }
+
 /// A policy that checks a certificate chain to a trusted root (RFC 5280 path validation).
 public func SecPolicyCreateBasicX509() -> SecPolicy {
     SecPolicy(hostname: nil)

@@ -6,9 +6,10 @@ import KeychainKit
 /// and asks its admin tool for the passcode first when one is set), else by the store opened in this process.
 /// `backup-keychain`/`restore-keychain` and `export`/`import -f backup` share it.
 enum KeychainBackups {
-    /// The whole keychain sealed under `password`, and what went into it.
+    /// The whole keychain sealed under `password`, and what went into it. A keychain that does not exist is not
+    /// created (`errSecNoSuchKeychain`).
     static func make(password: String, function: String) throws(ToolFailure) -> KeychainStore.Backup {
-        let keychain = try ToolContext.keychain(function: function)
+        let keychain = try ToolContext.keychain(createIfMissing: false, function: function)
         do {
             return try keychain.backup(password: password)
         } catch {

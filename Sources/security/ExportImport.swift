@@ -90,7 +90,7 @@ extension ExportCommand {
         guard [.certs, .pubKeys, .all].contains(type) else {
             throw ToolFailure(function, status: .unsupportedFormat, detail: "Private keys and identities stay in the keychain: export certificates (-t certs) or public keys (-t pubKeys).")
         }
-        let context = try ToolContext.open(accessGroup: nil)
+        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false)
         let certificates = type == .pubKeys ? [] : try CertificateItems.all(context).map(\.1)
         let publicKeys = type == .certs ? [] : try Self.publicKeys(context)
         guard !certificates.isEmpty || !publicKeys.isEmpty else { throw ToolFailure(function, status: .itemNotFound) }

@@ -9,7 +9,8 @@ struct ShowKeychainInfo: AsyncParsableCommand {
         abstract: "Show the settings for keychain.",
         discussion: """
         Prints `Keychain "<path>"`, then `lock-on-sleep` when set, then `timeout=<seconds>s` or `no-timeout`. \
-        Without settings of its own the keychain locks after keychaind's --idle-lock time (600 seconds unless keychaind was started with another).
+        Without settings of its own the keychain locks after keychaind's --idle-lock time (600 seconds unless keychaind was started with another), \
+        and a program that opened the keychain itself after 600 seconds without use.
         """
     )
 
@@ -38,14 +39,17 @@ struct SetKeychainSettings: AsyncParsableCommand {
         commandName: "set-keychain-settings",
         abstract: "Set settings for keychain.",
         discussion: """
-        Without -t the keychain never locks on its own (macOS's "no timeout"). keychaind picks the settings up \
-        within seconds; they replace its --idle-lock default. With -l, keychaind locks as soon as it runs again \
-        after the machine was suspended, before it serves another request. Through keychaind the settings are \
+        -t locks the keychain after that many seconds without use (time asleep counts); without -t it never \
+        locks on its own (macOS's "no timeout"). The lock happens where the unlocked keys are: in keychaind, which \
+        picks the settings up within a second (they replace its --idle-lock default), or in a program that opened \
+        the keychain itself. -l locks it when the machine has been suspended: on resume, before anything is \
+        answered, since Linux tells a program it slept only afterwards (locking as the machine suspends would \
+        take logind's PrepareForSleep signal over D-Bus, which is not watched). Through keychaind the settings are \
         changed by the daemon, which asks for the passcode first when one is set.
         """
     )
 
-    @Flag(name: .customShort("l"), help: "Lock keychain when the system sleeps.")
+    @Flag(name: .customShort("l"), help: "Lock keychain when the system sleeps (on resume, before any request is answered).")
     var lockOnSleep = false
 
     @Flag(name: .customShort("u"), help: "Lock keychain after timeout interval (with -t; alone, after 300 seconds).")

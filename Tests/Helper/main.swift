@@ -7,6 +7,8 @@
 //   keychain-test-helper find ACCOUNT SERVICE [GROUP]         → "status=N", "data=…", "agrp=…"
 //   keychain-test-helper set-passcode P ACCOUNT SERVICE SECRET → sets passcode P, adds a WhenUnlocked item
 //   keychain-test-helper unlock-and-find P ACCOUNT SERVICE    → finds before and after KeychainStore.default.unlock
+//   keychain-test-helper unlock-idle-find P ACCOUNT SERVICE S → unlocks, finds ("after="), waits S seconds unused,
+//                                                               finds again ("idle=")
 //   keychain-test-helper bench N                              → rough single-thread ops/s of add, find, update, delete
 //   keychain-test-helper mixed SEED N                         → N random add/find/update/delete calls on 16 shared
 //                                                               keys; "calls=N unexpected=M"
@@ -100,6 +102,19 @@ case "unlock-and-find" where args.count == 4:
     do {
         try KeychainStore.default.unlock(passcode: args[1])
         flushLine("after=\(find())")
+    } catch {
+        flushLine("error=\(error.status.rawValue)")
+    }
+case "unlock-idle-find" where args.count == 5:
+    func find() -> OSStatus {
+        SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[2],
+                             kSecAttrService as String: args[3]] as CFDictionary, nil)
+    }
+    do {
+        try KeychainStore.default.unlock(passcode: args[1])
+        flushLine("after=\(find())")
+        Thread.sleep(forTimeInterval: Double(args[4]) ?? 0)
+        flushLine("idle=\(find())")
     } catch {
         flushLine("error=\(error.status.rawValue)")
     }

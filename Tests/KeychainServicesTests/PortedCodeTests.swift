@@ -50,7 +50,8 @@ func describe(_ error: CFError) -> (domain: String, code: Int, hasUserInfo: Bool
         #expect(CFDictionaryGetCount([kSecClass: kSecClassKey] as CFDictionary) == 1)
     }
 
-    /// `kSecMatchLimitAll` is a delete's default, so Apple accepts it; a finite limit is refused.
+    /// `kSecMatchLimitAll` is what a delete does anyway, and code written for macOS passes it (macOS's SecItemDelete
+    /// strips it); a finite limit is refused.
     @Test(arguments: Backend.allCases) func deleteAcceptsMatchLimitAll(_ backend: Backend) throws {
         let keychain = try TestKeychain(backend)
         keychain.run {
@@ -117,6 +118,22 @@ func describe(_ error: CFError) -> (domain: String, code: Int, hasUserInfo: Bool
             #expect(copy([kSecValueRef as String: other]).0 == errSecSuccess)
             #expect(SecItemDelete([kSecClass as String: kSecClassCertificate, kSecValueRef as String: privateKey] as CFDictionary) == errSecParam,
                     "a key is not a certificate")
+
+            // SecItemUpdate finds its item the same way.
+            #expect(SecItemUpdate([kSecValueRef as String: other] as CFDictionary, [kSecAttrLabel as String: "renamed"] as CFDictionary) == errSecSuccess)
+            let (renamedStatus, renamed) = copy([kSecValueRef as String: other, kSecReturnAttributes as String: true])
+            #expect(renamedStatus == errSecSuccess)
+            #expect((renamed as? [String: Any])?[kSecAttrLabel as String] as? String == "renamed")
+            #expect(SecItemUpdate([kSecValueRef as String: privateKey] as CFDictionary, [kSecAttrLabel as String: "gone"] as CFDictionary) == errSecItemNotFound)
+            #expect(SecItemUpdate([kSecValueRef as String: two] as CFDictionary, [kSecAttrLabel as String: "two, renamed"] as CFDictionary) == errSecSuccess)
+            #expect(copy([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "two, renamed"]).0 == errSecSuccess)
+
+            // A key that never leaves the keychain is found by its public key's label, as its class says.
+            let token = try #require(tokenKey("value-ref-token"))
+            #expect(copy([kSecValueRef as String: token]).0 == errSecSuccess)
+            #expect(SecItemDelete([kSecValueRef as String: token] as CFDictionary) == errSecSuccess)
+            #expect(copy([kSecValueRef as String: token]).0 == errSecItemNotFound)
+            #expect(copy([kSecValueRef as String: other]).0 == errSecSuccess, "only the token key went")
         }
     }
 }

@@ -114,10 +114,12 @@ func importPKCS12(_ data: Data, _ password: String?) -> (OSStatus, [[String: Any
             #expect(byLabel == errSecSuccess)
             #expect((attributes as? [[String: Any]])?.count == 1)
             #expect(add([kSecValueRef as String: identity]) == errSecDuplicateItem)
-            // Deleting the identity deletes its certificate and its key.
-            #expect(SecItemDelete([kSecClass as String: kSecClassIdentity] as CFDictionary) == errSecSuccess)
+            // The identity object finds exactly its item; deleting it deletes its certificate and its key.
+            #expect(copy([kSecValueRef as String: stored]).0 == errSecSuccess)
+            #expect(SecItemDelete([kSecValueRef as String: stored] as CFDictionary) == errSecSuccess)
             #expect(copy([kSecClass as String: kSecClassCertificate]).0 == errSecItemNotFound)
             #expect(copy([kSecClass as String: kSecClassKey]).0 == errSecItemNotFound)
+            #expect(SecItemDelete([kSecValueRef as String: identity] as CFDictionary) == errSecItemNotFound)
             // A certificate alone is no identity.
             #expect(add([kSecValueRef as String: try #require(certificate)]) == errSecSuccess)
             #expect(copy([kSecClass as String: kSecClassIdentity]).0 == errSecItemNotFound)

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 import KeychainClient
 import KeychainCore
@@ -55,6 +56,24 @@ struct KeychainSettingsToolTests {
             usleep(2_500_000)
             #expect(try status().contains("\nlock state: locked\n"), "locked after a second without requests")
             #expect(daemon.stop() == 0)
+        }
+    }
+
+    @Test func programsThatOpenTheKeychainThemselvesLockAfterTheTimeoutTheSettingsGive() throws {
+        try withKeychain { kc in
+            // A program using SecItem without keychaind (the test helper, a separate process): its unlock lasts until
+            // the keychain has gone unused for the settings' time.
+            let helper = try BuiltProducts.path(of: "keychain-test-helper")
+            #expect(try kc.launch(helper, ["set-passcode", "pw-5", "alice", "svc", "when-unlocked"]).stdout == "status=0\n")
+            // No settings: the default (600 s) keeps the unlock through a short pause.
+            #expect(try kc.launch(helper, ["unlock-idle-find", "pw-5", "alice", "svc", "1.2"]).stdout == "after=0\nidle=0\n")
+            try kc.succeed(["set-keychain-settings", "-t", "1"])
+            let locked = try kc.launch(helper, ["unlock-idle-find", "pw-5", "alice", "svc", "2.2"])
+            #expect(locked.stdout == "after=0\nidle=\(KeychainStatus.interactionNotAllowed.rawValue)\n", "locked after a second unused: \(locked.stderr)")
+            // Settings without -t: it never locks on its own.
+            try kc.succeed(["set-keychain-settings", "-l"])
+            #expect(try kc.launch(helper, ["unlock-idle-find", "pw-5", "alice", "svc", "1.2"]).stdout == "after=0\nidle=0\n")
+            #expect(try kc.run(["show-keychain-info"]).stdout == "Keychain \"\(kc.home)/keychain-2.db\" lock-on-sleep no-timeout\n")
         }
     }
 

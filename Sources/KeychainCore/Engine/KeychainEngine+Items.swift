@@ -164,7 +164,7 @@ extension KeychainEngine {
     @discardableResult
     package func delete(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> Int {
         let cls = q.itemClass
-        if q.hasMatchKeys { throw .param("SecItemDelete's query cannot contain kSecMatch… keys (not even kSecMatchLimit).") }
+        if q.hasMatchKeys { throw .param("SecItemDelete deletes every match: its query cannot contain kSecMatch… keys, and kSecMatchLimit only as kSecMatchLimitAll.") }
         if cls == .identity {
             // Deleting an identity deletes its certificate, then its key (Apple's "explode").
             var all = q

@@ -20,6 +20,7 @@ extension KeychainEngine {
             }
             let bag = try openThrottled(bytes, deviceKey: deviceKey(), passcode: passcode)
             keys.set(bag.classKeys, metadataKey: bag.metadataKey, state: .unlocked)
+            markUsed()
             logger.debug("unlocked")
         }
     }
@@ -91,6 +92,7 @@ extension KeychainEngine {
             try FileSystem.writeAtomically(bag.encode(deviceKey: device, passcode: passcode, random: random),
                                            to: location.keybagPath, exclusive: false)
             keys.set(classKeys, metadataKey: bag.metadataKey, state: new == nil ? .noPasscode : .unlocked)
+            markUsed()
         }
     }
 

@@ -22,6 +22,12 @@ package final class KeychainEngine: Sendable {
     let random: any RandomSource
     /// The time, injectable so passcode throttling can be tested without waiting.
     let now: @Sendable () -> Date
+    /// The clocks idle time and suspends are measured with (see ``applyLockSettings(countingAsUse:)``).
+    let clocks: LockClocks
+    /// Seconds without use after which the keychain locks when `keychain.settings` sets nothing (nil: never).
+    let defaultIdleTimeout: Double?
+    /// Last use, last suspend reading and the settings, for ``applyLockSettings(countingAsUse:)``.
+    let autoLock: Mutex<AutoLockState>
 
     /// The keys usable right now.
     var crypto: ItemCrypto { keys.crypto }
@@ -29,13 +35,26 @@ package final class KeychainEngine: Sendable {
     /// Schema version of `keychain-2.db` (`PRAGMA user_version`).
     package static let schemaVersion = 1
 
-    /// Opens (creating when missing) the keychain at `location`.
-    package init(location: KeychainLocation, logger: Logger = Logger(label: "swift-keychain"),
-                 random: any RandomSource = SystemRandom(), now: @escaping @Sendable () -> Date = { Date() }) throws(KeychainError) {
+    /// Opens the keychain at `location`, creating it when missing unless `createIfMissing` is false (read-only
+    /// work): then a folder without a keychain database is left as it is (not even created) and the open fails
+    /// with ``KeychainStatus/noSuchKeychain`` (`errSecNoSuchKeychain`).
+    ///
+    /// `defaultIdleTimeout` is how long the keychain may go unused before it locks when `keychain.settings` sets
+    /// nothing (nil or 0: never); `clocks` measure that time and the machine's suspends.
+    package init(location: KeychainLocation, createIfMissing: Bool = true, logger: Logger = Logger(label: "swift-keychain"),
+                 random: any RandomSource = SystemRandom(), now: @escaping @Sendable () -> Date = { Date() },
+                 defaultIdleTimeout: Double? = Double(KeychainSettings.defaultIdleTimeout),
+                 clocks: LockClocks = .system) throws(KeychainError) {
         self.location = location
         self.logger = logger
         self.random = random
         self.now = now
+        self.clocks = clocks
+        self.defaultIdleTimeout = defaultIdleTimeout
+        autoLock = Mutex(AutoLockState(lastUse: clocks.sinceBoot(), suspended: clocks.suspended()))
+        if !createIfMissing, !FileManager.default.fileExists(atPath: location.databasePath) {
+            throw .noSuchKeychain(location)
+        }
         try FileSystem.ensurePrivateDirectory(location.home)
         // Opening is serialized across processes: two first opens must not race to create the keybag or to
         // switch a new database to WAL.
@@ -85,6 +104,14 @@ package final class KeychainEngine: Sendable {
             }
         }
         return KeychainError(code: .internal, message: "Unexpected failure.", cause: DescribedError(error))
+    }
+}
+
+extension KeychainError {
+    /// There is no keychain database at `location` and none was to be created.
+    static func noSuchKeychain(_ location: KeychainLocation) -> KeychainError {
+        KeychainError(code: .notAvailable, status: .noSuchKeychain,
+                      message: "There is no keychain in \(location.home) (no keychain-2.db). Add an item, or start keychaind, to create one; or set KEYCHAIN_HOME to the folder of an existing keychain.")
     }
 }
 

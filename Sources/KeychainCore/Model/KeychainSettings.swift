@@ -2,11 +2,12 @@ import Foundation
 
 /// The keychain's settings, as macOS's `security set-keychain-settings` sets them: lock after an idle time,
 /// and lock when the machine sleeps. Kept in `keychain.settings` (an XML property list) in the keychain folder,
-/// where keychaind reads them again whenever they change.
+/// where the engine holding the unlocked keys (keychaind's, or a program's own) reads them again within a second
+/// of a change and applies them (``KeychainEngine/applyLockSettings(countingAsUse:)``).
 package struct KeychainSettings: Sendable, Hashable {
-    /// Seconds without a request after which the keychain locks; nil never locks on its own.
+    /// Seconds without use (time asleep included) after which the keychain locks; nil never locks on its own.
     package var idleTimeout: Int?
-    /// Whether the keychain locks when the machine suspends.
+    /// Whether the keychain locks when the machine has been suspended (it locks on resume, before the next request).
     package var lockOnSleep: Bool
 
     package init(idleTimeout: Int? = nil, lockOnSleep: Bool = false) {

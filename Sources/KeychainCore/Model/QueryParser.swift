@@ -59,8 +59,10 @@ package enum QueryParser {
         case "c":
             guard key == "class" else { throw .param("Unknown key '\(key)' in the query dictionary.") }
         case "m":
-            // A delete removes every match: kSecMatchLimitAll says just that, and Apple accepts it there
-            // (securityd refuses only a finite limit, or other match keys).
+            // A delete removes every match, and kSecMatchLimitAll says just that. Code written for macOS passes it
+            // (its file keychain deletes only the first match without it), and macOS's SecItemDelete strips every
+            // kSecMatch key before the data-protection keychain sees it; iOS's securityd refuses them all. We
+            // accept kSecMatchLimitAll and refuse a finite limit, which would promise fewer deletions than happen.
             if !(operation == .delete && key == "m_Limit" && value == .string("m_LimitAll")) { query.hasMatchKeys = true }
             try applyMatch(key, value, to: &query, operation: operation)
         case "r":
