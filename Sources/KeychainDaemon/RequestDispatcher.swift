@@ -10,20 +10,16 @@ import Logging
 package struct RequestDispatcher: Sendable {
     package let authority: Authority
     package let logger: Logger
-    /// Locks the keychain before a request when the machine slept meanwhile (lock-on-sleep).
-    package let suspendLock: SuspendLock
     var engine: KeychainEngine { authority.engine }
 
-    package init(authority: Authority, suspendLock: SuspendLock = SuspendLock(), logger: Logger) {
+    package init(authority: Authority, logger: Logger) {
         self.authority = authority
-        self.suspendLock = suspendLock
         self.logger = logger
     }
 
     /// The response to `request`: its result, or the failure (code, `OSStatus` and message) the client reports.
     package func respond(to request: KeychainRequest, session: Session) -> KeychainResponse {
         do {
-            suspendLock.lockIfSlept(engine, logger: logger)
             try engine.followKeybagChanges()
             // The idle time and a suspend are checked before the request is served; the request is a use.
             engine.applyLockSettings()
@@ -35,6 +31,7 @@ package struct RequestDispatcher: Sendable {
     }
 
     func perform(_ request: KeychainRequest, session: Session) throws(KeychainError) -> KeychainResponse {
+        try validate(request)
         switch request {
         case .add(let query, let claim):
             return .item(try engine.add(query, caller: authority.policy(for: session, claim: claim)).leavingEngine().trimmed(to: query.returns))
@@ -91,6 +88,19 @@ package struct RequestDispatcher: Sendable {
         case .unregisterProgram(let name):
             try authority.requireAdmin(session, for: "unregister programs")
             return .count(try engine.updateAppRegistry { $0.remove(named: name) })
+        }
+    }
+
+    /// The checks the client's parser made, made again: a client is not trusted to have parsed what it sends.
+    func validate(_ request: KeychainRequest) throws(KeychainError) {
+        switch request {
+        case .add(let query, _), .find(let query, _), .delete(let query, _), .tokenKey(.create(let query), _):
+            try query.validate()
+        case .update(let query, let changes, _):
+            try query.validate()
+            try changes.validate(for: query.itemClass)
+        default:
+            break
         }
     }
 

@@ -113,7 +113,13 @@ public struct KeychainQuery: Sendable, Hashable {
     /// The engine's form of this query.
     func itemQuery() throws(KeychainError) -> ItemQuery {
         var q = ItemQuery(itemClass: ItemClass(rawValue: itemClass.rawValue) ?? .genericPassword)
-        q.attributes = attributes.mapValues(\.attributeValue)
+        for (code, value) in attributes {
+            guard let descriptor = q.itemClass.attribute(code) else {
+                throw KeychainError(code: .noSuchAttribute, message: "'\(code)' is not an attribute of class \(itemClass.rawValue).")
+            }
+            // Stored in the schema's form, whether the keychain is in this process or keychaind.
+            q.attributes[code] = try QueryParser.coerce(value.attributeValue.plist, to: descriptor)
+        }
         q.limit = limit == .all ? .all : .one
         switch synchronizable {
         case .local: q.sync = .local

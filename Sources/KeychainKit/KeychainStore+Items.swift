@@ -64,7 +64,10 @@ extension KeychainStore {
     ///
     /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when none match.
     public func updateItems(matching query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?) throws(KeychainError) {
-        try connection.update(query.itemQuery(), with: ItemChanges(attributes: attributes.mapValues(\.attributeValue), data: data))
+        let itemQuery = try query.itemQuery()
+        // The changes in the schema's form, as the query's attributes are.
+        let changes = try KeychainQuery(query.itemClass, attributes: attributes).itemQuery().attributes
+        try connection.update(itemQuery, with: ItemChanges(attributes: changes, data: data))
     }
 
     /// Deletes every item `query` matches; returns how many.

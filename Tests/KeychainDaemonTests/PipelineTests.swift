@@ -1,6 +1,7 @@
 import Foundation
 import KeychainCore
 import KeychainProtocol
+import KeychainTestSupport
 import Logging
 import NIOCore
 import NIOEmbedded
@@ -215,5 +216,46 @@ import Testing
         #expect(stored.attributes["agrp"] == .string(f.group), "an unregistered program writes to its private group")
         #expect(frames.last.flatMap(Self.secret) == "written", "the read saw the write before it")
         _ = try await channel.finish()
+    }
+
+    /// A client that skips the parser and sends a query by hand gets the answers a malformed dictionary gets: the
+    /// daemon checks what the client's parser would have.
+    @Test func handMadeQueriesAreCheckedAsTheParserWould() throws {
+        let f = try Fixture()
+        var foreign = ItemQuery(itemClass: .genericPassword)
+        foreign.attributes = ["srvr": .string("example.com")] // an internet password's attribute
+        var wrongKind = ItemQuery(itemClass: .genericPassword)
+        wrongKind.attributes = ["cdat": .string("yesterday")] // a date attribute as text
+        var badAccessibility = ItemQuery(itemClass: .genericPassword)
+        badAccessibility.attributes = ["pdmn": .string("everyone")]
+        var stamped = ItemQuery(itemClass: .genericPassword)
+        stamped.attributes = ["acct": .string("a")]
+        var mismatched = ItemQuery(itemClass: .genericPassword)
+        mismatched.persistentRef = PersistentReference(itemClass: .key, uuid: Data(repeating: 1, count: 16))
+        let cases: [(KeychainRequest, KeychainStatus)] = [
+            (.add(foreign, claim: nil), .noSuchAttribute),
+            (.find(foreign, claim: nil), .noSuchAttribute),
+            (.delete(wrongKind, claim: nil), .param),
+            (.add(badAccessibility, claim: nil), .param),
+            (.update(stamped, ItemChanges(attributes: ["mdat": .date(Date())]), claim: nil), .param),
+            (.update(stamped, ItemChanges(attributes: ["srvr": .string("x")]), claim: nil), .noSuchAttribute),
+            (.find(mismatched, claim: nil), .param),
+        ]
+        for (index, (request, status)) in cases.enumerated() {
+            // Decoded from the wire as keychaind would, then handed to its dispatcher.
+            let bytes = Frame(id: UInt32(index), body: .request(request)).encoded
+            guard case .request(let decoded) = try Frame.decode(body: Array(bytes.dropFirst(4))).body else {
+                Issue.record("case \(index) did not decode")
+                continue
+            }
+            guard case .failure(let error) = f.dispatcher.respond(to: decoded, session: f.session) else {
+                Issue.record("case \(index) was not refused")
+                continue
+            }
+            #expect(error.status == status, "case \(index): \(error.message)")
+        }
+        expectKeychainError(.itemNotFound, "nothing was stored") {
+            try f.engine.find(ItemQuery(itemClass: .genericPassword), caller: .unrestricted(defaultGroup: f.group))
+        }
     }
 }
