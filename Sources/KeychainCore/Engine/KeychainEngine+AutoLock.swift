@@ -61,6 +61,8 @@ extension KeychainEngine {
     /// timeout, or (lock on sleep) if the machine was suspended since the last call. With `countingAsUse`, the call
     /// then counts as use and the idle time starts again; keychaind's periodic check passes false.
     package func applyLockSettings(countingAsUse: Bool = true) {
+        // Without a passcode there is nothing to lock (and setting one counts as a use, see markUsed()).
+        guard lockState != .noPasscode else { return }
         let now = clocks.sinceBoot()
         let suspended = clocks.suspended()
         let reason: String? = autoLock.withLock { state in

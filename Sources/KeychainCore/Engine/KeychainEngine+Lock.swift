@@ -43,6 +43,7 @@ extension KeychainEngine {
             switch (lockState, hasPasscode) {
             case (.noPasscode, true):
                 keys.markPasscodeSet()
+                markUsed() // the idle time starts now, not when the keychain was last used without a passcode
                 logger.notice("a passcode was set by another process")
             case (.beforeFirstUnlock, false), (.unlocked, false), (.locked, false):
                 try reloadWithoutPasscode(bytes)
