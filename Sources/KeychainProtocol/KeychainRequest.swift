@@ -71,29 +71,3 @@ package enum KeychainRequest: Sendable, Hashable {
         }
     }
 }
-
-/// keychaind's answer to one ``KeychainRequest``.
-package enum KeychainResponse: Sendable {
-    /// Done, nothing to return.
-    case done
-    /// The item an add stored.
-    case item(FoundItem)
-    /// The items a find matched.
-    case items([FoundItem])
-    /// How many items or programs a request affected.
-    case count(Int)
-    /// A token key's result, or its created key.
-    case tokenKey(TokenKeyResult)
-    /// The keychain's status.
-    case status(ServiceStatus)
-    /// A backup's bytes and what it holds.
-    case backup(Data, BackupSummary)
-    /// What a restore did.
-    case restored(RestoreSummary)
-    /// The keychain's lock settings; nil when none were ever set.
-    case settings(KeychainSettings?)
-    /// The registered programs.
-    case programs([AppRegistration])
-    /// The request failed: the error's code, `OSStatus` and message as keychaind reported them.
-    case failure(KeychainError)
-}
