@@ -44,9 +44,8 @@ package struct DaemonLauncher: Sendable {
         }
         let threads = NIOThreadPool(numberOfThreads: 64)
         threads.start()
-        let activity = ActivityClock()
         let dispatcher = RequestDispatcher(authority: Authority(engine: engine, logger: logger), logger: logger)
-        let server = DaemonServer(listener: listener, dispatcher: dispatcher, threads: threads, activity: activity, logger: logger, ready: ready)
+        let server = DaemonServer(listener: listener, dispatcher: dispatcher, threads: threads, logger: logger, ready: ready)
         let idle = IdleLock(engine: engine)
         let group = ServiceGroup(configuration: .init(
             services: [

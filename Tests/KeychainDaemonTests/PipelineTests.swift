@@ -38,7 +38,7 @@ import Testing
 
         func handler() -> RequestChannelHandler {
             RequestChannelHandler(session: session, dispatcher: dispatcher, threads: threads, tracker: tracker,
-                                  activity: ActivityClock(), logger: Logger(label: "pipeline-test"))
+                                  logger: Logger(label: "pipeline-test"))
         }
 
         /// An embedded channel with keychaind's pipeline, registered as an open connection.

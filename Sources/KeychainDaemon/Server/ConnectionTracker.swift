@@ -2,14 +2,6 @@ import Foundation
 import NIOCore
 import Synchronization
 
-/// The time of the last request, for the idle lock.
-package final class ActivityClock: Sendable {
-    package init() {}
-    private let last = Atomic<UInt64>(DispatchTime.now().uptimeNanoseconds)
-    package func touch() { last.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed) }
-    package var idleSeconds: Double { Double(DispatchTime.now().uptimeNanoseconds &- last.load(ordering: .relaxed)) / 1e9 }
-}
-
 /// The open connections, so that a graceful shutdown can close the idle ones at once and let the busy
 /// ones finish the request they are serving. Connections are registered only while the server is not draining.
 package final class ConnectionTracker: Sendable {

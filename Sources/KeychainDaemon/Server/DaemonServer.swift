@@ -19,7 +19,6 @@ struct DaemonServer: Service {
     let listener: Listener
     let dispatcher: RequestDispatcher
     let threads: NIOThreadPool
-    let activity: ActivityClock
     let logger: Logger
     let ready: @Sendable () -> Void
 
@@ -30,7 +29,7 @@ struct DaemonServer: Service {
             .serverChannelOption(.backlog, value: 512)
             // A client that half-closes after its last request still gets the answer; then the connection closes.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-        let (dispatcher, threads, activity, logger) = (self.dispatcher, self.threads, self.activity, self.logger)
+        let (dispatcher, threads, logger) = (self.dispatcher, self.threads, self.logger)
         let initializer: @Sendable (any Channel) -> EventLoopFuture<Bool> = { channel in
             DaemonServer.peerCredentials(channel).flatMapThrowing { credentials -> Bool in
                 let session: Session
@@ -47,7 +46,7 @@ struct DaemonServer: Service {
                 }
                 try channel.pipeline.syncOperations.addHandlers([
                     ByteToMessageHandler(RequestFrameDecoder()),
-                    RequestChannelHandler(session: session, dispatcher: dispatcher, threads: threads, tracker: tracker, activity: activity, logger: logger),
+                    RequestChannelHandler(session: session, dispatcher: dispatcher, threads: threads, tracker: tracker, logger: logger),
                 ])
                 return true
             }

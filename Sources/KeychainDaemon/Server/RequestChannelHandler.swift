@@ -20,7 +20,6 @@ package final class RequestChannelHandler: ChannelInboundHandler {
     private let dispatcher: RequestDispatcher
     private let threads: NIOThreadPool
     private let tracker: ConnectionTracker
-    private let activity: ActivityClock
     private let logger: Logger
     /// A request is running on the thread pool.
     private var busy = false
@@ -30,12 +29,11 @@ package final class RequestChannelHandler: ChannelInboundHandler {
     private var inputClosed = false
 
     package init(session: Session, dispatcher: RequestDispatcher, threads: NIOThreadPool, tracker: ConnectionTracker,
-                 activity: ActivityClock, logger: Logger) {
+                 logger: Logger) {
         self.session = session
         self.dispatcher = dispatcher
         self.threads = threads
         self.tracker = tracker
-        self.activity = activity
         self.logger = logger
     }
 
@@ -60,7 +58,6 @@ package final class RequestChannelHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        activity.touch()
         if request.isQuickRead {
             answer(id, dispatcher.respond(to: request, session: session), context: context)
             return
