@@ -6,7 +6,8 @@ import KeychainServices
 import Synchronization
 
 // The keychain against the physical floor under it, in one run:
-// - raw: a durable SQLite insert, a point lookup with an AES-GCM open, a bare Unix-socket round trip;
+// - raw: a durable SQLite insert, a point lookup with an AES-GCM open, a bare Unix-socket round trip (and the
+//   same to a SwiftNIO server);
 // - SecItem calls embedded (the store opened in this process) at each store size;
 // - the Swift-native API;
 // - SecItem calls through keychaind with 1, 8 and 32 client threads (one iteration = one call per client).
@@ -19,6 +20,7 @@ final class Fixture: @unchecked Sendable {
     var clients: ClientThreads?
     var raw: RawStore?
     var echo: SocketEcho?
+    var nioEcho: NIOEcho?
     var keychain: Keychain?
     let counter = Atomic<Int>(0)
     /// Distinguishes this run's added items from earlier runs'.
@@ -35,6 +37,8 @@ final class Fixture: @unchecked Sendable {
         raw = nil
         echo?.stop()
         echo = nil
+        nioEcho?.stop()
+        nioEcho = nil
     }
 }
 
@@ -100,6 +104,13 @@ let benchmarks: @Sendable () -> Void = {
         guard rawFixture.echo?.roundTrip() == true else { throw BenchmarkFailure("the echo round trip failed") }
     }, setup: {
         rawFixture.echo = try SocketEcho()
+    }, teardown: { rawFixture.tearDown() })
+
+    // What an event-loop server adds to the round trip before any keychain work: keychaind's I/O floor.
+    Benchmark("raw · Unix socket round trip, SwiftNIO server", configuration: reads, closure: { _ in
+        guard rawFixture.nioEcho?.roundTrip() == true else { throw BenchmarkFailure("the NIO echo round trip failed") }
+    }, setup: {
+        rawFixture.nioEcho = try NIOEcho()
     }, teardown: { rawFixture.tearDown() })
 
     // MARK: SecItem, embedded

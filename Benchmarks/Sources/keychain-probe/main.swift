@@ -1,6 +1,9 @@
 // Runs one keychain operation in a loop on a benchmark store, for profilers:
-//   keychain-probe find|list|add|update|daemon-find|daemon-status [iterations] [store size]
+//   keychain-probe find|list|add|update|daemon-find|daemon-status|echo|compare [iterations] [store size]
 // e.g. `valgrind --tool=callgrind .build/release/keychain-probe find 2000` (see the README's "Performance").
+// `compare` alternates blocks of bare socket round trips, embedded finds and finds through keychaind, and prints
+// the median of each and the time keychaind adds to a find over the round trip: a quick check while working on
+// the daemon's path, steadier on a noisy machine than separate runs.
 import BenchmarkSupport
 import Foundation
 import KeychainKit
@@ -20,12 +23,20 @@ do {
     if let socket = ProcessInfo.processInfo.environment["KEYCHAIN_PROBE_SOCKET"] {
         // A keychaind started by hand (under strace, say) on this store.
         try BenchEnvironment.useDaemon(socket: socket)
-    } else if operation.hasPrefix("daemon-") {
+    } else if operation.hasPrefix("daemon-") || operation == "compare" {
         daemon = try DaemonProcess(home: home)
         if let daemon { try BenchEnvironment.useDaemon(socket: daemon.socket) }
     }
     // One call first, so opening the store is not in the loop.
     _ = SecItemOps.findData(account: BenchItems.account(0), service: BenchItems.service)
+    // The floor under a daemon call: a bare socket round trip to an echo thread.
+    let echo = operation == "echo" || operation == "compare" ? try SocketEcho() : nil
+    if operation == "compare", let daemon, let echo {
+        try compare(home: home, socket: daemon.socket, echo: echo, rounds: max(iterations / 2_000, 5), points: points)
+        daemon.stop()
+        echo.stop()
+        exit(0)
+    }
     let run = UInt32.random(in: 0 ... .max)
     let started = ContinuousClock.now
     var failures = 0
@@ -40,10 +51,12 @@ do {
         case "daemon-status":
             // A round trip through keychaind's pipeline with no engine work: the protocol's own cost.
             if (try? KeychainStore.daemonStatus(socket: ProcessInfo.processInfo.environment["KEYCHAIN_DAEMON_SOCKET"] ?? "")) == nil { failures += 1 }
+        case "echo":
+            if echo?.roundTrip() != true { failures += 1 }
         case "update":
             if SecItemOps.update(account: BenchItems.account(i % points), service: BenchItems.service, data: BenchItems.secret(i % points)) != errSecSuccess { failures += 1 }
         default:
-            say("unknown operation \(operation): use find, list, add, update, daemon-find, daemon-add or daemon-status")
+            say("unknown operation \(operation): use find, list, add, update, daemon-find, daemon-add, daemon-status or echo")
             exit(2)
         }
     }
@@ -52,8 +65,35 @@ do {
     say("\(operation): \(iterations) calls in \(elapsed), \(Int(Double(iterations) / seconds))/s, \(failures) failures")
     if operation.hasSuffix("add") { _ = SecItemOps.delete(account: nil, service: "bench-added") }
     daemon?.stop()
+    echo?.stop()
     exit(failures == 0 ? 0 : 1)
 } catch {
     say("\(error)")
     exit(1)
+}
+
+/// Median microseconds per call of blocks of 2,000 echo round trips, embedded finds and keychaind finds, in turn.
+func compare(home: String, socket: String, echo: SocketEcho, rounds: Int, points: Int) throws {
+    let block = 2_000
+    var times: [String: [Double]] = [:]
+    func measure(_ name: String, _ call: (Int) -> Bool) throws {
+        let started = ContinuousClock.now
+        for i in 0 ..< block where !call(i) { throw BenchmarkFailure("\(name) failed") }
+        let elapsed = ContinuousClock.now - started
+        times[name, default: []].append((Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12) / Double(block))
+    }
+    let nio = try NIOEcho()
+    defer { nio.stop() }
+    for round in 0 ..< rounds {
+        try measure("echo") { _ in echo.roundTrip() }
+        try measure("nio echo") { _ in nio.roundTrip() }
+        try BenchEnvironment.useEmbedded(home: home)
+        try measure("embedded find") { i in SecItemOps.findData(account: BenchItems.account((i + round) % points), service: BenchItems.service) != nil }
+        try BenchEnvironment.useDaemon(socket: socket)
+        try measure("keychaind find") { i in SecItemOps.findData(account: BenchItems.account((i + round) % points), service: BenchItems.service) != nil }
+    }
+    func median(_ name: String) -> Double { let sorted = (times[name] ?? [0]).sorted(); return sorted[sorted.count / 2] }
+    let (rt, nioRT, embedded, daemon) = (median("echo"), median("nio echo"), median("embedded find"), median("keychaind find"))
+    print(String(format: "echo %.1f µs, NIO echo %.1f µs, embedded find %.1f µs, keychaind find %.1f µs: keychaind adds %.1f µs = %.2f× the round trip (medians of %d blocks of %d)",
+                 rt, nioRT, embedded, daemon, daemon - embedded, (daemon - embedded) / rt, rounds, block))
 }
