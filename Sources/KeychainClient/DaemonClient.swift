@@ -156,20 +156,25 @@ package final class DaemonClient: Sendable {
         return filled
     }
 
-    /// One response frame. Most fit the first read (2 KiB); a larger one is read to its announced length.
+    /// One response frame. Most fit the first read (2 KiB); a larger one is read to its announced length. The
+    /// frame is parsed where it was read, without copying its body out.
     private func receive(_ fd: Int32) throws(KeychainError) -> Frame {
         var buffer = [UInt8](repeating: 0, count: 2048)
         let filled = try receive(fd, into: &buffer, from: 0, atLeast: 4)
-        let announced = buffer[0 ..< 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let announced = UInt32(buffer[0]) << 24 | UInt32(buffer[1]) << 16 | UInt32(buffer[2]) << 8 | UInt32(buffer[3])
         guard let length = try? Frame.checkedLength(announced) else { throw lost("a malformed response") }
         // One request, one response: nothing follows it on the connection, so the read never takes more.
         guard filled <= 4 + length else { throw lost("bytes beyond the response") }
-        if buffer.count < 4 + length { buffer += [UInt8](repeating: 0, count: 4 + length - buffer.count) }
+        if buffer.count < 4 + length {
+            buffer += [UInt8](repeating: 0, count: 4 + length - buffer.count)
+        } else {
+            buffer.removeLast(buffer.count - (4 + length))
+        }
         if filled < 4 + length {
             _ = try receive(fd, into: &buffer, from: filled, atLeast: 4 + length)
         }
         do {
-            return try Frame.decode(body: Array(buffer[4 ..< 4 + length]))
+            return try Frame.decode(body: buffer, from: 4)
         } catch where error.status == .wrongSecVersion {
             throw error
         } catch {

@@ -41,7 +41,7 @@ package struct Frame: Sendable {
 
     /// The frame's bytes, length prefix included.
     package var encoded: [UInt8] {
-        var w = BinaryWriter(capacity: 128)
+        var w = BinaryWriter(capacity: 256)
         w.u32(0) // the length, filled in below
         w.u8(Frame.version)
         switch body {
@@ -52,13 +52,8 @@ package struct Frame: Sendable {
         case .versionRefused(let supported, let message):
             w.u8(3); w.u32(id); w.u8(supported); w.string(message)
         }
-        var bytes = w.bytes
-        let length = UInt32(bytes.count - 4)
-        bytes[0] = UInt8(truncatingIfNeeded: length >> 24)
-        bytes[1] = UInt8(truncatingIfNeeded: length >> 16)
-        bytes[2] = UInt8(truncatingIfNeeded: length >> 8)
-        bytes[3] = UInt8(truncatingIfNeeded: length)
-        return bytes
+        w.patchU32(UInt32(w.bytes.count - 4), at: 0)
+        return w.bytes
     }
 
     /// The length a frame's prefix announces, checked against the frame rule.
@@ -69,21 +64,6 @@ package struct Frame: Sendable {
         return Int(length)
     }
 
-    /// What a frame's first bytes say, before its body is parsed.
-    package struct Header: Sendable, Hashable {
-        package var version: UInt8
-        package var kind: UInt8
-        package var id: UInt32
-    }
-
-    /// Reads the header of a frame body (the bytes after the length prefix).
-    package static func header(_ bytes: some Collection<UInt8>) -> Header? {
-        guard bytes.count >= headerLength else { return nil }
-        let b = Array(bytes.prefix(headerLength))
-        let id = UInt32(b[2]) << 24 | UInt32(b[3]) << 16 | UInt32(b[4]) << 8 | UInt32(b[5])
-        return Header(version: b[0], kind: b[1], id: id)
-    }
-
     /// Parses a frame's body (the bytes after the length prefix). A version refusal is read whatever its version
     /// byte; any other frame of another version is refused with a ``VersionMismatch``.
     package static func decode(body bytes: some Collection<UInt8>) throws(KeychainError) -> Frame {
@@ -92,7 +72,13 @@ package struct Frame: Sendable {
 
     /// Parses a frame's body held in an array (no copy).
     package static func decode(body bytes: [UInt8]) throws(KeychainError) -> Frame {
-        var r = BinaryReader(bytes, truncated: malformedMessage)
+        try decode(body: bytes, from: 0)
+    }
+
+    /// Parses the frame body that starts at `offset` of `bytes` and runs to its end (no copy): a client reads the
+    /// length prefix and the body into one array.
+    package static func decode(body bytes: [UInt8], from offset: Int) throws(KeychainError) -> Frame {
+        var r = BinaryReader(bytes, from: offset, truncated: malformedMessage)
         let version = try r.u8()
         let kind = try r.u8()
         let id = try r.u32()

@@ -132,7 +132,7 @@ extension BinaryWriter {
 
 extension BinaryReader {
     mutating func string() throws(KeychainError) -> String {
-        guard let s = String(validating: try lengthPrefixed(), as: UTF8.self) else { throw malformedMessage }
+        guard let s = BinaryReader.utf8String(try lengthPrefixed()) else { throw malformedMessage }
         return s
     }
 

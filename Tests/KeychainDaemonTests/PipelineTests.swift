@@ -163,6 +163,29 @@ import Testing
         #expect(try Self.responses(channel).isEmpty)
     }
 
+    @Test func aShuttingDownDaemonAnswersNoNewRequest() throws {
+        let f = try Fixture()
+        try f.seed(account: "alice", secret: "s3cret")
+        let answered = try f.embeddedChannel()
+        try answered.writeInbound(answered.allocator.buffer(bytes: Frame(id: 1, body: .request(Self.find("alice"))).encoded))
+        #expect(try Self.responses(answered).first.flatMap(Self.secret) == "s3cret", "answered before the shutdown")
+        f.tracker.drain()
+        // A quick read (answered on the event loop) and a request for the thread pool, each on a connection that
+        // was open when the shutdown began: neither is served, and the connection closes.
+        var add = ItemQuery(itemClass: .genericPassword)
+        add.attributes = ["acct": .string("bob"), "svce": .string("pipeline")]
+        add.valueData = Data("late".utf8)
+        for request in [Self.find("alice"), KeychainRequest.add(add, claim: nil)] {
+            let channel = try f.embeddedChannel()
+            try channel.writeInbound(channel.allocator.buffer(bytes: Frame(id: 2, body: .request(request)).encoded))
+            #expect(try Self.responses(channel).isEmpty, "\(request.name) is not answered")
+            #expect(!channel.isActive, "\(request.name): the connection is closed")
+        }
+        var bob = ItemQuery(itemClass: .genericPassword)
+        bob.attributes = ["acct": .string("bob"), "svce": .string("pipeline")]
+        expectKeychainError(.itemNotFound) { _ = try f.engine.find(bob, caller: AccessPolicy(groups: [f.group])) }
+    }
+
     @Test func aClientThatSendsAResponseIsClosed() throws {
         let f = try Fixture()
         let channel = try f.embeddedChannel()

@@ -37,7 +37,7 @@ package enum ItemRecord {
             let code = try r.shortString()
             switch try r.u8() {
             case 1:
-                guard let s = String(validating: try r.lengthPrefixed(), as: UTF8.self) else { throw corrupt }
+                guard let s = BinaryReader.utf8String(try r.lengthPrefixed()) else { throw corrupt }
                 out[code] = .string(s)
             case 2: out[code] = .data(Data(try r.lengthPrefixed()))
             case 3: out[code] = .int(Int64(bitPattern: try r.u64()))

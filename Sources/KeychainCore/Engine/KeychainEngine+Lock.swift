@@ -30,9 +30,7 @@ extension KeychainEngine {
     /// admin check needs the passcode; a passcode removed elsewhere reloads the keys without one. Cheap when
     /// nothing changed (one `stat`). keychaind calls it before every request.
     package func followKeybagChanges() throws(KeychainError) {
-        var st = stat()
-        guard stat(location.keybagPath, &st) == 0 else { return }
-        let stamp = [Int(st.st_ino), Int(st.st_size), Int(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec)]
+        guard let stamp = FileStamp(path: location.keybagPath) else { return }
         guard keybagStamp.withLock({ old in
             defer { old = stamp }
             return old != stamp

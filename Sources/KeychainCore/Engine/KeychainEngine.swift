@@ -15,7 +15,7 @@ package final class KeychainEngine: Sendable {
     /// Every write goes through here, so concurrent writes share a commit.
     let writer: GroupCommitWriter
     /// The keybag file's identity when last looked at (see ``followKeybagChanges()``).
-    let keybagStamp = Mutex<[Int]?>(nil)
+    let keybagStamp = Mutex<FileStamp?>(nil)
     /// The class keys this process holds now (they change with lock, unlock and passcode changes).
     let keys: KeyState
     let logger: Logger

@@ -159,7 +159,8 @@ package enum QueryParser {
 
     /// Coerces a value to an attribute's kind (Apple's `SecDbItem.c` `copyBlob/copyNumber/…`).
     package static func coerce(_ value: PlistValue, to descriptor: AttributeDescriptor) throws(KeychainError) -> AttributeValue {
-        let bad = KeychainError.param("The value of attribute '\(descriptor.code)' has the wrong type (\(value.typeName)).")
+        // Built only when needed: the message's interpolation would cost more than the coercion itself.
+        var bad: KeychainError { .param("The value of attribute '\(descriptor.code)' has the wrong type (\(value.typeName)).") }
         switch descriptor.kind {
         case .blob:
             switch value {

@@ -139,3 +139,22 @@ package struct NSStringPath: ExpressibleByStringLiteral {
     }
 }
 
+
+/// What identifies a version of a file without reading it: inode, size and modification time. A file replaced by
+/// an atomic rename, or rewritten in place, gets another stamp; reading it again is needed only then.
+package struct FileStamp: Sendable, Hashable {
+    var inode: UInt64
+    var size: Int64
+    var seconds: Int
+    var nanoseconds: Int
+
+    /// The stamp of the file at `path` (links followed), or nil when it cannot be looked at (`errno` says why).
+    package init?(path: String) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        inode = UInt64(st.st_ino)
+        size = Int64(st.st_size)
+        seconds = Int(st.st_mtim.tv_sec)
+        nanoseconds = Int(st.st_mtim.tv_nsec)
+    }
+}

@@ -18,10 +18,7 @@ package final class Authority: Sendable {
     let adminTool: (path: String, sha256: String)?
     let logger: Logger
 
-    private struct Stamp: Hashable {
-        var inode: UInt64, size: Int64, seconds: Int, nanoseconds: Int
-    }
-    private let registryCache = Mutex<(stamp: Stamp, registry: AppRegistry)?>(nil)
+    private let registryCache = Mutex<(stamp: FileStamp, registry: AppRegistry)?>(nil)
 
     /// - Parameters:
     ///   - adminToolPath: The `security` tool this daemon trusts as the user's admin tool; by default the one
@@ -93,12 +90,10 @@ package final class Authority: Sendable {
 
     /// The registry, read again whenever the file changes.
     func registry() throws(KeychainError) -> AppRegistry {
-        var st = stat()
-        guard stat(engine.location.registryPath, &st) == 0 else {
+        guard let stamp = FileStamp(path: engine.location.registryPath) else {
             if errno == ENOENT { return AppRegistry() }
             throw KeychainError(code: .io, message: "Cannot read \(engine.location.registryPath). Check its permissions.")
         }
-        let stamp = Stamp(inode: UInt64(st.st_ino), size: Int64(st.st_size), seconds: Int(st.st_mtim.tv_sec), nanoseconds: Int(st.st_mtim.tv_nsec))
         if let cached = registryCache.withLock({ $0 }), cached.stamp == stamp { return cached.registry }
         let registry = try engine.appRegistry()
         registryCache.withLock { $0 = (stamp, registry) }

@@ -10,8 +10,15 @@ package final class ConnectionTracker: Sendable {
         var draining = false
     }
     private let state = Mutex(State())
+    /// `state.draining`, readable without the lock: a quick read checks only this.
+    private let drainStarted = Atomic<Bool>(false)
 
     package init() {}
+
+    /// Whether requests are still accepted: false once a graceful shutdown began. A request answered on the event
+    /// loop checks this instead of marking its connection busy, since a close from ``drain()`` runs on that loop
+    /// only after the answer is written.
+    package var isAccepting: Bool { !drainStarted.load(ordering: .acquiring) }
 
     /// Registers an accepted channel (from the child channel initializer); false when the server is draining.
     package func opened(_ channel: any Channel) -> Bool {
@@ -47,6 +54,7 @@ package final class ConnectionTracker: Sendable {
     package func drain() {
         let idle: [any Channel] = state.withLock { s in
             s.draining = true
+            drainStarted.store(true, ordering: .releasing)
             return s.open.values.filter { !$0.busy }.map(\.channel)
         }
         for channel in idle { channel.close(promise: nil) }

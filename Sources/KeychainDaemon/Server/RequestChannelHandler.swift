@@ -54,12 +54,19 @@ package final class RequestChannelHandler: ChannelInboundHandler {
     }
 
     private func serve(_ id: UInt32, _ request: KeychainRequest, context: ChannelHandlerContext) {
-        guard tracker.begin(context.channel) else {
-            context.close(promise: nil)
+        if request.isQuickRead {
+            // Answered before anything else runs on this loop, so a shutdown's close comes after the answer: the
+            // connection need not be marked busy.
+            guard tracker.isAccepting else {
+                context.close(promise: nil)
+                return
+            }
+            write(id, dispatcher.respond(to: request, session: session), context: context)
+            if !tracker.isAccepting { context.close(promise: nil) }
             return
         }
-        if request.isQuickRead {
-            answer(id, dispatcher.respond(to: request, session: session), context: context)
+        guard tracker.begin(context.channel) else {
+            context.close(promise: nil)
             return
         }
         busy = true
@@ -84,10 +91,15 @@ package final class RequestChannelHandler: ChannelInboundHandler {
         }
     }
 
+    /// Answers a request that ran on the thread pool, and marks the connection idle again.
     private func answer(_ id: UInt32, _ response: KeychainResponse, context: ChannelHandlerContext) {
+        write(id, response, context: context)
+        if !tracker.end(context.channel) { context.close(promise: nil) }
+    }
+
+    private func write(_ id: UInt32, _ response: KeychainResponse, context: ChannelHandlerContext) {
         let frame = Frame(id: id, body: .response(response)).encoded
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame)), promise: nil)
-        if !tracker.end(context.channel) { context.close(promise: nil) }
     }
 
     package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

@@ -19,15 +19,19 @@ package struct RequestFrameDecoder: ByteToMessageDecoder {
     package init() {}
 
     package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let announced = buffer.getInteger(at: buffer.readerIndex, as: UInt32.self) else { return .needMoreData }
+        let start = buffer.readerIndex
+        guard let announced = buffer.getInteger(at: start, as: UInt32.self) else { return .needMoreData }
         let length = try Frame.checkedLength(announced)
-        guard buffer.readableBytes >= 4 + length else { return .needMoreData }
-        buffer.moveReaderIndex(forwardBy: 4)
-        guard let body = buffer.readBytes(length: length), let header = Frame.header(body) else { return .needMoreData }
-        if header.version != Frame.version {
-            context.fireChannelRead(wrapInboundOut(.unsupportedVersion(header.version, id: header.id)))
+        guard buffer.readableBytes >= 4 + length,
+              let version = buffer.getInteger(at: start + 4, as: UInt8.self),
+              let id = buffer.getInteger(at: start + 6, as: UInt32.self) else { return .needMoreData }
+        if version != Frame.version {
+            buffer.moveReaderIndex(forwardBy: 4 + length)
+            context.fireChannelRead(wrapInboundOut(.unsupportedVersion(version, id: id)))
             return .continue
         }
+        buffer.moveReaderIndex(forwardBy: 4)
+        guard let body = buffer.readBytes(length: length) else { return .needMoreData }
         let frame = try Frame.decode(body: body)
         guard case .request(let request) = frame.body else {
             throw KeychainError(code: .corruptData, message: "A client sent a frame that is not a request.")
