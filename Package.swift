@@ -121,6 +121,19 @@ let package = Package(
             path: "Tests/Helper",
             swiftSettings: strictSwift
         ),
+        // keychaind's connection pipeline driven in-process, for callgrind (valgrind cannot run keychaind itself).
+        .executableTarget(
+            name: "keychaind-pipeline-probe",
+            dependencies: [
+                "KeychainCore", "KeychainDaemon", "KeychainProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/PipelineProbe",
+            swiftSettings: strictSwift
+        ),
         // What the test targets share: expectations on keychain errors, temporary keychains, running the built tools.
         .target(
             name: "KeychainTestSupport",
