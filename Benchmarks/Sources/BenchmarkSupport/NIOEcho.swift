@@ -38,12 +38,7 @@ public final class NIOEcho: @unchecked Sendable {
     }
 
     /// One request and its response.
-    public func roundTrip() -> Bool {
-        var buffer = [UInt8](repeating: 7, count: 64)
-        let sent = buffer.withUnsafeBytes { send(client, $0.baseAddress, 64, 0) }
-        let received = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, 64, Int32(MSG_WAITALL)) }
-        return sent == 64 && received == 64
-    }
+    public func roundTrip() -> Bool { echoRoundTrip(client) }
 
     /// Closes the connection and the server.
     public func stop() {

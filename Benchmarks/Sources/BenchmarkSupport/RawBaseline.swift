@@ -100,16 +100,19 @@ public final class SocketEcho: @unchecked Sendable {
     }
 
     /// One request and its response.
-    public func roundTrip() -> Bool {
-        var buffer = [UInt8](repeating: 7, count: 64)
-        let sent = buffer.withUnsafeBytes { send(client, $0.baseAddress, 64, 0) }
-        let received = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, 64, Int32(MSG_WAITALL)) }
-        return sent == 64 && received == 64
-    }
+    public func roundTrip() -> Bool { echoRoundTrip(client) }
 
     /// Ends the echo thread.
     public func stop() {
         shutdown(client, Int32(SHUT_RDWR))
         close(client)
     }
+}
+
+/// Sends 64 bytes on `fd` and waits for 64 back: the client half of both echo floors.
+func echoRoundTrip(_ fd: Int32) -> Bool {
+    var buffer = [UInt8](repeating: 7, count: 64)
+    let sent = buffer.withUnsafeBytes { send(fd, $0.baseAddress, 64, 0) }
+    let received = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 64, Int32(MSG_WAITALL)) }
+    return sent == 64 && received == 64
 }
