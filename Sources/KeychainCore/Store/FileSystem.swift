@@ -139,7 +139,6 @@ package struct NSStringPath: ExpressibleByStringLiteral {
     }
 }
 
-
 /// What identifies a version of a file without reading it: inode, size and modification time. A file replaced by
 /// an atomic rename, or rewritten in place, gets another stamp; reading it again is needed only then.
 package struct FileStamp: Sendable, Hashable {
