@@ -139,21 +139,37 @@ package struct NSStringPath: ExpressibleByStringLiteral {
     }
 }
 
-/// What identifies a version of a file without reading it: inode, size and modification time. A file replaced by
-/// an atomic rename, or rewritten in place, gets another stamp; reading it again is needed only then.
+/// What identifies a version of a file without reading it: device, inode, size, and modification and change times.
+/// A file replaced by an atomic rename, rewritten in place, or given new metadata gets another stamp; reading it
+/// again is needed only then.
 package struct FileStamp: Sendable, Hashable {
+    var device: UInt64
     var inode: UInt64
     var size: Int64
-    var seconds: Int
-    var nanoseconds: Int
+    var modified: Int, modifiedNanoseconds: Int
+    var changed: Int, changedNanoseconds: Int
 
     /// The stamp of the file at `path` (links followed), or nil when it cannot be looked at (`errno` says why).
     package init?(path: String) {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
+        self.init(st)
+    }
+
+    /// The stamp of the open file `fd`, or nil when `fstat` fails (`errno` says why).
+    package init?(descriptor fd: Int32) {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        self.init(st)
+    }
+
+    private init(_ st: stat) {
+        device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
         size = Int64(st.st_size)
-        seconds = Int(st.st_mtim.tv_sec)
-        nanoseconds = Int(st.st_mtim.tv_nsec)
+        modified = Int(st.st_mtim.tv_sec)
+        modifiedNanoseconds = Int(st.st_mtim.tv_nsec)
+        changed = Int(st.st_ctim.tv_sec)
+        changedNanoseconds = Int(st.st_ctim.tv_nsec)
     }
 }

@@ -59,11 +59,7 @@ package struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
 /// Reads a peer's identity from `/proc`, hashing each executable file once (by device, inode, size and
 /// change time).
 package final class PeerInspector: Sendable {
-    private struct FileKey: Hashable {
-        var device: UInt64, inode: UInt64, size: Int64, mtime: Int, mtimeNanos: Int, ctime: Int, ctimeNanos: Int
-    }
-
-    private let digests = Mutex<[FileKey: String]>([:])
+    private let digests = Mutex<[FileStamp: String]>([:])
     private let proc: String
 
     /// - Parameter proc: where procfs is mounted (tests may point elsewhere).
@@ -94,11 +90,7 @@ package final class PeerInspector: Sendable {
             throw KeychainError(code: .missingEntitlement, message: "Cannot read the program \(path) to identify it (\(String(cString: strerror(errno)))).")
         }
         defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw FileSystem.ioError("stat", path) }
-        let key = FileKey(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: Int64(st.st_size),
-                          mtime: Int(st.st_mtim.tv_sec), mtimeNanos: Int(st.st_mtim.tv_nsec),
-                          ctime: Int(st.st_ctim.tv_sec), ctimeNanos: Int(st.st_ctim.tv_nsec))
+        guard let key = FileStamp(descriptor: fd) else { throw FileSystem.ioError("stat", path) }
         if let known = digests.withLock({ $0[key] }) { return known }
         let hex = try FileDigest.sha256Hex(of: fd, path: path)
         digests.withLock { cache in
