@@ -61,22 +61,33 @@ final class PipelineProbe {
         return answered
     }
 
-    func close() {
-        _ = try? channel.finish()
-        try? threads.syncShutdownGracefully()
-        try? engine.close()
-        try? FileManager.default.removeItem(atPath: home)
+    /// Closes the channel, the thread pool and the engine, and removes the keychain; the first failure is thrown
+    /// after every step has run.
+    func close() throws {
+        var failure: (any Error)?
+        func step(_ body: () throws -> Void) {
+            do { try body() } catch { failure = failure ?? error }
+        }
+        step { _ = try channel.finish() }
+        step { try threads.syncShutdownGracefully() }
+        step { try engine.close() }
+        step { try FileManager.default.removeItem(atPath: home) }
+        if let failure { throw failure }
     }
 }
 
 let finds = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 2_000
 do {
     let probe = try PipelineProbe(items: 100)
-    defer { probe.close() }
-    _ = try probe.serve(10)
-    let started = ContinuousClock.now
-    let answered = try probe.serve(finds)
-    let elapsed = ContinuousClock.now - started
+    let measured = Result { () throws -> (answered: Int, elapsed: Duration) in
+        _ = try probe.serve(10)
+        let started = ContinuousClock.now
+        let answered = try probe.serve(finds)
+        return (answered, ContinuousClock.now - started)
+    }
+    let closed = Result { try probe.close() }
+    let (answered, elapsed) = try measured.get()
+    try closed.get()
     let microseconds = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
     print("\(finds) finds through keychaind's pipeline: \(answered / max(finds, 1)) bytes answered each, \(String(format: "%.1f", microseconds / Double(max(finds, 1)))) µs each")
 } catch {
