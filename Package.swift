@@ -121,14 +121,11 @@ let package = Package(
             path: "Tests/Helper",
             swiftSettings: strictSwift
         ),
-        // keychaind's connection pipeline driven in-process, for callgrind (valgrind cannot run keychaind itself).
+        // keychaind's connection handling driven in-process over a socket pair, for callgrind (valgrind cannot run keychaind itself).
         .executableTarget(
             name: "keychaind-pipeline-probe",
             dependencies: [
                 "KeychainCore", "KeychainDaemon", "KeychainProtocol",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/PipelineProbe",

@@ -49,3 +49,145 @@ int ckeychain_is_dumpable(void) {
     return -1;
 #endif
 }
+
+#ifdef __linux__
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <linux/sockios.h>
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#endif
+
+int ckeychain_enable_passcred(int fd) {
+#ifdef __linux__
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on));
+#else
+    (void)fd;
+    errno = ENOTSUP;
+    return -1;
+#endif
+}
+
+long ckeychain_receive(int fd, void *buffer, unsigned long length, ckeychain_sender *sender, int *passed_descriptors) {
+#ifdef __linux__
+    // Room for the credentials and a few descriptors: any descriptor that arrives is closed below, and those that
+    // do not fit are discarded by the kernel (MSG_CTRUNC).
+    union {
+        char bytes[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * 8)];
+        struct cmsghdr align;
+    } control;
+    struct iovec io = { .iov_base = buffer, .iov_len = length };
+    struct msghdr message;
+    memset(&message, 0, sizeof(message));
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control.bytes;
+    message.msg_controllen = sizeof(control.bytes);
+    sender->present = 0;
+    *passed_descriptors = 0;
+    ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+    if (n < 0) return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c != NULL; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level != SOL_SOCKET) continue;
+        if (c->cmsg_type == SCM_CREDENTIALS && c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+            struct ucred cred;
+            memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+            sender->pid = cred.pid;
+            sender->uid = cred.uid;
+            sender->gid = cred.gid;
+            sender->present = 1;
+        } else if (c->cmsg_type == SCM_RIGHTS) {
+            size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < count; i++) {
+                int passed;
+                memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                close(passed);
+                *passed_descriptors += 1;
+            }
+        }
+    }
+    if (message.msg_flags & MSG_CTRUNC) *passed_descriptors += 1;
+    return (long)n;
+#else
+    (void)fd; (void)buffer; (void)length; (void)sender; (void)passed_descriptors;
+    errno = ENOTSUP;
+    return -1;
+#endif
+}
+
+int ckeychain_peer_pidfd(int fd) {
+#ifdef __linux__
+    int pidfd = -1;
+    socklen_t length = sizeof(pidfd);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &length) != 0) return -1;
+    return pidfd;
+#else
+    (void)fd;
+    errno = ENOTSUP;
+    return -1;
+#endif
+}
+
+int ckeychain_pidfd_open(int pid) {
+#ifdef __linux__
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    errno = ENOTSUP;
+    return -1;
+#endif
+}
+
+int ckeychain_pidfd_is_running(int pidfd) {
+#ifdef __linux__
+    // A pidfd polls readable once its process has exited.
+    struct pollfd p = { .fd = pidfd, .events = POLLIN, .revents = 0 };
+    int n;
+    do { n = poll(&p, 1, 0); } while (n < 0 && errno == EINTR);
+    if (n < 0) return -1;
+    if (p.revents & POLLNVAL) { errno = EBADF; return -1; }
+    return n == 0 ? 1 : 0;
+#else
+    (void)pidfd;
+    errno = ENOTSUP;
+    return -1;
+#endif
+}
+
+int ckeychain_pending_bytes(int fd) {
+#ifdef __linux__
+    int count = 0;
+    if (ioctl(fd, SIOCINQ, &count) != 0) return -1;
+    return count;
+#else
+    (void)fd;
+    errno = ENOTSUP;
+    return -1;
+#endif
+}
+
+static int set_timeout(int fd, int option, long milliseconds) {
+    struct timeval tv = { .tv_sec = milliseconds / 1000, .tv_usec = (milliseconds % 1000) * 1000 };
+    return setsockopt(fd, SOL_SOCKET, option, &tv, sizeof(tv));
+}
+
+int ckeychain_set_receive_timeout(int fd, long milliseconds) { return set_timeout(fd, SO_RCVTIMEO, milliseconds); }
+
+int ckeychain_set_send_timeout(int fd, long milliseconds) { return set_timeout(fd, SO_SNDTIMEO, milliseconds); }
+
+int ckeychain_accept(int fd) {
+#ifdef __linux__
+    return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+#else
+    return accept(fd, NULL, NULL);
+#endif
+}

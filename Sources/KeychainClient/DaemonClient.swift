@@ -16,8 +16,8 @@ import Darwin
 /// connection.
 package final class DaemonClient: Sendable {
     package let socketPath: String
-    /// Idle connections, each with the time (monotonic nanoseconds) it was last used.
-    private let idle = Mutex<[(fd: Int32, since: UInt64)]>([])
+    /// Idle connections, each with the time (monotonic nanoseconds) it was last used and the process that made it.
+    private let idle = Mutex<[(fd: Int32, since: UInt64, owner: pid_t)]>([])
     private let nextID = Atomic<UInt32>(1)
     /// Idle connections kept for reuse; more are closed after their call.
     private let maximumIdle = 16
@@ -64,6 +64,10 @@ package final class DaemonClient: Sendable {
             checkIn(fd)
             if case .failure(let error) = answer { throw error }
             return answer
+        case .response(.failure(let error)) where response.id == 0:
+            // keychaind closed the connection and said why (a limit, a request that took too long).
+            close(fd)
+            throw error
         case .versionRefused(_, let message):
             close(fd)
             throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: message)
@@ -78,9 +82,18 @@ package final class DaemonClient: Sendable {
     /// An idle connection (`reused`), else a new one. A connection idle for a while is checked first, since the
     /// daemon may have restarted meanwhile; one used a moment ago is not (a send on it fails at once if it was
     /// closed, and is then made again on a new connection).
+    ///
+    /// A connection belongs to the process that made it: keychaind closes one that another process sends on, so a
+    /// child after `fork` leaves its parent's connections alone and makes its own.
     private func checkOut() throws(KeychainError) -> (fd: Int32, reused: Bool) {
         let now = DispatchTime.now().uptimeNanoseconds
+        let me = getpid()
         while let connection = idle.withLock({ $0.popLast() }) {
+            guard connection.owner == me else {
+                // The parent's connection, inherited across fork: this process's copy is closed, the parent's stays.
+                close(connection.fd)
+                continue
+            }
             if now &- connection.since < 500_000_000 || DaemonClient.isOpen(connection.fd) { return (connection.fd, true) }
             close(connection.fd)
         }
@@ -89,9 +102,10 @@ package final class DaemonClient: Sendable {
 
     private func checkIn(_ fd: Int32) {
         let since = DispatchTime.now().uptimeNanoseconds
+        let owner = getpid()
         let kept = idle.withLock { pool in
             guard pool.count < maximumIdle else { return false }
-            pool.append((fd, since))
+            pool.append((fd, since, owner))
             return true
         }
         if !kept { close(fd) }
@@ -113,11 +127,34 @@ package final class DaemonClient: Sendable {
         KeychainError(code: .notAvailable, message: "The connection to keychaind at \(socketPath) was lost (\(reason)); the call may not have completed. Check that keychaind is running and try again.")
     }
 
+    /// A new connection, once keychaind has greeted it: keychaind identifies the process first and answers only
+    /// what is sent after its greeting.
     private func connect() throws(KeychainError) -> Int32 {
+        let fd: Int32
         do {
-            return try DaemonSocket.connect(socketPath)
+            fd = try DaemonSocket.connect(socketPath)
         } catch where error.code == .notAvailable {
             throw unreachable(error.message)
+        }
+        let greeting: Frame
+        do {
+            greeting = try receive(fd)
+        } catch {
+            close(fd)
+            throw error
+        }
+        switch greeting.body {
+        case .response(.done) where greeting.id == 0:
+            return fd
+        case .response(.failure(let refusal)):
+            close(fd)
+            throw refusal
+        case .versionRefused(_, let message):
+            close(fd)
+            throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: message)
+        default:
+            close(fd)
+            throw lost("keychaind did not greet the connection")
         }
     }
 

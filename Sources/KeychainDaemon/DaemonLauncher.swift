@@ -2,7 +2,6 @@ import Foundation
 import KeychainCore
 import KeychainProtocol
 import Logging
-import NIOPosix
 import ServiceLifecycle
 
 #if canImport(Glibc)
@@ -18,10 +17,13 @@ package struct DaemonLauncher: Sendable {
     /// The engine applies it (``KeychainEngine/applyLockSettings(countingAsUse:)``).
     package var idleLock: Double
     package var logger: Logger
+    /// What clients may hold: connections, bytes in flight, time per frame.
+    package var limits: ConnectionLimits
 
-    package init(socket: String?, idleLock: Double, logger: Logger) {
+    package init(socket: String?, idleLock: Double, limits: ConnectionLimits = .standard, logger: Logger) {
         self.socket = socket
         self.idleLock = idleLock
+        self.limits = limits
         self.logger = logger
     }
 
@@ -42,10 +44,8 @@ package struct DaemonLauncher: Sendable {
         } catch {
             throw StartFailure("keychaind cannot open the keychain in \(location.home): \(error.message)")
         }
-        let threads = NIOThreadPool(numberOfThreads: 64)
-        threads.start()
         let dispatcher = RequestDispatcher(authority: Authority(engine: engine, logger: logger), logger: logger)
-        let server = DaemonServer(listener: listener, dispatcher: dispatcher, threads: threads, logger: logger, ready: ready)
+        let server = DaemonServer(listener: listener, dispatcher: dispatcher, limits: Self.fitting(limits), logger: logger, ready: ready)
         let idle = IdleLock(engine: engine)
         let group = ServiceGroup(configuration: .init(
             services: [
@@ -56,13 +56,28 @@ package struct DaemonLauncher: Sendable {
             logger: logger
         ))
         try await group.run()
-        try await threads.shutdownGracefully()
         do {
             try engine.close()
         } catch {
             logger.error("closing the database failed", metadata: ["reason": "\(error.message)"])
         }
         logger.notice("stopped")
+    }
+
+    /// `limits` within the descriptors this process may open: the soft limit is raised to the hard one, and each
+    /// connection holds two descriptors (its socket and its client's pidfd).
+    static func fitting(_ limits: ConnectionLimits) -> ConnectionLimits {
+        var files = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &files) == 0 else { return limits }
+        if files.rlim_cur < files.rlim_max {
+            files.rlim_cur = files.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &files) != 0 { _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &files) }
+        }
+        var fitted = limits
+        let room = files.rlim_cur == rlim_t.max ? Int.max : (Int(clamping: files.rlim_cur) - 64) / 2
+        fitted.connections = max(1, min(limits.connections, room))
+        fitted.connectionsPerUser = min(limits.connectionsPerUser, fitted.connections)
+        return fitted
     }
 
     /// The socket systemd passed (`LISTEN_FDS`), else `socket`, else the default path (its folder made 0700).

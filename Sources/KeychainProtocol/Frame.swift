@@ -11,13 +11,19 @@ import KeychainCore
 /// kind 2 response: a KeychainResponse (tag byte, payload)
 /// kind 3 version refusal: u8 the version the daemon speaks | u32-prefixed UTF-8 message
 /// ```
+/// keychaind speaks first: on each new connection it identifies the client, then sends the ``greeting`` (a
+/// response with id 0); a client sends its first request only after reading it, and keychaind answers only requests
+/// sent after it. A connection keychaind refuses gets a failure response with id 0 in place of the greeting; a
+/// connection it closes later (a limit, another process sending on it) gets one before the close.
+///
 /// The header and the version refusal never change between versions, so a client of any version can read why it
 /// was turned away. A frame shorter than its header, longer than ``maximumLength``, of an unknown kind, or whose
 /// body does not parse to the last byte is an error: the connection that sent it is closed, and nothing else is
 /// affected.
 package struct Frame: Sendable {
-    /// The protocol version this build speaks. Version 1 carried property-list dictionaries.
-    package static let version: UInt8 = 2
+    /// The protocol version this build speaks. Version 1 carried property-list dictionaries; version 2 had no
+    /// greeting (a client sent at once).
+    package static let version: UInt8 = 3
     /// The largest frame accepted (16 MiB): a backup of a large keychain fits, a hostile length does not.
     package static let maximumLength = 16 << 20
     /// Bytes after the length prefix that every frame has: version, kind and request id.
@@ -33,6 +39,9 @@ package struct Frame: Sendable {
 
     package var id: UInt32
     package var body: Body
+
+    /// What keychaind sends a client it has identified, before anything else: id 0, an empty answer.
+    package static let greeting = Frame(id: 0, body: .response(.done))
 
     package init(id: UInt32, body: Body) {
         self.id = id

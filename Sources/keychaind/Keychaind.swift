@@ -30,6 +30,18 @@ struct Keychaind: AsyncParsableCommand {
     @Option(name: .customLong("idle-lock"), help: "Lock the keychain after this many seconds without a request (0: never), unless `security set-keychain-settings` set another time.")
     var idleLock: Double = Double(KeychainSettings.defaultIdleTimeout)
 
+    @Option(name: .customLong("max-connections"), help: "Open connections, all users together (each is a thread and two descriptors).")
+    var maxConnections = ConnectionLimits.standard.connections
+
+    @Option(name: .customLong("max-connections-per-user"), help: "Open connections of one user.")
+    var maxConnectionsPerUser = ConnectionLimits.standard.connectionsPerUser
+
+    @Option(name: .customLong("max-buffered-mib"), help: "MiB of requests still arriving, all connections together.")
+    var maxBufferedMiB = ConnectionLimits.standard.bufferedBytes >> 20
+
+    @Option(name: .customLong("frame-timeout"), help: "Seconds a request may take to arrive once it has begun.")
+    var frameTimeout: Double = 10
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "notice"
 
@@ -44,7 +56,15 @@ struct Keychaind: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
-        try await DaemonLauncher(socket: socket, idleLock: idleLock, logger: Logger(label: "keychaind")).run {
+        guard maxConnections > 0, maxConnectionsPerUser > 0, maxBufferedMiB > 0, frameTimeout > 0 else {
+            throw ValidationError("The limits must be positive.")
+        }
+        var limits = ConnectionLimits.standard
+        limits.connections = maxConnections
+        limits.connectionsPerUser = maxConnectionsPerUser
+        limits.bufferedBytes = maxBufferedMiB << 20
+        limits.frameTimeout = .milliseconds(Int(frameTimeout * 1000))
+        try await DaemonLauncher(socket: socket, idleLock: idleLock, limits: limits, logger: Logger(label: "keychaind")).run {
             // Tests and scripts wait for this line on stderr before connecting.
             FileHandle.standardError.write(Data("keychaind: ready\n".utf8))
         }

@@ -16,7 +16,9 @@ import Crypto
             try FileManager.default.createDirectory(atPath: base + "/root", withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: base + "/attr", withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: base + "/exe", withDestinationPath: exe)
-            for (name, text) in files { try Data(text.utf8).write(to: URL(fileURLWithPath: base + "/" + name)) }
+            // What the kernel shows for an ordinary process: no loader variables, no tracer.
+            let ordinary = ["environ": "HOME=/home/u\u{0}PATH=/usr/bin\u{0}LD_PRELOAD=\u{0}", "status": "Name:\tprog\nTracerPid:\t0\nUid:\t1000\n"]
+            for (name, text) in ordinary.merging(files, uniquingKeysWith: { $1 }) { try Data(text.utf8).write(to: URL(fileURLWithPath: base + "/" + name)) }
         }
     }
 
@@ -70,6 +72,41 @@ import Crypto
     @Test func aProcessThatIsGoneIsRefused() throws {
         let proc = FakeProc()
         expectKeychainError(.missingEntitlement) { try PeerInspector(proc: proc.root).identity(pid: 999, uid: 1) }
+    }
+
+    /// A process that runs code its executable did not ask for, or whose executable someone else can change, is no
+    /// program keychaind can vouch for: it is refused, with the reason.
+    @Test(arguments: [
+        ("environ", "A=1\u{0}LD_PRELOAD=/tmp/evil.so\u{0}", "LD_PRELOAD"),
+        ("environ", "LD_LIBRARY_PATH=/tmp\u{0}", "LD_LIBRARY_PATH"),
+        ("environ", "LD_AUDIT=/tmp/audit.so\u{0}", "LD_AUDIT"),
+        ("status", "Name:\tprog\nTracerPid:\t4242\n", "traced by process 4242"),
+    ])
+    func anInjectedOrTracedProcessIsRefused(file: String, contents: String, reason: String) throws {
+        let proc = FakeProc(), prog = try program()
+        defer { try? FileManager.default.removeItem(atPath: prog.path) }
+        try proc.process(400, exe: prog.path, files: [file: contents])
+        expectKeychainError(.missingEntitlement, status: .missingEntitlement) { try PeerInspector(proc: proc.root).identity(pid: 400, uid: 1000) }
+        do {
+            _ = try PeerInspector(proc: proc.root).identity(pid: 400, uid: 1000)
+        } catch {
+            #expect(error.message.contains(reason), "\(error.message)")
+        }
+    }
+
+    @Test func anExecutableOthersCanChangeOrThatWasDeletedIsRefused() throws {
+        let proc = FakeProc(), prog = try program()
+        defer { try? FileManager.default.removeItem(atPath: prog.path) }
+        try proc.process(500, exe: prog.path)
+        _ = chmod(prog.path, 0o777)
+        expectKeychainError(.missingEntitlement, "writable by others") { try PeerInspector(proc: proc.root).identity(pid: 500, uid: 1000) }
+        _ = chmod(prog.path, 0o755)
+        if getuid() == 0, chown(prog.path, 4321, 4321) == 0 {
+            expectKeychainError(.missingEntitlement, "owned by another user") { try PeerInspector(proc: proc.root).identity(pid: 500, uid: 1000) }
+            #expect(try PeerInspector(proc: proc.root).identity(pid: 500, uid: 4321).program == .executable(prog.path), "its owner's own process is fine")
+        }
+        try proc.process(501, exe: prog.path + " (deleted)")
+        expectKeychainError(.missingEntitlement, "deleted") { try PeerInspector(proc: proc.root).identity(pid: 501, uid: 1000) }
     }
 
     @Test func theRegistryIsSealedAndRoundTrips() throws {

@@ -25,7 +25,7 @@ import Testing
     static let itemsResponse = Frame(id: 7, body: .response(.items([foundItem])))
     static let failureResponse = Frame(id: 8, body: .response(.failure(KeychainError(code: .itemNotFound, message: "none"))))
     static let unlockRequest = Frame(id: 9, body: .request(.unlock(passcode: "1234")))
-    static let refusal = Frame(id: 10, body: .versionRefused(supported: 2, message: "upgrade"))
+    static let refusal = Frame(id: 10, body: .versionRefused(supported: 3, message: "upgrade"))
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
     static func unhex(_ text: String) -> [UInt8] {
@@ -39,13 +39,17 @@ import Testing
         return out
     }
 
-    static let goldenFind = "0000004c020100000007020467656e700000000204616363740100000005616c6963650473766365010000000b6578616d706c652e636f6d000001000000020100000001000000085445414d2e617070"
-    static let goldenItems = "0000006002020000000702000000010467656e7000000010abababababababababababababababab0000000304616363740100000005616c696365046364617405412e84800000000004706f727403fffffffffffffe4501000000067333637265740000"
-    static let goldenFailure = "00000023020200000008ffffff9d2c0000000c6974656d4e6f74466f756e64000000046e6f6e65"
-    static let goldenUnlock = "0000000f0201000000090c0000000431323334"
-    static let goldenRefusal = "0000001202030000000a020000000775706772616465"
+    static let goldenFind = "0000004c030100000007020467656e700000000204616363740100000005616c6963650473766365010000000b6578616d706c652e636f6d000001000000020100000001000000085445414d2e617070"
+    static let goldenItems = "0000006003020000000702000000010467656e7000000010abababababababababababababababab0000000304616363740100000005616c696365046364617405412e84800000000004706f727403fffffffffffffe4501000000067333637265740000"
+    static let goldenFailure = "00000023030200000008ffffff9d2c0000000c6974656d4e6f74466f756e64000000046e6f6e65"
+    static let goldenUnlock = "0000000f0301000000090c0000000431323334"
+    static let goldenRefusal = "0000001203030000000a030000000775706772616465"
+
+    /// The greeting keychaind sends each client it has identified, before anything else.
+    static let goldenGreeting = "0000000703020000000000"
 
     @Test func framesEncodeToTheirGoldenBytes() {
+        #expect(Self.hex(Frame.greeting.encoded) == Self.goldenGreeting)
         #expect(Self.hex(Self.findRequest.encoded) == Self.goldenFind)
         #expect(Self.hex(Self.itemsResponse.encoded) == Self.goldenItems)
         #expect(Self.hex(Self.failureResponse.encoded) == Self.goldenFailure)
@@ -135,10 +139,10 @@ import Testing
     /// A client of another version gets the version error with both versions and what to do.
     @Test func anotherVersionIsAClearError() throws {
         var body = FrameGoldenTests.unhex(FrameGoldenTests.goldenUnlock).dropFirst(4)
-        body[body.startIndex] = 3
+        body[body.startIndex] = 4
         #expect { try Frame.decode(body: body) } throws: { error in
             guard let error = error as? KeychainError else { return false }
-            return error.status == .wrongSecVersion && error.message.contains("protocol 2") && error.message.contains("protocol 3")
+            return error.status == .wrongSecVersion && error.message.contains("protocol 3") && error.message.contains("protocol 4")
                 && error.message.contains("same swift-keychain release")
         }
         // The refusal a version 1 client gets is a version 1 response: OSStatus and a dictionary with the message.
@@ -146,7 +150,7 @@ import Testing
         #expect(Array(legacy[4 ..< 10]) == [1, 2, 0, 0, 0, 5])
         #expect(Array(legacy[10 ..< 14]) == [0xFF, 0xFF, 0x9D, 0x22], "errSecWrongSecVersion, -25310")
         guard case .dictionary(let reply) = try PlistCoding.decode(legacy[15...]) else { Issue.record("no dictionary"); return }
-        #expect(reply["message"] == .string(VersionMismatch.message(daemonVersion: 2, clientVersion: 1)))
+        #expect(reply["message"] == .string(VersionMismatch.message(daemonVersion: 3, clientVersion: 1)))
         // A newer client gets the refusal frame, which every version reads.
         let newer = try Frame.decode(body: VersionMismatch.refusal(peerVersion: 9, id: 6).dropFirst(4))
         guard case .versionRefused(let supported, let message) = newer.body else { Issue.record("no refusal"); return }

@@ -1,6 +1,6 @@
-// Drives keychaind's connection pipeline (frame decoder, request handler, dispatcher, engine) through an embedded
-// channel in this process, so callgrind can count what a request costs the daemon: valgrind cannot run keychaind
-// itself. Usage: keychaind-pipeline-probe [finds]
+// Drives keychaind's connection handling (handshake, per-message credentials, frame assembly, dispatcher, engine)
+// over a real socket pair in this process, so callgrind can count what a request costs the daemon: valgrind cannot
+// run keychaind itself. Usage: keychaind-pipeline-probe [finds]
 //   valgrind --tool=callgrind --toggle-collect='*PipelineProbe*serve*' .build/release/keychaind-pipeline-probe 2000
 // (see the README's "Performance"). The keychain is a new one in a temporary folder, removed at the end.
 import Foundation
@@ -8,34 +8,36 @@ import KeychainCore
 import KeychainDaemon
 import KeychainProtocol
 import Logging
-import NIOCore
-import NIOEmbedded
-import NIOPosix
 
-/// One connection's pipeline on a keychain of `items` generic passwords in this process's own access group.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One connection to keychaind's connection handler, served on a thread of this process, on a keychain of `items`
+/// generic passwords in this process's own access group.
 final class PipelineProbe {
     let home: String
     let engine: KeychainEngine
-    let threads = NIOThreadPool(numberOfThreads: 1)
-    let channel = EmbeddedChannel()
+    let client: Int32
     let frames: [[UInt8]]
+    let tracker = ConnectionTracker()
 
     init(items: Int) throws {
         home = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-probe-\(getpid())").path
         engine = try KeychainEngine(location: KeychainLocation(home: home))
         let logger = Logger(label: "pipeline-probe")
         let authority = Authority(engine: engine, adminToolPath: "/nonexistent/security", logger: logger)
-        let session = try authority.session(pid: getpid(), uid: getuid())
-        threads.start()
-        let tracker = ConnectionTracker()
-        try channel.pipeline.syncOperations.addHandlers([
-            ByteToMessageHandler(RequestFrameDecoder()),
-            RequestChannelHandler(session: session, dispatcher: RequestDispatcher(authority: authority, logger: logger),
-                                  threads: threads, tracker: tracker, logger: logger),
-        ])
-        _ = tracker.opened(channel)
-        try channel.connect(to: SocketAddress(unixDomainSocketPath: "/keychaind-pipeline-probe")).wait()
-        let caller = AccessPolicy(groups: [session.identity.privateGroup])
+        let group = try authority.session(pid: getpid(), uid: getuid()).identity.privateGroup
+        var pair: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw KeychainError(code: .io, message: "socketpair failed")
+        }
+        client = pair[0]
+        let context = ServerContext(dispatcher: RequestDispatcher(authority: authority, logger: logger),
+                                    budget: ResourceBudget(limits: .standard), tracker: tracker, logger: logger)
+        let served = pair[1]
+        Thread.detachNewThread { PeerConnection.serve(served, context: context) }
+        let caller = AccessPolicy(groups: [group])
         var requests: [[UInt8]] = []
         for index in 0 ..< items {
             var item = ItemQuery(itemClass: .genericPassword)
@@ -45,9 +47,25 @@ final class PipelineProbe {
             var find = ItemQuery(itemClass: .genericPassword)
             find.attributes = item.attributes
             find.returns.data = true
-            requests.append(Frame(id: UInt32(index), body: .request(.find(find, claim: nil))).encoded)
+            requests.append(Frame(id: UInt32(index + 1), body: .request(.find(find, claim: nil))).encoded)
         }
         frames = requests
+        _ = try readFrame() // the greeting
+    }
+
+    /// One whole frame from the connection; its byte count.
+    func readFrame() throws -> Int {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var filled = 0
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress! + filled, $0.count - filled, 0) }
+            guard n > 0 else { throw KeychainError(code: .io, message: "the connection closed") }
+            filled += n
+            if filled >= 4 {
+                let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
+                if filled >= 4 + length { return filled }
+            }
+        }
     }
 
     /// Sends `count` finds in turn and reads each answer; returns the bytes answered.
@@ -55,21 +73,21 @@ final class PipelineProbe {
     func serve(_ count: Int) throws -> Int {
         var answered = 0
         for index in 0 ..< count {
-            try channel.writeInbound(channel.allocator.buffer(bytes: frames[index % frames.count]))
-            while let response = try channel.readOutbound(as: ByteBuffer.self) { answered += response.readableBytes }
+            let frame = frames[index % frames.count]
+            _ = frame.withUnsafeBytes { send(client, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+            answered += try readFrame()
         }
         return answered
     }
 
-    /// Closes the channel, the thread pool and the engine, and removes the keychain; the first failure is thrown
-    /// after every step has run.
+    /// Closes the connection and the engine, and removes the keychain; the first failure is thrown after every step
+    /// has run.
     func close() throws {
         var failure: (any Error)?
         func step(_ body: () throws -> Void) {
             do { try body() } catch { failure = failure ?? error }
         }
-        step { _ = try channel.finish() }
-        step { try threads.syncShutdownGracefully() }
+        _ = Glibc.close(client)
         step { try engine.close() }
         step { try FileManager.default.removeItem(atPath: home) }
         if let failure { throw failure }
@@ -89,7 +107,7 @@ do {
     let (answered, elapsed) = try measured.get()
     try closed.get()
     let microseconds = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
-    print("\(finds) finds through keychaind's pipeline: \(answered / max(finds, 1)) bytes answered each, \(String(format: "%.1f", microseconds / Double(max(finds, 1)))) µs each")
+    print("\(finds) finds through keychaind's connection handling: \(answered / max(finds, 1)) bytes answered each, \(String(format: "%.1f", microseconds / Double(max(finds, 1)))) µs each")
 } catch {
     FileHandle.standardError.write(Data("keychaind-pipeline-probe: \(error)\n".utf8))
     exit(1)

@@ -21,4 +21,44 @@ int ckeychain_set_nondumpable(void);
 /// Whether the process is dumpable (1), not (0), or unknown (-1).
 int ckeychain_is_dumpable(void);
 
+/// Who sent the bytes of one receive, as the kernel attached them (`SCM_CREDENTIALS`): the sender's process id
+/// (in the receiver's pid namespace), real uid and real gid. `present` is 0 when the bytes came without them.
+typedef struct {
+    int pid;
+    unsigned int uid;
+    unsigned int gid;
+    int present;
+} ckeychain_sender;
+
+/// Asks the kernel to attach the sender's credentials to every message received on `fd` (`SO_PASSCRED`).
+/// Returns 0, or -1 with errno set.
+int ckeychain_enable_passcred(int fd);
+
+/// Receives up to `length` bytes from a stream socket with the sender's credentials (`recvmsg`, one sender's bytes
+/// per call). File descriptors a peer passes (`SCM_RIGHTS`) are closed at once and reported through
+/// `passed_descriptors`. Returns the byte count (0 at end of stream), or -1 with errno set.
+long ckeychain_receive(int fd, void *buffer, unsigned long length, ckeychain_sender *sender, int *passed_descriptors);
+
+/// A pidfd for the process that connected a Unix socket, taken by the kernel at connect (`SO_PEERPIDFD`, Linux
+/// 6.5+). Returns the descriptor (close-on-exec), or -1 with errno set.
+int ckeychain_peer_pidfd(int fd);
+
+/// A pidfd for process `pid` (`pidfd_open`). Returns the descriptor, or -1 with errno set.
+int ckeychain_pidfd_open(int pid);
+
+/// Whether the process behind a pidfd is still running: 1 yes, 0 it has exited, -1 with errno set.
+int ckeychain_pidfd_is_running(int pidfd);
+
+/// The bytes waiting unread in a socket's receive queue (`SIOCINQ`), or -1 with errno set.
+int ckeychain_pending_bytes(int fd);
+
+/// Sets how long one receive may wait (`SO_RCVTIMEO`); 0 waits for ever. Returns 0, or -1 with errno set.
+int ckeychain_set_receive_timeout(int fd, long milliseconds);
+
+/// Sets how long one send may wait (`SO_SNDTIMEO`); 0 waits for ever. Returns 0, or -1 with errno set.
+int ckeychain_set_send_timeout(int fd, long milliseconds);
+
+/// Accepts a connection on a listening socket, close-on-exec (`accept4`). Returns the descriptor, or -1 with errno.
+int ckeychain_accept(int fd);
+
 #endif

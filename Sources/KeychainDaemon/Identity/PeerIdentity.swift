@@ -56,6 +56,13 @@ package struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// The file a process executes, as `/proc/PID/exe` names it and `stat` identifies it.
+struct ExecutableFile: Equatable {
+    var path: String
+    var device: UInt64
+    var inode: UInt64
+}
+
 /// Reads a peer's identity from `/proc`, hashing each executable file once (by device, inode, size and
 /// change time).
 package final class PeerInspector: Sendable {
@@ -67,20 +74,84 @@ package final class PeerInspector: Sendable {
         self.proc = proc
     }
 
-    /// The identity of process `pid` running as `uid`.
+    /// The identity of process `pid` running as `uid`, or a refusal when the process cannot be trusted to be the
+    /// program its executable says: one started with the dynamic loader told to load other code (`LD_PRELOAD`,
+    /// `LD_LIBRARY_PATH`, `LD_AUDIT`), one being traced, one whose executable was deleted or can be changed by
+    /// someone else, or one that started another program while it was being identified.
     package func identity(pid: Int32, uid: UInt32) throws(KeychainError) -> PeerIdentity {
         let base = "\(proc)/\(pid)"
+        let before = try executable(base, pid: pid, uid: uid)
+        try checkLoader(base, pid: pid)
+        switch tracer(of: pid) {
+        case .some(0): break
+        case .some(let tracer):
+            throw refusal(pid, "it is being traced by process \(tracer), which could make it do anything")
+        case .none:
+            throw refusal(pid, "keychaind cannot read /proc/\(pid)/status")
+        }
         let digest = try executableDigest("\(base)/exe")
+        let program: PeerIdentity.Program
         if let app = flatpakAppID(base) {
-            return PeerIdentity(pid: pid, uid: uid, program: .flatpak(app), executableSHA256: digest)
+            program = .flatpak(app)
+        } else if let snap = snapName(base) {
+            program = .snap(snap)
+        } else {
+            program = .executable(before.path)
         }
-        if let snap = snapName(base) {
-            return PeerIdentity(pid: pid, uid: uid, program: .snap(snap), executableSHA256: digest)
+        // The same executable file before and after: the process did not start another program meanwhile.
+        guard try executable(base, pid: pid, uid: uid) == before else {
+            throw refusal(pid, "it started another program while keychaind identified it")
         }
+        return PeerIdentity(pid: pid, uid: uid, program: program, executableSHA256: digest)
+    }
+
+    /// Which process traces `pid` (0: none), from `TracerPid` in `/proc/PID/status`; nil when it cannot be read.
+    package func tracer(of pid: Int32) -> Int32? {
+        guard let data = try? FileSystem.read("\(proc)/\(pid)/status"), let text = String(data: data, encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("TracerPid:") {
+            return Int32(line.dropFirst("TracerPid:".count).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
+    }
+
+    /// The executable a process runs (its path and file identity), refused when it was deleted, or when another
+    /// user than root and the process's own can change it.
+    func executable(_ base: String, pid: Int32, uid: UInt32) throws(KeychainError) -> ExecutableFile {
         guard let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(base)/exe"), path.hasPrefix("/") else {
-            throw KeychainError(code: .missingEntitlement, message: "keychaind cannot tell which program process \(pid) runs (/proc/\(pid)/exe is unreadable), so it refuses it.")
+            throw refusal(pid, "/proc/\(pid)/exe is unreadable")
         }
-        return PeerIdentity(pid: pid, uid: uid, program: .executable(path), executableSHA256: digest)
+        if path.hasSuffix(" (deleted)") {
+            throw refusal(pid, "its executable \(path.dropLast(10)) was deleted or replaced since it started; restart it")
+        }
+        var info = stat()
+        guard stat("\(base)/exe", &info) == 0 else { throw refusal(pid, "its executable cannot be examined (\(String(cString: strerror(errno))))") }
+        if info.st_mode & 0o022 != 0 {
+            throw refusal(pid, "its executable \(path) is writable by others (mode \(String(info.st_mode & 0o7777, radix: 8))); run `chmod go-w \(path)`")
+        }
+        if info.st_uid != 0, info.st_uid != uid {
+            throw refusal(pid, "its executable \(path) belongs to user \(info.st_uid), who could change it")
+        }
+        return ExecutableFile(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    /// Refuses a process the dynamic loader was told to load other code into, from the environment it started with.
+    func checkLoader(_ base: String, pid: Int32) throws(KeychainError) {
+        guard let environment = try? FileSystem.read("\(base)/environ") else {
+            throw refusal(pid, "keychaind cannot read /proc/\(pid)/environ")
+        }
+        for entry in environment.split(separator: 0) {
+            for variable in Self.loaderVariables where entry.count > variable.count && entry.starts(with: variable) {
+                let name = String(decoding: variable.dropLast(), as: UTF8.self)
+                throw refusal(pid, "it was started with \(name) set, so code other than its own may run in it; start it without \(name)")
+            }
+        }
+    }
+
+    /// Variables that make the dynamic loader run code the program did not ask for (`NAME=` with a value).
+    static let loaderVariables: [[UInt8]] = ["LD_PRELOAD=", "LD_LIBRARY_PATH=", "LD_AUDIT="].map { Array($0.utf8) }
+
+    func refusal(_ pid: Int32, _ reason: String) -> KeychainError {
+        KeychainError(code: .missingEntitlement, message: "keychaind refuses process \(pid): \(reason).")
     }
 
     /// The hex SHA-256 of a file, cached by identity of the file's contents.

@@ -1,65 +1,85 @@
-import Foundation
-import NIOCore
 import Synchronization
 
-/// The open connections, so that a graceful shutdown can close the idle ones at once and let the busy
-/// ones finish the request they are serving. Connections are registered only while the server is not draining.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The open connections, so that a graceful shutdown can close the idle ones at once and let the busy ones finish
+/// the request they are serving. A connection's descriptor is closed here, under the same lock that a shutdown
+/// takes, so a shutdown never touches a descriptor number that has since been reused.
 package final class ConnectionTracker: Sendable {
     private struct State {
-        var open: [ObjectIdentifier: (channel: any Channel, busy: Bool)] = [:]
+        var open: [Int32: Bool] = [:] // descriptor → busy
         var draining = false
     }
     private let state = Mutex(State())
-    /// `state.draining`, readable without the lock: a quick read checks only this.
-    private let drainStarted = Atomic<Bool>(false)
+    private let allClosed = Mutex<[CheckedContinuation<Void, Never>]>([])
 
     package init() {}
 
-    /// Whether requests are still accepted: false once a graceful shutdown began. A request answered on the event
-    /// loop checks this instead of marking its connection busy, since a close from ``drain()`` runs on that loop
-    /// only after the answer is written.
-    package var isAccepting: Bool { !drainStarted.load(ordering: .acquiring) }
+    /// Whether requests are still accepted: false once a graceful shutdown began.
+    package var isAccepting: Bool { state.withLock { !$0.draining } }
 
-    /// Registers an accepted channel (from the child channel initializer); false when the server is draining.
-    package func opened(_ channel: any Channel) -> Bool {
+    /// Registers an accepted connection; false when the server is draining (the caller closes it).
+    package func opened(_ fd: Int32) -> Bool {
         state.withLock { s in
             guard !s.draining else { return false }
-            s.open[ObjectIdentifier(channel)] = (channel, false)
+            s.open[fd] = false
             return true
         }
     }
 
-    package func closed(_ channel: any Channel) {
-        _ = state.withLock { $0.open.removeValue(forKey: ObjectIdentifier(channel)) }
+    /// Closes a registered connection's descriptor and forgets it.
+    package func close(_ fd: Int32) {
+        let last: Bool = state.withLock { s in
+            guard s.open.removeValue(forKey: fd) != nil else { return false }
+            _ = Glibc.close(fd)
+            return s.draining && s.open.isEmpty
+        }
+        if last { resumeWaiters() }
     }
 
     /// Marks a connection busy; false when the server is shutting down (no new request starts).
-    package func begin(_ channel: any Channel) -> Bool {
+    package func begin(_ fd: Int32) -> Bool {
         state.withLock { s in
             guard !s.draining else { return false }
-            s.open[ObjectIdentifier(channel)]?.busy = true
+            s.open[fd] = true
             return true
         }
     }
 
     /// Marks a connection idle again; false when it should now close (shutting down).
-    package func end(_ channel: any Channel) -> Bool {
+    package func end(_ fd: Int32) -> Bool {
         state.withLock { s in
-            s.open[ObjectIdentifier(channel)]?.busy = false
+            if s.open[fd] != nil { s.open[fd] = false }
             return !s.draining
         }
     }
 
-    /// Stops new connections and requests, and closes every idle connection.
+    /// Stops new connections and requests, and wakes every idle connection so that it closes.
     package func drain() {
-        let idle: [any Channel] = state.withLock { s in
+        state.withLock { s in
             s.draining = true
-            drainStarted.store(true, ordering: .releasing)
-            return s.open.values.filter { !$0.busy }.map(\.channel)
+            for (fd, busy) in s.open where !busy { _ = shutdown(fd, Int32(SHUT_RDWR)) }
         }
-        for channel in idle { channel.close(promise: nil) }
     }
 
-    /// The connections still open (busy ones finishing their request).
-    package var remaining: [any Channel] { state.withLock { $0.open.values.map(\.channel) } }
+    /// Waits until every connection has closed (call after ``drain()``).
+    package func waitUntilAllClosed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            allClosed.withLock { $0.append(continuation) }
+            if state.withLock({ $0.open.isEmpty }) { resumeWaiters() }
+        }
+    }
+
+    /// The connections still open.
+    package var count: Int { state.withLock { $0.open.count } }
+
+    private func resumeWaiters() {
+        let waiters = allClosed.withLock { list in
+            defer { list.removeAll() }
+            return list
+        }
+        for waiter in waiters { waiter.resume() }
+    }
 }
