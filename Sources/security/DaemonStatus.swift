@@ -24,7 +24,10 @@ struct DaemonStatus: AsyncParsableCommand {
         "socket:", "keychain:" (its KEYCHAIN_HOME), "lock state:" (unlocked, locked, no passcode or before \
         first unlock), "caller:" (this process as the daemon identifies it), "admin tool:" (yes when this is \
         the security installed beside keychaind, which may manage the keychain) and "access groups:", one \
-        per line, and exits 0. When nothing answers, prints "keychaind: not running (socket PATH)" and exits 1.
+        per line, and exits 0. When nothing answers, prints "keychaind: not running (socket PATH)" and exits 1. \
+        Warns on standard error when the kernel lets any program of a user attach to another of the same user \
+        (kernel.yama.ptrace_scope 0, or no Yama): such a program can act as any other of that user, and keychaind \
+        can refuse only the ones it sees being traced.
         """
     )
 
@@ -50,6 +53,24 @@ struct DaemonStatus: AsyncParsableCommand {
             throw ToolFailure(Self.function, error)
         }
         Output.standardOutput(Self.describe(status, socket: path))
+        if let warning = Self.ptraceWarning(scope: try? String(contentsOfFile: "/proc/sys/kernel/yama/ptrace_scope", encoding: .utf8)) {
+            Output.standardError(warning)
+        }
+    }
+
+    /// The warning for the kernel's `kernel.yama.ptrace_scope` (its file's text; nil: Yama is absent), or nil when
+    /// processes of one user cannot attach to each other.
+    static func ptraceWarning(scope: String?) -> String? {
+        let value = scope?.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard value == nil || value == "0" else { return nil }
+        let setting = value == nil ? "this kernel has no Yama (kernel.yama.ptrace_scope)" : "kernel.yama.ptrace_scope is 0"
+        return """
+        warning: \(setting), so any program you run can attach to any other of yours (ptrace, /proc/PID/mem) and act \
+        as it. keychaind refuses a client it sees traced, but code injected without a tracer goes unseen: a program \
+        registered with keychaind is only as safe as every other program you run. Set kernel.yama.ptrace_scope=1 \
+        (sysctl, or /etc/sysctl.d) to allow attaching to one's own children only.
+
+        """
     }
 
     /// The lines printed for the daemon's status.

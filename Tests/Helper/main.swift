@@ -3,6 +3,8 @@
 //
 //   keychain-test-helper add ACCOUNT SERVICE SECRET [GROUP]   → "status=N"
 //   keychain-test-helper add-and-hold ACCOUNT SERVICE SECRET  → "status=N", then sleeps until killed
+//   keychain-test-helper hold                                → does nothing until killed (a trusted program an attacker
+//                                                               execs while keeping its connection)
 //   keychain-test-helper race BARRIER ACCOUNT SERVICE SECRET  → waits for file BARRIER, adds, "status=N"
 //   keychain-test-helper find ACCOUNT SERVICE [GROUP]         → "status=N", "data=…", "agrp=…"
 //   keychain-test-helper set-passcode P ACCOUNT SERVICE SECRET → sets passcode P, adds a WhenUnlocked item
@@ -66,6 +68,8 @@ case "add" where args.count >= 4:
     flushLine("status=\(add(args[1], args[2], args[3], group: args.count > 4 ? args[4] : nil))")
 case "add-and-hold" where args.count == 4:
     flushLine("status=\(add(args[1], args[2], args[3], group: nil))")
+    while true { sleep(60) }
+case "hold":
     while true { sleep(60) }
 case "race" where args.count == 5:
     while !FileManager.default.fileExists(atPath: args[1]) { usleep(1_000) }
