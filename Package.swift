@@ -21,7 +21,6 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
@@ -58,15 +57,14 @@ let package = Package(
             dependencies: ["KeychainCore", "KeychainProtocol", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
-        // keychaind as a library: peer identity, policy, request dispatch, the NIO pipeline and server.
+        // keychaind as a library: peer identity, policy, request dispatch, the server (connections read with recvmsg
+        // for the kernel's per-message credentials, which SwiftNIO's stream channels do not receive).
         .target(
             name: "KeychainDaemon",
             dependencies: [
                 "KeychainCore",
                 "KeychainProtocol",
                 "CKeychainLinux",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -150,8 +148,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainDaemonTests",
-            dependencies: ["KeychainTestSupport", "KeychainDaemon", "KeychainProtocol", "KeychainCore", .product(name: "NIOCore", package: "swift-nio"),
-                           .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["KeychainTestSupport", "KeychainDaemon", "KeychainProtocol", "KeychainCore", "CKeychainLinux"],
             swiftSettings: strictSwift
         ),
         .testTarget(
