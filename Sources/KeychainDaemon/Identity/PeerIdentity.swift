@@ -106,12 +106,39 @@ package final class PeerInspector: Sendable {
     }
 
     /// Which process traces `pid` (0: none), from `TracerPid` in `/proc/PID/status`; nil when it cannot be read.
+    /// keychaind asks on every receive, so this reads the file's head into the stack and parses the bytes.
     package func tracer(of pid: Int32) -> Int32? {
-        guard let data = try? FileSystem.read("\(proc)/\(pid)/status"), let text = String(data: data, encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("TracerPid:") {
-            return Int32(line.dropFirst("TracerPid:".count).trimmingCharacters(in: .whitespaces))
+        let fd = open("\(proc)/\(pid)/status", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { buffer -> Int32? in
+            guard let base = buffer.baseAddress else { return nil }
+            var filled = 0
+            while filled < buffer.count {
+                let n = read(fd, base + filled, buffer.count - filled)
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 { break }
+                filled += n
+            }
+            let key = Array("\nTracerPid:".utf8)
+            var index = 0
+            while index + key.count <= filled {
+                if buffer[index] == key[0], (1 ..< key.count).allSatisfy({ buffer[index + $0] == key[$0] }) {
+                    var cursor = index + key.count
+                    while cursor < filled, buffer[cursor] == 0x20 || buffer[cursor] == 0x09 { cursor += 1 }
+                    var value: Int32 = 0
+                    var digits = 0
+                    while cursor < filled, buffer[cursor] >= 0x30, buffer[cursor] <= 0x39, digits < 10 {
+                        value = value &* 10 &+ Int32(buffer[cursor] - 0x30)
+                        cursor += 1
+                        digits += 1
+                    }
+                    return digits > 0 ? value : nil
+                }
+                index += 1
+            }
+            return nil
         }
-        return nil
     }
 
     /// The executable a process runs (its path and file identity), refused when it was deleted, or when another
