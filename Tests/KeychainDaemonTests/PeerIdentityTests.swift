@@ -74,39 +74,47 @@ import Crypto
         expectKeychainError(.missingEntitlement) { try PeerInspector(proc: proc.root).identity(pid: 999, uid: 1) }
     }
 
-    /// A process that runs code its executable did not ask for, or whose executable someone else can change, is no
-    /// program keychaind can vouch for: it is refused, with the reason.
+    /// A process that may run code its executable did not ask for, or whose executable someone else can change, is
+    /// no program keychaind can vouch for: it is identified as untrusted, matches no registration, and gets a private
+    /// group apart from the program's own.
     @Test(arguments: [
-        ("environ", "A=1\u{0}LD_PRELOAD=/tmp/evil.so\u{0}", "LD_PRELOAD"),
-        ("environ", "LD_LIBRARY_PATH=/tmp\u{0}", "LD_LIBRARY_PATH"),
-        ("environ", "LD_AUDIT=/tmp/audit.so\u{0}", "LD_AUDIT"),
-        ("status", "Name:\tprog\nTracerPid:\t4242\n", "traced by process 4242"),
+        ("environ", "A=1\u{0}LD_PRELOAD=/tmp/evil.so\u{0}", "started with LD_PRELOAD set"),
+        ("environ", "LD_LIBRARY_PATH=/tmp\u{0}", "started with LD_LIBRARY_PATH set"),
+        ("environ", "LD_AUDIT=/tmp/audit.so\u{0}", "started with LD_AUDIT set"),
+        ("status", "Name:\tprog\nTracerPid:\t4242\n", "being traced by process 4242"),
     ])
-    func anInjectedOrTracedProcessIsRefused(file: String, contents: String, reason: String) throws {
+    func anInjectedOrTracedProcessIsUntrusted(file: String, contents: String, reason: String) throws {
         let proc = FakeProc(), prog = try program()
         defer { try? FileManager.default.removeItem(atPath: prog.path) }
         try proc.process(400, exe: prog.path, files: [file: contents])
-        expectKeychainError(.missingEntitlement, status: .missingEntitlement) { try PeerInspector(proc: proc.root).identity(pid: 400, uid: 1000) }
-        do {
-            _ = try PeerInspector(proc: proc.root).identity(pid: 400, uid: 1000)
-        } catch {
-            #expect(error.message.contains(reason), "\(error.message)")
-        }
+        let id = try PeerInspector(proc: proc.root).identity(pid: 400, uid: 1000)
+        #expect(id.untrusted == reason)
+        #expect(id.privateGroup == "untrusted:" + prog.path)
+        let registration = AppRegistration(program: .executable(path: prog.path, sha256: prog.sha256), applicationIdentifier: nil, accessGroups: ["T.shared"])
+        #expect(!registration.matches(id), "an untrusted process is no registered program")
+        try proc.process(401, exe: prog.path)
+        #expect(registration.matches(try PeerInspector(proc: proc.root).identity(pid: 401, uid: 1000)), "the same program without it is")
     }
 
-    @Test func anExecutableOthersCanChangeOrThatWasDeletedIsRefused() throws {
+    @Test func anExecutableOthersCanChangeOrThatWasDeletedIsUntrusted() throws {
         let proc = FakeProc(), prog = try program()
         defer { try? FileManager.default.removeItem(atPath: prog.path) }
         try proc.process(500, exe: prog.path)
         _ = chmod(prog.path, 0o777)
-        expectKeychainError(.missingEntitlement, "writable by others") { try PeerInspector(proc: proc.root).identity(pid: 500, uid: 1000) }
+        #expect(try PeerInspector(proc: proc.root).identity(pid: 500, uid: 1000).untrusted?.contains("writable by others") == true)
         _ = chmod(prog.path, 0o755)
         if getuid() == 0, chown(prog.path, 4321, 4321) == 0 {
-            expectKeychainError(.missingEntitlement, "owned by another user") { try PeerInspector(proc: proc.root).identity(pid: 500, uid: 1000) }
-            #expect(try PeerInspector(proc: proc.root).identity(pid: 500, uid: 4321).program == .executable(prog.path), "its owner's own process is fine")
+            #expect(try PeerInspector(proc: proc.root).identity(pid: 500, uid: 1000).untrusted?.contains("belongs to user 4321") == true)
+            #expect(try PeerInspector(proc: proc.root).identity(pid: 500, uid: 4321).untrusted == nil, "its owner's own process is fine")
         }
-        try proc.process(501, exe: prog.path + " (deleted)")
-        expectKeychainError(.missingEntitlement, "deleted") { try PeerInspector(proc: proc.root).identity(pid: 501, uid: 1000) }
+        // The kernel names an executable deleted since the process started "PATH (deleted)"; stat still reaches it.
+        let deleted = prog.path + " (deleted)"
+        try FileManager.default.copyItem(atPath: prog.path, toPath: deleted)
+        defer { try? FileManager.default.removeItem(atPath: deleted) }
+        try proc.process(501, exe: deleted)
+        let id = try PeerInspector(proc: proc.root).identity(pid: 501, uid: 1000)
+        #expect(id.untrusted?.contains("was deleted") == true)
+        #expect(id.privateGroup == "untrusted:" + prog.path)
     }
 
     @Test func theRegistryIsSealedAndRoundTrips() throws {

@@ -100,8 +100,9 @@ import Glibc
         return output
     }
 
-    /// A registered program started with the dynamic loader told to load other code is refused outright: the code it
-    /// was made to load would otherwise act as the program.
+    /// A registered program started with the dynamic loader told to load other code gets no registered identity: the
+    /// code it was made to load would otherwise act as the program. It is served as an untrusted program, with a
+    /// private group apart from the program's own.
     @Test(arguments: [("LD_PRELOAD", "inject.so"), ("LD_LIBRARY_PATH", "lib"), ("LD_AUDIT", "audit.so")])
     func aProgramStartedWithLoaderVariablesIsRefused(variable: String, file: String) throws {
         let vault = try Vault()
@@ -115,12 +116,17 @@ import Glibc
             try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
         }
         let run = try vault.find(extra: [variable: target])
-        #expect(run.stdout == "status=-34018\n", "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout == "status=-34018\n", "its claim to the vault's group is refused: \(run.stdout)\(run.stderr)")
         #expect(vault.daemon.output.contains("started with \(variable) set"))
+        var env = vault.environment
+        env[variable] = target
+        let own = try runProgram(vault.program, ["find", "crown", "svc"], environment: env)
+        #expect(own.stdout == "status=-25300\n", "its own items are not the vault's: \(own.stdout)")
         #expect(try vault.find().stdout == "status=0\ndata=jewels\nagrp=TEAM.vault\n")
     }
 
-    /// A registered program under a tracer (here strace, which could change what it sends) is refused.
+    /// A registered program under a tracer (here strace, which could change what it sends) gets no registered
+    /// identity.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"), "needs strace to trace a client"))
     func aTracedProgramIsRefused() throws {
         let vault = try Vault()

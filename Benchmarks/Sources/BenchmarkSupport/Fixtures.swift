@@ -18,8 +18,9 @@ public struct BenchmarkFailure: Error, CustomStringConvertible {
 ///
 /// Every store lives under `.stores/` beside the benchmark package (or `$KEYCHAIN_BENCH_STORES`); the large
 /// one takes minutes to build, so each is built once and reused by later runs. The benchmarks use one access
-/// group, the benchmark executable's own path: that is the private group keychaind gives an unregistered
-/// program, so the same items are visible embedded and through the daemon.
+/// group, the private group keychaind gives this unregistered program, so the same items are visible embedded and
+/// through the daemon: its executable's path, after `untrusted:` when it runs with `LD_PRELOAD` (package-benchmark
+/// preloads its malloc counter, and keychaind keeps a preloaded program apart from the program itself).
 public enum BenchEnvironment {
     /// Bumped whenever the items a store holds change, so older stores are rebuilt.
     static let storeFormat = "1"
@@ -36,7 +37,10 @@ public enum BenchEnvironment {
     }
 
     /// The access group every benchmark item is in.
-    public static var group: String { executablePath }
+    public static var group: String {
+        let preloaded = ["LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"].contains { !(ProcessInfo.processInfo.environment[$0] ?? "").isEmpty }
+        return preloaded ? "untrusted:" + executablePath : executablePath
+    }
 
     /// The store sizes to run: `$KEYCHAIN_BENCH_SIZES` (comma-separated), else 1,000, 10,000 and 1,000,000.
     public static var sizes: [Int] {

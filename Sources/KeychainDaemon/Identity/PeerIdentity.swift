@@ -29,29 +29,37 @@ package struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
     package var program: Program
     /// Hex SHA-256 of the executable file the process runs (empty when it could not be read).
     package var executableSHA256: String
+    /// Why the process may be running code that is not its program's (started with loader variables, traced, its
+    /// executable deleted or writable by others), or nil. Such a process gets no registered or admin identity, and
+    /// a private group apart from the program's own (``privateGroup``).
+    package var untrusted: String?
 
-    package init(pid: Int32, uid: UInt32, program: Program, executableSHA256: String) {
+    package init(pid: Int32, uid: UInt32, program: Program, executableSHA256: String, untrusted: String? = nil) {
         self.pid = pid
         self.uid = uid
         self.program = program
         self.executableSHA256 = executableSHA256
+        self.untrusted = untrusted
     }
 
     /// The access group an unregistered program gets, and nothing else: its Flatpak app ID, `snap.NAME`, or
-    /// its executable's path.
+    /// its executable's path; for an untrusted process, that name after `untrusted:`, so that code injected into a
+    /// program never reaches the program's own items.
     package var privateGroup: String {
-        switch program {
+        let name = switch program {
         case .flatpak(let id): id
         case .snap(let name): "snap.\(name)"
         case .executable(let path): path
         }
+        return untrusted == nil ? name : "untrusted:" + name
     }
 
     package var description: String {
-        switch program {
-        case .flatpak(let id): "flatpak \(id) (pid \(pid))"
-        case .snap(let name): "snap \(name) (pid \(pid))"
-        case .executable(let path): "\(path) (pid \(pid), sha256 \(executableSHA256.prefix(12)))"
+        let suffix = untrusted.map { "; untrusted: \($0)" } ?? ""
+        return switch program {
+        case .flatpak(let id): "flatpak \(id) (pid \(pid)\(suffix))"
+        case .snap(let name): "snap \(name) (pid \(pid)\(suffix))"
+        case .executable(let path): "\(path) (pid \(pid), sha256 \(executableSHA256.prefix(12))\(suffix))"
         }
     }
 }
@@ -61,6 +69,8 @@ struct ExecutableFile: Equatable {
     var path: String
     var device: UInt64
     var inode: UInt64
+    /// Why the file cannot vouch for the process, or nil.
+    var untrusted: String?
 }
 
 /// Reads a peer's identity from `/proc`, hashing each executable file once (by device, inode, size and
@@ -74,20 +84,20 @@ package final class PeerInspector: Sendable {
         self.proc = proc
     }
 
-    /// The identity of process `pid` running as `uid`, or a refusal when the process cannot be trusted to be the
-    /// program its executable says: one started with the dynamic loader told to load other code (`LD_PRELOAD`,
-    /// `LD_LIBRARY_PATH`, `LD_AUDIT`), one being traced, one whose executable was deleted or can be changed by
-    /// someone else, or one that started another program while it was being identified.
+    /// The identity of process `pid` running as `uid`. A process that cannot be trusted to run only its program's
+    /// code is marked ``PeerIdentity/untrusted``: one started with the dynamic loader told to load other code
+    /// (`LD_PRELOAD`, `LD_LIBRARY_PATH`, `LD_AUDIT`), one being traced, one whose executable was deleted or can be
+    /// changed by someone else. A process whose state cannot be read, or that started another program while it was
+    /// being identified, is refused.
     package func identity(pid: Int32, uid: UInt32) throws(KeychainError) -> PeerIdentity {
         let base = "\(proc)/\(pid)"
         let before = try executable(base, pid: pid, uid: uid)
-        try checkLoader(base, pid: pid)
+        let loader = try loaderVariable(base, pid: pid)
+        var untrusted = before.untrusted ?? loader.map { "started with \($0) set" }
         switch tracer(of: pid) {
         case .some(0): break
-        case .some(let tracer):
-            throw refusal(pid, "it is being traced by process \(tracer), which could make it do anything")
-        case .none:
-            throw refusal(pid, "keychaind cannot read /proc/\(pid)/status")
+        case .some(let tracer): untrusted = untrusted ?? "being traced by process \(tracer)"
+        case .none: throw refusal(pid, "keychaind cannot read /proc/\(pid)/status")
         }
         let digest = try executableDigest("\(base)/exe")
         let program: PeerIdentity.Program
@@ -102,7 +112,7 @@ package final class PeerInspector: Sendable {
         guard try executable(base, pid: pid, uid: uid) == before else {
             throw refusal(pid, "it started another program while keychaind identified it")
         }
-        return PeerIdentity(pid: pid, uid: uid, program: program, executableSHA256: digest)
+        return PeerIdentity(pid: pid, uid: uid, program: program, executableSHA256: digest, untrusted: untrusted)
     }
 
     /// Which process traces `pid` (0: none), from `TracerPid` in `/proc/PID/status`; nil when it cannot be read.
@@ -141,37 +151,37 @@ package final class PeerInspector: Sendable {
         }
     }
 
-    /// The executable a process runs (its path and file identity), refused when it was deleted, or when another
-    /// user than root and the process's own can change it.
+    /// The executable a process runs (its path and file identity), marked untrusted when it was deleted since the
+    /// process started, or when another user than root and the process's own can change it.
     func executable(_ base: String, pid: Int32, uid: UInt32) throws(KeychainError) -> ExecutableFile {
-        guard let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(base)/exe"), path.hasPrefix("/") else {
+        guard var path = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(base)/exe"), path.hasPrefix("/") else {
             throw refusal(pid, "/proc/\(pid)/exe is unreadable")
-        }
-        if path.hasSuffix(" (deleted)") {
-            throw refusal(pid, "its executable \(path.dropLast(10)) was deleted or replaced since it started; restart it")
         }
         var info = stat()
         guard stat("\(base)/exe", &info) == 0 else { throw refusal(pid, "its executable cannot be examined (\(String(cString: strerror(errno))))") }
-        if info.st_mode & 0o022 != 0 {
-            throw refusal(pid, "its executable \(path) is writable by others (mode \(String(info.st_mode & 0o7777, radix: 8))); run `chmod go-w \(path)`")
+        var untrusted: String?
+        if path.hasSuffix(" (deleted)") {
+            path.removeLast(" (deleted)".count)
+            untrusted = "its executable \(path) was deleted or replaced since it started"
+        } else if info.st_mode & 0o022 != 0 {
+            untrusted = "its executable \(path) is writable by others (mode \(String(info.st_mode & 0o7777, radix: 8)))"
+        } else if info.st_uid != 0, info.st_uid != uid {
+            untrusted = "its executable \(path) belongs to user \(info.st_uid), who could change it"
         }
-        if info.st_uid != 0, info.st_uid != uid {
-            throw refusal(pid, "its executable \(path) belongs to user \(info.st_uid), who could change it")
-        }
-        return ExecutableFile(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        return ExecutableFile(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino), untrusted: untrusted)
     }
 
-    /// Refuses a process the dynamic loader was told to load other code into, from the environment it started with.
-    func checkLoader(_ base: String, pid: Int32) throws(KeychainError) {
+    /// The loader variable (`LD_PRELOAD`, …) the process was started with, from the environment it started with.
+    func loaderVariable(_ base: String, pid: Int32) throws(KeychainError) -> String? {
         guard let environment = try? FileSystem.read("\(base)/environ") else {
             throw refusal(pid, "keychaind cannot read /proc/\(pid)/environ")
         }
         for entry in environment.split(separator: 0) {
             for variable in Self.loaderVariables where entry.count > variable.count && entry.starts(with: variable) {
-                let name = String(decoding: variable.dropLast(), as: UTF8.self)
-                throw refusal(pid, "it was started with \(name) set, so code other than its own may run in it; start it without \(name)")
+                return String(decoding: variable.dropLast(), as: UTF8.self)
             }
         }
+        return nil
     }
 
     /// Variables that make the dynamic loader run code the program did not ask for (`NAME=` with a value).

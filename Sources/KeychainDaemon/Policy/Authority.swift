@@ -49,7 +49,9 @@ package final class Authority: Sendable {
         }
         let identity = try inspector.identity(pid: pid, uid: peerUID)
         var admin = false
-        if let adminTool, case .executable(let path) = identity.program {
+        if let untrusted = identity.untrusted {
+            logger.notice("untrusted client: no registered or admin identity", metadata: ["pid": "\(pid)", "reason": "\(untrusted)"])
+        } else if let adminTool, case .executable(let path) = identity.program {
             admin = path == adminTool.path && identity.executableSHA256 == adminTool.sha256
         }
         return Session(identity: identity, isAdminTool: admin)

@@ -1,9 +1,11 @@
 import KeychainCore
 
 extension AppRegistration {
-    /// Whether `identity` is this program: the same executable path and contents, Flatpak app ID or snap name.
+    /// Whether `identity` is this program: the same executable path and contents, Flatpak app ID or snap name. An
+    /// untrusted process (``PeerIdentity/untrusted``) is no registered program.
     package func matches(_ identity: PeerIdentity) -> Bool {
-        switch (program, identity.program) {
+        guard identity.untrusted == nil else { return false }
+        return switch (program, identity.program) {
         case let (.executable(path, digest), .executable(peerPath)):
             path == peerPath && digest == identity.executableSHA256
         case let (.flatpak(id), .flatpak(peer)): id == peer

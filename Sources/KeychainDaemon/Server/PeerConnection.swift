@@ -38,7 +38,10 @@ package struct ServerContext: Sendable {
 /// - a process that connects and then `exec`s a trusted program is identified either before the `exec` (and keeps
 ///   that identity) or after it, and then anything it sent before the `exec` is still queued when keychaind checks
 ///   (the connection is refused), while after it only the trusted program's own code runs in that process;
-/// - the identity read from `/proc` is taken between two looks at the executable, which must agree.
+/// - the identity read from `/proc` is taken between two looks at the executable, which must agree;
+/// - a process that may run code not its program's (loader variables, a tracer, an executable deleted or writable by
+///   others) is identified as untrusted: no registered or admin identity, a private group apart; a tracer that
+///   attaches after the handshake closes the connection.
 /// This is what Apple's audit token with its pid version gives securityd, built from the pieces Linux has.
 package enum PeerConnection {
     /// Serves the accepted socket `fd` until the client leaves, breaks the protocol, or the server shuts down; then
@@ -230,7 +233,8 @@ private struct Served {
         guard ckeychain_pidfd_is_running(pidfd) == 1 else { return "the process that connected has exited" }
         switch context.dispatcher.authority.inspector.tracer(of: peer.pid) {
         case .some(0): return nil
-        case .some(let tracer): return "process \(peer.pid) is being traced by process \(tracer)"
+        case .some(_) where session.identity.untrusted != nil: return nil // identified as untrusted already
+        case .some(let tracer): return "process \(peer.pid) is being traced by process \(tracer) since keychaind identified it"
         case .none: return "keychaind cannot read the state of process \(peer.pid)"
         }
     }
