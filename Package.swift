@@ -54,7 +54,7 @@ let package = Package(
         // and the one place that chooses between them.
         .target(
             name: "KeychainClient",
-            dependencies: ["KeychainCore", "KeychainProtocol", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         // keychaind as a library: peer identity, policy, request dispatch, the server (connections read with recvmsg

@@ -1,3 +1,4 @@
+import CKeychainLinux
 import Foundation
 import KeychainCore
 import KeychainProtocol
@@ -120,7 +121,7 @@ package final class DaemonClient: Sendable {
     }
 
     private func unreachable(_ reason: String) -> KeychainError {
-        KeychainError(code: .notAvailable, message: "keychaind is not answering at \(socketPath) (\(reason)). Start it with `systemctl --user start keychaind.socket` or `keychaind --foreground`, or unset KEYCHAIN_DAEMON_SOCKET to open the keychain directly.")
+        KeychainError(code: .notAvailable, message: "keychaind is not answering at \(socketPath) (\(reason)). Start it with `systemctl --user start keychaind.socket` or `keychaind --foreground`. A keychain that keychaind has served is never opened without it; to use one without keychaind again, stop keychaind and remove keychaind.serves from the keychain's folder (and unset KEYCHAIN_DAEMON_SOCKET).")
     }
 
     private func lost(_ reason: String) -> KeychainError {
@@ -138,6 +139,7 @@ package final class DaemonClient: Sendable {
         }
         let greeting: Frame
         do {
+            try checkOwner(fd)
             greeting = try receive(fd)
         } catch {
             close(fd)
@@ -155,6 +157,23 @@ package final class DaemonClient: Sendable {
         default:
             close(fd)
             throw lost("keychaind did not greet the connection")
+        }
+    }
+
+    /// Refuses a socket served by a process of another user than this one, root, or (for the system keychaind's
+    /// socket under `/run/keychain`) the `keychain` system user: another user could listen at a path this program
+    /// trusts and collect passcodes and secrets. Checked from the kernel (`SO_PEERCRED`) before anything is sent.
+    private func checkOwner(_ fd: Int32) throws(KeychainError) {
+        var peer = ckeychain_peer_credentials()
+        guard ckeychain_peer_credentials_of(fd, &peer) == 0 else {
+            throw KeychainError(code: .notAvailable, message: "Cannot tell who serves \(socketPath) (\(String(cString: strerror(errno)))); nothing was sent.")
+        }
+        var trusted: Set<UInt32> = [geteuid(), 0]
+        if socketPath.hasPrefix(DaemonSocket.systemFolder + "/"), let system = getpwnam(DaemonSocket.systemUser) {
+            trusted.insert(system.pointee.pw_uid)
+        }
+        guard trusted.contains(peer.uid) else {
+            throw KeychainError(code: .notAvailable, message: "The process serving \(socketPath) runs as user \(peer.uid), not as you or the keychain's system user, so it is not keychaind; nothing was sent to it. Remove that socket or point KEYCHAIN_DAEMON_SOCKET at your keychaind.")
         }
     }
 

@@ -101,8 +101,20 @@ package enum KeychainConnector {
                 return (DaemonKeychain(client: client, claim: try caller.claim()), !endpoint.explicit)
             }
         }
+        // A keychain a keychaind has served is reached through it only: while it is stopped, calls fail with
+        // errSecNotAvailable instead of opening the store here and bypassing its decisions.
+        if let socket = servingDaemon(location) {
+            return (DaemonKeychain(client: registry.daemonClient(for: socket), claim: try caller.claim()), false)
+        }
         let engine = try registry.engine(for: location, pinned: home == nil, createIfMissing: createIfMissing, logger: logger)
         return (InProcessKeychain(engine: engine, caller: try caller.policy()), endpoint != nil)
+    }
+
+    /// The socket of the keychaind that serves the keychain at `location` (its `keychaind.serves`), if any.
+    static func servingDaemon(_ location: KeychainLocation) -> String? {
+        guard let data = try? FileSystem.read(location.daemonMarkerPath) else { return nil }
+        let path = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return path.hasPrefix("/") ? path : nil
     }
 }
 

@@ -35,7 +35,7 @@ package struct DaemonLauncher: Sendable {
         let location = KeychainLocation.fromEnvironment(environment)
 
         // One daemon per keychain: a second one waits for nothing and says why.
-        let guardFD = try Self.claimKeychain(location)
+        let guardFD = try Self.claimKeychain(location, runtimeFolder: listener.path.map { NSString(string: $0).deletingLastPathComponent })
         defer { close(guardFD) }
 
         let engine: KeychainEngine
@@ -43,6 +43,15 @@ package struct DaemonLauncher: Sendable {
             engine = try KeychainEngine(location: location, logger: logger, defaultIdleTimeout: idleLock > 0 ? idleLock : nil)
         } catch {
             throw StartFailure("keychaind cannot open the keychain in \(location.home): \(error.message)")
+        }
+        // From now on clients reach this keychain only through keychaind at this socket (fail closed: a client
+        // never opens a keychain a keychaind serves, even while it is stopped).
+        if let path = listener.path {
+            do {
+                try FileSystem.writeAtomically(Array((path + "\n").utf8), to: location.daemonMarkerPath, exclusive: false)
+            } catch {
+                throw StartFailure("keychaind cannot record that it serves \(location.home): \(error.message)")
+            }
         }
         let dispatcher = RequestDispatcher(authority: Authority(engine: engine, logger: logger), logger: logger)
         let server = DaemonServer(listener: listener, dispatcher: dispatcher, limits: Self.fitting(limits), logger: logger, ready: ready)
@@ -102,23 +111,33 @@ package struct DaemonLauncher: Sendable {
         return .path(path)
     }
 
-    /// Holds `keychaind.pid` locked for the daemon's life, so two daemons never serve one keychain.
-    static func claimKeychain(_ location: KeychainLocation) throws -> Int32 {
+    /// Holds `keychaind.lock` in the keychain's folder locked for the daemon's life, so two daemons never serve one
+    /// keychain (the file is never written), and writes keychaind's pid to `keychaind.pid` in the socket's folder
+    /// (the runtime folder). Neither is opened through a link or when it has another name or owner.
+    static func claimKeychain(_ location: KeychainLocation, runtimeFolder: String?) throws -> Int32 {
+        let fd: Int32
         do {
             try FileSystem.ensurePrivateDirectory(location.home)
+            fd = try FileSystem.openOwnFile(location.home + "/keychaind.lock", flags: O_RDONLY)
         } catch {
             throw StartFailure(error.message)
         }
-        let path = location.home + "/keychaind.pid"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw StartFailure("Cannot open \(path): \(String(cString: strerror(errno))).") }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)
             throw StartFailure("Another keychaind already serves \(location.home).")
         }
-        _ = ftruncate(fd, 0)
-        let text = Array("\(getpid())\n".utf8)
-        _ = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if let runtimeFolder {
+            do {
+                let pidFile = try FileSystem.openOwnFile(runtimeFolder + "/keychaind.pid", flags: O_WRONLY)
+                defer { close(pidFile) }
+                _ = ftruncate(pidFile, 0)
+                let text = Array("\(getpid())\n".utf8)
+                _ = text.withUnsafeBytes { write(pidFile, $0.baseAddress, $0.count) }
+            } catch {
+                close(fd)
+                throw StartFailure(error.message)
+            }
+        }
         return fd
     }
 }

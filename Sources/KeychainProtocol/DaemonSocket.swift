@@ -11,6 +11,11 @@ import Darwin
 
 /// keychaind's Unix-domain socket, as both sides find it.
 package enum DaemonSocket {
+    /// The folder of the system keychaind's socket (`keychaind --system`).
+    package static let systemFolder = "/run/keychain"
+    /// The system user the system keychaind runs as.
+    package static let systemUser = "keychain"
+
     /// The default socket: `$XDG_RUNTIME_DIR/keychain/keychaind.sock`; nil without an absolute `XDG_RUNTIME_DIR`.
     package static func defaultPath(_ environment: [String: String]) -> String? {
         guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }

@@ -38,7 +38,7 @@ func withStore<T>(mode: StoreMode = .inProcess, groups: [String] = ["com.example
             environment["KEYCHAIN_HOME"] = directory
             environment.removeValue(forKey: "KEYCHAIN_DAEMON_SOCKET")
             environment.removeValue(forKey: "KEYCHAIN_ENTITLEMENTS")
-            let daemon = try KeychaindProcess(socketPath: directory + ".sock", environment: environment)
+            let daemon = try KeychaindProcess(socketPath: directory + "/keychaind.sock", environment: environment)
             defer { daemon.stop() }
             let connection = DaemonKeychain(client: DaemonClient(socketPath: daemon.socketPath), claim: groups)
             return try KeychainConnector.$override.withValue(connection) {

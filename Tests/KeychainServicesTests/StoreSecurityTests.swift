@@ -2,6 +2,11 @@ import Foundation
 import Testing
 import KeychainServices
 import KeychainCore
+import KeychainTestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite struct StoreSecurityTests {
     /// Every byte under KEYCHAIN_HOME, including the -wal and -shm files.
@@ -45,7 +50,7 @@ import KeychainCore
         }
     }
 
-    @Test func anExistingSharedFolderIsLeftAloneButTheFilesArePrivate() throws {
+    @Test func anExistingFolderOthersMayReadIsClosedToThemAndTheFilesArePrivate() throws {
         let shared = FileManager.default.temporaryDirectory.appendingPathComponent("kc-shared-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: shared) }
         try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
@@ -54,11 +59,20 @@ import KeychainCore
         q.valueData = Data("x".utf8)
         _ = try engine.add(q, caller: AccessPolicy(groups: ["g"]))
         let dirMode = try #require(try FileManager.default.attributesOfItem(atPath: shared)[.posixPermissions] as? Int)
-        #expect(dirMode & 0o777 == 0o755)
+        #expect(dirMode & 0o777 == 0o700)
         for name in try FileManager.default.contentsOfDirectory(atPath: shared) {
             let mode = try #require(try FileManager.default.attributesOfItem(atPath: shared + "/" + name)[.posixPermissions] as? Int)
             #expect(mode & 0o077 == 0, "\(name) is readable by others")
         }
+    }
+
+    @Test func anExistingFolderOthersMayWriteIsRefused() throws {
+        let shared = FileManager.default.temporaryDirectory.appendingPathComponent("kc-open-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: shared) }
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: false)
+        _ = chmod(shared, 0o777)
+        expectKeychainError(.io, status: .io) { _ = try KeychainEngine(location: KeychainLocation(home: shared)) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: shared).isEmpty)
     }
 
     @Test func aLostKeybagOrDeviceKeyIsAnErrorNotANewEmptyKeychain() throws {

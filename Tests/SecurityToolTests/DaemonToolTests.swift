@@ -228,6 +228,12 @@ struct DaemonToolTests {
             #expect(try kc.launch(appA, ["find", "acct", "svc"], environment: daemon.environment).stdout == "status=0\ndata=v\nagrp=TEAM.a\n")
             #expect(daemon.stop() == 0)
 
+            // A keychain keychaind has served is not opened without it, even once it is stopped...
+            let closed = try kc.run(["app", "list"])
+            #expect(closed.status == 53)
+            #expect(closed.stderr.contains("remove keychaind.serves from the keychain's folder"))
+            // ...until keychaind.serves is removed: then the tool opens it itself again.
+            try FileManager.default.removeItem(atPath: kc.home + "/keychaind.serves")
             let removed = try kc.run(["app", "remove", appA])
             #expect(removed.stdout == "removed 1 program\n")
             #expect(try kc.run(["app", "list"]).stdout == "")
@@ -283,7 +289,9 @@ struct DaemonToolTests {
             #expect(!daemon.output.contains("correct-horse-7"))
             #expect(!daemon.output.contains("s3cret"))
 
-            // Without the daemon, the tool unlocks its own engine the same way.
+            // Without the daemon (once its keychaind.serves is removed), the tool unlocks its own engine the same way.
+            #expect(try kc.run(["app", "list"], detached: true).status == 53, "not while keychaind.serves names keychaind")
+            try FileManager.default.removeItem(atPath: kc.home + "/keychaind.serves")
             let local = try kc.run(["app", "list"], detached: true)
             #expect(local.status == 36)
             #expect(local.stderr.hasPrefix("security: SecKeychainUnlock default: User interaction is not allowed.\n"))

@@ -50,8 +50,10 @@ struct KeychainSettingsToolTests {
             #expect(try kc.run(["set-keychain-password", "-p", "pw-1"], environment: env, detached: true).status == 0)
             func status() throws -> String { try kc.run(["daemon", "status"], environment: env).stdout }
             #expect(try status().contains("\nlock state: unlocked\n"))
-            // The daemon started with its 600 s default; the settings shorten it while it runs.
-            try kc.succeed(["set-keychain-settings", "-t", "1"])
+            // The daemon started with its 600 s default; the settings shorten it while it runs. The tool reaches the
+            // daemon through the keychain's folder (keychaind.serves) and gives it the passcode.
+            let changed = try kc.onTerminal(["set-keychain-settings", "-t", "1"], typing: "pw-1\n")
+            #expect(changed.status == 0, "\(changed.stdout)")
             // `daemon status` is itself a request (it resets the idle clock): ask once, after the quiet spell.
             usleep(2_500_000)
             #expect(try status().contains("\nlock state: locked\n"), "locked after a second without requests")

@@ -35,6 +35,10 @@ package struct KeychainLocation: Sendable, Hashable {
     package var lockPath: String { home + "/keychain.lock" }
     /// Wrong-passcode throttling state.
     package var throttlePath: String { home + "/keychain.throttle" }
+    /// The socket of the keychaind that serves this keychain, written by keychaind when it starts. Once it exists,
+    /// clients reach the keychain through that keychaind only, and fail with `errSecNotAvailable` while it is not
+    /// running, instead of opening the store themselves.
+    package var daemonMarkerPath: String { home + "/keychaind.serves" }
     /// The random device key that wraps the keybag.
     package var deviceKeyPath: String { home + "/device.key" }
 }

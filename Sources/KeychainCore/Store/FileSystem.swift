@@ -10,23 +10,59 @@ import Darwin
 
 /// Small POSIX file helpers with the permissions and durability the keychain needs.
 package enum FileSystem {
-    /// Creates `path` (and missing parents) with mode 0700. An existing folder is left as it is (it may be
-    /// shared, like `/tmp`); the keychain's own files are 0600 whatever the folder's mode.
+    /// Makes sure `path` is a folder only this user can use: creates it (and missing parents) with mode 0700, or
+    /// checks the existing one. A folder that is a symbolic link, belongs to another user, or that others may write
+    /// to is refused (someone else could have put files in it, or could read what goes in it); one others may only
+    /// read is closed to them (mode 0700). The checks are made on the opened folder, never through a link.
     package static func ensurePrivateDirectory(_ path: String) throws(KeychainError) {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
+        var info = stat()
+        if lstat(path, &info) != 0 {
+            guard errno == ENOENT else { throw ioError("examine", path) }
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw KeychainError(code: .io, message: "Cannot create the keychain folder \(path): \(error.localizedDescription). Check its parent's permissions or set KEYCHAIN_HOME to a writable folder.", cause: nil)
+            }
+        }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ELOOP {
+                throw KeychainError(code: .io, message: "\(path) is a symbolic link; the keychain does not follow links to its folders. Remove the link, or set KEYCHAIN_HOME to a folder of your own.")
+            }
+            if errno == ENOTDIR {
                 throw KeychainError(code: .io, message: "\(path) exists and is not a folder. Set KEYCHAIN_HOME to a folder.")
             }
-            return
+            throw ioError("open the folder", path)
         }
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw KeychainError(code: .io, message: "Cannot create the keychain folder \(path): \(error.localizedDescription). Check its parent's permissions or set KEYCHAIN_HOME to a writable folder.", cause: nil)
+        defer { close(fd) }
+        guard fstat(fd, &info) == 0 else { throw ioError("examine", path) }
+        let me = geteuid()
+        guard info.st_uid == me else {
+            throw KeychainError(code: .io, message: "\(path) belongs to user \(info.st_uid), not to you (user \(me)): that user could read or replace your keychain. Remove it, or set KEYCHAIN_HOME (or --socket) to a folder of your own.")
         }
-        _ = chmod(path, 0o700) // exactly 0700, whatever the umask made of it
+        guard info.st_mode & 0o022 == 0 else {
+            throw KeychainError(code: .io, message: "\(path) can be written by others (mode \(String(info.st_mode & 0o7777, radix: 8))): someone else may have put files in it. Remove it and let the keychain create it again, or set KEYCHAIN_HOME (or --socket) to a folder of your own.")
+        }
+        if info.st_mode & 0o077 != 0, fchmod(fd, 0o700) != 0 { throw ioError("close to other users", path) }
+    }
+
+    /// Opens (creating, mode 0600) a regular file of this user's that no one else can have planted: never through a
+    /// symbolic link, and refused when it has other names (hard links) or another owner. Returns the descriptor.
+    package static func openOwnFile(_ path: String, flags: Int32) throws(KeychainError) -> Int32 {
+        let fd = open(path, flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == ELOOP {
+                throw KeychainError(code: .io, message: "\(path) is a symbolic link; the keychain never writes through one. Remove it.")
+            }
+            throw ioError("open", path)
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {
+            close(fd)
+            throw KeychainError(code: .io, message: "\(path) is not a file of your own with one name (it may be a link planted there). Remove it.")
+        }
+        return fd
     }
 
     /// Reads a whole file, or returns nil when it does not exist.

@@ -13,6 +13,14 @@ import Glibc
 package enum Listener: Sendable {
     case path(String)
     case inherited(Int32, path: String?)
+
+    /// The socket's path, when known.
+    package var path: String? {
+        switch self {
+        case .path(let path): path
+        case .inherited(_, let path): path
+        }
+    }
 }
 
 /// keychaind's listener: accepts connections on the Unix socket and serves each on a thread of its own
@@ -34,7 +42,7 @@ struct DaemonServer: Service {
         let tracker = ConnectionTracker()
         let context = ServerContext(dispatcher: dispatcher, budget: ResourceBudget(limits: limits), tracker: tracker, logger: logger)
         let acceptor = Acceptor(fd: fd, context: context)
-        logger.notice("listening", metadata: ["socket": "\(listenerPath ?? "inherited")"])
+        logger.notice("listening", metadata: ["socket": "\(listener.path ?? "inherited")"])
         ready()
         await withGracefulShutdownHandler {
             await acceptor.run()
@@ -49,13 +57,6 @@ struct DaemonServer: Service {
         _ = close(fd)
         if case .path(let path) = listener { unlink(path) }
         logger.notice("all connections closed")
-    }
-
-    var listenerPath: String? {
-        switch listener {
-        case .path(let path): path
-        case .inherited(_, let path): path
-        }
     }
 
     /// The listening socket: the inherited one, or a new one bound at the path (replacing a stale socket file, never
