@@ -10,7 +10,7 @@ public enum KeychainFiles {
     /// - Throws: `KeychainError` with `KeychainError/Code/io` when the file cannot be read (a folder, no
     ///   permission).
     public static func read(_ path: String) throws(KeychainError) -> Data? {
-        try FileSystem.read(path)
+        try FileSystem.read(path, followingLinks: true)
     }
 
     /// Writes `data` to `path` atomically (a temporary file renamed into place) with mode 0600, replacing what is

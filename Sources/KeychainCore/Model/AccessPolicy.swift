@@ -35,7 +35,7 @@ package struct AccessPolicy: Sendable, Hashable {
     /// Reads an entitlements plist (XML or binary).
     package static func fromEntitlements(at path: String) throws(KeychainError) -> AccessPolicy {
         let unreadable = KeychainError(code: .missingEntitlement, message: "KEYCHAIN_ENTITLEMENTS names \(path), which is not a readable property list with 'keychain-access-groups' (array of strings) and/or 'application-identifier' (string). Fix the file or unset the variable.")
-        guard let data = try FileSystem.read(path),
+        guard let data = try FileSystem.read(path, followingLinks: true),
               let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
               let dict = plist as? [String: Any] else { throw unreadable }
         var groups: [String] = []

@@ -66,8 +66,13 @@ package enum FileSystem {
     }
 
     /// Reads a whole file, or returns nil when it does not exist.
-    package static func read(_ path: String) throws(KeychainError) -> Data? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    ///
+    /// - Parameter followingLinks: whether a symbolic link at `path` is followed. The keychain's own files are
+    ///   read with `O_NOFOLLOW` (false, the default): a link there fails with ``KeychainError/Code/io``, so a
+    ///   planted link can neither feed the keychain someone else's key or keybag nor point it elsewhere. Files a
+    ///   person names (a certificate, an entitlements plist) may be links (true).
+    package static func read(_ path: String, followingLinks: Bool = false) throws(KeychainError) -> Data? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | (followingLinks ? 0 : O_NOFOLLOW))
         if fd < 0 {
             if errno == ENOENT { return nil }
             throw ioError("read", path)
@@ -84,7 +89,9 @@ package enum FileSystem {
         return result
     }
 
-    /// Writes `bytes` to a new 0600 file beside `path`, fsyncs it, and publishes it at `path`.
+    /// Writes `bytes` to a new 0600 file beside `path` (created with `O_EXCL`), fsyncs it, and publishes it at
+    /// `path`. Nothing is ever written through a link at `path`: `rename(2)` replaces the link itself, and
+    /// `link(2)` fails on it.
     ///
     /// With `exclusive`, publication uses `link(2)` and fails with `false` if `path` already exists (so two
     /// processes creating the same file race safely); otherwise it uses `rename(2)` and replaces any old file.
@@ -93,7 +100,7 @@ package enum FileSystem {
     package static func writeAtomically(_ bytes: some Collection<UInt8>, to path: String, exclusive: Bool) throws(KeychainError) -> Bool {
         let directory = NSStringPath(path).deletingLastPathComponent
         let temp = "\(path).tmp-\(getpid())-\(UInt64.random(in: 0 ... .max))"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd < 0 { throw ioError("create", temp) }
         var ok = false
         defer { if !ok || exclusive { unlink(temp) } }
@@ -122,18 +129,21 @@ package enum FileSystem {
         return true
     }
 
-    /// Creates `path` as an empty 0600 file if it does not exist (so SQLite's -wal/-shm inherit 0600).
+    /// Creates `path` as an empty 0600 file if it does not exist (so SQLite's -wal/-shm inherit 0600): a new
+    /// file with `O_EXCL`, an existing one opened as itself. A symbolic link at `path` is refused (`O_NOFOLLOW`),
+    /// never followed.
     package static func createPrivateFile(_ path: String) throws(KeychainError) {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        var fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if fd < 0, errno == EEXIST { fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC) }
         if fd < 0 { throw ioError("create", path) }
         fchmod(fd, 0o600)
         close(fd)
     }
 
     /// Runs `body` holding an exclusive `flock(2)` on `path` (created 0600), so that processes opening the
-    /// same keychain for the first time create its files one at a time.
+    /// same keychain for the first time create its files one at a time. A symbolic link at `path` is refused.
     package static func withExclusiveLock<T>(_ path: String, _ body: () throws(KeychainError) -> T) throws(KeychainError) -> T {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd < 0 { throw ioError("open", path) }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
@@ -143,6 +153,21 @@ package enum FileSystem {
         return try body()
     }
 
+    /// Refuses a symbolic link at any of `paths`: the keychain's files are opened only as themselves, never
+    /// through a link planted in its folder. SQLite opens the database and its `-wal`, `-shm` and `-journal`
+    /// following links, so they are checked before it opens them.
+    package static func refuseSymbolicLinks(_ paths: [String]) throws(KeychainError) {
+        for path in paths {
+            var info = stat()
+            if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK { throw linkError(path) }
+        }
+    }
+
+    /// The error for a symbolic link where one of the keychain's files belongs.
+    package static func linkError(_ path: String) -> KeychainError {
+        KeychainError(code: .io, message: "\(path) is a symbolic link. The keychain never opens its files through a link, since someone could have planted it to make the keychain read or write elsewhere. Remove the link (check where it points first) and try again.")
+    }
+
     package static func syncDirectory(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd >= 0 { fsync(fd); close(fd) }
@@ -150,6 +175,7 @@ package enum FileSystem {
 
     package static func ioError(_ operation: String, _ path: String) -> KeychainError {
         let code = errno
+        if code == ELOOP { return linkError(path) }
         let reason = String(cString: strerror(code))
         return KeychainError(code: .io, message: "Cannot \(operation) \(path): \(reason). Check that KEYCHAIN_HOME is writable by you and the disk is not full.")
     }

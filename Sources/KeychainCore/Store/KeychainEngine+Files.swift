@@ -8,9 +8,15 @@ extension KeychainEngine {
     // MARK: Files
 
     static func open(_ location: KeychainLocation, random: any RandomSource) throws(KeychainError) -> (Keybag, Bool, DatabasePool) {
+        // None of the files may be a link (each is also opened O_NOFOLLOW); checked first, so a link is reported
+        // as one rather than as a missing keybag or device key. SQLite opens the database, -wal, -shm and
+        // -journal following links, so this check is their only guard.
+        let database = location.databasePath
+        try FileSystem.refuseSymbolicLinks([location.deviceKeyPath, location.keybagPath,
+                                            database, database + "-wal", database + "-shm", database + "-journal"])
         let deviceKey = try KeychainEngine.loadOrCreateDeviceKey(location, random: random)
         let (keybag, passcodeSet) = try KeychainEngine.loadOrCreateKeybag(location, deviceKey: deviceKey, random: random)
-        try FileSystem.createPrivateFile(location.databasePath)
+        try FileSystem.createPrivateFile(database)
         var config = Configuration()
         config.busyMode = .timeout(120)
         config.label = "keychain"
