@@ -11,11 +11,20 @@ import Darwin
 
 /// keychaind's Unix-domain socket, as both sides find it.
 package enum DaemonSocket {
+    /// The folder of the system keychaind's socket (`keychaind --system`).
+    package static let systemFolder = "/run/keychain"
+    /// The system user the system keychaind runs as.
+    package static let systemUser = "keychain"
+
     /// The default socket: `$XDG_RUNTIME_DIR/keychain/keychaind.sock`; nil without an absolute `XDG_RUNTIME_DIR`.
     package static func defaultPath(_ environment: [String: String]) -> String? {
         guard let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") else { return nil }
         return runtime + "/keychain/keychaind.sock"
     }
+
+    /// The system keychaind's socket (`keychaind --system`): `/run/keychain/keychaind.sock`. Every user may connect;
+    /// the daemon serves each the keychain of the uid the kernel gives for the connection.
+    package static var systemPath: String { systemFolder + "/keychaind.sock" }
 
     /// Whether something accepts connections at `path` (a second keychaind checks before it binds).
     package static func accepts(_ path: String) -> Bool {
