@@ -15,6 +15,7 @@
 #   --no-build       install the binaries already built in .build/release (by this script, earlier)
 #   --no-enable      install the units without enabling or starting them
 #   --destdir DIR    stage everything under DIR (for packaging); nothing is enabled, no user is created
+#   --build-path DIR build in DIR instead of .build (swift build --scratch-path)
 #
 # Without a running systemd (a container, CI), --system creates the keychain user with useradd and the folders with
 # install -d, and says how to start keychaind by hand.
@@ -25,6 +26,7 @@ prefix=""
 build=yes
 enable=yes
 destdir=""
+scratch=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --system) mode=system ;;
@@ -33,9 +35,11 @@ while [ $# -gt 0 ]; do
         --prefix=*) prefix="${1#--prefix=}" ;;
         --destdir) destdir="$2"; shift ;;
         --destdir=*) destdir="${1#--destdir=}" ;;
+        --build-path) scratch="$2"; shift ;;
+        --build-path=*) scratch="${1#--build-path=}" ;;
         --no-build) build=no ;;
         --no-enable) enable=no ;;
-        -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -59,10 +63,11 @@ fi
 bindir="$prefix/bin"
 
 # 1. Build, with the Swift runtime (stdlib, Foundation, Dispatch) linked statically.
-products="$root/.build/release"
+[ -n "$scratch" ] || scratch="$root/.build"
+products="$scratch/release"
 if [ "$build" = yes ]; then
     for program in $programs; do
-        (cd "$root" && swift build -c release --static-swift-stdlib --product "$program")
+        (cd "$root" && swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product "$program")
     done
 fi
 
