@@ -46,6 +46,8 @@ package struct DaemonLauncher: Sendable {
             keychains = .perUser(stateDirectory: stateDirectory, maximum: maximumUsers, idleLock: idleLock, logger: logger)
         }
         defer { close(guardFD) }
+        // The system socket keychaind bound itself (not systemd's) goes with it, even when serving fails.
+        defer { if case .system = mode, case .inherited(_, let path?) = listener, !Self.socketActivated { unlink(path) } }
         let dispatcher = RequestDispatcher(authority: Authority(keychains: keychains, logger: logger), logger: logger)
         let server = DaemonServer(listener: listener, dispatcher: dispatcher, limits: Self.fitting(limits), logger: logger, ready: ready)
         let idle = IdleLock(keychains: keychains)
@@ -59,7 +61,6 @@ package struct DaemonLauncher: Sendable {
         ))
         try await group.run()
         keychains.closeAll(logger: logger)
-        if case .system = mode, case .inherited(_, let path?) = listener, !Self.socketActivated { unlink(path) }
         logger.notice("stopped")
     }
 
