@@ -48,7 +48,9 @@ package enum KeychainConnector {
     /// KeychainKit's default store use.
     ///
     /// keychaind when `KEYCHAIN_DAEMON_SOCKET` names it (`off`: never) or, with neither that nor `KEYCHAIN_HOME`
-    /// set, when its default socket `$XDG_RUNTIME_DIR/keychain/keychaind.sock` answers; else the store in
+    /// set, when the system keychaind's socket `/run/keychain/keychaind.sock` answers (`keychaind --system`, which
+    /// serves this user's keychain) or else the per-user default socket `$XDG_RUNTIME_DIR/keychain/keychaind.sock`
+    /// answers; else the store in
     /// `KEYCHAIN_HOME` (default `$XDG_DATA_HOME/keychain`, else `~/.local/share/keychain`) opened here.
     ///
     /// SecItem calls ask for every call, so the answer is kept with the variables' values it came from and
@@ -79,13 +81,14 @@ package enum KeychainConnector {
         DaemonKeychain(client: EngineRegistry.shared.daemonClient(for: socket), claim: try caller.claim())
     }
 
-    /// The socket keychaind is expected on: `KEYCHAIN_DAEMON_SOCKET` unless `off`, else the default socket under
-    /// `XDG_RUNTIME_DIR`; nil when none can be named.
+    /// The socket keychaind is expected on: `KEYCHAIN_DAEMON_SOCKET` unless `off`, else the system keychaind's socket
+    /// when it answers, else the default socket under `XDG_RUNTIME_DIR`; nil when none can be named.
     package static func expectedDaemonSocket() -> String? {
         let environment = KeychainLocation.processEnvironment()
         if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
             return named == "off" ? nil : named
         }
+        if DaemonEndpoint.systemDaemonAnswers(DaemonSocket.systemPath) { return DaemonSocket.systemPath }
         return DaemonSocket.defaultPath(environment)
     }
 
@@ -136,14 +139,26 @@ struct DaemonEndpoint: Sendable, Hashable {
         DaemonSocket.defaultPath(environment)
     }
 
-    /// The daemon SecItem calls should use: `KEYCHAIN_DAEMON_SOCKET` when set (`off` to never use one), else
-    /// the default socket when it exists and `KEYCHAIN_HOME` does not name some other keychain.
-    static func fromEnvironment(_ environment: [String: String] = KeychainLocation.processEnvironment()) -> DaemonEndpoint? {
+    /// The daemon SecItem calls should use: `KEYCHAIN_DAEMON_SOCKET` when set (`off` to never use one); else, when
+    /// `KEYCHAIN_HOME` does not name some other keychain, the system keychaind (`systemSocket`) when its socket
+    /// exists and answers, else the per-user default socket when it exists.
+    ///
+    /// The system keychaind comes first: once an administrator installs it, the user's keychain lives where the
+    /// user's own programs cannot read it, and a per-user keychaind left running must not be preferred to it.
+    static func fromEnvironment(_ environment: [String: String] = KeychainLocation.processEnvironment(),
+                                systemSocket: String = DaemonSocket.systemPath) -> DaemonEndpoint? {
         if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
             return named == "off" ? nil : DaemonEndpoint(path: named, explicit: true)
         }
         if let home = environment["KEYCHAIN_HOME"], !home.isEmpty { return nil }
+        if systemDaemonAnswers(systemSocket) { return DaemonEndpoint(path: systemSocket, explicit: false) }
         guard let path = defaultPath(environment), FileManager.default.fileExists(atPath: path) else { return nil }
         return DaemonEndpoint(path: path, explicit: false)
+    }
+
+    /// Whether the system keychaind's socket exists and a keychaind answers on it (its connection is then pooled,
+    /// so asking again costs no new connection).
+    static func systemDaemonAnswers(_ path: String) -> Bool {
+        FileManager.default.fileExists(atPath: path) && EngineRegistry.shared.daemonClient(for: path).isReachable()
     }
 }

@@ -9,7 +9,8 @@ import Glibc
 #endif
 
 /// Starts keychaind's services on a keychain and runs them until SIGTERM or SIGINT: the one keychaind per
-/// keychain folder, its socket, the request server, and the idle lock.
+/// keychain folder, its socket, the request server, and the idle lock. In system mode (``DaemonMode/system(stateDirectory:maximumUsers:)``)
+/// the same services serve every local user their own keychain.
 package struct DaemonLauncher: Sendable {
     /// The socket to listen on; nil: the one systemd passed, else `$XDG_RUNTIME_DIR/keychain/keychaind.sock`.
     package var socket: String?
@@ -19,43 +20,37 @@ package struct DaemonLauncher: Sendable {
     package var logger: Logger
     /// What clients may hold: connections, bytes in flight, time per frame.
     package var limits: ConnectionLimits
+    /// Whose keychains it serves: the user's own (`KEYCHAIN_HOME`), or every local user's (system mode).
+    package var mode: DaemonMode
 
-    package init(socket: String?, idleLock: Double, limits: ConnectionLimits = .standard, logger: Logger) {
+    package init(socket: String?, idleLock: Double, limits: ConnectionLimits = .standard, mode: DaemonMode = .user, logger: Logger) {
         self.socket = socket
         self.idleLock = idleLock
         self.limits = limits
+        self.mode = mode
         self.logger = logger
     }
 
-    /// Opens the keychain the environment names and serves it until asked to stop; then finishes the requests in
-    /// progress and closes the database. `ready` runs once the socket accepts connections.
+    /// Opens the keychain the environment names (in system mode: finds the state folder) and serves it until asked
+    /// to stop; then finishes the requests in progress and closes the databases. `ready` runs once the socket accepts
+    /// connections.
     package func run(ready: @escaping @Sendable () -> Void) async throws {
-        let environment = KeychainLocation.processEnvironment()
-        let listener = try resolveListener(environment)
-        let location = KeychainLocation.fromEnvironment(environment)
-
-        // One daemon per keychain: a second one waits for nothing and says why.
-        let guardFD = try Self.claimKeychain(location, runtimeFolder: listener.path.map { NSString(string: $0).deletingLastPathComponent })
+        let listener: Listener
+        let keychains: ServedKeychains
+        let guardFD: Int32
+        switch mode {
+        case .user:
+            (listener, keychains, guardFD) = try openUserKeychain()
+        case .system(let stateDirectory, let maximumUsers):
+            (listener, guardFD) = try claimSystem(stateDirectory: stateDirectory)
+            keychains = .perUser(stateDirectory: stateDirectory, maximum: maximumUsers, idleLock: idleLock, logger: logger)
+        }
         defer { close(guardFD) }
-
-        let engine: KeychainEngine
-        do {
-            engine = try KeychainEngine(location: location, logger: logger, defaultIdleTimeout: idleLock > 0 ? idleLock : nil)
-        } catch {
-            throw StartFailure("keychaind cannot open the keychain in \(location.home): \(error.message)")
-        }
-        // From now on clients reach this keychain only through keychaind at this socket (fail closed: a client
-        // never opens a keychain a keychaind serves, even while it is stopped).
-        if let path = listener.path {
-            do {
-                try FileSystem.writeAtomically(Array((path + "\n").utf8), to: location.daemonMarkerPath, exclusive: false)
-            } catch {
-                throw StartFailure("keychaind cannot record that it serves \(location.home): \(error.message)")
-            }
-        }
-        let dispatcher = RequestDispatcher(authority: Authority(engine: engine, logger: logger), logger: logger)
+        // The system socket keychaind bound itself (not systemd's) goes with it, even when serving fails.
+        defer { if case .system = mode, case .inherited(_, let path?) = listener, !Self.socketActivated { unlink(path) } }
+        let dispatcher = RequestDispatcher(authority: Authority(keychains: keychains, logger: logger), logger: logger)
         let server = DaemonServer(listener: listener, dispatcher: dispatcher, limits: Self.fitting(limits), logger: logger, ready: ready)
-        let idle = IdleLock(engine: engine)
+        let idle = IdleLock(keychains: keychains)
         let group = ServiceGroup(configuration: .init(
             services: [
                 .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
@@ -65,12 +60,37 @@ package struct DaemonLauncher: Sendable {
             logger: logger
         ))
         try await group.run()
-        do {
-            try engine.close()
-        } catch {
-            logger.error("closing the database failed", metadata: ["reason": "\(error.message)"])
-        }
+        keychains.closeAll(logger: logger)
         logger.notice("stopped")
+    }
+
+    /// The per-user keychaind's socket, its one keychain (the one the environment names, served to this user),
+    /// and the lock that keeps a second keychaind from serving it.
+    func openUserKeychain() throws -> (Listener, ServedKeychains, Int32) {
+        let environment = KeychainLocation.processEnvironment()
+        let listener = try resolveListener(environment)
+        let location = KeychainLocation.fromEnvironment(environment)
+
+        // One daemon per keychain: a second one waits for nothing and says why.
+        let guardFD = try Self.claimKeychain(location, runtimeFolder: listener.path.map { NSString(string: $0).deletingLastPathComponent })
+        let engine: KeychainEngine
+        do {
+            engine = try KeychainEngine(location: location, logger: logger, defaultIdleTimeout: idleLock > 0 ? idleLock : nil)
+        } catch {
+            close(guardFD)
+            throw StartFailure("keychaind cannot open the keychain in \(location.home): \(error.message)")
+        }
+        // From now on clients reach this keychain only through keychaind at this socket (fail closed: a client
+        // never opens a keychain a keychaind serves, even while it is stopped).
+        if let path = listener.path {
+            do {
+                try FileSystem.writeAtomically(Array((path + "\n").utf8), to: location.daemonMarkerPath, exclusive: false)
+            } catch {
+                close(guardFD)
+                throw StartFailure("keychaind cannot record that it serves \(location.home): \(error.message)")
+            }
+        }
+        return (listener, .single(engine, uid: getuid()), guardFD)
     }
 
     /// `limits` within the descriptors this process may open: the soft limit is raised to the hard one, and each
@@ -91,9 +111,7 @@ package struct DaemonLauncher: Sendable {
 
     /// The socket systemd passed (`LISTEN_FDS`), else `socket`, else the default path (its folder made 0700).
     func resolveListener(_ environment: [String: String]) throws -> Listener {
-        if let pid = ProcessInfo.processInfo.environment["LISTEN_PID"], Int32(pid) == getpid(),
-           let count = ProcessInfo.processInfo.environment["LISTEN_FDS"].flatMap(Int.init), count >= 1 {
-            unsetenv("LISTEN_PID"); unsetenv("LISTEN_FDS"); unsetenv("LISTEN_FDNAMES")
+        if Self.takeActivationSocket() {
             return .inherited(3, path: socket ?? DaemonSocket.defaultPath(environment))
         }
         guard let path = socket ?? DaemonSocket.defaultPath(environment) else {
@@ -110,6 +128,21 @@ package struct DaemonLauncher: Sendable {
         }
         return .path(path)
     }
+
+    /// Whether systemd passed a listening socket (`LISTEN_PID`, `LISTEN_FDS`): then it is fd 3, and the variables
+    /// are removed so that no child sees them.
+    static func takeActivationSocket() -> Bool {
+        guard socketActivated else { return false }
+        unsetenv("LISTEN_PID"); unsetenv("LISTEN_FDS"); unsetenv("LISTEN_FDNAMES")
+        return true
+    }
+
+    /// Whether systemd started this process with a listening socket.
+    static let socketActivated: Bool = {
+        guard let pid = ProcessInfo.processInfo.environment["LISTEN_PID"], Int32(pid) == getpid(),
+              let count = ProcessInfo.processInfo.environment["LISTEN_FDS"].flatMap(Int.init) else { return false }
+        return count >= 1
+    }()
 
     /// Holds `keychaind.lock` in the keychain's folder locked for the daemon's life, so two daemons never serve one
     /// keychain (the file is never written), and writes keychaind's pid to `keychaind.pid` in the socket's folder

@@ -3,14 +3,13 @@ import KeychainCore
 import KeychainProtocol
 import Logging
 
-/// Carries out one typed request for one session against the engine: the daemon's policy decides the access
+/// Carries out one typed request for one session against its keychain's engine (its user's, ``Session/keychain``): the daemon's policy decides the access
 /// groups (item calls) or whether the caller may manage the keychain (everything else), then the engine acts.
 /// Blocking (SQLite, the group commit, passcode stretching); keychaind runs it on a worker thread, except the
 /// quick reads, which it answers on the connection's event loop.
 package struct RequestDispatcher: Sendable {
     package let authority: Authority
     package let logger: Logger
-    var engine: KeychainEngine { authority.engine }
 
     package init(authority: Authority, logger: Logger) {
         self.authority = authority
@@ -19,6 +18,7 @@ package struct RequestDispatcher: Sendable {
 
     /// The response to `request`: its result, or the failure (code, `OSStatus` and message) the client reports.
     package func respond(to request: KeychainRequest, session: Session) -> KeychainResponse {
+        let engine = session.engine
         do {
             try engine.followKeybagChanges()
             // The idle time and a suspend are checked before the request is served; the request is a use.
@@ -32,6 +32,7 @@ package struct RequestDispatcher: Sendable {
 
     func perform(_ request: KeychainRequest, session: Session) throws(KeychainError) -> KeychainResponse {
         try validate(request)
+        let engine = session.engine
         switch request {
         case .add(let query, let claim):
             return .item(try engine.add(query, caller: authority.policy(for: session, claim: claim)).leavingEngine().trimmed(to: query.returns))
@@ -109,7 +110,8 @@ package struct RequestDispatcher: Sendable {
 
     /// What `security daemon status` shows: the daemon, the keychain, and how it sees the caller.
     func status(_ session: Session) -> ServiceStatus {
-        let groups: [String]? = session.isAdminTool ? ["*"] : try? authority.registeredGroups(session.identity)
+        let engine = session.engine
+        let groups: [String]? = session.isAdminTool ? ["*"] : try? authority.registeredGroups(session)
         let statistics = engine.commitStatistics
         return ServiceStatus(home: engine.location.home, lockState: engine.lockState, daemon: .init(
             pid: getpid(), caller: session.identity.description, isAdminTool: session.isAdminTool,

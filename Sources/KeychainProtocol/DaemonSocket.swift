@@ -22,6 +22,10 @@ package enum DaemonSocket {
         return runtime + "/keychain/keychaind.sock"
     }
 
+    /// The system keychaind's socket (`keychaind --system`): `/run/keychain/keychaind.sock`. Every user may connect;
+    /// the daemon serves each the keychain of the uid the kernel gives for the connection.
+    package static var systemPath: String { systemFolder + "/keychaind.sock" }
+
     /// Whether something accepts connections at `path` (a second keychaind checks before it binds).
     package static func accepts(_ path: String) -> Bool {
         guard let fd = try? connect(path) else { return false }

@@ -7,7 +7,8 @@ import Logging
 
 /// keychaind: the one process that opens the keychain in `KEYCHAIN_HOME`, holds its unlocked class keys in
 /// memory, and serves keychain calls over a Unix-domain socket, deciding each caller's access groups from
-/// the kernel's peer credentials. Everything but the command line lives in the KeychainDaemon library.
+/// the kernel's peer credentials. With `--system` it runs as a system user and serves every local user their own
+/// keychain. Everything but the command line lives in the KeychainDaemon library.
 @main
 struct Keychaind: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -18,14 +19,30 @@ struct Keychaind: AsyncParsableCommand {
         and serves SecItem calls, lock/unlock and backups. Programs get the access groups registered for \
         them with `security app add`; others get a private group of their own. SIGTERM finishes the \
         requests in progress and closes the database.
+
+        With --system, keychaind runs as the `keychain` system user (keychaind-system.service) and serves \
+        each local user their own keychain, kept in --state-directory/UID (default $STATE_DIRECTORY, else \
+        /var/lib/keychain; folders of the system user, mode 0700, which the users' own programs cannot \
+        open), on one socket every user may connect to (default /run/keychain/keychaind.sock, where \
+        clients look first). The kernel's uid of each connection decides whose keychain it uses. It needs \
+        CAP_SYS_PTRACE to identify other users' programs from /proc.
         """
     )
 
     @Flag(name: .long, help: "Run in the terminal, logging to standard error (the default under systemd too; kept for clarity in scripts).")
     var foreground = false
 
-    @Option(name: .long, help: "The socket to listen on (default: $XDG_RUNTIME_DIR/keychain/keychaind.sock).")
+    @Option(name: .long, help: "The socket to listen on (default: $XDG_RUNTIME_DIR/keychain/keychaind.sock; with --system, /run/keychain/keychaind.sock).")
     var socket: String?
+
+    @Flag(name: .long, help: "Serve every local user their own keychain, as a system service (see the discussion).")
+    var system = false
+
+    @Option(name: .customLong("state-directory"), help: "With --system: the folder of the users' keychains (default: $STATE_DIRECTORY, else /var/lib/keychain).")
+    var stateDirectory: String?
+
+    @Option(name: .customLong("max-users"), help: "With --system: how many users' keychains may be open at once.")
+    var maxUsers = 256
 
     @Option(name: .customLong("idle-lock"), help: "Lock the keychain after this many seconds without a request (0: never), unless `security set-keychain-settings` set another time.")
     var idleLock: Double = Double(KeychainSettings.defaultIdleTimeout)
@@ -56,15 +73,19 @@ struct Keychaind: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
-        guard maxConnections > 0, maxConnectionsPerUser > 0, maxBufferedMiB > 0, frameTimeout > 0 else {
+        guard maxConnections > 0, maxConnectionsPerUser > 0, maxBufferedMiB > 0, frameTimeout > 0, maxUsers > 0 else {
             throw ValidationError("The limits must be positive.")
         }
+        guard system || stateDirectory == nil else {
+            throw ValidationError("--state-directory is for --system; a per-user keychaind serves KEYCHAIN_HOME.")
+        }
+        let mode: DaemonMode = system ? .system(stateDirectory: stateDirectory ?? DaemonMode.defaultStateDirectory(), maximumUsers: maxUsers) : .user
         var limits = ConnectionLimits.standard
         limits.connections = maxConnections
         limits.connectionsPerUser = maxConnectionsPerUser
         limits.bufferedBytes = maxBufferedMiB << 20
         limits.frameTimeout = .milliseconds(Int(frameTimeout * 1000))
-        try await DaemonLauncher(socket: socket, idleLock: idleLock, limits: limits, logger: Logger(label: "keychaind")).run {
+        try await DaemonLauncher(socket: socket, idleLock: idleLock, limits: limits, mode: mode, logger: Logger(label: "keychaind")).run {
             // Tests and scripts wait for this line on stderr before connecting.
             FileHandle.standardError.write(Data("keychaind: ready\n".utf8))
         }

@@ -20,6 +20,8 @@
 //   keychain-test-helper kit-set KEY VALUE                    → KeychainKit's default store: "ok" or "error=OSStatus"
 //   keychain-test-helper kit-keys                             → KeychainKit: every key of service "kit", comma-separated
 //   keychain-test-helper kit-get KEY                          → KeychainKit: "value=…", "none" or "error=OSStatus"
+//   keychain-test-helper try-open PATH…                      → "errno=N PATH" for each: 0 when open(PATH, O_RDONLY)
+//                                                               succeeded (what this process's user may read)
 //   keychain-test-helper latency OP N THREADS [FILE]          → OP (add or find) N times on THREADS threads; prints
 //                                                               "ops/s p50_us p99_us"; FILE gets every sample (µs)
 import Foundation
@@ -69,6 +71,13 @@ case "add" where args.count >= 4:
 case "add-and-hold" where args.count == 4:
     flushLine("status=\(add(args[1], args[2], args[3], group: nil))")
     while true { sleep(60) }
+case "try-open" where args.count >= 2:
+    for path in args.dropFirst() {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let failure = fd < 0 ? errno : 0
+        if fd >= 0 { close(fd) }
+        flushLine("errno=\(failure) \(path)")
+    }
 case "hold":
     while true { sleep(60) }
 case "race" where args.count == 5:

@@ -61,4 +61,9 @@ int ckeychain_set_send_timeout(int fd, long milliseconds);
 /// Accepts a connection on a listening socket, close-on-exec (`accept4`). Returns the descriptor, or -1 with errno.
 int ckeychain_accept(int fd);
 
+/// Copies `length` bytes at `address` in process `pid`'s memory into `buffer` (`process_vm_readv`; the caller
+/// must be allowed to ptrace-attach to it: the same user, or CAP_SYS_PTRACE). Returns the bytes copied (fewer at an
+/// unmapped page), or -1 with errno set.
+long ckeychain_read_process_memory(int pid, unsigned long address, void *buffer, unsigned long length);
+
 #endif

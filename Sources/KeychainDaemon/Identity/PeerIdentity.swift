@@ -173,7 +173,8 @@ package final class PeerInspector: Sendable {
 
     /// The loader variable (`LD_PRELOAD`, …) the process was started with, from the environment it started with.
     func loaderVariable(_ base: String, pid: Int32) throws(KeychainError) -> String? {
-        guard let environment = try? FileSystem.read("\(base)/environ") else {
+        // The system keychaind may not open another user's environ; it reads the same bytes from memory instead.
+        guard let environment = (try? FileSystem.read("\(base)/environ")) ?? InitialEnvironment.read(base: base, pid: pid) else {
             throw refusal(pid, "keychaind cannot read /proc/\(pid)/environ")
         }
         for entry in environment.split(separator: 0) {

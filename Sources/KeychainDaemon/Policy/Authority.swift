@@ -1,7 +1,6 @@
 import Foundation
 import KeychainCore
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -9,25 +8,37 @@ import Glibc
 
 /// Decides, from a session's kernel-given identity and the program registry, which access groups a call
 /// may use. A client's own claim (its entitlements file) can only narrow what it is registered for.
+///
+/// Each connection is served the keychain of its user (``ServedKeychains``): the per-user keychaind's one keychain,
+/// or in system mode that user's own. The registry, the passcode and the lock state consulted here are always
+/// those of the session's keychain.
 package final class Authority: Sendable {
-    package let engine: KeychainEngine
+    /// The keychains this keychaind serves, by user.
+    package let keychains: ServedKeychains
     let inspector: PeerInspector
-    /// The uid keychaind runs as; any other user's process is refused at connect.
-    let uid: UInt32
     /// The admin tool's path and SHA-256, recorded at start-up.
     let adminTool: (path: String, sha256: String)?
     let logger: Logger
 
-    private let registryCache = Mutex<(stamp: FileStamp, registry: AppRegistry)?>(nil)
-
+    /// A per-user keychaind's authority: `engine` is served to the processes of the user keychaind runs as.
+    ///
     /// - Parameters:
     ///   - adminToolPath: The `security` tool this daemon trusts as the user's admin tool; by default the one
     ///     installed beside keychaind's own executable. Its SHA-256 is recorded now: a changed tool is not trusted.
-    package init(engine: KeychainEngine, inspector: PeerInspector = PeerInspector(), adminToolPath: String? = nil, logger: Logger) {
-        self.engine = engine
+    package convenience init(engine: KeychainEngine, inspector: PeerInspector = PeerInspector(), adminToolPath: String? = nil, logger: Logger) {
+        self.init(keychains: .single(engine, uid: getuid()), inspector: inspector, adminToolPath: adminToolPath, logger: logger)
+    }
+
+    /// An authority over `keychains` (one keychain, or one per user in system mode).
+    ///
+    /// - Parameters:
+    ///   - adminToolPath: The `security` tool this daemon trusts as the admin tool; by default the one installed
+    ///     beside keychaind's own executable. In system mode it is every user's admin tool, acting for the user who
+    ///     runs it on that user's keychain only. Its SHA-256 is recorded now: a changed tool is not trusted.
+    package init(keychains: ServedKeychains, inspector: PeerInspector = PeerInspector(), adminToolPath: String? = nil, logger: Logger) {
+        self.keychains = keychains
         self.inspector = inspector
         self.logger = logger
-        uid = getuid()
         let toolPath = adminToolPath ?? Authority.toolBesideThisExecutable()
         if let digest = try? FileDigest.sha256Hex(ofFileAt: toolPath) {
             adminTool = (toolPath, digest)
@@ -42,11 +53,10 @@ package final class Authority: Sendable {
         return NSString(string: NSString(string: own).deletingLastPathComponent).appendingPathComponent("security")
     }
 
-    /// Identifies the process at the other end of a new connection, refusing other users.
+    /// Identifies the process at the other end of a new connection and finds its user's keychain, refusing a user
+    /// this keychaind does not serve.
     package func session(pid: Int32, uid peerUID: UInt32) throws(KeychainError) -> Session {
-        guard peerUID == uid else {
-            throw KeychainError(code: .missingEntitlement, message: "keychaind serves user \(uid) only; a process of user \(peerUID) connected.")
-        }
+        let keychain = try keychains.keychain(for: peerUID)
         let identity = try inspector.identity(pid: pid, uid: peerUID)
         var admin = false
         if let untrusted = identity.untrusted {
@@ -54,7 +64,7 @@ package final class Authority: Sendable {
         } else if let adminTool, case .executable(let path) = identity.program {
             admin = path == adminTool.path && identity.executableSHA256 == adminTool.sha256
         }
-        return Session(identity: identity, isAdminTool: admin)
+        return Session(identity: identity, isAdminTool: admin, keychain: keychain)
     }
 
     /// Whether the session may manage the keychain (passcode, backup, program registry): the admin tool,
@@ -63,7 +73,7 @@ package final class Authority: Sendable {
         guard session.isAdminTool else {
             throw KeychainError(code: .missingEntitlement, message: "Only the security tool may \(action) through keychaind; \(session.identity) may not.")
         }
-        guard engine.lockState == .noPasscode || session.authenticated else {
+        guard session.engine.lockState == .noPasscode || session.authenticated else {
             throw KeychainError(code: .interactionNotAllowed, message: "The security tool must give the keychain's passcode to \(action). Run it from a terminal to be asked for the passcode.")
         }
     }
@@ -74,7 +84,7 @@ package final class Authority: Sendable {
             try requireAdmin(session, for: "use every access group")
             return AccessPolicy(groups: claim ?? [session.identity.privateGroup, "*"])
         }
-        let allowed = try registeredGroups(session.identity)
+        let allowed = try registeredGroups(session)
         guard let claim else { return AccessPolicy(groups: allowed) }
         let everything = allowed.contains("*")
         for group in claim where !(everything || allowed.contains(group)) {
@@ -84,21 +94,10 @@ package final class Authority: Sendable {
         return AccessPolicy(groups: claim)
     }
 
-    /// The groups the registry gives the program, or its private group when it is not registered.
-    func registeredGroups(_ identity: PeerIdentity) throws(KeychainError) -> [String] {
-        if let entry = try registry().registration(for: identity) { return entry.groups }
-        return [identity.privateGroup]
-    }
-
-    /// The registry, read again whenever the file changes.
-    func registry() throws(KeychainError) -> AppRegistry {
-        guard let stamp = FileStamp(path: engine.location.registryPath) else {
-            if errno == ENOENT { return AppRegistry() }
-            throw KeychainError(code: .io, message: "Cannot read \(engine.location.registryPath). Check its permissions.")
-        }
-        if let cached = registryCache.withLock({ $0 }), cached.stamp == stamp { return cached.registry }
-        let registry = try engine.appRegistry()
-        registryCache.withLock { $0 = (stamp, registry) }
-        return registry
+    /// The groups the registry of the session's keychain gives its program, or its private group when it is not
+    /// registered.
+    func registeredGroups(_ session: Session) throws(KeychainError) -> [String] {
+        if let entry = try session.keychain.registry().registration(for: session.identity) { return entry.groups }
+        return [session.identity.privateGroup]
     }
 }

@@ -7,12 +7,18 @@ package final class Session: Sendable {
     /// The `security` tool installed beside this keychaind (same folder, same contents as at start-up):
     /// the user's own admin tool, which may use every access group once it has given the passcode.
     package let isAdminTool: Bool
+    /// The keychain this connection's requests use: its user's (``ServedKeychains``).
+    package let keychain: ServedKeychain
     private let passcodeGiven = Atomic<Bool>(false)
 
-    package init(identity: PeerIdentity, isAdminTool: Bool) {
+    package init(identity: PeerIdentity, isAdminTool: Bool, keychain: ServedKeychain) {
         self.identity = identity
         self.isAdminTool = isAdminTool
+        self.keychain = keychain
     }
+
+    /// The engine of this connection's keychain.
+    package var engine: KeychainEngine { keychain.engine }
 
     /// Whether this connection has given the keychain's passcode.
     var authenticated: Bool { passcodeGiven.load(ordering: .acquiring) }
