@@ -160,18 +160,16 @@ package final class DaemonClient: Sendable {
         }
     }
 
-    /// Refuses a socket served by a process of another user than this one, root, or (for the system keychaind's
-    /// socket under `/run/keychain`) the `keychain` system user: another user could listen at a path this program
-    /// trusts and collect passcodes and secrets. Checked from the kernel (`SO_PEERCRED`) before anything is sent.
+    /// Refuses a socket served by a process of another user than this one, root, or the `keychain` system user
+    /// (the system keychaind): another user could listen at a path this program trusts and collect passcodes and
+    /// secrets. Checked from the kernel (`SO_PEERCRED`) before anything is sent.
     private func checkOwner(_ fd: Int32) throws(KeychainError) {
         var peer = ckeychain_peer_credentials()
         guard ckeychain_peer_credentials_of(fd, &peer) == 0 else {
             throw KeychainError(code: .notAvailable, message: "Cannot tell who serves \(socketPath) (\(String(cString: strerror(errno)))); nothing was sent.")
         }
         var trusted: Set<UInt32> = [geteuid(), 0]
-        if socketPath.hasPrefix(DaemonSocket.systemFolder + "/"), let system = getpwnam(DaemonSocket.systemUser) {
-            trusted.insert(system.pointee.pw_uid)
-        }
+        if let system = getpwnam(DaemonSocket.systemUser) { trusted.insert(system.pointee.pw_uid) }
         guard trusted.contains(peer.uid) else {
             throw KeychainError(code: .notAvailable, message: "The process serving \(socketPath) runs as user \(peer.uid), not as you or the keychain's system user, so it is not keychaind; nothing was sent to it. Remove that socket or point KEYCHAIN_DAEMON_SOCKET at your keychaind.")
         }
