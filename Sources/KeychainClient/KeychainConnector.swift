@@ -106,18 +106,35 @@ package enum KeychainConnector {
         }
         // A keychain a keychaind has served is reached through it only: while it is stopped, calls fail with
         // errSecNotAvailable instead of opening the store here and bypassing its decisions.
-        if let socket = servingDaemon(location) {
+        if let socket = try servingDaemon(location) {
             return (DaemonKeychain(client: registry.daemonClient(for: socket), claim: try caller.claim()), false)
         }
         let engine = try registry.engine(for: location, pinned: home == nil, createIfMissing: createIfMissing, logger: logger)
         return (InProcessKeychain(engine: engine, caller: try caller.policy()), endpoint != nil)
     }
 
-    /// The socket of the keychaind that serves the keychain at `location` (its `keychaind.serves`), if any.
-    static func servingDaemon(_ location: KeychainLocation) -> String? {
-        guard let data = try? FileSystem.read(location.daemonMarkerPath) else { return nil }
+    /// The socket of the keychaind that serves the keychain at `location` (its `keychaind.serves`); nil when no
+    /// keychaind ever served it. A marker that is there but names no socket (unreadable, a link, damaged) still
+    /// says a keychaind serves the keychain, so it fails closed too: `errSecNotAvailable`, never the store
+    /// opened here.
+    static func servingDaemon(_ location: KeychainLocation) throws(KeychainError) -> String? {
+        let marker = location.daemonMarkerPath
+        let data: Data?
+        do {
+            data = try FileSystem.read(marker)
+        } catch {
+            throw unnamedDaemon(marker, because: error.message)
+        }
+        guard let data else { return nil }
         let path = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return path.hasPrefix("/") ? path : nil
+        guard path.hasPrefix("/"), !path.contains("\n") else {
+            throw unnamedDaemon(marker, because: "it does not hold a socket's absolute path")
+        }
+        return path
+    }
+
+    private static func unnamedDaemon(_ marker: String, because reason: String) -> KeychainError {
+        KeychainError(code: .notAvailable, message: "\(marker) says keychaind serves this keychain, but it cannot be used to reach keychaind (\(reason)), and a keychain keychaind serves is never opened without it. Start keychaind on this keychain (`systemctl --user start keychaind`), which writes the file again; or, to stop using keychaind for this keychain, stop it and remove \(marker).")
     }
 }
 
