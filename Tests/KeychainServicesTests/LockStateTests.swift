@@ -145,7 +145,8 @@ final class ManualClock: @unchecked Sendable {
                 #expect(error.status == .authFailed)
             }
         }
-        #expect(try PasscodeThrottle.load(KeychainLocation(home: kc.home)).failures == 5)
+        let keybagURL = URL(fileURLWithPath: KeychainLocation(home: kc.home).keybagPath)
+        #expect(try Keybag.throttle(in: Data(contentsOf: keybagURL), deviceKey: engine.deviceKey())?.failures == 5)
         // After the fifth failure even the right passcode must wait a minute — also in a new process.
         let restarted = try KeychainEngine(location: KeychainLocation(home: kc.home), now: { clock.now })
         do {
@@ -158,7 +159,7 @@ final class ManualClock: @unchecked Sendable {
         clock.advance(61)
         try restarted.unlock(passcode: "1234")
         #expect(restarted.lockState == .unlocked)
-        #expect(try PasscodeThrottle.load(KeychainLocation(home: kc.home)).failures == 0)
+        #expect(try Keybag.throttle(in: Data(contentsOf: keybagURL), deviceKey: engine.deviceKey())?.failures == 0)
         // The delays escalate as on iOS.
         #expect([4, 5, 6, 7, 8, 9, 20].map(PasscodeThrottle.delay(afterFailures:)) == [0, 60, 300, 900, 900, 3600, 3600])
     }

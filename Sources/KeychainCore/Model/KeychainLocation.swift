@@ -35,6 +35,8 @@ package struct KeychainLocation: Sendable, Hashable {
     package var lockPath: String { home + "/keychain.lock" }
     /// Wrong-passcode throttling state.
     package var throttlePath: String { home + "/keychain.throttle" }
-    /// The random device key that wraps the keybag.
+    /// The random device key that wraps the keybag, on a machine without a TPM.
     package var deviceKeyPath: String { home + "/device.key" }
+    /// The device key sealed to the machine's TPM 2.0 (see ``SealedDeviceKey``), in place of `device.key`.
+    package var sealedDeviceKeyPath: String { home + "/device.key.tpm" }
 }
