@@ -105,8 +105,9 @@ final class ManualClock: @unchecked Sendable {
         try kc.engine.changePasscode(from: nil, to: "correct horse")
         addAll(kc.engine, Self.classes.filter { ["ak", "aku"].contains($0.0) })
         kc.engine.lock()
-        // An attacker with every file, including device.key, but not the passcode:
-        let deviceKey = SymmetricKey(data: try Data(contentsOf: URL(fileURLWithPath: kc.home + "/device.key")))
+        // An attacker with every file and the device key (from device.key, or unsealed by this machine's TPM),
+        // but not the passcode:
+        let deviceKey = try kc.engine.deviceKey()
         let keybag = try Data(contentsOf: URL(fileURLWithPath: kc.home + "/keychain.keybag"))
         let stolen = try Keybag.decode(keybag, deviceKey: deviceKey)
         #expect(stolen.classKeys[.whenUnlocked] == nil)
