@@ -33,6 +33,12 @@ let package = Package(
         // PKCS#12 files opened with the system's OpenSSL libcrypto: no Swift package reads them, and their
         // legacy profiles (3DES, RC2) are not in swift-crypto.
         .target(name: "CKeychainPKCS12", linkerSettings: [.linkedLibrary("crypto")]),
+        // The device key sealed to the machine's TPM 2.0 with tpm2-tss (Debian's libtss2-dev): ESAPI, the TCTI
+        // loader, marshalling and response-code decoding.
+        .target(
+            name: "CKeychainTPM",
+            linkerSettings: [.linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc")]
+        ),
         // The engine shared by both APIs: schema, codecs, keybag, encrypted SQLite store, query evaluation.
         .target(
             name: "KeychainCore",
@@ -45,6 +51,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 "CKeychainLinux",
                 "CKeychainPKCS12",
+                "CKeychainTPM",
             ],
             swiftSettings: strictSwift
         ),

@@ -94,11 +94,12 @@ import Glibc
         expectKeychainError(.io, status: .io) { try engine.updateAppRegistry { _ in } }
         try scene.expectUntouched("registry")
 
-        // Passcode throttle: read on every passcode attempt.
+        // Passcode throttle: a version-3 keybag keeps the count inside itself, so a link where the old count file
+        // was is neither read nor written: a wrong passcode is just that.
         try engine.changePasscode(from: nil, to: "correct horse")
         engine.lock()
         try scene.plant(NSString(string: scene.location.throttlePath).lastPathComponent, to: scene.nowhere)
-        expectKeychainError(.io, status: .io) { try engine.unlock(passcode: "wrong") }
+        expectKeychainError(.authenticationFailed, status: .authFailed) { try engine.unlock(passcode: "wrong") }
         try scene.expectUntouched("throttle")
     }
 }

@@ -105,8 +105,9 @@ final class ManualClock: @unchecked Sendable {
         try kc.engine.changePasscode(from: nil, to: "correct horse")
         addAll(kc.engine, Self.classes.filter { ["ak", "aku"].contains($0.0) })
         kc.engine.lock()
-        // An attacker with every file, including device.key, but not the passcode:
-        let deviceKey = SymmetricKey(data: try Data(contentsOf: URL(fileURLWithPath: kc.home + "/device.key")))
+        // An attacker with every file and the device key (from device.key, or unsealed by this machine's TPM),
+        // but not the passcode:
+        let deviceKey = try kc.engine.deviceKey()
         let keybag = try Data(contentsOf: URL(fileURLWithPath: kc.home + "/keychain.keybag"))
         let stolen = try Keybag.decode(keybag, deviceKey: deviceKey)
         #expect(stolen.classKeys[.whenUnlocked] == nil)
@@ -145,7 +146,8 @@ final class ManualClock: @unchecked Sendable {
                 #expect(error.status == .authFailed)
             }
         }
-        #expect(try PasscodeThrottle.load(KeychainLocation(home: kc.home)).failures == 5)
+        let keybagURL = URL(fileURLWithPath: KeychainLocation(home: kc.home).keybagPath)
+        #expect(try Keybag.throttle(in: Data(contentsOf: keybagURL), deviceKey: engine.deviceKey())?.failures == 5)
         // After the fifth failure even the right passcode must wait a minute — also in a new process.
         let restarted = try KeychainEngine(location: KeychainLocation(home: kc.home), now: { clock.now })
         do {
@@ -158,7 +160,7 @@ final class ManualClock: @unchecked Sendable {
         clock.advance(61)
         try restarted.unlock(passcode: "1234")
         #expect(restarted.lockState == .unlocked)
-        #expect(try PasscodeThrottle.load(KeychainLocation(home: kc.home)).failures == 0)
+        #expect(try Keybag.throttle(in: Data(contentsOf: keybagURL), deviceKey: engine.deviceKey())?.failures == 0)
         // The delays escalate as on iOS.
         #expect([4, 5, 6, 7, 8, 9, 20].map(PasscodeThrottle.delay(afterFailures:)) == [0, 60, 300, 900, 900, 3600, 3600])
     }

@@ -26,10 +26,11 @@ import KeychainServices
             #expect(add(genp("alice", "example.com")) == errSecDuplicateItem) // the old index hashes still match
             #expect(add(genp("carol", "example.com", [kSecValueData as String: Data("new".utf8)])) == errSecSuccess)
         }
-        // Setting a passcode upgrades the keybag to format 2; the old items survive it.
+        // Setting a passcode upgrades the keybag to format 3 (calibrated scrypt, the throttle inside); the old
+        // items survive it.
         try engine.changePasscode(from: nil, to: "1234")
         let keybag = try Data(contentsOf: URL(fileURLWithPath: home + "/keychain.keybag"))
-        #expect(keybag[5] == 2)
+        #expect(keybag[5] == 3)
         let rebooted = try KeychainEngine(location: KeychainLocation(home: home))
         try rebooted.unlock(passcode: "1234")
         KeychainConnector.$override.withValue(InProcessKeychain(engine: rebooted, caller: caller)) {

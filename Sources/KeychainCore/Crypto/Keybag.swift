@@ -21,22 +21,30 @@ package struct SystemRandom: RandomSource {
 /// File format (all integers big-endian):
 /// ```
 /// magic "SKKB" | u16 version | 16-byte keybag UUID | u8 KDF kind | u32-prefixed KDF parameters
+/// [version 3 only: u32-prefixed throttle record]
 /// u8 entry count | entries…
 /// entry: u8 key id | u8 wrap kind | u32-prefixed wrapped key
 /// wrapped key: 12-byte nonce | 32-byte AES-256-GCM ciphertext | 16-byte tag
 ///              AAD = "swift-keychain keybag v1" | UUID | key id | wrap kind
 /// ```
 /// Version 1: no passcode; KDF kind 0 with empty parameters; every key wrapped by the device key (wrap kind 1).
-/// Version 2 (written only while a passcode is set): KDF kind 1 = scrypt with parameters
-/// `u8 log2(N) | u32 r | u32 p | u32-prefixed salt`; the class keys other than `dk`/`dku` use wrap kind 2,
-/// whose key is `HKDF-SHA256(ikm: device key, salt: scrypt(passcode), info: "swift-keychain passcode wrap v1")`.
+/// Version 2 (read, no longer written): a passcode with KDF kind 1 = scrypt, `u8 log2(N) | u32 r | u32 p |
+/// u32-prefixed salt`, tuned to about 100 ms from N = 2^14; the wrong-passcode count lives in `keychain.throttle`.
+/// Version 3 (written while a passcode is set): KDF kind 2 = scrypt calibrated to at least 64 MiB and 250 ms, the
+/// kind-1 parameters followed by `u32` measured milliseconds (see ``PasscodeKDF``); the wrong-passcode throttle is
+/// the keybag's own sealed record (see ``PasscodeThrottle``), so deleting a file does not reset it.
+/// In versions 2 and 3 the class keys other than `dk`/`dku` use wrap kind 2, whose key is
+/// `HKDF-SHA256(ikm: device key, salt: scrypt(passcode), info: "swift-keychain passcode wrap v1")`.
 /// Key ids: protection classes use `ProtectionClass.keybagID` (1…7), the metadata key is 0x80.
+/// A version-2 keybag is rewritten as version 3, with freshly calibrated parameters, at its first unlock.
 package struct Keybag: Sendable {
     package static let magic: [UInt8] = Array("SKKB".utf8)
     /// The format without a passcode.
     package static let version: UInt16 = 1
-    /// The format with a passcode.
-    package static let passcodeVersion: UInt16 = 2
+    /// The first format with a passcode (scrypt from N = 2^14, the throttle in a file): read, never written.
+    package static let legacyPasscodeVersion: UInt16 = 2
+    /// The format with a passcode: calibrated scrypt, the throttle inside.
+    package static let passcodeVersion: UInt16 = 3
     package static let metadataKeyID: UInt8 = 0x80
     static let aadLabel: [UInt8] = Array("swift-keychain keybag v1".utf8)
 
@@ -78,8 +86,9 @@ package struct Keybag: Sendable {
 
     /// Serializes the keybag. Without `passcode` every key is wrapped by `deviceKey` (version 1); with one,
     /// the class keys other than `dk`/`dku` are wrapped by the device key combined with the passcode
-    /// (version 2), and `passcode.parameters` are stored for the next unlock.
+    /// (version 3), and `passcode.parameters` and `throttle` are stored for the next unlock.
     package func encode(deviceKey: SymmetricKey, passcode: (secret: String, parameters: PasscodeKDF)? = nil,
+                        throttle: PasscodeThrottle = PasscodeThrottle(),
                         random: any RandomSource = SystemRandom()) throws(KeychainError) -> [UInt8] {
         let passcodeWrapKey = try passcode.map { (p) throws(KeychainError) in
             try Keybag.passcodeWrapKey(deviceKey: deviceKey, passcode: p.secret, parameters: p.parameters)
@@ -89,8 +98,9 @@ package struct Keybag: Sendable {
         w.u16(passcode == nil ? Keybag.version : Keybag.passcodeVersion)
         w.raw(uuid)
         if let passcode {
-            w.u8(PasscodeKDF.scryptKind)
-            w.lengthPrefixed(passcode.parameters.encoded)
+            w.u8(PasscodeKDF.calibratedScryptKind)
+            w.lengthPrefixed(passcode.parameters.encodedCalibrated)
+            w.lengthPrefixed(try throttle.sealed(deviceKey: deviceKey, keybagUUID: uuid, random: random))
         } else {
             w.u8(0)
             w.lengthPrefixed([UInt8]())
@@ -123,8 +133,43 @@ package struct Keybag: Sendable {
 
     /// What a keybag file says about itself before any key is unwrapped.
     package struct Header: Sendable {
+        /// The format version.
+        package var version: UInt16 = Keybag.version
         /// The passcode KDF, when a passcode is set.
         package var passcode: PasscodeKDF?
+        /// The sealed wrong-passcode throttle (version 3).
+        package var throttleRecord: ArraySlice<UInt8>?
+        /// Where the entry count starts, for rewriting the header in front of unchanged entries.
+        var entriesOffset = 0
+        /// The KDF kind and its raw parameters, as read.
+        var kdfKind: UInt8 = 0
+        var kdfParameters: ArraySlice<UInt8> = []
+    }
+
+    /// The wrong-passcode throttle a version-3 keybag carries (none for other versions): nil when the record
+    /// fails authentication (edited, or moved from another keybag), which the caller must count as the worst case.
+    package static func throttle(in bytes: some Sequence<UInt8>, deviceKey: SymmetricKey) throws(KeychainError) -> PasscodeThrottle? {
+        let (uuid, header, _) = try parse(bytes)
+        guard let record = header.throttleRecord else { return PasscodeThrottle() }
+        return PasscodeThrottle(sealed: record, deviceKey: deviceKey, keybagUUID: uuid)
+    }
+
+    /// The same version-3 keybag with `throttle` in place of its throttle record; the wrapped keys are copied
+    /// unchanged (they cannot be re-wrapped without the passcode).
+    package static func replacingThrottle(in bytes: some Sequence<UInt8>, with throttle: PasscodeThrottle, deviceKey: SymmetricKey,
+                                          random: any RandomSource = SystemRandom()) throws(KeychainError) -> [UInt8] {
+        let all = Array(bytes)
+        let (uuid, header, _) = try parse(all)
+        guard header.version == passcodeVersion else { throw corrupt }
+        var w = BinaryWriter(capacity: all.count + 16)
+        w.raw(magic)
+        w.u16(header.version)
+        w.raw(uuid)
+        w.u8(header.kdfKind)
+        w.lengthPrefixed(header.kdfParameters)
+        w.lengthPrefixed(try throttle.sealed(deviceKey: deviceKey, keybagUUID: uuid, random: random))
+        w.raw(all[header.entriesOffset...])
+        return w.bytes
     }
 
     /// Reads a keybag's header: whether a passcode is set, and its KDF parameters.
@@ -184,18 +229,23 @@ package struct Keybag: Sendable {
         var r = BinaryReader(bytes, truncated: corrupt)
         guard Array(try r.take(4)) == magic else { throw corrupt }
         let version = try r.u16()
-        guard version == Keybag.version || version == Keybag.passcodeVersion else {
+        guard version == Keybag.version || version == Keybag.legacyPasscodeVersion || version == Keybag.passcodeVersion else {
             throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: "The keybag has format version \(version), which this swift-keychain does not understand. Upgrade swift-keychain.")
         }
         let uuid = Array(try r.take(16))
         let kdfKind = try r.u8()
         let kdfParameters = try r.lengthPrefixed()
-        var header = Header()
+        var header = Header(version: version, kdfKind: kdfKind, kdfParameters: kdfParameters)
         switch (version, kdfKind) {
         case (Keybag.version, 0): break
-        case (Keybag.passcodeVersion, PasscodeKDF.scryptKind): header.passcode = try PasscodeKDF(decoding: kdfParameters)
+        case (Keybag.legacyPasscodeVersion, PasscodeKDF.scryptKind):
+            header.passcode = try PasscodeKDF(decoding: kdfParameters, kind: kdfKind)
+        case (Keybag.passcodeVersion, PasscodeKDF.calibratedScryptKind):
+            header.passcode = try PasscodeKDF(decoding: kdfParameters, kind: kdfKind)
+            header.throttleRecord = try r.lengthPrefixed()
         default: throw corrupt
         }
+        header.entriesOffset = r.offset
         let count = try r.u8()
         var entries: [Entry] = []
         var seen = Set<UInt8>()
@@ -209,78 +259,6 @@ package struct Keybag: Sendable {
         guard r.isAtEnd, seen.contains(metadataKeyID),
               ProtectionClass.allCases.allSatisfy({ seen.contains($0.keybagID) }) else { throw corrupt }
         return (uuid, header, entries)
-    }
-}
-
-/// The passcode's key-derivation parameters: scrypt, tuned to take about 100 ms on the machine that set it.
-package struct PasscodeKDF: Sendable, Hashable {
-    static let scryptKind: UInt8 = 1
-    /// log2 of scrypt's cost N.
-    package var log2N: UInt8
-    /// scrypt's block size r.
-    package var blockSize: UInt32
-    /// scrypt's parallelism p.
-    package var parallelism: UInt32
-    /// The random salt.
-    package var salt: [UInt8]
-
-    package init(log2N: UInt8, blockSize: UInt32 = 8, parallelism: UInt32 = 1, salt: [UInt8]) {
-        self.log2N = log2N
-        self.blockSize = blockSize
-        self.parallelism = parallelism
-        self.salt = salt
-    }
-
-    init(decoding bytes: ArraySlice<UInt8>) throws(KeychainError) {
-        var r = BinaryReader(bytes)
-        do {
-            log2N = try r.u8()
-            blockSize = try r.u32()
-            parallelism = try r.u32()
-            salt = Array(try r.lengthPrefixed())
-        } catch {
-            throw Keybag.corrupt
-        }
-        // Refuse parameters no honest keybag has (a tampered file must not make us allocate gigabytes).
-        guard r.isAtEnd, (10 ... 22).contains(log2N), (1 ... 32).contains(blockSize), (1 ... 16).contains(parallelism),
-              (16 ... 64).contains(salt.count), memory <= 1 << 30 else { throw Keybag.corrupt }
-    }
-
-    /// The memory scrypt needs with these parameters (128 · r · (N + p + 2) bytes, rounded up).
-    var memory: Int { 128 * Int(blockSize) * ((1 << Int(log2N)) + Int(parallelism) + 2) }
-
-    /// Parameters with a fresh salt whose cost takes about `target` seconds on this machine (at least N = 2^14).
-    package static func tuned(target: Double = 0.1, random: any RandomSource = SystemRandom()) -> PasscodeKDF {
-        var parameters = PasscodeKDF(log2N: 14, salt: random.bytes(32))
-        let clock = ContinuousClock()
-        while parameters.log2N < 20 {
-            let elapsed = clock.measure { _ = try? parameters.derive("calibration") }
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            if seconds * 1.5 > target { break }
-            parameters.log2N += 1
-        }
-        return parameters
-    }
-
-    var encoded: [UInt8] {
-        var w = BinaryWriter(capacity: 48)
-        w.u8(log2N)
-        w.u32(blockSize)
-        w.u32(parallelism)
-        w.lengthPrefixed(salt)
-        return w.bytes
-    }
-
-    /// Stretches a passcode into 32 bytes.
-    package func derive(_ passcode: String) throws(KeychainError) -> SymmetricKey {
-        do {
-            return try KDF.Scrypt.deriveKey(from: Array(passcode.utf8), salt: salt, outputByteCount: 32,
-                                            rounds: 1 << Int(log2N), blockSize: Int(blockSize),
-                                            parallelism: Int(parallelism),
-                                            maxMemory: memory + (1 << 20))
-        } catch {
-            throw KeychainError(code: .internal, message: "The passcode could not be stretched (scrypt failed).", cause: DescribedError(error))
-        }
     }
 }
 

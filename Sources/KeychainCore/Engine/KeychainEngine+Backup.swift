@@ -39,7 +39,7 @@ extension KeychainEngine {
             }
         }
         summary.items = records.count
-        let bytes = try BackupFormat.encode(records, password: password, parameters: PasscodeKDF.tuned(random: random), random: random)
+        let bytes = try BackupFormat.encode(records, password: password, parameters: PasscodeKDF.tuned(policy: passcodePolicy, random: random), random: random)
         logger.debug("backup", metadata: ["count": "\(records.count)"])
         return (Data(bytes), summary)
     }

@@ -13,12 +13,16 @@ extension KeychainEngine {
             guard let bytes = try FileSystem.read(location.keybagPath) else {
                 throw KeychainError(code: .notAvailable, message: "The keybag is missing from \(location.home).")
             }
-            guard try Keybag.header(bytes).passcode != nil else {
+            let header = try Keybag.header(bytes)
+            guard header.passcode != nil else {
                 // No passcode: nothing to unlock, everything is available.
                 try reloadWithoutPasscode(bytes)
                 return
             }
             let bag = try openThrottled(bytes, deviceKey: deviceKey(), passcode: passcode)
+            if header.version == Keybag.legacyPasscodeVersion {
+                try upgradeLegacyKeybag(bag, passcode: passcode)
+            }
             keys.set(bag.classKeys, metadataKey: bag.metadataKey, state: .unlocked)
             markUsed()
             logger.debug("unlocked")
@@ -62,7 +66,7 @@ extension KeychainEngine {
     /// re-encrypted. Removing the passcode destroys the WhenPasscodeSetThisDeviceOnly key and deletes its items.
     package func changePasscode(from old: String?, to new: String?) throws(KeychainError) {
         if let new, new.isEmpty { throw .param("The new passcode is empty. To remove the passcode, pass none.") }
-        let parameters = new.map { _ in PasscodeKDF.tuned(random: random) }
+        let parameters = new.map { _ in PasscodeKDF.tuned(policy: passcodePolicy, random: random) }
         try FileSystem.withExclusiveLock(location.lockPath) { () throws(KeychainError) in
             guard let bytes = try FileSystem.read(location.keybagPath) else {
                 throw KeychainError(code: .notAvailable, message: "The keybag is missing from \(location.home).")
@@ -90,30 +94,66 @@ extension KeychainEngine {
             if let new, let parameters { passcode = (new, parameters) }
             try FileSystem.writeAtomically(bag.encode(deviceKey: device, passcode: passcode, random: random),
                                            to: location.keybagPath, exclusive: false)
+            // A version-2 keybag's count file is left over once the keybag is version 3 (or has no passcode).
+            try? FileManager.default.removeItem(atPath: location.throttlePath)
             keys.set(classKeys, metadataKey: bag.metadataKey, state: new == nil ? .noPasscode : .unlocked)
             markUsed()
         }
     }
 
-    /// Opens a passcode-protected keybag, honouring and recording the wrong-passcode throttle.
+    /// Opens a passcode-protected keybag, honouring and recording the wrong-passcode throttle: in the keybag
+    /// itself (version 3), or in `keychain.throttle` for a version-2 keybag not yet upgraded.
     /// Called with the keychain's file lock held.
     private func openThrottled(_ bytes: Data, deviceKey: SymmetricKey, passcode: String) throws(KeychainError) -> Keybag {
-        var throttle = try PasscodeThrottle.load(location)
+        let inKeybag = try Keybag.header(bytes).version == Keybag.passcodeVersion
+        let save = { (throttle: PasscodeThrottle) throws(KeychainError) in
+            if inKeybag {
+                try FileSystem.writeAtomically(Keybag.replacingThrottle(in: bytes, with: throttle, deviceKey: deviceKey, random: self.random),
+                                               to: self.location.keybagPath, exclusive: false)
+            } else {
+                try throttle.save(self.location)
+            }
+        }
+        var throttle: PasscodeThrottle
+        if inKeybag {
+            if let stored = try Keybag.throttle(in: bytes, deviceKey: deviceKey) {
+                throttle = stored
+            } else {
+                // An edited record: the worst case, recorded so that its hour runs from now and then ends.
+                throttle = PasscodeThrottle(failures: 9, notBefore: now().timeIntervalSince1970 + PasscodeThrottle.delay(afterFailures: 9))
+                try save(throttle)
+                logger.warning("the keybag's wrong-passcode record failed authentication; counted as the worst case")
+            }
+        } else {
+            throttle = try PasscodeThrottle.load(location)
+        }
         let wait = throttle.notBefore - now().timeIntervalSince1970
         if wait > 0 {
             throw KeychainError(code: .authenticationFailed, message: "Too many wrong passcodes. Try again in \(Int(wait.rounded(.up))) seconds.")
         }
         do throws(KeychainError) {
             let bag = try Keybag.decode(bytes, deviceKey: deviceKey, passcode: passcode)
-            if throttle.failures > 0 { try PasscodeThrottle().save(location) }
+            if throttle.failures > 0 { try save(PasscodeThrottle()) }
             return bag
         } catch where error.code == .authenticationFailed {
             throttle.failures += 1
             throttle.notBefore = now().timeIntervalSince1970 + PasscodeThrottle.delay(afterFailures: throttle.failures)
-            try throttle.save(location)
+            try save(throttle)
             logger.notice("wrong passcode", metadata: ["failures": "\(throttle.failures)"])
             throw error
         }
+    }
+
+    /// Rewrites a version-2 keybag (scrypt from N = 2^14, the throttle in `keychain.throttle`) as version 3 with
+    /// parameters calibrated now, once its passcode has opened it; `keychain.throttle` goes (its count was reset
+    /// by this successful unlock). Called with the keychain's file lock held.
+    private func upgradeLegacyKeybag(_ bag: Keybag, passcode: String) throws(KeychainError) {
+        let parameters = PasscodeKDF.tuned(policy: passcodePolicy, random: random)
+        try FileSystem.writeAtomically(bag.encode(deviceKey: deviceKey(), passcode: (passcode, parameters), random: random),
+                                       to: location.keybagPath, exclusive: false)
+        try? FileManager.default.removeItem(atPath: location.throttlePath)
+        logger.notice("keybag upgraded to version 3", metadata: ["log2N": "\(parameters.log2N)", "p": "\(parameters.parallelism)",
+                                                                 "ms": "\(parameters.calibratedMilliseconds)"])
     }
 
     private func reloadWithoutPasscode(_ bytes: Data) throws(KeychainError) {
@@ -121,12 +161,8 @@ extension KeychainEngine {
         keys.set(bag.classKeys, metadataKey: bag.metadataKey, state: .noPasscode)
     }
 
-    func deviceKey() throws(KeychainError) -> SymmetricKey {
-        guard let bytes = try FileSystem.read(location.deviceKeyPath), bytes.count == 32 else {
-            throw KeychainError(code: .notAvailable, message: "\(location.deviceKeyPath) is missing or damaged. Restore it from a backup.")
-        }
-        return SymmetricKey(data: bytes)
-    }
+    /// The device key, as read or unsealed when the keychain opened.
+    func deviceKey() throws(KeychainError) -> SymmetricKey { deviceKeyMaterial }
 
     /// Deletes every WhenPasscodeSetThisDeviceOnly item, in every table.
     private func deletePasscodeOnlyItems() throws(KeychainError) -> Int {

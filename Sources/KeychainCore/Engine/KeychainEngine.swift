@@ -20,6 +20,12 @@ package final class KeychainEngine: Sendable {
     let keys: KeyState
     let logger: Logger
     let random: any RandomSource
+    /// The TPM the device key is sealed to or would be (nil: none).
+    let tpm: TPMDevice?
+    /// What a new passcode's (and a backup password's) scrypt parameters are calibrated to.
+    let passcodePolicy: PasscodeKDF.Policy
+    /// The device key, read (or unsealed) once when the keychain opens.
+    let deviceKeyMaterial: SymmetricKey
     /// The time, injectable so passcode throttling can be tested without waiting.
     let now: @Sendable () -> Date
     /// The clocks idle time and suspends are measured with (see ``applyLockSettings(countingAsUse:)``).
@@ -41,11 +47,19 @@ package final class KeychainEngine: Sendable {
     ///
     /// `defaultIdleTimeout` is how long the keychain may go unused before it locks when `keychain.settings` sets
     /// nothing (nil or 0: never); `clocks` measure that time and the machine's suspends.
+    ///
+    /// `tpm` is the TPM 2.0 a new keychain's device key is sealed to, and an existing plain one migrated to (see
+    /// ``TPMDevice/fromEnvironment(_:defaultDevice:)``); a keychain sealed to another machine's TPM fails to open
+    /// with `errSecInvalidKeychain`. `passcodePolicy` is what passcodes are calibrated to: production's 64 MiB
+    /// and 250 ms unless a test asks for less.
     package init(location: KeychainLocation, createIfMissing: Bool = true, logger: Logger = Logger(label: "swift-keychain"),
                  random: any RandomSource = SystemRandom(), now: @escaping @Sendable () -> Date = { Date() },
                  defaultIdleTimeout: Double? = Double(KeychainSettings.defaultIdleTimeout),
-                 clocks: LockClocks = .system) throws(KeychainError) {
+                 clocks: LockClocks = .system, tpm: TPMDevice? = TPMDevice.fromEnvironment(),
+                 passcodePolicy: PasscodeKDF.Policy = .production) throws(KeychainError) {
         self.location = location
+        self.tpm = tpm
+        self.passcodePolicy = passcodePolicy
         self.logger = logger
         self.random = random
         self.now = now
@@ -58,9 +72,10 @@ package final class KeychainEngine: Sendable {
         try FileSystem.ensurePrivateDirectory(location.home)
         // Opening is serialized across processes: two first opens must not race to create the keybag or to
         // switch a new database to WAL.
-        let (keybag, passcodeSet, pool) = try FileSystem.withExclusiveLock(location.lockPath) { () throws(KeychainError) in
-            try KeychainEngine.open(location, random: random)
+        let (deviceKey, keybag, passcodeSet, pool) = try FileSystem.withExclusiveLock(location.lockPath) { () throws(KeychainError) in
+            try KeychainEngine.open(location, tpm: tpm, logger: logger, random: random)
         }
+        deviceKeyMaterial = deviceKey
         self.pool = pool
         writer = GroupCommitWriter(pool: pool)
         keys = KeyState(keybag: keybag, passcodeSet: passcodeSet, random: random)

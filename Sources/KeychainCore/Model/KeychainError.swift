@@ -67,6 +67,9 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         public static let verifyFailed = Code(rawValue: "verifyFailed")
         /// A certificate chain is not trusted (`errSecNotTrusted`).
         public static let notTrusted = Code(rawValue: "notTrusted")
+        /// The keychain's device key is sealed to a TPM that is not here: the folder was copied from another
+        /// machine, or this machine's TPM was cleared or cannot be reached (`errSecInvalidKeychain`).
+        public static let sealedToAnotherMachine = Code(rawValue: "sealedToAnotherMachine")
 
         /// The `OSStatus` reported for this code unless the error says otherwise.
         public var defaultStatus: KeychainStatus {
@@ -85,6 +88,7 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
             case .unimplemented: .unimplemented
             case .verifyFailed: .verifyFailed
             case .notTrusted: .notTrusted
+            case .sealedToAnotherMachine: .invalidKeychain
             default: .internal
             }
         }

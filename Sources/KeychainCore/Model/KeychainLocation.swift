@@ -39,6 +39,8 @@ package struct KeychainLocation: Sendable, Hashable {
     /// clients reach the keychain through that keychaind only, and fail with `errSecNotAvailable` while it is not
     /// running, instead of opening the store themselves.
     package var daemonMarkerPath: String { home + "/keychaind.serves" }
-    /// The random device key that wraps the keybag.
+    /// The random device key that wraps the keybag, on a machine without a TPM.
     package var deviceKeyPath: String { home + "/device.key" }
+    /// The device key sealed to the machine's TPM 2.0 (see ``SealedDeviceKey``), in place of `device.key`.
+    package var sealedDeviceKeyPath: String { home + "/device.key.tpm" }
 }
