@@ -83,12 +83,6 @@ package struct DaemonKeychain: KeychainConnection {
         try expectDone(.setSettings(settings))
     }
 
-    package func verify() throws(KeychainError) -> VerifyReport {
-        let response = try client.call(.verify)
-        guard case .verified(let report) = response else { throw unexpected(response, "verification report") }
-        return report
-    }
-
     package func registeredPrograms() throws(KeychainError) -> [AppRegistration] {
         let response = try client.call(.listPrograms)
         guard case .programs(let entries) = response else { throw unexpected(response, "program list") }

@@ -79,10 +79,6 @@ package struct InProcessKeychain: KeychainConnection {
         engine.lockSettingsChanged()
     }
 
-    package func verify() throws(KeychainError) -> VerifyReport {
-        try engine.verify()
-    }
-
     package func registeredPrograms() throws(KeychainError) -> [AppRegistration] {
         engine.applyLockSettings()
         return try engine.appRegistry().entries

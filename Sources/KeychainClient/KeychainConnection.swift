@@ -63,9 +63,4 @@ package protocol KeychainConnection: Sendable {
     /// Removes the registrations under a path, Flatpak app ID or snap name; returns how many.
     @discardableResult
     func unregisterProgram(named name: String) throws(KeychainError) -> Int
-
-    // MARK: Integrity
-
-    /// Reads every stored item and reports the ones that cannot be read (never their contents).
-    func verify() throws(KeychainError) -> VerifyReport
 }

@@ -83,9 +83,6 @@ package struct RequestDispatcher: Sendable {
             }
             try engine.updateAppRegistry { $0.register(entry) }
             return .done
-        case .verify:
-            try authority.requireAdmin(session, for: "verify every item")
-            return .verified(try engine.verify())
         case .listPrograms:
             try authority.requireAdmin(session, for: "list registered programs")
             return .programs(try engine.appRegistry().entries)

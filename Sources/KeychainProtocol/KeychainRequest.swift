@@ -39,8 +39,6 @@ package enum KeychainRequest: Sendable, Hashable {
     case listPrograms
     /// Unregister the programs registered under a path, Flatpak app ID or snap name (admin tool only).
     case unregisterProgram(String)
-    /// Read every stored item and report the damaged ones (admin tool only).
-    case verify
 
     /// The request's name in logs (never its payload).
     package var name: String {
@@ -61,7 +59,15 @@ package enum KeychainRequest: Sendable, Hashable {
         case .registerProgram: "registerProgram"
         case .listPrograms: "listPrograms"
         case .unregisterProgram: "unregisterProgram"
-        case .verify: "verify"
+        }
+    }
+
+    /// Whether the request only reads and never waits on a disk flush or a slow key derivation, so keychaind
+    /// may answer it on the connection's event loop.
+    package var isQuickRead: Bool {
+        switch self {
+        case .find, .status, .settings: true
+        default: false
         }
     }
 }

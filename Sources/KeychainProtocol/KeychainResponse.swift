@@ -23,8 +23,6 @@ package enum KeychainResponse: Sendable {
     case settings(KeychainSettings?)
     /// The registered programs.
     case programs([AppRegistration])
-    /// What a check of every stored item found.
-    case verified(VerifyReport)
     /// The request failed: the error's code, `OSStatus` and message as keychaind reported them.
     case failure(KeychainError)
 }

@@ -33,7 +33,6 @@ extension KeychainRequest {
         case .registerProgram(let entry): w.u8(18); w.registration(entry)
         case .listPrograms: w.u8(19)
         case .unregisterProgram(let name): w.u8(20); w.string(name)
-        case .verify: w.u8(21)
         }
     }
 
@@ -74,7 +73,6 @@ extension KeychainRequest {
         case 17: return .setSettings(try r.settings())
         case 18: return .registerProgram(try r.registration())
         case 19: return .listPrograms
-        case 21: return .verify
         case 20: return .unregisterProgram(try r.string())
         default: throw malformedMessage
         }
@@ -117,13 +115,6 @@ extension KeychainResponse {
             w.u8(10)
             w.u32(UInt32(entries.count))
             for entry in entries { w.registration(entry) }
-        case .verified(let report):
-            w.u8(11)
-            w.int(report.checked)
-            w.u32(UInt32(report.damaged.count))
-            for item in report.damaged {
-                w.string(item.itemClass.rawValue); w.int(Int(item.rowid)); w.string(item.problem)
-            }
         case .failure(let error):
             w.u8(255)
             w.u32(UInt32(bitPattern: error.status.rawValue))
@@ -171,15 +162,6 @@ extension KeychainResponse {
             var entries: [AppRegistration] = []
             for _ in 0 ..< n { entries.append(try r.registration()) }
             return .programs(entries)
-        case 11:
-            let checked = try count(&r)
-            let n = try r.count(minimumSize: 16)
-            var damaged: [VerifyReport.DamagedItem] = []
-            for _ in 0 ..< n {
-                guard let itemClass = ItemClass(rawValue: try r.string()) else { throw malformedMessage }
-                damaged.append(.init(itemClass: itemClass, rowid: Int64(try r.int()), problem: try r.string()))
-            }
-            return .verified(VerifyReport(checked: checked, damaged: damaged))
         case 255:
             let status = KeychainStatus(rawValue: Int32(bitPattern: try r.u32()))
             let code = KeychainError.Code(rawValue: try r.string())

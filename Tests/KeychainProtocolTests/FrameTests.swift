@@ -45,21 +45,6 @@ import Testing
     static let goldenUnlock = "0000000f0301000000090c0000000431323334"
     static let goldenRefusal = "0000001203030000000a030000000775706772616465"
 
-    /// `security verify-keychain`'s request and a report of one damaged item.
-    static let goldenVerify = "0000000703010000000b15"
-    static let goldenVerified = "0000002e03020000000b0b00000000000000070000000100000004696e6574000000000000000c00000007616c7465726564"
-
-    @Test func verificationEncodesToItsGoldenBytes() throws {
-        #expect(Self.hex(Frame(id: 11, body: .request(.verify)).encoded) == Self.goldenVerify)
-        let report = VerifyReport(checked: 7, damaged: [.init(itemClass: .internetPassword, rowid: 12, problem: "altered")])
-        #expect(Self.hex(Frame(id: 11, body: .response(.verified(report))).encoded) == Self.goldenVerified)
-        guard case .response(.verified(let back)) = try Frame.decode(body: Self.unhex(Self.goldenVerified).dropFirst(4)).body else {
-            Issue.record("not a report")
-            return
-        }
-        #expect(back == report)
-    }
-
     /// The greeting keychaind sends each client it has identified, before anything else.
     static let goldenGreeting = "0000000703020000000000"
 
@@ -116,7 +101,7 @@ import Testing
             .registerProgram(AppRegistration(program: .executable(path: "/usr/bin/app", sha256: "ab"), applicationIdentifier: "TEAM.app", accessGroups: ["g"])),
             .registerProgram(AppRegistration(program: .flatpak("org.example.App"), applicationIdentifier: nil, accessGroups: [])),
             .registerProgram(AppRegistration(program: .snap("app"), applicationIdentifier: nil, accessGroups: ["s"])),
-            .listPrograms, .unregisterProgram("/usr/bin/app"), .verify,
+            .listPrograms, .unregisterProgram("/usr/bin/app"),
         ]
         for (index, request) in requests.enumerated() {
             let bytes = Frame(id: UInt32(index), body: .request(request)).encoded
@@ -131,8 +116,6 @@ import Testing
             .status(status), .status(ServiceStatus(home: "/h", lockState: .noPasscode)), .backup(Data([1, 2]), BackupSummary(items: 3, thisDeviceOnly: 1, skippedPasscodeOnly: 2)),
             .restored(RestoreSummary(added: 1, replaced: 2, keptNewer: 3, skippedOtherDevice: 4)), .settings(nil), .settings(KeychainSettings(idleTimeout: nil, lockOnSleep: true)),
             .programs([AppRegistration(program: .snap("app"), applicationIdentifier: "x", accessGroups: ["s"])]),
-            .verified(VerifyReport(checked: 0, damaged: [])),
-            .verified(VerifyReport(checked: 7, damaged: [.init(itemClass: .internetPassword, rowid: 12, problem: "altered")])),
         ]
         for (index, response) in responses.enumerated() {
             let bytes = Frame(id: 1, body: .response(response)).encoded

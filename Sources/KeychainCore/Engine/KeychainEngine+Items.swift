@@ -96,7 +96,7 @@ extension KeychainEngine {
             return identities
         }
         let items = try read { db in
-            try matchingRows(db, q, groups: groups, includeSecret: q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass)), limit: q.limit.maximum, failOnDamage: q.limit.maximum != nil).map(\.1)
+            try matchingRows(db, q, groups: groups, includeSecret: q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass)), limit: q.limit.maximum).map(\.1)
         }
         logger.debug("copy-matching", metadata: ["class": "\(q.itemClass.rawValue)", "count": "\(items.count)"])
         guard !items.isEmpty else { throw .notFound() }

@@ -65,34 +65,20 @@ extension KeychainEngine {
     static let rowColumns = "rowid, uuid, pdmn, sync, tomb, h_agrp, pk, meta"
 
     /// The access groups a query is confined to: nil means every group.
-    ///
-    /// A damaged row the query meets (malformed columns, or attributes that fail authentication) is never dropped
-    /// silently: with `failOnDamage` (a find with a finite limit) the query fails with `errSecDecode`; otherwise
-    /// (kSecMatchLimitAll, updates, deletes, backups) it is skipped and the number skipped is logged.
-    /// `security verify-keychain` lists such rows.
-    func matchingRows(_ db: Database, _ q: ItemQuery, groups: [String]?, includeSecret: Bool, limit: Int?,
-                      failOnDamage: Bool = false) throws -> [(StoredRow, FoundItem)] {
+    func matchingRows(_ db: Database, _ q: ItemQuery, groups: [String]?, includeSecret: Bool, limit: Int?) throws -> [(StoredRow, FoundItem)] {
         let cls = q.itemClass
         let columns = KeychainEngine.rowColumns + (includeSecret ? ", secret" : "")
         let (sql, arguments) = selectSQL(q, groups: groups, columns: columns)
         let statement = try db.cachedStatement(sql: sql)
         let cursor = try Row.fetchCursor(statement, arguments: arguments)
         var out: [(StoredRow, FoundItem)] = []
-        var damaged = 0
-        defer {
-            if damaged > 0 {
-                logger.error("skipped damaged items; run `security verify-keychain`", metadata: ["class": "\(cls.rawValue)", "count": "\(damaged)"])
-            }
-        }
         while let row = try cursor.next() {
-            let stored = KeychainEngine.storedRow(row, table: cls.table, includeSecret: includeSecret)
-            let attributes = try stored.flatMap { (stored) throws(KeychainError) in try openAttributesSkippingCorrupt(stored.meta, row: stored.identity) }
-            guard let stored, let attributes else {
-                if failOnDamage { throw Self.damagedItem(cls) }
-                damaged += 1
+            guard let stored = KeychainEngine.storedRow(row, table: cls.table, includeSecret: includeSecret) else {
+                logger.error("skipping malformed row", metadata: ["class": "\(cls.rawValue)"])
                 continue
             }
             let identity = stored.identity
+            guard let attributes = try openAttributesSkippingCorrupt(stored.meta, row: identity) else { continue }
             guard matches(attributes, q) else { continue }
             var item = FoundItem(itemClass: cls, uuid: identity.uuid, attributes: attributes, data: nil)
             if includeSecret, let blob = stored.secret {
@@ -148,18 +134,14 @@ extension KeychainEngine {
                          secret: includeSecret ? value(8, as: Data.self) : nil)
     }
 
-    /// The error for a damaged item a query met.
-    static func damagedItem(_ cls: ItemClass) -> KeychainError {
-        KeychainError(code: .corruptData, message: "A stored \(cls.rawValue) item that matches this query is damaged and cannot be read. Run `security verify-keychain` to list damaged items, and restore it from a backup.")
-    }
-
-    /// Opens a row's attributes; nil for a row that fails authentication (damaged or tampered with), which the
-    /// caller reports or counts, never deletes. (Kept out of `matchingRows`: a typed do/catch inside its loop makes the
+    /// Opens a row's attributes; a row that fails authentication (damaged or tampered with) is logged and
+    /// skipped, never deleted. (Kept out of `matchingRows`: a typed do/catch inside its loop makes the
     /// Swift 6.3 compiler hang.)
     func openAttributesSkippingCorrupt(_ meta: Data, row identity: ItemCrypto.RowIdentity) throws(KeychainError) -> [String: AttributeValue]? {
         do {
             return try crypto.openAttributes(meta, row: identity)
         } catch where error.code == .corruptData {
+            logger.error("skipping item that failed authentication", metadata: ["class": "\(identity.table)"])
             return nil
         }
     }
