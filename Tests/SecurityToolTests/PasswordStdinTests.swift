@@ -1,0 +1,128 @@
+import Foundation
+import KeychainCore
+import KeychainTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Secrets off the command line: every verb that takes a secret reads it from standard input
+/// (`--password-stdin` and its kin) or asks on the terminal, so it never shows in `/proc/PID/cmdline`, which
+/// every user of the machine can read.
+@Suite("security: secrets on standard input")
+struct PasswordStdinTests {
+    @Test(arguments: ToolMode.allCases) func addReadsOneLineAndKeepsEverythingButTheNewline(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
+            let secret = " two words\r"
+            let added = try kc.launch(kc.tool, ["add-generic-password", "-a", "alice", "-s", "svc", "--password-stdin"],
+                                      input: Data((secret + "\nnext line is not read\n").utf8))
+            #expect(added.status == 0)
+            #expect(added.stdout == "" && added.stderr == "")
+            #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"]).stdout == secret + "\n")
+
+            // An internet password the same way; the last line needs no newline.
+            let inet = try kc.launch(kc.tool, ["add-internet-password", "-a", "bob", "-s", "example.com", "--password-stdin"],
+                                     input: Data("web-secret".utf8))
+            #expect(inet.status == 0)
+            #expect(try kc.run(["find-internet-password", "-a", "bob", "-s", "example.com", "-w"]).stdout == "web-secret\n")
+
+            // Empty input: a clear failure, nothing added.
+            let empty = try kc.launch(kc.tool, ["add-generic-password", "-a", "carol", "-s", "svc", "--password-stdin"], input: Data())
+            #expect(empty.status == KeychainStatus.param.exitCode)
+            #expect(empty.stderr.contains("Standard input ended before the password."))
+            #expect(try kc.run(["find-generic-password", "-a", "carol", "-s", "svc"]).status == KeychainStatus.itemNotFound.exitCode)
+
+            // Both ways at once is a usage error.
+            let both = try kc.launch(kc.tool, ["add-generic-password", "-a", "dave", "-s", "svc", "--password-stdin", "-w", "x"], input: Data("y\n".utf8))
+            #expect(both.status == 2)
+            #expect(both.stderr.contains("--password-stdin reads the password from standard input: leave out -w/-p and -X."))
+        }
+    }
+
+    /// The attack: another user reads `/proc/PID/cmdline` of a running `security` (here, while it waits on its
+    /// standard input). With `--password-stdin` the secret is not there.
+    @Test func theSecretIsNotInProcCmdlineWhileTheToolRuns() throws {
+        try withKeychain { kc in
+            let secret = "cmdline-canary-\(UUID().uuidString)"
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: kc.tool)
+            process.arguments = ["add-generic-password", "-a", "alice", "-s", "svc", "--password-stdin"]
+            process.environment = kc.environment([:])
+            let input = Pipe()
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // The tool blocks reading its standard input until we write: read its command line meanwhile.
+            let cmdline = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(process.processIdentifier)/cmdline"))
+            let arguments = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            #expect(process.isRunning, "the tool must still be waiting on standard input")
+            #expect(arguments.contains("--password-stdin"))
+            #expect(!arguments.joined(separator: " ").contains(secret))
+            #expect(!String(decoding: cmdline, as: UTF8.self).contains(secret))
+            input.fileHandleForWriting.write(Data((secret + "\n").utf8))
+            try input.fileHandleForWriting.close()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"]).stdout == secret + "\n")
+        }
+    }
+
+    @Test func withNoTerminalAPromptFailsAndNamesPasswordStdin() throws {
+        try withKeychain { kc in
+            // -w last asks on the terminal, as macOS does; with none, the tool fails at once and says what to use.
+            for arguments in [["add-generic-password", "-a", "alice", "-s", "svc", "-w"], ["add-internet-password", "-a", "a", "-s", "h"]] {
+                let result = try kc.run(arguments, detached: true)
+                #expect(result.status == KeychainStatus.interactionNotAllowed.exitCode)
+                #expect(result.stdout == "")
+                #expect(result.stderr.hasSuffix("security: There is no terminal to ask for the password on. Give it on standard input with --password-stdin, for example: printf '%s\\n' \"$SECRET\" | security ... --password-stdin\n"))
+            }
+            let backup = try kc.run(["backup-keychain", "-o", kc.root + "/b"], detached: true)
+            #expect(backup.status == KeychainStatus.interactionNotAllowed.exitCode)
+            #expect(backup.stderr.hasSuffix("security: There is no terminal to ask on. Give it on standard input with --password-stdin.\n"))
+        }
+    }
+
+    @Test(arguments: ToolMode.allCases) func passcodeVerbsReadStandardInput(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
+            try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "s3cret"])
+            let set = try kc.launch(kc.tool, ["set-keychain-password", "--new-password-stdin"], input: Data("1234\n".utf8))
+            #expect(set.status == 0, "\(set.stderr)")
+            #expect(set.stdout == "" && set.stderr == "")
+
+            let wrong = try kc.launch(kc.tool, ["unlock-keychain", "--password-stdin"], input: Data("0000\n".utf8))
+            #expect(wrong.status == KeychainStatus.authFailed.exitCode)
+            #expect(!wrong.stderr.contains("0000"))
+            #expect(try kc.launch(kc.tool, ["unlock-keychain", "--passcode-stdin"], input: Data("1234\n".utf8)).status == 0)
+            let noTerminal = try kc.run(["unlock-keychain"], detached: true)
+            #expect(noTerminal.status == KeychainStatus.interactionNotAllowed.exitCode)
+            #expect(noTerminal.stderr.hasSuffix("security: There is no terminal to ask on. Give the passcode on standard input with --password-stdin.\n"))
+
+            // Old then new, one line each; an empty new line removes the passcode.
+            let change = try kc.launch(kc.tool, ["set-keychain-password", "--old-password-stdin", "--new-password-stdin"],
+                                       input: Data("1234\n5678\n".utf8))
+            #expect(change.status == 0, "\(change.stderr)")
+            #expect(try kc.launch(kc.tool, ["unlock-keychain", "--password-stdin"], input: Data("1234\n".utf8)).status == KeychainStatus.authFailed.exitCode)
+            let remove = try kc.launch(kc.tool, ["set-keychain-password", "--old-password-stdin", "--new-password-stdin"],
+                                       input: Data("5678\n\n".utf8))
+            #expect(remove.status == 0, "\(remove.stderr)")
+            #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"], detached: true).stdout == "s3cret\n")
+        }
+    }
+
+    @Test(arguments: ToolMode.allCases) func exportAndImportReadThePassphraseFromStandardInput(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
+            try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "s3cret"])
+            let file = kc.root + "/all.backup"
+            let export = try kc.launch(kc.tool, ["export", "-f", "backup", "-o", file, "--passphrase-stdin"], input: Data("pass phrase\n".utf8))
+            #expect(export.status == 0, "\(export.stderr)")
+            #expect(try kc.run(["delete-generic-password", "-a", "alice", "-s", "svc"]).status == 0)
+            let wrong = try kc.launch(kc.tool, ["import", file, "--password-stdin"], input: Data("pass\n".utf8))
+            #expect(wrong.status != 0)
+            let imported = try kc.launch(kc.tool, ["import", file, "--passphrase-stdin"], input: Data("pass phrase\n".utf8))
+            #expect(imported.status == 0, "\(imported.stderr)")
+            #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"]).stdout == "s3cret\n")
+        }
+    }
+}
