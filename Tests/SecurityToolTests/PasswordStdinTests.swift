@@ -19,7 +19,8 @@ struct PasswordStdinTests {
                                       input: Data((secret + "\nnext line is not read\n").utf8))
             #expect(added.status == 0)
             #expect(added.stdout == "" && added.stderr == "")
-            #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"]).stdout == secret + "\n")
+            // (find -w prints a secret with a control character in hex, as macOS does.)
+            #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"]).stdout == "2074776f20776f7264730d\n")
 
             // An internet password the same way; the last line needs no newline.
             let inet = try kc.launch(kc.tool, ["add-internet-password", "-a", "bob", "-s", "example.com", "--password-stdin"],
