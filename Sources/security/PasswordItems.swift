@@ -114,7 +114,8 @@ enum PasswordItems {
     }
 
     /// `dump-keychain`: every generic and internet password, in every group (or `accessGroup`), local and
-    /// synchronizable; with `showData` each item's secret too.
+    /// synchronizable; with `showData` each item's secret too. Damaged password items (every group) are listed on
+    /// stderr afterwards and fail the command with errSecDecode.
     static func dump(_ context: ToolContext, accessGroup: String?, showData: Bool) throws(ToolFailure) {
         var out = ""
         var unreadable = false

@@ -126,4 +126,38 @@ struct PasswordStdinTests {
             #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"]).stdout == "s3cret\n")
         }
     }
+
+    /// On a terminal (script(1) gives the tool a new pseudo-terminal fed from `typing`; its stdout carries the
+    /// terminal's output), secrets are asked for with echo off. script(1) may type before the tool starts, and
+    /// the terminal echoes such early input; echo is off from before each prompt is written, so nothing typed
+    /// shows after the first prompt.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a terminal"))
+    func promptsOnTheTerminalDoNotEcho() throws {
+        try withKeychain { kc in
+            func onTerminal(_ arguments: [String], typing: String) throws -> ToolResult {
+                let command = ([kc.tool] + arguments).map { "'\($0)'" }.joined(separator: " ")
+                return try kc.launch("/usr/bin/script", ["-qec", command, "/dev/null"], input: Data(typing.utf8))
+            }
+            let added = try onTerminal(["add-generic-password", "-a", "alice", "-s", "svc", "-w"], typing: "typed-secret\ntyped-secret\n")
+            #expect(added.status == 0)
+            #expect(added.stdout.contains("password data for new item: "))
+            #expect(!Self.after("password data for new item: ", in: added.stdout).contains("typed-secret"))
+            #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"]).stdout == "typed-secret\n")
+
+            let set = try onTerminal(["set-keychain-password"], typing: "pass-1234\npass-1234\n")
+            #expect(set.status == 0)
+            #expect(set.stdout.contains("New Password: ") && set.stdout.contains("Retype New Password: "))
+            #expect(!Self.after("New Password: ", in: set.stdout).contains("pass-1234"))
+            let unlocked = try onTerminal(["unlock-keychain"], typing: "pass-1234\n")
+            #expect(unlocked.status == 0)
+            #expect(unlocked.stdout.contains("password to unlock default: "))
+            #expect(!Self.after("password to unlock default: ", in: unlocked.stdout).contains("pass-1234"))
+        }
+    }
+
+    /// What `text` holds after the first `marker` (empty when there is none).
+    static func after(_ marker: String, in text: String) -> Substring {
+        guard let range = text.range(of: marker) else { return "" }
+        return text[range.upperBound...]
+    }
 }
