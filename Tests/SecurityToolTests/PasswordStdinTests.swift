@@ -127,37 +127,51 @@ struct PasswordStdinTests {
         }
     }
 
-    /// On a terminal (script(1) gives the tool a new pseudo-terminal fed from `typing`; its stdout carries the
-    /// terminal's output), secrets are asked for with echo off. script(1) may type before the tool starts, and
-    /// the terminal echoes such early input; echo is off from before each prompt is written, so nothing typed
-    /// shows after the first prompt.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a terminal"))
+    /// Runs the tool on a new pseudo-terminal (Python's `pty`), typing each line of `typing` only once a prompt
+    /// (output ending in ": ") is on the screen, as a person would; returns everything the terminal showed.
+    static let typist = """
+    import os, pty, sys
+    lines = [l.encode() + b"\\n" for l in os.environ["TYPING"].split("\\n") if l]
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(sys.argv[1], sys.argv[1:])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+        if lines and out.endswith(b": "):
+            os.write(fd, lines.pop(0))
+    _, status = os.waitpid(pid, 0)
+    sys.stdout.buffer.write(out)
+    sys.exit(os.waitstatus_to_exitcode(status))
+    """
+
+    /// Secrets typed at a prompt are not echoed: the terminal shows the prompts and nothing typed.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3 for a pseudo-terminal"))
     func promptsOnTheTerminalDoNotEcho() throws {
         try withKeychain { kc in
             func onTerminal(_ arguments: [String], typing: String) throws -> ToolResult {
-                let command = ([kc.tool] + arguments).map { "'\($0)'" }.joined(separator: " ")
-                return try kc.launch("/usr/bin/script", ["-qec", command, "/dev/null"], input: Data(typing.utf8))
+                try kc.launch("/usr/bin/python3", ["-c", Self.typist, kc.tool] + arguments, environment: ["TYPING": typing])
             }
-            let added = try onTerminal(["add-generic-password", "-a", "alice", "-s", "svc", "-w"], typing: "typed-secret\ntyped-secret\n")
-            #expect(added.status == 0)
-            #expect(added.stdout.contains("password data for new item: "))
-            #expect(!Self.after("password data for new item: ", in: added.stdout).contains("typed-secret"))
+            let added = try onTerminal(["add-generic-password", "-a", "alice", "-s", "svc", "-w"], typing: "typed-secret\ntyped-secret")
+            #expect(added.status == 0, "\(added.stdout)")
+            #expect(added.stdout.contains("password data for new item: ") && added.stdout.contains("retype password for new item: "))
+            #expect(!added.stdout.contains("typed-secret"))
             #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"]).stdout == "typed-secret\n")
 
-            let set = try onTerminal(["set-keychain-password"], typing: "pass-1234\npass-1234\n")
-            #expect(set.status == 0)
+            let set = try onTerminal(["set-keychain-password"], typing: "pass-1234\npass-1234")
+            #expect(set.status == 0, "\(set.stdout)")
             #expect(set.stdout.contains("New Password: ") && set.stdout.contains("Retype New Password: "))
-            #expect(!Self.after("New Password: ", in: set.stdout).contains("pass-1234"))
-            let unlocked = try onTerminal(["unlock-keychain"], typing: "pass-1234\n")
-            #expect(unlocked.status == 0)
+            #expect(!set.stdout.contains("pass-1234"))
+            let unlocked = try onTerminal(["unlock-keychain"], typing: "pass-1234")
+            #expect(unlocked.status == 0, "\(unlocked.stdout)")
             #expect(unlocked.stdout.contains("password to unlock default: "))
-            #expect(!Self.after("password to unlock default: ", in: unlocked.stdout).contains("pass-1234"))
+            #expect(!unlocked.stdout.contains("pass-1234"))
         }
-    }
-
-    /// What `text` holds after the first `marker` (empty when there is none).
-    static func after(_ marker: String, in text: String) -> Substring {
-        guard let range = text.range(of: marker) else { return "" }
-        return text[range.upperBound...]
     }
 }
