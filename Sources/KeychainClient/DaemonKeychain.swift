@@ -73,6 +73,12 @@ package struct DaemonKeychain: KeychainConnection {
         return summary
     }
 
+    package func verify() throws(KeychainError) -> KeychainVerification {
+        let response = try client.call(.verify)
+        guard case .verification(let report) = response else { throw unexpected(response, "verify") }
+        return report
+    }
+
     package func settings() throws(KeychainError) -> KeychainSettings? {
         let response = try client.call(.settings)
         guard case .settings(let settings) = response else { throw unexpected(response, "settings") }

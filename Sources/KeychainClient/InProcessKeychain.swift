@@ -68,6 +68,11 @@ package struct InProcessKeychain: KeychainConnection {
         return try engine.restore(backup, password: password)
     }
 
+    package func verify() throws(KeychainError) -> KeychainVerification {
+        engine.applyLockSettings()
+        return try engine.verify()
+    }
+
     package func settings() throws(KeychainError) -> KeychainSettings? {
         engine.applyLockSettings()
         return try KeychainSettings.load(engine.location)

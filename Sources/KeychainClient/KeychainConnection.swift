@@ -47,6 +47,12 @@ package protocol KeychainConnection: Sendable {
     /// Merges a backup into the keychain: for each item, the newer copy wins.
     func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreSummary
 
+    // MARK: Verification
+
+    /// Checks every stored item for damage (its row, sealed attributes, search index and sealed secret) and
+    /// lists the damaged ones, never their contents. Through keychaind only its admin tool may ask.
+    func verify() throws(KeychainError) -> KeychainVerification
+
     // MARK: Settings
 
     /// The keychain's lock settings; nil when none were ever set.

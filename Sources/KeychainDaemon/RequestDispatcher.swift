@@ -89,6 +89,9 @@ package struct RequestDispatcher: Sendable {
         case .unregisterProgram(let name):
             try authority.requireAdmin(session, for: "unregister programs")
             return .count(try engine.updateAppRegistry { $0.remove(named: name) })
+        case .verify:
+            try authority.requireAdmin(session, for: "verify the keychain")
+            return .verification(try engine.verify())
         }
     }
 

@@ -39,6 +39,8 @@ package enum KeychainRequest: Sendable, Hashable {
     case listPrograms
     /// Unregister the programs registered under a path, Flatpak app ID or snap name (admin tool only).
     case unregisterProgram(String)
+    /// Check every stored item for damage (admin tool only).
+    case verify
 
     /// The request's name in logs (never its payload).
     package var name: String {
@@ -59,6 +61,7 @@ package enum KeychainRequest: Sendable, Hashable {
         case .registerProgram: "registerProgram"
         case .listPrograms: "listPrograms"
         case .unregisterProgram: "unregisterProgram"
+        case .verify: "verify"
         }
     }
 

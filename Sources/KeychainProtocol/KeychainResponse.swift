@@ -23,6 +23,8 @@ package enum KeychainResponse: Sendable {
     case settings(KeychainSettings?)
     /// The registered programs.
     case programs([AppRegistration])
+    /// What checking every stored item found.
+    case verification(KeychainVerification)
     /// The request failed: the error's code, `OSStatus` and message as keychaind reported them.
     case failure(KeychainError)
 }

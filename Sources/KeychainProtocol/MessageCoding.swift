@@ -33,6 +33,7 @@ extension KeychainRequest {
         case .registerProgram(let entry): w.u8(18); w.registration(entry)
         case .listPrograms: w.u8(19)
         case .unregisterProgram(let name): w.u8(20); w.string(name)
+        case .verify: w.u8(21)
         }
     }
 
@@ -74,6 +75,7 @@ extension KeychainRequest {
         case 18: return .registerProgram(try r.registration())
         case 19: return .listPrograms
         case 20: return .unregisterProgram(try r.string())
+        case 21: return .verify
         default: throw malformedMessage
         }
     }
@@ -115,6 +117,16 @@ extension KeychainResponse {
             w.u8(10)
             w.u32(UInt32(entries.count))
             for entry in entries { w.registration(entry) }
+        case .verification(let report):
+            w.u8(11)
+            w.int(report.verified); w.int(report.notChecked)
+            w.u32(UInt32(report.damaged.count))
+            for item in report.damaged {
+                w.string(item.itemClass.rawValue)
+                w.u64(UInt64(bitPattern: item.rowid))
+                w.optional(item.persistentRef) { $0.bytes($1.data) }
+                w.string(item.problem)
+            }
         case .failure(let error):
             w.u8(255)
             w.u32(UInt32(bitPattern: error.status.rawValue))
@@ -162,6 +174,22 @@ extension KeychainResponse {
             var entries: [AppRegistration] = []
             for _ in 0 ..< n { entries.append(try r.registration()) }
             return .programs(entries)
+        case 11:
+            let verified = try count(&r), notChecked = try count(&r)
+            let n = try r.count(minimumSize: 18)
+            var damaged: [DamagedItem] = []
+            for _ in 0 ..< n {
+                guard let itemClass = ItemClass(rawValue: try r.string()), ItemClass.stored.contains(itemClass) else { throw malformedMessage }
+                let rowid = Int64(bitPattern: try r.u64())
+                let reference = try r.optional { (r) throws(KeychainError) in try r.bytes() }
+                var persistentRef: PersistentReference?
+                if let reference {
+                    guard let parsed = PersistentReference(reference) else { throw malformedMessage }
+                    persistentRef = parsed
+                }
+                damaged.append(DamagedItem(itemClass: itemClass, rowid: rowid, persistentRef: persistentRef, problem: try r.string()))
+            }
+            return .verification(KeychainVerification(verified: verified, notChecked: notChecked, damaged: damaged))
         case 255:
             let status = KeychainStatus(rawValue: Int32(bitPattern: try r.u32()))
             let code = KeychainError.Code(rawValue: try r.string())

@@ -8,8 +8,10 @@ struct AddGenericPassword: AsyncParsableCommand {
         commandName: "add-generic-password",
         abstract: "Add a generic password item.",
         discussion: """
-        Without -w or -X, or with -w last on the command line, the password is asked for twice on the \
-        terminal; with no terminal the command fails with errSecInteractionNotAllowed.
+        The password is asked for twice on the terminal (echo off) when -w ends the command or no password is \
+        given; with no terminal the command fails with errSecInteractionNotAllowed. Scripts give it as one line \
+        on standard input with --password-stdin. -w <password> and -X <hex> still work, but put the password \
+        on the command line, where other users can read it (/proc/PID/cmdline).
         """
     )
 
@@ -19,15 +21,25 @@ struct AddGenericPassword: AsyncParsableCommand {
     @OptionGroup var attributes: GenericAttributeOptions<Specifying>
 
     @Option(name: [.customShort("w"), .customShort("p")], parsing: .unconditional,
-            help: ArgumentHelp("Specify password to be added (-p is the legacy synonym). Put -w last to be prompted instead.", valueName: "password"))
+            help: ArgumentHelp("Put -w last to be asked for the password on the terminal (recommended; -p is the legacy synonym). -w <password> puts it on the command line, where other users can read it.", valueName: "password"))
     var password: String?
+
+    @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input: one line, without its trailing newline (for scripts).")
+    var passwordFromStandardInput = false
 
     @OptionGroup var options: AddOptions
 
     @OptionGroup var keychain: KeychainOptions
 
+    func validate() throws {
+        if passwordFromStandardInput && (password != nil || options.hexPassword != nil) {
+            throw ValidationError("--password-stdin reads the password from standard input: leave out -w/-p and -X.")
+        }
+    }
+
     func run() async throws {
-        let secret = try PasswordPrompt.secret(text: password, hex: options.hexPassword, function: Self.addFunction)
+        let secret = try PasswordPrompt.secret(text: password, hex: options.hexPassword, fromStandardInput: passwordFromStandardInput,
+                                               function: Self.addFunction)
         let context = try ToolContext.open(accessGroup: keychain.accessGroup)
         try PasswordItems.add(context, .genericPassword, attributes: attributes.attributes(forAdding: true),
                               searchAttributes: attributes.searchAttributes(forAdding: true),

@@ -27,8 +27,21 @@ enum KeychainBackups {
         }
     }
 
-    /// The backup password: `given`, else asked twice on the terminal.
-    static func newPassword(_ given: String?, function: String, hint: String) throws(ToolFailure) -> String {
+    /// The hint printed when there is no terminal to ask for a backup password or passphrase on.
+    static let standardInputHint = "Give it on standard input with --password-stdin."
+
+    /// The password of a backup being read: one line of standard input with `fromStandardInput`, else `given`,
+    /// else asked once on the terminal with `prompt`.
+    static func password(_ given: String?, fromStandardInput: Bool, prompt: String, function: String) throws(ToolFailure) -> String {
+        if fromStandardInput { return try StandardInputSecret.text(function: function, what: "the password") }
+        if let given { return given }
+        return try PasswordPrompt.ask(prompt, function: function, hint: standardInputHint)
+    }
+
+    /// The password of a new backup: one line of standard input with `fromStandardInput`, else `given`, else
+    /// asked twice on the terminal.
+    static func newPassword(_ given: String?, fromStandardInput: Bool, function: String, hint: String = standardInputHint) throws(ToolFailure) -> String {
+        if fromStandardInput { return try StandardInputSecret.text(function: function, what: "the backup password") }
         if let given { return given }
         let first = try PasswordPrompt.ask("Backup password: ", function: function, hint: hint)
         guard try PasswordPrompt.ask("Retype backup password: ", function: function, hint: hint) == first else {
@@ -71,7 +84,9 @@ struct BackupKeychain: AsyncParsableCommand {
         discussion: """
         Items restore on any machine, except ThisDeviceOnly items, whose secrets stay bound to this machine's \
         device key, and WhenPasscodeSetThisDeviceOnly items, which are never backed up. The keychain must be \
-        unlocked (you are asked for its passcode on the terminal when one is set).
+        unlocked (you are asked for its passcode on the terminal when one is set). The backup password is asked \
+        for twice on the terminal (echo off); scripts give it as one line on standard input with --password-stdin. \
+        -P <password> still works but puts it on the command line, where other users can read it.
         """
     )
 
@@ -80,11 +95,18 @@ struct BackupKeychain: AsyncParsableCommand {
     @Option(name: .customShort("o"), help: ArgumentHelp("The backup file to write (mode 0600).", valueName: "file"))
     var output: String
 
-    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The backup password (asked twice on the terminal if omitted).", valueName: "password"))
+    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The backup password, on the command line where other users can read it (leave it out to be asked twice on the terminal, or use --password-stdin).", valueName: "password"))
     var password: String?
 
+    @Flag(name: .customLong("password-stdin"), help: "Read the backup password from standard input: one line, without its trailing newline (for scripts).")
+    var passwordFromStandardInput = false
+
+    func validate() throws {
+        if passwordFromStandardInput && password != nil { throw ValidationError("--password-stdin reads the backup password from standard input: leave out -P.") }
+    }
+
     func run() async throws {
-        let secret = try KeychainBackups.newPassword(password, function: Self.function, hint: "Give the backup password with -P.")
+        let secret = try KeychainBackups.newPassword(password, fromStandardInput: passwordFromStandardInput, function: Self.function)
         let backup = try KeychainBackups.make(password: secret, function: Self.function)
         do {
             try KeychainFiles.write(backup.data, to: output)
@@ -102,7 +124,9 @@ struct RestoreKeychain: AsyncParsableCommand {
         abstract: "Restore items from an encrypted keychain backup.",
         discussion: """
         Merges by primary key: an item the keychain already has is replaced only if the backup's copy is newer. \
-        A wrong password or a truncated or damaged file changes nothing.
+        A wrong password or a truncated or damaged file changes nothing. A damaged item of the keychain (see \
+        verify-keychain) is replaced by the backup's copy. The password is asked for on the terminal (echo off); \
+        scripts give it as one line on standard input with --password-stdin.
         """
     )
 
@@ -111,12 +135,19 @@ struct RestoreKeychain: AsyncParsableCommand {
     @Option(name: .customShort("i"), help: ArgumentHelp("The backup file to read.", valueName: "file"))
     var input: String
 
-    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The backup password (asked on the terminal if omitted).", valueName: "password"))
+    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The backup password, on the command line where other users can read it (leave it out to be asked on the terminal, or use --password-stdin).", valueName: "password"))
     var password: String?
+
+    @Flag(name: .customLong("password-stdin"), help: "Read the backup password from standard input: one line, without its trailing newline (for scripts).")
+    var passwordFromStandardInput = false
+
+    func validate() throws {
+        if passwordFromStandardInput && password != nil { throw ValidationError("--password-stdin reads the backup password from standard input: leave out -P.") }
+    }
 
     func run() async throws {
         let data = try KeychainBackups.read(input, function: Self.function)
-        let secret = try password ?? PasswordPrompt.ask("Backup password: ", function: Self.function, hint: "Give the backup password with -P.")
+        let secret = try KeychainBackups.password(password, fromStandardInput: passwordFromStandardInput, prompt: "Backup password: ", function: Self.function)
         Output.standardOutput(KeychainBackups.describe(try KeychainBackups.restore(data, password: secret, function: Self.function)))
     }
 }

@@ -9,7 +9,8 @@ struct DumpKeychain: AsyncParsableCommand {
         abstract: "Dump the contents of the keychain.",
         discussion: """
         Prints every generic and internet password, local and synchronizable; secrets only with -d, and when \
-        the keychain has a passcode, only after it is given (asked for on the terminal).
+        the keychain has a passcode, only after it is given (asked for on the terminal). A damaged password \
+        item (see verify-keychain) is listed on stderr and the command exits with errSecDecode's status (93).
         """
     )
 

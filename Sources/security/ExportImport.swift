@@ -17,8 +17,8 @@ struct ExportCommand: AsyncParsableCommand {
         commandName: "export",
         abstract: "Export items from a keychain.",
         discussion: """
-        -f backup -t all writes the whole keychain in the backup format, sealed under the passphrase (-P, or \
-        asked twice on the terminal), exactly as backup-keychain does; import -f backup reads it back. Otherwise \
+        -f backup -t all writes the whole keychain in the backup format, sealed under the passphrase (asked \
+        twice on the terminal, or one line of standard input with --passphrase-stdin), exactly as backup-keychain does; import -f backup reads it back. Otherwise \
         certificates (-t certs) and public keys (-t pubKeys) are written as PEM (pemseq, the default), or one \
         certificate as DER (-f x509, PEM with -p). Private keys and identities are not exported.
         """
@@ -46,11 +46,19 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(name: .customShort("p"), help: "PEM encode the output (accepted for compatibility).")
     var pem = false
 
-    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The passphrase the export is sealed under (asked twice on the terminal if omitted).", valueName: "passphrase"))
+    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The passphrase the export is sealed under, on the command line where other users can read it (leave it out to be asked twice on the terminal, or use --passphrase-stdin).", valueName: "passphrase"))
     var passphrase: String?
+
+    @Flag(name: [.customLong("passphrase-stdin"), .customLong("password-stdin")],
+          help: "Read the passphrase from standard input: one line, without its trailing newline (for scripts).")
+    var passphraseFromStandardInput = false
 
     @Option(name: .customShort("o"), help: ArgumentHelp("The file to write (mode 0600; default: standard output).", valueName: "outfile"))
     var output: String?
+
+    func validate() throws {
+        if passphraseFromStandardInput && passphrase != nil { throw ValidationError("--passphrase-stdin reads the passphrase from standard input: leave out -P.") }
+    }
 
     func run() async throws {
         guard format == .backup else {
@@ -60,7 +68,8 @@ struct ExportCommand: AsyncParsableCommand {
         guard type == .all else {
             throw ToolFailure(Self.function, status: .param, detail: "The backup format holds the whole keychain: use -t all (the default).")
         }
-        let secret = try KeychainBackups.newPassword(passphrase, function: Self.function, hint: "Give the passphrase with -P.")
+        let secret = try KeychainBackups.newPassword(passphrase, fromStandardInput: passphraseFromStandardInput, function: Self.function,
+                                                     hint: "Give it on standard input with --passphrase-stdin.")
         try write(KeychainBackups.make(password: secret, function: Self.function).data)
     }
 
@@ -131,7 +140,9 @@ struct ImportCommand: AsyncParsableCommand {
         A file in the backup format (written by export -f backup or backup-keychain) is recognized without -f \
         and merged into the keychain: the newer copy of each item wins, and a wrong passphrase or a damaged file \
         changes nothing. PEM files (certificates, private and public keys), DER certificates and keys, and \
-        password-protected PKCS#12 files (an identity and its chain) are added to the keychain.
+        password-protected PKCS#12 files (an identity and its chain) are added to the keychain. The passphrase of \
+        a backup or PKCS#12 file is asked for on the terminal (echo off); scripts give it as one line on standard \
+        input with --passphrase-stdin.
         """
     )
 
@@ -160,14 +171,29 @@ struct ImportCommand: AsyncParsableCommand {
     @Flag(name: .customShort("x"), help: "Imported private keys are not extractable (accepted for compatibility).")
     var nonExtractable = false
 
-    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The passphrase the file is sealed under (asked on the terminal if omitted).", valueName: "passphrase"))
+    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The passphrase the file is sealed under, on the command line where other users can read it (leave it out to be asked on the terminal, or use --passphrase-stdin).", valueName: "passphrase"))
     var passphrase: String?
+
+    @Flag(name: [.customLong("passphrase-stdin"), .customLong("password-stdin")],
+          help: "Read the passphrase from standard input: one line, without its trailing newline (for scripts).")
+    var passphraseFromStandardInput = false
 
     @Flag(name: .customShort("A"), help: "Allow any application to use the imported items (accepted for compatibility).")
     var anyApplication = false
 
     @Option(name: .customShort("T"), help: ArgumentHelp("An application that may use the imported items (accepted for compatibility).", valueName: "appPath"))
     var applications: [String] = []
+
+    func validate() throws {
+        if passphraseFromStandardInput && passphrase != nil { throw ValidationError("--passphrase-stdin reads the passphrase from standard input: leave out -P.") }
+    }
+
+    /// The passphrase: one line of standard input, `-P`, or asked once on the terminal with `prompt`.
+    func secret(prompt: String) throws(ToolFailure) -> String {
+        if passphraseFromStandardInput { return try StandardInputSecret.text(function: Self.function, what: "the passphrase") }
+        if let passphrase { return passphrase }
+        return try PasswordPrompt.ask(prompt, function: Self.function, hint: "Give it on standard input with --passphrase-stdin.")
+    }
 
     func run() async throws {
         let data = try KeychainBackups.read(input, function: Self.function)
@@ -178,7 +204,7 @@ struct ImportCommand: AsyncParsableCommand {
             guard type == nil || type == .agg else {
                 throw ToolFailure(Self.function, status: .param, detail: "A keychain backup holds the whole keychain: leave out -t or use -t agg.")
             }
-            let secret = try passphrase ?? PasswordPrompt.ask("Backup password: ", function: Self.function, hint: "Give the passphrase with -P.")
+            let secret = try secret(prompt: "Backup password: ")
             Output.standardOutput(KeychainBackups.describe(try KeychainBackups.restore(data, password: secret, function: Self.function)))
             return
         }
@@ -206,7 +232,7 @@ struct ImportCommand: AsyncParsableCommand {
         guard format == .pkcs12 || data.first == 0x30 else {
             throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input) is not a keychain backup, PEM, DER or PKCS#12.")
         }
-        let secret = try passphrase ?? PasswordPrompt.ask("PKCS#12 passphrase: ", function: Self.function, hint: "Give the passphrase with -P.")
+        let secret = try secret(prompt: "PKCS#12 passphrase: ")
         let p12: KeyAndCertificateFile.PKCS12Identity
         do {
             p12 = try KeyAndCertificateFile.pkcs12(data, password: secret)

@@ -131,7 +131,7 @@ struct InternetAttributeOptions<Wording: AttributeWording>: ParsableArguments, P
 
 /// The flags both add verbs take besides the item's attributes and its password (`-X -U -A -T`).
 struct AddOptions: ParsableArguments {
-    @Option(name: .customShort("X"), parsing: .unconditional, help: ArgumentHelp("Specify password data to be added as a hexadecimal string.", valueName: "hex"))
+    @Option(name: .customShort("X"), parsing: .unconditional, help: ArgumentHelp("Specify password data to be added as a hexadecimal string (on the command line, where other users can read it: prefer --password-stdin).", valueName: "hex"))
     var hexPassword: HexData?
 
     @Flag(name: .customShort("U"), help: "Update item if it already exists (if omitted, the item cannot already exist).")

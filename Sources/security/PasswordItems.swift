@@ -114,9 +114,11 @@ enum PasswordItems {
     }
 
     /// `dump-keychain`: every generic and internet password, in every group (or `accessGroup`), local and
-    /// synchronizable; with `showData` each item's secret too.
+    /// synchronizable; with `showData` each item's secret too. Damaged password items (every group) are listed on
+    /// stderr afterwards and fail the command with errSecDecode.
     static func dump(_ context: ToolContext, accessGroup: String?, showData: Bool) throws(ToolFailure) {
         var out = ""
+        var unreadable = false
         for itemClass in [KeychainItem.Class.genericPassword, .internetPassword] {
             var query = KeychainQuery(itemClass)
             if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
@@ -128,6 +130,10 @@ enum PasswordItems {
                 items = try context.find(query)
             } catch where error.code == .itemNotFound {
                 items = []
+            } catch where error.code == .corruptData {
+                // Every candidate is damaged: reported below, after the intact items.
+                items = []
+                unreadable = true
             } catch {
                 throw ToolFailure(searchFunction, error)
             }
@@ -136,5 +142,11 @@ enum PasswordItems {
             }
         }
         Output.standardOutput(out)
+        // A damaged password item is never left out in silence: listed on stderr, and the command fails.
+        let damaged = ((try? context.store.verify())?.damagedItems ?? []).filter { [.genericPassword, .internetPassword].contains($0.itemClass) }
+        if !damaged.isEmpty || unreadable {
+            Output.standardError(damaged.map(VerifyKeychain.describe).joined())
+            throw VerifyKeychain.damageFailure(damaged.isEmpty ? nil : damaged.count, function: searchFunction)
+        }
     }
 }

@@ -9,20 +9,25 @@ import Musl
 import Darwin
 #endif
 
-/// Where the secret of a new item comes from: `-w`, `-X`, or, when neither is given, a prompt on the
-/// terminal with echo off (macOS's `getpass`), asked twice.
+/// Where the secret of a new item comes from: a prompt on the terminal with echo off (macOS's `getpass`), asked
+/// twice, when no password is given or `-w` ends the command; one line of standard input with `--password-stdin`;
+/// or, for compatibility, `-w <password>` or `-X <hex>` on the command line (where other users can read it).
 enum PasswordPrompt {
+    /// The hint printed when there is no terminal to ask for a secret on.
+    static let standardInputHint = "Give it on standard input with --password-stdin, for example: printf '%s\\n' \"$SECRET\" | security ... --password-stdin"
+
     /// The secret for an add command. `function` names the call in the error macOS-style messages print.
-    static func secret(text: String?, hex: HexData?, function: String) throws(ToolFailure) -> Data {
+    static func secret(text: String?, hex: HexData?, fromStandardInput: Bool, function: String) throws(ToolFailure) -> Data {
+        if fromStandardInput { return try StandardInputSecret.line(function: function, what: "the password") }
         if let hex { return hex.data }
         if let text { return Data(text.utf8) }
         return try prompt(function: function)
     }
 
     /// Prompts on `/dev/tty` up to three times until both entries match. Without a terminal the command fails
-    /// with `errSecInteractionNotAllowed` instead of waiting.
+    /// with `errSecInteractionNotAllowed` instead of waiting, naming `--password-stdin`.
     static func prompt(function: String) throws(ToolFailure) -> Data {
-        let fd = try openTerminal(function: function, detail: "There is no terminal to ask for the password on. Give it with -w <password> or -X <hex>.")
+        let fd = try openTerminal(function: function, detail: "There is no terminal to ask for the password on. \(standardInputHint)")
         defer { close(fd) }
         for _ in 0 ..< 3 {
             guard let first = readLine(fd, prompt: "password data for new item: ") else { break }

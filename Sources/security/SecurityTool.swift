@@ -19,7 +19,7 @@ struct SecurityTool: AsyncParsableCommand {
         subcommands: [
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
-            DumpKeychain.self, UnlockKeychain.self, LockKeychain.self, SetKeychainPassword.self,
+            DumpKeychain.self, VerifyKeychain.self, UnlockKeychain.self, LockKeychain.self, SetKeychainPassword.self,
             BackupKeychain.self, RestoreKeychain.self, ExportCommand.self, ImportCommand.self, AppCommand.self, DaemonCommand.self,
             ShowKeychainInfo.self, SetKeychainSettings.self, ErrorCommand.self,
             AddCertificates.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self, VerifyCert.self,

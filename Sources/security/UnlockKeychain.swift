@@ -10,28 +10,42 @@ struct UnlockKeychain: AsyncParsableCommand {
         discussion: """
         Checks the passcode and unlocks the keychain's protected classes. Without keychaind, an unlock lasts \
         for the process that made it, so other `security` commands ask for the passcode themselves when they \
-        need it. Wrong passcodes are throttled with growing delays. With no passcode set there is nothing to unlock.
+        need it. Wrong passcodes are throttled with growing delays. With no passcode set there is nothing to unlock. \
+        The passcode is asked for on the terminal (echo off); scripts give it as one line on standard input with \
+        --password-stdin. -p <password> still works but puts it on the command line, where other users can read it.
         """
     )
 
     /// The function name macOS prints when unlocking fails.
     static let function = "SecKeychainUnlock default"
 
-    @Option(name: .customShort("p"), parsing: .unconditional, help: ArgumentHelp("Use password as the password for the keychain (prompted for on the terminal if omitted).", valueName: "password"))
+    @Option(name: .customShort("p"), parsing: .unconditional, help: ArgumentHelp("Use password as the password for the keychain, on the command line where other users can read it (leave it out to be asked on the terminal, or use --password-stdin).", valueName: "password"))
     var password: String?
+
+    @Flag(name: [.customLong("password-stdin"), .customLong("passcode-stdin")],
+          help: "Read the passcode from standard input: one line, without its trailing newline (for scripts).")
+    var passwordFromStandardInput = false
 
     @Flag(name: .customShort("u"), help: "Do not use the password (accepted for compatibility; a prompt is used instead when -p is absent).")
     var noPassword = false
 
     @OptionGroup var keychainNames: KeychainNames
 
+    func validate() throws {
+        if passwordFromStandardInput && password != nil {
+            throw ValidationError("--password-stdin reads the passcode from standard input: leave out -p.")
+        }
+    }
+
     func run() async throws {
         // Through keychaind, which holds the keys for every program, unlocking unlocks their items too.
         let keychain = try ToolContext.keychain(function: Self.function)
         do {
+            // The line is read even with no passcode set, so a script's input never waits unread.
+            let given = passwordFromStandardInput ? try StandardInputSecret.text(function: Self.function, what: "the passcode") : password
             guard try keychain.lockStatus != .noPasscode else { return }
-            let passcode = try password ?? PasswordPrompt.ask("password to unlock default: ", function: Self.function,
-                                                              hint: "Give the passcode with -p.")
+            let passcode = try given ?? PasswordPrompt.ask("password to unlock default: ", function: Self.function,
+                                                           hint: "Give the passcode on standard input with --password-stdin.")
             try keychain.unlock(passcode: passcode)
         } catch let error as KeychainError {
             throw ToolFailure(Self.function, error)
@@ -71,25 +85,48 @@ struct SetKeychainPassword: AsyncParsableCommand {
         abstract: "Set password for a keychain.",
         discussion: """
         Re-wraps the class keys under the new passcode; items are not re-encrypted. An empty new password \
-        (-p "") removes the passcode, which destroys every WhenPasscodeSetThisDeviceOnly item. Without -o or -p \
-        the passwords are asked for on the terminal.
+        removes the passcode, which destroys every WhenPasscodeSetThisDeviceOnly item. The passwords are asked \
+        for on the terminal (echo off; the new one twice). Scripts give them on standard input, one line each: \
+        --old-password-stdin reads the old one, --new-password-stdin the new one (an empty line removes the \
+        passcode); with both, the old one comes first. -o and -p still work but put the passwords on the command \
+        line, where other users can read them.
         """
     )
 
     /// The function name macOS prints when changing the password fails.
     static let function = "SecKeychainChangePassword default"
 
-    @Option(name: .customShort("o"), parsing: .unconditional, help: ArgumentHelp("Old keychain password (prompted for if a passcode is set and this is omitted).", valueName: "oldPassword"))
+    @Option(name: .customShort("o"), parsing: .unconditional, help: ArgumentHelp("Old keychain password, on the command line where other users can read it (leave it out to be asked, or use --old-password-stdin).", valueName: "oldPassword"))
     var oldPassword: String?
 
-    @Option(name: .customShort("p"), parsing: .unconditional, help: ArgumentHelp("New keychain password (prompted for if omitted; empty removes the passcode).", valueName: "newPassword"))
+    @Option(name: .customShort("p"), parsing: .unconditional, help: ArgumentHelp("New keychain password, on the command line where other users can read it (leave it out to be asked, or use --new-password-stdin; empty removes the passcode).", valueName: "newPassword"))
     var newPassword: String?
+
+    @Flag(name: [.customLong("old-password-stdin"), .customLong("old-passcode-stdin")],
+          help: "Read the old password from standard input: one line, without its trailing newline (read first).")
+    var oldFromStandardInput = false
+
+    @Flag(name: [.customLong("new-password-stdin"), .customLong("new-passcode-stdin")],
+          help: "Read the new password from standard input: one line, without its trailing newline; an empty line removes the passcode.")
+    var newFromStandardInput = false
 
     @OptionGroup var keychainNames: KeychainNames
 
+    func validate() throws {
+        if oldFromStandardInput && oldPassword != nil {
+            throw ValidationError("--old-password-stdin reads the old password from standard input: leave out -o.")
+        }
+        if newFromStandardInput && newPassword != nil {
+            throw ValidationError("--new-password-stdin reads the new password from standard input: leave out -p.")
+        }
+    }
+
     func run() async throws {
+        // Standard input first, in order (old, then new), before anything else is asked.
+        let oldGiven = oldFromStandardInput ? try StandardInputSecret.text(function: Self.function, what: "the old password") : oldPassword
+        let newGiven = newFromStandardInput ? try StandardInputSecret.text(function: Self.function, what: "the new password") : newPassword
         let keychain = try ToolContext.keychain(function: Self.function)
-        let hint = "Give the passwords with -o and -p."
+        let hint = "Give the passwords on standard input with --old-password-stdin and --new-password-stdin."
         var old: String?
         let status: KeychainStore.Status
         do {
@@ -98,9 +135,9 @@ struct SetKeychainPassword: AsyncParsableCommand {
             throw ToolFailure(Self.function, error)
         }
         if status.lockStatus != .noPasscode {
-            old = try oldPassword ?? PasswordPrompt.ask("Old Password: ", function: Self.function, hint: hint)
+            old = try oldGiven ?? PasswordPrompt.ask("Old Password: ", function: Self.function, hint: hint)
         }
-        var new = newPassword
+        var new = newGiven
         if new == nil {
             let first = try PasswordPrompt.ask("New Password: ", function: Self.function, hint: hint)
             let second = try PasswordPrompt.ask("Retype New Password: ", function: Self.function, hint: hint)

@@ -123,8 +123,9 @@ import Glibc
         sqlite.waitUntilExit()
         #expect(sqlite.terminationStatus == 0)
         kc.run {
-            // Row 1 no longer authenticates and is skipped; b is still b; nobody reads "BBB" as a's secret.
-            #expect(copy(genp("a", "s", [kSecReturnData as String: true])).0 == errSecItemNotFound)
+            // Row 1 no longer authenticates and is reported damaged (never dropped in silence); b is still b;
+            // nobody reads "BBB" as a's secret.
+            #expect(copy(genp("a", "s", [kSecReturnData as String: true])).0 == errSecDecode)
             #expect(copy(genp("b", "s", [kSecReturnData as String: true])).1 as? Data == Data("BBB".utf8))
         }
     }

@@ -6,7 +6,8 @@ import GRDB
 extension KeychainEngine {
     /// Writes every item to one backup sealed under `password`. WhenPasscodeSetThisDeviceOnly items are left
     /// out; ThisDeviceOnly items keep their secrets bound to this machine's device key. Needs the keychain
-    /// unlocked (`errSecInteractionNotAllowed` otherwise).
+    /// unlocked (`errSecInteractionNotAllowed` otherwise). Damaged items are left out and counted in the log
+    /// (`security verify-keychain` lists them).
     package func backup(password: String) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
         guard !password.isEmpty else { throw .param("The backup password is empty. Choose one; it is needed to restore.") }
         let device = try deviceKey()
@@ -16,7 +17,7 @@ extension KeychainEngine {
             var q = ItemQuery(itemClass: cls)
             q.sync = .any
             q.limit = .all
-            let rows = try read { db in try matchingRows(db, q, groups: nil, includeSecret: true, limit: nil) }
+            let rows = try read { db in try matchingRows(db, q, groups: nil, includeSecret: true, limit: nil, damaged: .skip) }
             for (stored, item) in rows {
                 let protection = stored.identity.protection
                 if protection == .whenPasscodeSetThisDeviceOnly {
@@ -73,8 +74,8 @@ extension KeychainEngine {
                 let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(KeychainEngine.rowColumns) FROM \"\(table)\" WHERE pk = ?"),
                                                 arguments: [primaryKeyHash])
                 if let existing, let stored = KeychainEngine.storedRow(existing, table: table, includeSecret: false) {
-                    if !stored.identity.tombstone {
-                        let current = try crypto.openAttributes(stored.meta, row: stored.identity)
+                    // A damaged item is replaced by the backup's copy: restoring is how it is repaired.
+                    if !stored.identity.tombstone, let current = try openAttributesIfIntact(stored) {
                         if case .date(let mine)? = current["mdat"], case .date(let theirs)? = record.attributes["mdat"], mine >= theirs {
                             summary.keptNewer += 1
                             continue

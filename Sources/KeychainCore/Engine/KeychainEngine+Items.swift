@@ -81,7 +81,9 @@ extension KeychainEngine {
     }
 
     /// Finds matching items (Apple's `SecItemCopyMatching`); throws `errSecItemNotFound` when none match. A token
-    /// key's private bytes never leave: such keys come back with their public key instead.
+    /// key's private bytes never leave: such keys come back with their public key instead. A damaged item the
+    /// query meets gives `errSecDecode`; with `kSecMatchLimitAll` it is skipped and counted in the log, and the
+    /// query fails with `errSecDecode` only when no intact item matched (see ``DamagedRowPolicy``).
     package func find(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [FoundItem] {
         try findStored(q, caller: caller).map { $0.leavingEngine() }
     }
@@ -96,7 +98,8 @@ extension KeychainEngine {
             return identities
         }
         let items = try read { db in
-            try matchingRows(db, q, groups: groups, includeSecret: q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass)), limit: q.limit.maximum).map(\.1)
+            try matchingRows(db, q, groups: groups, includeSecret: q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass)), limit: q.limit.maximum,
+                         damaged: .forQuery(q)).map(\.1)
         }
         logger.debug("copy-matching", metadata: ["class": "\(q.itemClass.rawValue)", "count": "\(items.count)"])
         guard !items.isEmpty else { throw .notFound() }
@@ -116,7 +119,7 @@ extension KeychainEngine {
         }
         let groups = try visibleGroups(q, caller: caller)
         let count = try write { db in
-            let rows = try matchingRows(db, q, groups: groups, includeSecret: true, limit: nil)
+            let rows = try matchingRows(db, q, groups: groups, includeSecret: true, limit: nil, damaged: .skipUnlessNoneIntact)
             guard !rows.isEmpty else { throw KeychainError.notFound() }
             let timestamp = now()
             for (stored, item) in rows {
@@ -187,7 +190,7 @@ extension KeychainEngine {
         }
         let groups = try visibleGroups(q, caller: caller)
         let count = try write { db in
-            let rows = try matchingRows(db, q, groups: groups, includeSecret: false, limit: nil)
+            let rows = try matchingRows(db, q, groups: groups, includeSecret: false, limit: nil, damaged: .skipUnlessNoneIntact)
             guard !rows.isEmpty else { throw KeychainError.notFound() }
             for (stored, item) in rows {
                 if stored.identity.sync {

@@ -103,4 +103,9 @@ extension KeychainError {
     static func notFound(_ message: String = "No item matched the query. Check the class, attributes, access group and kSecAttrSynchronizable.") -> KeychainError {
         KeychainError(code: .itemNotFound, message: message)
     }
+
+    /// A query met an item of class `itemClass` whose stored row is damaged (`errSecDecode`).
+    static func damagedItem(_ itemClass: ItemClass) -> KeychainError {
+        KeychainError(code: .corruptData, message: "An item of class \(itemClass.rawValue) that the query could match is damaged: its stored row is malformed or fails authentication. Run `security verify-keychain` to list damaged items, and restore them from a backup if you have one.")
+    }
 }

@@ -64,28 +64,39 @@ extension KeychainEngine {
 
     static let rowColumns = "rowid, uuid, pdmn, sync, tomb, h_agrp, pk, meta"
 
-    /// The access groups a query is confined to: nil means every group.
-    func matchingRows(_ db: Database, _ q: ItemQuery, groups: [String]?, includeSecret: Bool, limit: Int?) throws -> [(StoredRow, FoundItem)] {
+    /// The rows of `q`'s class that match it, at most `limit`, confined to `groups` (nil means every group). A
+    /// damaged row among the candidates (see ``DamagedRowPolicy``) is never passed over in silence: it fails the
+    /// query with `errSecDecode`, or is skipped and counted in the log, as `damaged` says.
+    func matchingRows(_ db: Database, _ q: ItemQuery, groups: [String]?, includeSecret: Bool, limit: Int?,
+                      damaged policy: DamagedRowPolicy) throws -> [(StoredRow, FoundItem)] {
         let cls = q.itemClass
         let columns = KeychainEngine.rowColumns + (includeSecret ? ", secret" : "")
         let (sql, arguments) = selectSQL(q, groups: groups, columns: columns)
         let statement = try db.cachedStatement(sql: sql)
         let cursor = try Row.fetchCursor(statement, arguments: arguments)
         var out: [(StoredRow, FoundItem)] = []
-        while let row = try cursor.next() {
-            guard let stored = KeychainEngine.storedRow(row, table: cls.table, includeSecret: includeSecret) else {
-                logger.error("skipping malformed row", metadata: ["class": "\(cls.rawValue)"])
-                continue
+        var damaged = 0
+        rows: while let row = try cursor.next() {
+            let outcome: RowOutcome
+            if let stored = KeychainEngine.storedRow(row, table: cls.table, includeSecret: includeSecret) {
+                outcome = try openRow(stored, q, includeSecret: includeSecret)
+            } else {
+                outcome = .damaged
             }
-            let identity = stored.identity
-            guard let attributes = try openAttributesSkippingCorrupt(stored.meta, row: identity) else { continue }
-            guard matches(attributes, q) else { continue }
-            var item = FoundItem(itemClass: cls, uuid: identity.uuid, attributes: attributes, data: nil)
-            if includeSecret, let blob = stored.secret {
-                item.data = try crypto.openSecret(blob, row: identity)
+            switch outcome {
+            case .noMatch:
+                continue rows
+            case .damaged:
+                damaged += 1
+                if policy == .fail { throw KeychainError.damagedItem(cls) }
+            case .item(let stored, let item):
+                out.append((stored, item))
+                if let limit, out.count >= limit { break rows }
             }
-            out.append((stored, item))
-            if let limit, out.count >= limit { break }
+        }
+        if damaged > 0 {
+            logger.error("skipped damaged items", metadata: ["class": "\(cls.rawValue)", "count": "\(damaged)"])
+            if out.isEmpty && policy == .skipUnlessNoneIntact { throw KeychainError.damagedItem(cls) }
         }
         return out
     }
@@ -101,14 +112,17 @@ extension KeychainEngine {
         certificates.attributes = q.attributes.filter { certificateCodes.contains($0.key) }
         let secrets = q.returns.data || q.returns.ref
         var out: [FoundItem] = []
-        for (_, certificate) in try matchingRows(db, certificates, groups: groups, includeSecret: secrets, limit: nil) {
+        let policy = DamagedRowPolicy.forQuery(q)
+        for (_, certificate) in try matchingRows(db, certificates, groups: groups, includeSecret: secrets, limit: nil, damaged: policy) {
             guard case .data(let hash)? = certificate.attributes["pkhh"] else { continue }
             var keys = ItemQuery(itemClass: .key)
             keys.sync = q.sync
             keys.attributes = q.attributes.filter { keyCodes.contains($0.key) }
             keys.attributes["klbl"] = .data(hash)
             keys.attributes["kcls"] = .int(KeyClass.privateKey.rawValue)
-            guard let (_, key) = try matchingRows(db, keys, groups: groups, includeSecret: secrets, limit: 1).first else { continue }
+            // A damaged key leaves its certificate without an identity; with kSecMatchLimitAll that is logged.
+            guard let (_, key) = try matchingRows(db, keys, groups: groups, includeSecret: secrets, limit: 1,
+                                                  damaged: policy == .fail ? .fail : .skip).first else { continue }
             var identity = certificate
             identity.identityKey = .init(uuid: key.uuid, attributes: key.attributes, data: key.data)
             out.append(identity)
@@ -134,14 +148,41 @@ extension KeychainEngine {
                          secret: includeSecret ? value(8, as: Data.self) : nil)
     }
 
-    /// Opens a row's attributes; a row that fails authentication (damaged or tampered with) is logged and
-    /// skipped, never deleted. (Kept out of `matchingRows`: a typed do/catch inside its loop makes the
+    /// What one candidate row turned out to be.
+    enum RowOutcome {
+        /// Intact, and it matches the query.
+        case item(StoredRow, FoundItem)
+        /// Intact, and the decrypted attributes do not match the query.
+        case noMatch
+        /// Its columns are malformed, or its sealed attributes or secret fail authentication.
+        case damaged
+    }
+
+    /// Opens a row's attributes (and its secret when asked), and checks them against `q`. A row that fails
+    /// authentication is reported as damaged, never deleted; a locked class still fails with
+    /// `errSecInteractionNotAllowed`. (Kept out of `matchingRows`: a typed do/catch inside its loop makes the
     /// Swift 6.3 compiler hang.)
-    func openAttributesSkippingCorrupt(_ meta: Data, row identity: ItemCrypto.RowIdentity) throws(KeychainError) -> [String: AttributeValue]? {
+    func openRow(_ stored: StoredRow, _ q: ItemQuery, includeSecret: Bool) throws(KeychainError) -> RowOutcome {
+        let identity = stored.identity
         do {
-            return try crypto.openAttributes(meta, row: identity)
+            let attributes = try crypto.openAttributes(stored.meta, row: identity)
+            guard matches(attributes, q) else { return .noMatch }
+            var item = FoundItem(itemClass: q.itemClass, uuid: identity.uuid, attributes: attributes, data: nil)
+            if includeSecret, let blob = stored.secret {
+                item.data = try crypto.openSecret(blob, row: identity)
+            }
+            return .item(stored, item)
         } catch where error.code == .corruptData {
-            logger.error("skipping item that failed authentication", metadata: ["class": "\(identity.table)"])
+            return .damaged
+        }
+    }
+
+    /// A row's attributes, or nil when they fail authentication (a damaged row); a locked class still fails with
+    /// `errSecInteractionNotAllowed`.
+    func openAttributesIfIntact(_ stored: StoredRow) throws(KeychainError) -> [String: AttributeValue]? {
+        do {
+            return try crypto.openAttributes(stored.meta, row: stored.identity)
+        } catch where error.code == .corruptData {
             return nil
         }
     }
