@@ -64,6 +64,8 @@ extension KeychainEngine {
 
     /// Sets (`old` nil), changes, or removes (`new` nil) the passcode. Class keys are re-wrapped, never items
     /// re-encrypted. Removing the passcode destroys the WhenPasscodeSetThisDeviceOnly key and deletes its items.
+    /// A new passcode's scrypt parameters are calibrated here, on this machine, to the engine's `passcodePolicy`
+    /// (at least 64 MiB and 250 ms), and recorded in the keybag (version 3) with the measured time.
     package func changePasscode(from old: String?, to new: String?) throws(KeychainError) {
         if let new, new.isEmpty { throw .param("The new passcode is empty. To remove the passcode, pass none.") }
         let parameters = new.map { _ in PasscodeKDF.tuned(policy: passcodePolicy, random: random) }
