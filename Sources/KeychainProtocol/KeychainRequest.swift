@@ -64,13 +64,4 @@ package enum KeychainRequest: Sendable, Hashable {
         case .verify: "verify"
         }
     }
-
-    /// Whether the request only reads and never waits on a disk flush or a slow key derivation, so keychaind
-    /// may answer it on the connection's event loop.
-    package var isQuickRead: Bool {
-        switch self {
-        case .find, .status, .settings: true
-        default: false
-        }
-    }
 }

@@ -104,7 +104,7 @@ import Glibc
     /// code it was made to load would otherwise act as the program. It is served as an untrusted program, with a
     /// private group apart from the program's own.
     @Test(arguments: [("LD_PRELOAD", "inject.so"), ("LD_LIBRARY_PATH", "lib"), ("LD_AUDIT", "audit.so")])
-    func aProgramStartedWithLoaderVariablesIsRefused(variable: String, file: String) throws {
+    func aProgramStartedWithLoaderVariablesGetsNoRegisteredIdentity(variable: String, file: String) throws {
         let vault = try Vault()
         // A library the loader really loads (a copy of the C library's libm) for LD_PRELOAD and LD_AUDIT; a folder for
         // LD_LIBRARY_PATH.
@@ -128,7 +128,7 @@ import Glibc
     /// A registered program under a tracer (here strace, which could change what it sends) gets no registered
     /// identity.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"), "needs strace to trace a client"))
-    func aTracedProgramIsRefused() throws {
+    func aTracedProgramGetsNoRegisteredIdentity() throws {
         let vault = try Vault()
         let run = try vault.find(prefix: ["/usr/bin/strace", "-f", "-qq", "-o", "/dev/null"])
         #expect(run.stdout == "status=-34018\n", "\(run.stdout)\(run.stderr)")

@@ -55,8 +55,13 @@ struct PasswordStdinTests {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            // The tool blocks reading its standard input until we write: read its command line meanwhile.
-            let cmdline = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(process.processIdentifier)/cmdline"))
+            // The tool blocks reading its standard input until we write: read its command line meanwhile (once the
+            // new process shows one: right after the spawn it may still be empty).
+            var cmdline = Data()
+            for _ in 0 ..< 500 where cmdline.isEmpty {
+                cmdline = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(process.processIdentifier)/cmdline"))) ?? Data()
+                if cmdline.isEmpty { usleep(10_000) }
+            }
             let arguments = cmdline.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
             #expect(process.isRunning, "the tool must still be waiting on standard input")
             #expect(arguments.contains("--password-stdin"))
