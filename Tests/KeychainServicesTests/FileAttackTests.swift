@@ -12,6 +12,17 @@ import Glibc
 @Suite struct FileAttackTests {
     static let asRoot = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
 
+    /// Expects keychaind not to start, saying `reason` (what the launcher reports of its standard error).
+    static func expectStartRefused(_ reason: String, sourceLocation: SourceLocation = #_sourceLocation, _ start: () throws -> DaemonProcess) {
+        do {
+            let daemon = try start()
+            Issue.record("keychaind started: \(daemon.socketPath)", sourceLocation: sourceLocation)
+            daemon.stop()
+        } catch {
+            #expect("\(error)".contains(reason), "\(error)", sourceLocation: sourceLocation)
+        }
+    }
+
     /// Another user who creates the victim's keychain folder first (open to all, or simply theirs) would read or
     /// replace what goes in it: the keychain refuses such a folder, in-process and in keychaind, and says why.
     @Test(.enabled(if: asRoot, "plays another user with chown, which needs root"))
@@ -27,7 +38,7 @@ import Glibc
             let run = try runProgram(helper, ["add", "x", "svc", "secret"], environment: env)
             #expect(run.stdout == "status=-36\n", "owner \(owner), mode \(String(mode, radix: 8)): \(run.stdout)\(run.stderr)")
             #expect((try FileManager.default.contentsOfDirectory(atPath: f.home)).isEmpty, "nothing was written in it")
-            #expect(throws: (any Error).self) { try DaemonProcess(home: f.home) }
+            Self.expectStartRefused(owner == getuid() ? "can be written by others" : "belongs to user \(owner)") { try DaemonProcess(home: f.home) }
         }
         // A folder of one's own that others may only read is closed to them and used.
         try FileManager.default.removeItem(atPath: f.home)
@@ -64,12 +75,12 @@ import Glibc
         let victim = f.folder + "/victim.txt"
         try Data("precious\n".utf8).write(to: URL(fileURLWithPath: victim))
         try FileManager.default.createSymbolicLink(atPath: runtime + "/keychaind.pid", withDestinationPath: victim)
-        #expect(throws: (any Error).self) { try DaemonProcess(home: f.home, socketPath: runtime + "/d.sock") }
+        Self.expectStartRefused("keychaind.pid is a symbolic link") { try DaemonProcess(home: f.home, socketPath: runtime + "/d.sock") }
         #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
         // A hard link is refused the same way.
         try FileManager.default.removeItem(atPath: runtime + "/keychaind.pid")
         try FileManager.default.linkItem(atPath: victim, toPath: runtime + "/keychaind.pid")
-        #expect(throws: (any Error).self) { try DaemonProcess(home: f.home, socketPath: runtime + "/d.sock") }
+        Self.expectStartRefused("is not a file of your own with one name") { try DaemonProcess(home: f.home, socketPath: runtime + "/d.sock") }
         #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
         // Without the plant, the pid is written beside the socket.
         try FileManager.default.removeItem(atPath: runtime + "/keychaind.pid")
