@@ -33,27 +33,32 @@ package enum DaemonSocket {
         return true
     }
 
-    /// A blocking, close-on-exec stream connection to `path`. Fails with ``KeychainError/Code/notAvailable`` when
-    /// nothing listens there, and ``KeychainError/Code/invalidParameter`` for a path too long for a socket address.
-    package static func connect(_ path: String) throws(KeychainError) -> Int32 {
-        #if os(Linux)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        #else
-        let fd = socket(AF_UNIX, SOCK_STREAM, 0)
-        #endif
-        guard fd >= 0 else { throw KeychainError(code: .notAvailable, message: String(cString: strerror(errno))) }
+    /// The socket address of `path`; ``KeychainError/Code/invalidParameter`` for a path too long for one.
+    package static func address(_ path: String) throws(KeychainError) -> sockaddr_un {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard bytes.count < capacity else {
-            close(fd)
             throw KeychainError(code: .invalidParameter, message: "The keychaind socket path \(path) is longer than \(capacity - 1) bytes. Choose a shorter path.")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
+        return address
+    }
+
+    /// A blocking, close-on-exec stream connection to `path`. Fails with ``KeychainError/Code/notAvailable`` when
+    /// nothing listens there, and ``KeychainError/Code/invalidParameter`` for a path too long for a socket address.
+    package static func connect(_ path: String) throws(KeychainError) -> Int32 {
+        var address = try address(path)
+        #if os(Linux)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #else
+        let fd = socket(AF_UNIX, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw KeychainError(code: .notAvailable, message: String(cString: strerror(errno))) }
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 systemConnect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))

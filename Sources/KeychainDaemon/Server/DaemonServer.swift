@@ -1,6 +1,7 @@
 import CKeychainLinux
 import Foundation
 import KeychainCore
+import KeychainProtocol
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -74,19 +75,14 @@ struct DaemonServer: Service {
                 }
                 unlink(path)
             }
+            var address: sockaddr_un
+            do {
+                address = try DaemonSocket.address(path)
+            } catch {
+                throw StartFailure(error.message)
+            }
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { throw StartFailure("Cannot make a socket: \(String(cString: strerror(errno))).") }
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            let bytes = Array(path.utf8)
-            guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-                _ = close(fd)
-                throw StartFailure("The socket path \(path) is too long; choose a shorter one.")
-            }
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                raw.copyBytes(from: bytes)
-                raw[bytes.count] = 0
-            }
             let bound = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
             }
