@@ -168,12 +168,19 @@ package final class DaemonClient: Sendable {
         guard ckeychain_peer_credentials_of(fd, &peer) == 0 else {
             throw KeychainError(code: .notAvailable, message: "Cannot tell who serves \(socketPath) (\(String(cString: strerror(errno)))); nothing was sent.")
         }
-        var trusted: Set<UInt32> = [geteuid(), 0]
-        if let system = getpwnam(DaemonSocket.systemUser) { trusted.insert(system.pointee.pw_uid) }
-        guard trusted.contains(peer.uid) else {
+        guard peer.uid == geteuid() || peer.uid == 0 || peer.uid == Self.systemUserID else {
             throw KeychainError(code: .notAvailable, message: "The process serving \(socketPath) runs as user \(peer.uid), not as you or the keychain's system user, so it is not keychaind; nothing was sent to it. Remove that socket or point KEYCHAIN_DAEMON_SOCKET at your keychaind.")
         }
     }
+
+    /// The uid of the `keychain` system user, looked up once per process (nil when there is none).
+    private static let systemUserID: UInt32? = {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwnam_r(DaemonSocket.systemUser, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return entry.pw_uid
+    }()
 
     /// Sends all of `bytes`; returns the `errno` of a failure, nil when everything went.
     private func send(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
