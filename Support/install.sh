@@ -16,6 +16,7 @@
 #   --no-enable      install the units without enabling or starting them
 #   --destdir DIR    stage everything under DIR (for packaging); nothing is enabled, no user is created
 #   --build-path DIR build in DIR instead of .build (swift build --scratch-path)
+#   --strip          strip the installed binaries (about 120 MB each with symbols, 70 MB without)
 #
 # Without a running systemd (a container, CI), --system creates the keychain user with useradd and the folders with
 # install -d, and says how to start keychaind by hand.
@@ -27,6 +28,7 @@ build=yes
 enable=yes
 destdir=""
 scratch=""
+strip=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --system) mode=system ;;
@@ -37,9 +39,10 @@ while [ $# -gt 0 ]; do
         --destdir=*) destdir="${1#--destdir=}" ;;
         --build-path) scratch="$2"; shift ;;
         --build-path=*) scratch="${1#--build-path=}" ;;
+        --strip) strip=-s ;;
         --no-build) build=no ;;
         --no-enable) enable=no ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,/^set -eu$/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -91,7 +94,7 @@ done
 # 3. The binaries: keychaind beside security (the security found there is the admin tool keychaind trusts).
 install -d -m 0755 "$destdir$bindir"
 for program in $programs; do
-    install -m 0755 "$products/$program" "$destdir$bindir/$program"
+    install $strip -m 0755 "$products/$program" "$destdir$bindir/$program"
 done
 echo "Installed $programs in $destdir$bindir"
 
