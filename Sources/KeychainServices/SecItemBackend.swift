@@ -26,11 +26,18 @@ package enum SecItemBackend {
 
     static func add(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
         result?.pointee = nil
-        if let identity = attributes["v_Ref"] as? SecIdentity {
+        let given: Entries
+        do {
+            given = try entries(attributes)
+        } catch {
+            logger.debug("SecItem call failed", metadata: ["status": "\(error.status.rawValue)"])
+            return error.status.rawValue
+        }
+        if let identity = given.ref as? SecIdentity {
             return addIdentity(identity, attributes)
         }
         return run { (ctx) throws(KeychainError) in
-            let value = try ctx.secItemAdd(try itemDictionary(attributes))
+            let value = try ctx.secItemAdd(try itemDictionary(given))
             if let result, let value { result.pointee = object(value) }
         }
     }
@@ -86,11 +93,9 @@ package enum SecItemBackend {
     /// An add's dictionary, with a `kSecValueRef` object turned into what the item stores: a certificate's DER
     /// (the engine derives its attributes), a key's derived attributes and external representation. The class
     /// follows from the object when `kSecClass` is missing, as on Apple's platforms.
-    static func itemDictionary(_ attributes: CFDictionary) throws(KeychainError) -> [String: PlistValue] {
-        guard let ref = attributes["v_Ref"] else { return try plistDictionary(attributes) }
-        let rest = attributes.mutableCopy() as? NSMutableDictionary ?? NSMutableDictionary()
-        rest.removeObject(forKey: "v_Ref")
-        var out: [String: PlistValue] = try plistDictionary(rest)
+    static func itemDictionary(_ given: Entries) throws(KeychainError) -> [String: PlistValue] {
+        guard let ref = given.ref else { return given.values }
+        var out = given.values
         let itemClass: ItemClass
         switch ref {
         case let certificate as SecCertificate:
@@ -113,10 +118,9 @@ package enum SecItemBackend {
     /// a certificate by its issuer and serial number (its primary key), a key by its application label and key
     /// class, an identity by its certificate's. The class follows from the object when `kSecClass` is missing.
     static func queryDictionary(_ query: CFDictionary) throws(KeychainError) -> [String: PlistValue] {
-        guard let ref = query["v_Ref"] else { return try plistDictionary(query) }
-        let rest = query.mutableCopy() as? NSMutableDictionary ?? NSMutableDictionary()
-        rest.removeObject(forKey: "v_Ref")
-        var out: [String: PlistValue] = try plistDictionary(rest)
+        let given = try entries(query)
+        guard let ref = given.ref else { return given.values }
+        var out = given.values
         let itemClass: ItemClass
         var match: [String: PlistValue] = [:]
         func certificateKey(_ certificate: SecCertificate) {
@@ -148,6 +152,36 @@ package enum SecItemBackend {
 
     // MARK: CoreFoundation ⇄ property-list values
 
+    /// A SecItem dictionary's values, and its `kSecValueRef` object (an object, not a value) set apart.
+    struct Entries {
+        var values: [String: PlistValue]
+        var ref: Any?
+    }
+
+    /// Converts a SecItem dictionary in one pass over it, setting `kSecValueRef`'s object apart; keys must be
+    /// strings. (Looking a key up in a Foundation dictionary makes and hashes an `NSString`: one pass is cheaper.)
+    static func entries(_ dict: NSDictionary) throws(KeychainError) -> Entries {
+        var out = Entries(values: [:], ref: nil)
+        out.values.reserveCapacity(dict.count)
+        var badKey = false
+        dict.enumerateKeysAndObjects(options: []) { key, value, stop in
+            guard let name = key as? String else {
+                badKey = true
+                stop.pointee = true
+                return
+            }
+            if name == "v_Ref" {
+                out.ref = value
+            } else {
+                out.values[name] = plist(value)
+            }
+        }
+        if badKey {
+            throw KeychainError(code: .invalidParameter, message: "Every key of a SecItem dictionary must be a string (a kSec… constant).")
+        }
+        return out
+    }
+
     /// Converts a query dictionary; keys must be strings.
     package static func plistDictionary(_ dict: NSDictionary) throws(KeychainError) -> [String: PlistValue] {
         var out: [String: PlistValue] = [:]
@@ -169,8 +203,10 @@ package enum SecItemBackend {
         if let d = value as? Data { return .data(d) }
         if let date = value as? Date { return .date(date) }
         if let number = value as? NSNumber {
-            if String(describing: type(of: number)).contains("Boolean") { return .bool(number.boolValue) }
-            switch String(cString: number.objCType) {
+            let type = String(cString: number.objCType)
+            // Booleans are never encoded as these; for the rest the (costly) class name is asked.
+            if !["q", "i", "l", "d", "f", "Q", "L", "I"].contains(type), String(describing: Swift.type(of: number)).contains("Boolean") { return .bool(number.boolValue) }
+            switch type {
             case "f", "d": return .double(number.doubleValue)
             case "Q", "L", "I":
                 return number.uint64Value > UInt64(Int64.max) ? .double(number.doubleValue) : .int(number.int64Value)
@@ -205,17 +241,8 @@ package enum SecItemBackend {
                case .data(let der)? = fields["v_Data"], let certificate = try? CertificateData(der: der) {
                 return SecCertificate(certificate)
             }
-            // Built from two arrays: assigning key by key goes through AnyHashable and dynamic casts for every
-            // entry, which dominated "return attributes" queries.
-            var keys: [NSString] = []
-            var values: [AnyObject] = []
-            keys.reserveCapacity(dict.count)
-            values.reserveCapacity(dict.count)
-            for (k, v) in dict {
-                keys.append(NSString(string: k))
-                values.append(object(v))
-            }
-            return NSMutableDictionary(objects: values, forKeys: keys)
+            // Objects are made as they are read: see ResultDictionary.
+            return ResultDictionary(dict)
         case .unsupported(let name): return NSString(string: name)
         }
     }

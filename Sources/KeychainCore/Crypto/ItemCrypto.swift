@@ -1,5 +1,6 @@
 import Foundation
 import Crypto
+import Synchronization
 
 /// The keys derived from an unwrapped keybag and the operations that protect one row.
 ///
@@ -22,8 +23,14 @@ package struct ItemCrypto: Sendable {
     let attributeKeys: [ProtectionClass: SymmetricKey]
     /// HMAC-SHA256 keyed with the index key, ready for input: each hash starts from a copy, so the key's pads
     /// are computed once per key rather than once per hash.
-    let indexMAC: HMAC<SHA256>
+    let indexMAC: IndexMAC
     let random: any RandomSource
+    /// The blind indexes of access groups already computed under these keys, by table and group.
+    private let groupHashes = GroupHashes()
+    private struct GroupKey: Hashable { var table: String; var group: String }
+    private final class GroupHashes: Sendable {
+        let cache = Mutex<[GroupKey: Data]>([:])
+    }
 
     package init(keybag: Keybag, random: any RandomSource = SystemRandom()) {
         classKeys = keybag.classKeys
@@ -34,7 +41,7 @@ package struct ItemCrypto: Sendable {
         }
         let indexKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: keybag.metadataKey,
                                               info: Array("swift-keychain index v1".utf8), outputByteCount: 32)
-        indexMAC = HMAC<SHA256>(key: indexKey)
+        indexMAC = IndexMAC(key: indexKey)
         self.random = random
     }
 
@@ -42,24 +49,42 @@ package struct ItemCrypto: Sendable {
 
     /// The keyed hash of one attribute value, as stored in its `h_<code>` column.
     package func attributeHash(table: String, code: String, value: AttributeValue) -> Data {
-        var mac = indexMAC
-        mac.update(data: Array(table.utf8) + [0] + Array(code.utf8) + [0])
-        mac.update(data: value.matchBytes)
-        return Data(mac.finalize().prefix(ItemCrypto.hashLength))
+        let mac = indexMAC.authenticationCode { message in
+            message.update(table)
+            message.update(byte: 0)
+            message.update(code)
+            message.update(byte: 0)
+            value.withMatchBytes { message.update($0) }
+        }
+        return Data(mac.prefix(ItemCrypto.hashLength))
+    }
+
+    /// The keyed hash of an access group in `table` (its `h_agrp` value). Every query a caller makes is confined
+    /// to its groups, so these are kept once computed; a caller has few groups (the cache is reset past 1,024).
+    package func groupHash(table: String, group: String) -> Data {
+        let key = GroupKey(table: table, group: group)
+        if let hash = groupHashes.cache.withLock({ $0[key] }) { return hash }
+        let hash = attributeHash(table: table, code: "agrp", value: .string(group))
+        groupHashes.cache.withLock { cache in
+            if cache.count >= 1_024 { cache.removeAll() }
+            cache[key] = hash
+        }
+        return hash
     }
 
     /// The keyed hash of a class's primary-key tuple, stored in the UNIQUE `pk` column.
     package func primaryKeyHash(itemClass: ItemClass, attributes: [String: AttributeValue]) -> Data {
-        var mac = indexMAC
-        mac.update(data: Array("pk\u{0}\(itemClass.table)\u{0}".utf8))
-        for descriptor in itemClass.primaryKey {
-            let bytes = attributes[descriptor.code]?.matchBytes ?? []
-            var w = BinaryWriter(capacity: bytes.count + 12)
-            w.shortString(descriptor.code)
-            w.lengthPrefixed(bytes)
-            mac.update(data: w.bytes)
+        let mac = indexMAC.authenticationCode { message in
+            message.update("pk\u{0}\(itemClass.table)\u{0}")
+            for descriptor in itemClass.primaryKey {
+                let bytes = attributes[descriptor.code]?.matchBytes ?? []
+                var w = BinaryWriter(capacity: bytes.count + 12)
+                w.shortString(descriptor.code)
+                w.lengthPrefixed(bytes)
+                message.update(w.bytes)
+            }
         }
-        return Data(mac.finalize().prefix(ItemCrypto.hashLength))
+        return Data(mac.prefix(ItemCrypto.hashLength))
     }
 
     // MARK: Sealing
@@ -74,24 +99,45 @@ package struct ItemCrypto: Sendable {
         package var sync: Bool
         package var tombstone: Bool
 
+        // The three authenticated-data strings are built into one preallocated array each: they are made for every
+        // row a query opens.
+
         var metadataAAD: [UInt8] {
-            var w = BinaryWriter(capacity: 96)
-            w.raw(Array("skc item v1".utf8))
-            w.shortString(table)
-            w.raw(uuid)
-            w.shortString(protection.rawValue)
-            w.raw(groupHash)
-            w.raw(primaryKeyHash)
-            w.u8(sync ? 1 : 0)
-            w.u8(tombstone ? 1 : 0)
-            return w.bytes
+            var out = [UInt8]()
+            out.reserveCapacity(64 + table.utf8.count + uuid.count + groupHash.count + primaryKeyHash.count)
+            out.append(contentsOf: "skc item v1".utf8)
+            out.append(UInt8(truncatingIfNeeded: table.utf8.count))
+            out.append(contentsOf: table.utf8)
+            out.append(contentsOf: uuid)
+            out.append(UInt8(truncatingIfNeeded: protection.rawValue.utf8.count))
+            out.append(contentsOf: protection.rawValue.utf8)
+            out.append(contentsOf: groupHash)
+            out.append(contentsOf: primaryKeyHash)
+            out.append(sync ? 1 : 0)
+            out.append(tombstone ? 1 : 0)
+            return out
         }
 
         var keyWrapAAD: [UInt8] {
-            Array("skc key v1".utf8) + Array(table.utf8) + [0] + Array(uuid) + Array(protection.rawValue.utf8)
+            var out = [UInt8]()
+            out.reserveCapacity(32 + table.utf8.count + uuid.count)
+            out.append(contentsOf: "skc key v1".utf8)
+            out.append(contentsOf: table.utf8)
+            out.append(0)
+            out.append(contentsOf: uuid)
+            out.append(contentsOf: protection.rawValue.utf8)
+            return out
         }
 
-        var secretAAD: [UInt8] { Array("skc secret v1".utf8) + Array(table.utf8) + [0] + Array(uuid) }
+        var secretAAD: [UInt8] {
+            var out = [UInt8]()
+            out.reserveCapacity(24 + table.utf8.count + uuid.count)
+            out.append(contentsOf: "skc secret v1".utf8)
+            out.append(contentsOf: table.utf8)
+            out.append(0)
+            out.append(contentsOf: uuid)
+            return out
+        }
     }
 
     func classKey(_ protection: ProtectionClass) throws(KeychainError) -> SymmetricKey {
@@ -112,8 +158,9 @@ package struct ItemCrypto: Sendable {
         Data(try Seal.seal(ItemRecord.encode(attributes), key: attributeKey(row.protection), aad: row.metadataAAD, random: random))
     }
 
-    package func openAttributes(_ sealed: Data, row: RowIdentity) throws(KeychainError) -> [String: AttributeValue] {
-        try ItemRecord.decode(Seal.open(sealed, key: attributeKey(row.protection), aad: row.metadataAAD))
+    /// Opens a row's sealed attributes (all of them, or only those in `keeping`; see ``ItemRecord/decode(_:keeping:)``).
+    package func openAttributes(_ sealed: Data, row: RowIdentity, keeping: [String]? = nil) throws(KeychainError) -> [String: AttributeValue] {
+        try ItemRecord.decode(Seal.openData(sealed, key: attributeKey(row.protection), aad: row.metadataAAD), keeping: keeping)
     }
 
     /// Secret column, version 1: `u8 1 | u32-prefixed wrapped item key | sealed secret`.

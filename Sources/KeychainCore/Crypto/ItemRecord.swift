@@ -26,27 +26,49 @@ package enum ItemRecord {
         return w.bytes
     }
 
-    package static func decode(_ bytes: some Sequence<UInt8>) throws(KeychainError) -> [String: AttributeValue] {
+    /// Decodes a record. With `keeping`, only those attributes are made into values (the rest of the record is
+    /// still read through and checked for shape): a query that returns only an item's data needs no more than the
+    /// attributes it matches on.
+    package static func decode(_ bytes: some Sequence<UInt8>, keeping: [String]? = nil) throws(KeychainError) -> [String: AttributeValue] {
         let corrupt = KeychainError(code: .corruptData, message: "An item's attribute record is malformed.")
         var r = BinaryReader(bytes, truncated: corrupt)
         guard try r.u8() == version else { throw corrupt }
         let count = try r.u16()
         var out: [String: AttributeValue] = [:]
-        out.reserveCapacity(Int(count))
+        out.reserveCapacity(keeping?.count ?? Int(count))
         for _ in 0 ..< count {
-            let code = try r.shortString()
-            switch try r.u8() {
-            case 1:
-                guard let s = BinaryReader.utf8String(try r.lengthPrefixed()) else { throw corrupt }
-                out[code] = .string(s)
-            case 2: out[code] = .data(Data(try r.lengthPrefixed()))
-            case 3: out[code] = .int(Int64(bitPattern: try r.u64()))
-            case 4: out[code] = .double(Double(bitPattern: try r.u64()))
-            case 5: out[code] = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.u64())))
-            default: throw corrupt
+            if let keeping {
+                let length = try r.u8()
+                let raw = try r.take(Int(length))
+                guard let code = keeping.first(where: { $0.utf8.elementsEqual(raw) }) else {
+                    switch try r.u8() {
+                    case 1, 2: _ = try r.lengthPrefixed()
+                    case 3, 4, 5: _ = try r.take(8)
+                    default: throw corrupt
+                    }
+                    continue
+                }
+                try decodeValue(&r, code: code, into: &out, corrupt: corrupt)
+                continue
             }
+            let code = try r.shortString()
+            try decodeValue(&r, code: code, into: &out, corrupt: corrupt)
         }
         guard r.isAtEnd else { throw corrupt }
         return out
+    }
+
+    private static func decodeValue(_ r: inout BinaryReader, code: String, into out: inout [String: AttributeValue],
+                                    corrupt: KeychainError) throws(KeychainError) {
+        switch try r.u8() {
+        case 1:
+            guard let s = BinaryReader.utf8String(try r.lengthPrefixed()) else { throw corrupt }
+            out[code] = .string(s)
+        case 2: out[code] = .data(Data(try r.lengthPrefixed()))
+        case 3: out[code] = .int(Int64(bitPattern: try r.u64()))
+        case 4: out[code] = .double(Double(bitPattern: try r.u64()))
+        case 5: out[code] = .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.u64())))
+        default: throw corrupt
+        }
     }
 }

@@ -282,6 +282,19 @@ package enum Seal {
         }
     }
 
+    /// Opens a sealed box held in `Data` (a column read from the store) without copying it first, returning the
+    /// plaintext as `Data`; any failure (truncation, tampering, wrong key or AAD) is `errSecDecode`.
+    package static func openData(_ sealed: Data, key: SymmetricKey, aad: some DataProtocol) throws(KeychainError) -> Data {
+        guard sealed.count >= overhead else {
+            throw KeychainError(code: .corruptData, message: "Stored data is truncated.")
+        }
+        do {
+            return try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: key, authenticating: aad)
+        } catch {
+            throw KeychainError(code: .corruptData, message: "Stored data failed authentication: it was damaged or tampered with.")
+        }
+    }
+
     /// Opens a sealed box; any failure (truncation, tampering, wrong key or AAD) is `errSecDecode`.
     package static func open(_ sealed: some Collection<UInt8>, key: SymmetricKey, aad: some DataProtocol) throws(KeychainError) -> [UInt8] {
         guard sealed.count >= overhead else {

@@ -12,6 +12,8 @@ import GRDB
 package final class KeychainEngine: Sendable {
     package let location: KeychainLocation
     let pool: DatabasePool
+    /// The connections reads use first (see ``ReadConnections``).
+    let readers: ReadConnections
     /// Every write goes through here, so concurrent writes share a commit.
     let writer: GroupCommitWriter
     /// The keybag file's identity when last looked at (see ``followKeybagChanges()``).
@@ -34,6 +36,8 @@ package final class KeychainEngine: Sendable {
     let defaultIdleTimeout: Double?
     /// Last use, last suspend reading and the settings, for ``applyLockSettings(countingAsUse:)``.
     let autoLock: Mutex<AutoLockState>
+    /// The SQL text of each form of SELECT the engine has made (see ``selectSQL(_:groups:columns:)``).
+    let selectStatements = Mutex<[SelectShape: String]>([:])
 
     /// The keys usable right now.
     var crypto: ItemCrypto { keys.crypto }
@@ -77,6 +81,7 @@ package final class KeychainEngine: Sendable {
         }
         deviceKeyMaterial = deviceKey
         self.pool = pool
+        readers = ReadConnections(path: location.databasePath, configuration: pool.configuration, limit: 8)
         writer = GroupCommitWriter(pool: pool)
         keys = KeyState(keybag: keybag, passcodeSet: passcodeSet, random: random)
         logger.debug("opened keychain", metadata: ["home": "\(location.home)"])
@@ -89,7 +94,7 @@ package final class KeychainEngine: Sendable {
     /// snapshot, so an explicit `BEGIN`/`COMMIT` pair around it would only add two statements to each call.
     func read<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
         do {
-            return try pool.unsafeRead(body)
+            return try readers.read(fallback: pool, body)
         } catch {
             throw mapError(error)
         }

@@ -49,6 +49,15 @@ package enum AttributeValue: Sendable, Hashable {
         }
     }
 
+    /// Runs `body` with ``matchBytes``, without copying a string's or data's bytes into an array first.
+    package func withMatchBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        switch self {
+        case .string(var s): s.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+        case .data(let d): d.withUnsafeBytes(body)
+        default: matchBytes.withUnsafeBytes(body)
+        }
+    }
+
     package var plist: PlistValue {
         switch self {
         case .string(let s): .string(s)

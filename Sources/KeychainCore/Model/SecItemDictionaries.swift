@@ -29,7 +29,7 @@ package enum SecItemDictionaries {
 
     /// The attributes Apple returns for an item: everything stored, plus `musr` (empty for the single-user keychain).
     package static func returnedAttributes(_ item: FoundItem) -> [String: PlistValue] {
-        var out = item.attributes.mapValues(\.plist)
+        var out = item.attributes.mapValues { $0.plist }
         out["musr"] = .data(Data())
         return out
     }

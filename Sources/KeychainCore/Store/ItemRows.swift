@@ -19,47 +19,92 @@ extension KeychainEngine {
                   sync: Bool, tombstone: Bool) -> ItemCrypto.RowIdentity {
         ItemCrypto.RowIdentity(
             table: cls.table, uuid: uuid, protection: protection,
-            groupHash: crypto.attributeHash(table: cls.table, code: "agrp", value: attributes["agrp"] ?? .string("")),
+            groupHash: attributes["agrp"].flatMap { $0.stringValue }.map { crypto.groupHash(table: cls.table, group: $0) }
+                ?? crypto.attributeHash(table: cls.table, code: "agrp", value: attributes["agrp"] ?? .string("")),
             primaryKeyHash: crypto.primaryKeyHash(itemClass: cls, attributes: attributes),
             sync: sync, tombstone: tombstone)
+    }
+
+    /// The form of a query's SELECT, without its values: queries of one form share one SQL text (and so one
+    /// prepared statement), which is built once and then found here.
+    struct SelectShape: Hashable {
+        enum Tombstones: Hashable { case hidden, given, any }
+        var table: String
+        var columns: String
+        var tombstones: Tombstones
+        var byReference: Bool
+        var sync: SyncFilter
+        var groups: Int?
+        /// The filtered columns in order: `pdmn`, or a searchable attribute's code.
+        var codes: [String]
     }
 
     /// Builds the SQL filter for a query and the checks that must run on decrypted attributes.
     func selectSQL(_ q: ItemQuery, groups: [String]?, columns: String) -> (sql: String, arguments: StatementArguments) {
         let cls = q.itemClass
-        var clauses: [String] = []
+        var shape = SelectShape(table: cls.table, columns: columns, tombstones: .hidden, byReference: q.persistentRef != nil,
+                                sync: q.sync, groups: groups?.count, codes: [])
         var args: [(any DatabaseValueConvertible)?] = []
+        args.reserveCapacity(q.attributes.count + (groups?.count ?? 0) + 1)
         // Tombstones are never visible unless the caller asks for them by `tomb`.
         if case .int(let tomb)? = q.attributes["tomb"] {
-            clauses.append("tomb = ?"); args.append(tomb)
-        } else if q.attributes["tomb"] == nil {
-            clauses.append("tomb = 0")
+            shape.tombstones = .given
+            args.append(tomb)
+        } else if q.attributes["tomb"] != nil {
+            shape.tombstones = .any
         }
         if let ref = q.persistentRef {
-            clauses.append("uuid = ?")
             args.append(ref.uuid)
+        }
+        if let groups {
+            for group in groups { args.append(crypto.groupHash(table: cls.table, group: group)) }
+        }
+        let codes = q.attributes.count == 1 ? Array(q.attributes.keys) : q.attributes.keys.sorted()
+        for code in codes where code != "agrp" {
+            guard let value = q.attributes[code], let descriptor = cls.attribute(code) else { continue }
+            if code == "pdmn", let s = value.stringValue {
+                shape.codes.append(code); args.append(s)
+            } else if descriptor.searchable {
+                shape.codes.append(code)
+                args.append(crypto.attributeHash(table: cls.table, code: code, value: value))
+            }
+        }
+        let sql = selectStatements.withLock { cache in
+            if let sql = cache[shape] { return sql }
+            let sql = KeychainEngine.selectSQL(shape)
+            // The forms are few (classes × attribute combinations in use); a cache that somehow grows is reset.
+            if cache.count >= 512 { cache.removeAll() }
+            cache[shape] = sql
+            return sql
+        }
+        return (sql, StatementArguments(args))
+    }
+
+    /// The SQL text of a query's form.
+    static func selectSQL(_ shape: SelectShape) -> String {
+        var clauses: [String] = []
+        switch shape.tombstones {
+        case .hidden: clauses.append("tomb = 0")
+        case .given: clauses.append("tomb = ?")
+        case .any: break
+        }
+        if shape.byReference {
+            clauses.append("uuid = ?")
         } else {
-            switch q.sync {
+            switch shape.sync {
             case .local: clauses.append("sync = 0")
             case .synchronizable: clauses.append("sync = 1")
             case .any: break
             }
         }
-        if let groups {
-            clauses.append("h_agrp IN (\(Array(repeating: "?", count: groups.count).joined(separator: ",")))")
-            args += groups.map { crypto.attributeHash(table: cls.table, code: "agrp", value: .string($0)) }
+        if let groups = shape.groups {
+            clauses.append("h_agrp IN (\(Array(repeating: "?", count: groups).joined(separator: ",")))")
         }
-        for code in q.attributes.keys.sorted() where code != "agrp" {
-            guard let value = q.attributes[code], let descriptor = cls.attribute(code) else { continue }
-            if code == "pdmn", let s = value.stringValue {
-                clauses.append("pdmn = ?"); args.append(s)
-            } else if descriptor.searchable {
-                clauses.append("\(KeychainEngine.column(code)) = ?")
-                args.append(crypto.attributeHash(table: cls.table, code: code, value: value))
-            }
+        for code in shape.codes {
+            clauses.append(code == "pdmn" ? "pdmn = ?" : "\(KeychainEngine.column(code)) = ?")
         }
         let whereClause = clauses.isEmpty ? "" : " WHERE " + clauses.joined(separator: " AND ")
-        return ("SELECT \(columns) FROM \"\(cls.table)\"\(whereClause) ORDER BY rowid", StatementArguments(args))
+        return "SELECT \(shape.columns) FROM \"\(shape.table)\"\(whereClause) ORDER BY rowid"
     }
 
     static let rowColumns = "rowid, uuid, pdmn, sync, tomb, h_agrp, pk, meta"
@@ -67,19 +112,27 @@ extension KeychainEngine {
     /// The rows of `q`'s class that match it, at most `limit`, confined to `groups` (nil means every group). A
     /// damaged row among the candidates (see ``DamagedRowPolicy``) is never passed over in silence: it fails the
     /// query with `errSecDecode`, or is skipped and counted in the log, as `damaged` says.
+    ///
+    /// With `onlyMatched`, the items carry only the attributes the query matches on (for a find that returns
+    /// nothing else of them).
     func matchingRows(_ db: Database, _ q: ItemQuery, groups: [String]?, includeSecret: Bool, limit: Int?,
-                      damaged policy: DamagedRowPolicy) throws -> [(StoredRow, FoundItem)] {
+                      damaged policy: DamagedRowPolicy, onlyMatched: Bool = false) throws -> [(StoredRow, FoundItem)] {
         let cls = q.itemClass
         let columns = KeychainEngine.rowColumns + (includeSecret ? ", secret" : "")
         let (sql, arguments) = selectSQL(q, groups: groups, columns: columns)
         let statement = try db.cachedStatement(sql: sql)
         let cursor = try Row.fetchCursor(statement, arguments: arguments)
+        var keeping: [String]?
+        if onlyMatched {
+            keeping = Array(q.attributes.keys)
+            if q.hostOrSubdomain != nil { keeping?.append("srvr") }
+        }
         var out: [(StoredRow, FoundItem)] = []
         var damaged = 0
         rows: while let row = try cursor.next() {
             let outcome: RowOutcome
             if let stored = KeychainEngine.storedRow(row, table: cls.table, includeSecret: includeSecret) {
-                outcome = try openRow(stored, q, includeSecret: includeSecret)
+                outcome = try openRow(stored, q, includeSecret: includeSecret, keeping: keeping)
             } else {
                 outcome = .damaged
             }
@@ -162,10 +215,10 @@ extension KeychainEngine {
     /// authentication is reported as damaged, never deleted; a locked class still fails with
     /// `errSecInteractionNotAllowed`. (Kept out of `matchingRows`: a typed do/catch inside its loop makes the
     /// Swift 6.3 compiler hang.)
-    func openRow(_ stored: StoredRow, _ q: ItemQuery, includeSecret: Bool) throws(KeychainError) -> RowOutcome {
+    func openRow(_ stored: StoredRow, _ q: ItemQuery, includeSecret: Bool, keeping: [String]? = nil) throws(KeychainError) -> RowOutcome {
         let identity = stored.identity
         do {
-            let attributes = try crypto.openAttributes(stored.meta, row: identity)
+            let attributes = try crypto.openAttributes(stored.meta, row: identity, keeping: keeping)
             guard matches(attributes, q) else { return .noMatch }
             var item = FoundItem(itemClass: q.itemClass, uuid: identity.uuid, attributes: attributes, data: nil)
             if includeSecret, let blob = stored.secret {
