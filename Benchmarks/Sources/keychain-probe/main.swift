@@ -1,5 +1,5 @@
 // Runs one keychain operation in a loop on a benchmark store, for profilers:
-//   keychain-probe find|list|add|update|daemon-find|daemon-status|echo|compare [iterations] [store size]
+//   keychain-probe find|list|add|update|raw|daemon-find|daemon-status|echo|compare [iterations] [store size]
 // e.g. `valgrind --tool=callgrind .build/release/keychain-probe find 2000` (see the README's "Performance").
 // `compare` alternates blocks of bare socket round trips, embedded finds and finds through keychaind, and prints
 // the median of each and the time keychaind adds to a find over the round trip: a quick check while working on
@@ -37,6 +37,8 @@ do {
         echo.stop()
         exit(0)
     }
+    // The floor under an embedded find: a point lookup and one AES-GCM open on a raw store of the same size.
+    let raw = operation == "raw" ? try RawStore(count: size) : nil
     let run = UInt32.random(in: 0 ... .max)
     let started = ContinuousClock.now
     var failures = 0
@@ -51,12 +53,14 @@ do {
         case "daemon-status":
             // A round trip through keychaind's pipeline with no engine work: the protocol's own cost.
             if (try? KeychainStore.daemonStatus(socket: ProcessInfo.processInfo.environment["KEYCHAIN_DAEMON_SOCKET"] ?? "")) == nil { failures += 1 }
+        case "raw":
+            if (try? raw?.lookup(i % size)) == nil { failures += 1 }
         case "echo":
             if echo?.roundTrip() != true { failures += 1 }
         case "update":
             if SecItemOps.update(account: BenchItems.account(i % points), service: BenchItems.service, data: BenchItems.secret(i % points)) != errSecSuccess { failures += 1 }
         default:
-            say("unknown operation \(operation): use find, list, add, update, daemon-find, daemon-add, daemon-status or echo")
+            say("unknown operation \(operation): use find, list, add, update, raw, daemon-find, daemon-add, daemon-status or echo")
             exit(2)
         }
     }
@@ -66,6 +70,7 @@ do {
     if operation.hasSuffix("add") { _ = SecItemOps.delete(account: nil, service: "bench-added") }
     daemon?.stop()
     echo?.stop()
+    raw?.remove()
     exit(failures == 0 ? 0 : 1)
 } catch {
     say("\(error)")

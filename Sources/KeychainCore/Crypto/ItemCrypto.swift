@@ -18,6 +18,8 @@ import Synchronization
 package struct ItemCrypto: Sendable {
     package static let hashLength = 16
     package static let uuidLength = 16
+    /// Made once: unwrapping runs for every secret a query returns.
+    static let malformedSecret = KeychainError(code: .corruptData, message: "An item's secret is malformed.")
 
     let classKeys: [ProtectionClass: SymmetricKey]
     let attributeKeys: [ProtectionClass: SymmetricKey]
@@ -108,11 +110,11 @@ package struct ItemCrypto: Sendable {
             out.append(contentsOf: "skc item v1".utf8)
             out.append(UInt8(truncatingIfNeeded: table.utf8.count))
             out.append(contentsOf: table.utf8)
-            out.append(contentsOf: uuid)
+            uuid.withUnsafeBytes { out.append(contentsOf: $0) }
             out.append(UInt8(truncatingIfNeeded: protection.rawValue.utf8.count))
             out.append(contentsOf: protection.rawValue.utf8)
-            out.append(contentsOf: groupHash)
-            out.append(contentsOf: primaryKeyHash)
+            groupHash.withUnsafeBytes { out.append(contentsOf: $0) }
+            primaryKeyHash.withUnsafeBytes { out.append(contentsOf: $0) }
             out.append(sync ? 1 : 0)
             out.append(tombstone ? 1 : 0)
             return out
@@ -124,7 +126,7 @@ package struct ItemCrypto: Sendable {
             out.append(contentsOf: "skc key v1".utf8)
             out.append(contentsOf: table.utf8)
             out.append(0)
-            out.append(contentsOf: uuid)
+            uuid.withUnsafeBytes { out.append(contentsOf: $0) }
             out.append(contentsOf: protection.rawValue.utf8)
             return out
         }
@@ -135,7 +137,7 @@ package struct ItemCrypto: Sendable {
             out.append(contentsOf: "skc secret v1".utf8)
             out.append(contentsOf: table.utf8)
             out.append(0)
-            out.append(contentsOf: uuid)
+            uuid.withUnsafeBytes { out.append(contentsOf: $0) }
             return out
         }
     }
@@ -194,7 +196,7 @@ package struct ItemCrypto: Sendable {
 
     private func unwrapItemKey(_ blob: Data, row: RowIdentity) throws(KeychainError) -> (SymmetricKey, ArraySlice<UInt8>) {
         var r = BinaryReader(blob)
-        let corrupt = KeychainError(code: .corruptData, message: "An item's secret is malformed.")
+        let corrupt = ItemCrypto.malformedSecret
         guard let version = try? r.u8(), version == 1, let wrapped = try? r.lengthPrefixed(),
               let sealed = try? r.take(r.remaining) else { throw corrupt }
         let keyBytes = try Seal.open(wrapped, key: classKey(row.protection), aad: row.keyWrapAAD)

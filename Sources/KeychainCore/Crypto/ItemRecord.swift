@@ -7,6 +7,8 @@ import Foundation
 /// 3 int (u64 two's complement), 4 double (u64 IEEE-754 bits), 5 date (u64 bits of seconds since 2001-01-01).
 package enum ItemRecord {
     package static let version: UInt8 = 1
+    /// Made once: decoding runs for every row a query opens.
+    static let malformed = KeychainError(code: .corruptData, message: "An item's attribute record is malformed.")
 
     package static func encode(_ attributes: [String: AttributeValue]) -> [UInt8] {
         var w = BinaryWriter(capacity: 256)
@@ -30,7 +32,7 @@ package enum ItemRecord {
     /// still read through and checked for shape): a query that returns only an item's data needs no more than the
     /// attributes it matches on.
     package static func decode(_ bytes: some Sequence<UInt8>, keeping: [String]? = nil) throws(KeychainError) -> [String: AttributeValue] {
-        let corrupt = KeychainError(code: .corruptData, message: "An item's attribute record is malformed.")
+        let corrupt = ItemRecord.malformed
         var r = BinaryReader(bytes, truncated: corrupt)
         guard try r.u8() == version else { throw corrupt }
         let count = try r.u16()

@@ -40,33 +40,33 @@ extension KeychainEngine {
     }
 
     /// Builds the SQL filter for a query and the checks that must run on decrypted attributes.
-    func selectSQL(_ q: ItemQuery, groups: [String]?, columns: String) -> (sql: String, arguments: StatementArguments) {
+    func selectSQL(_ q: ItemQuery, groups: [String]?, columns: String) -> (sql: String, arguments: [BoundValue]) {
         let cls = q.itemClass
         var shape = SelectShape(table: cls.table, columns: columns, tombstones: .hidden, byReference: q.persistentRef != nil,
                                 sync: q.sync, groups: groups?.count, codes: [])
-        var args: [(any DatabaseValueConvertible)?] = []
+        var args: [BoundValue] = []
         args.reserveCapacity(q.attributes.count + (groups?.count ?? 0) + 1)
         // Tombstones are never visible unless the caller asks for them by `tomb`.
         if case .int(let tomb)? = q.attributes["tomb"] {
             shape.tombstones = .given
-            args.append(tomb)
+            args.append(.integer(tomb))
         } else if q.attributes["tomb"] != nil {
             shape.tombstones = .any
         }
         if let ref = q.persistentRef {
-            args.append(ref.uuid)
+            args.append(.blob(ref.uuid))
         }
         if let groups {
-            for group in groups { args.append(crypto.groupHash(table: cls.table, group: group)) }
+            for group in groups { args.append(.blob(crypto.groupHash(table: cls.table, group: group))) }
         }
         let codes = q.attributes.count == 1 ? Array(q.attributes.keys) : q.attributes.keys.sorted()
         for code in codes where code != "agrp" {
             guard let value = q.attributes[code], let descriptor = cls.attribute(code) else { continue }
             if code == "pdmn", let s = value.stringValue {
-                shape.codes.append(code); args.append(s)
+                shape.codes.append(code); args.append(.text(s))
             } else if descriptor.searchable {
                 shape.codes.append(code)
-                args.append(crypto.attributeHash(table: cls.table, code: code, value: value))
+                args.append(.blob(crypto.attributeHash(table: cls.table, code: code, value: value)))
             }
         }
         let sql = selectStatements.withLock { cache in
@@ -77,7 +77,7 @@ extension KeychainEngine {
             cache[shape] = sql
             return sql
         }
-        return (sql, StatementArguments(args))
+        return (sql, args)
     }
 
     /// The SQL text of a query's form.
@@ -120,8 +120,8 @@ extension KeychainEngine {
         let cls = q.itemClass
         let columns = KeychainEngine.rowColumns + (includeSecret ? ", secret" : "")
         let (sql, arguments) = selectSQL(q, groups: groups, columns: columns)
-        let statement = try db.cachedStatement(sql: sql)
-        let cursor = try Row.fetchCursor(statement, arguments: arguments)
+        let rows = try RowStatement(db.cachedStatement(sql: sql), in: db, binding: arguments)
+        defer { rows.finish() }
         var keeping: [String]?
         if onlyMatched {
             keeping = Array(q.attributes.keys)
@@ -129,9 +129,9 @@ extension KeychainEngine {
         }
         var out: [(StoredRow, FoundItem)] = []
         var damaged = 0
-        rows: while let row = try cursor.next() {
+        rows: while try rows.next() {
             let outcome: RowOutcome
-            if let stored = KeychainEngine.storedRow(row, table: cls.table, includeSecret: includeSecret) {
+            if let stored = rows.storedRow(table: cls.table, includeSecret: includeSecret) {
                 outcome = try openRow(stored, q, includeSecret: includeSecret, keeping: keeping)
             } else {
                 outcome = .damaged
