@@ -219,6 +219,20 @@ package enum SecItemBackend {
     }
 
     /// The CoreFoundation object Apple's API returns for a value.
+    /// The `NSString` of a result dictionary's key. An item's keys are the schema's attribute codes and a few
+    /// `kSec…` names; each is made once and shared (immutable NSStrings are), so a query returning many items does
+    /// not make a string per key per item. Other keys are made each time.
+    static func keyObject(_ key: String) -> NSString {
+        if let known = knownKeys[key] { return known }
+        return NSString(string: key)
+    }
+
+    nonisolated(unsafe) private static let knownKeys: [String: NSString] = {
+        var codes = Set(ItemClass.allCases.flatMap { $0.attributes.map(\.code) })
+        codes.formUnion(["class", "musr", "v_Data", "v_PersistentRef", "v_Ref", "pub"])
+        return Dictionary(uniqueKeysWithValues: codes.map { ($0, NSString(string: $0)) })
+    }()
+
     package static func object(_ value: PlistValue) -> AnyObject {
         switch value {
         case .string(let s): return NSString(string: s)
@@ -241,8 +255,18 @@ package enum SecItemBackend {
                case .data(let der)? = fields["v_Data"], let certificate = try? CertificateData(der: der) {
                 return SecCertificate(certificate)
             }
-            // Objects are made as they are read: see ResultDictionary.
-            return ResultDictionary(dict)
+            // Built from two arrays: assigning key by key goes through AnyHashable and dynamic casts for every
+            // entry, which dominated "return attributes" queries. Keys are the schema's few codes, made into
+            // NSStrings once (see `keyObject`).
+            var keys: [NSString] = []
+            var values: [AnyObject] = []
+            keys.reserveCapacity(dict.count)
+            values.reserveCapacity(dict.count)
+            for (k, v) in dict {
+                keys.append(keyObject(k))
+                values.append(object(v))
+            }
+            return NSMutableDictionary(objects: values, forKeys: keys)
         case .unsupported(let name): return NSString(string: name)
         }
     }
