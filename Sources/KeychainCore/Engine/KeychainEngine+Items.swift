@@ -97,9 +97,11 @@ extension KeychainEngine {
             guard !identities.isEmpty else { throw .notFound() }
             return identities
         }
-        // A password's data, reference or nothing asked for: its other attributes need not be decoded. (Keys and
-        // certificates always are: whether a key is a token key, which never leaves, is read from them.)
-        let onlyMatched = !q.returns.attributes && !q.returns.ref && [.genericPassword, .internetPassword].contains(q.itemClass)
+        // Only a password's data (and perhaps its persistent reference) asked for: its other attributes need not be
+        // decoded. (Keys and certificates always are: whether a key is a token key, which never leaves, is read from
+        // them; and a query with no return keys gets every attribute, for the engine's own callers.)
+        let onlyMatched = q.returns.data && !q.returns.attributes && !q.returns.ref
+            && [.genericPassword, .internetPassword].contains(q.itemClass)
         let items = try read { db in
             try matchingRows(db, q, groups: groups, includeSecret: q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass)), limit: q.limit.maximum,
                          damaged: .forQuery(q), onlyMatched: onlyMatched).map { $0.1 }
