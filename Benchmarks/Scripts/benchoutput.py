@@ -14,6 +14,7 @@ import sys
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 TIME_UNITS = {"ns": 1e-3, "μs": 1.0, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}
+FAILED = re.compile(r"^Benchmark (.+?) failed with (.*)$")
 SIZE_LABEL = re.compile(r"^(\d+)([kM]?)$")
 
 
@@ -22,6 +23,8 @@ class Run:
         self.host = ""
         # name -> metric name -> percentile ("p0", "p25", "p50", ...) -> value; in the order of the output.
         self.benchmarks = {}
+        # name -> why, for each benchmark that failed ("Benchmark <name> failed with <why>").
+        self.failures = {}
 
     def metric(self, name, prefix, percentile="p50"):
         """The value of the first metric of `name` whose name starts with `prefix`, or None."""
@@ -98,6 +101,10 @@ def parse(text):
         stripped = line.strip()
         if stripped.startswith("Host "):
             run.host = stripped
+            continue
+        failed = FAILED.match(stripped)
+        if failed:
+            run.failures[failed.group(1)] = failed.group(2)
             continue
         if stripped.startswith("│"):
             cells = [c.strip() for c in stripped.strip("│").split("│")]

@@ -52,6 +52,12 @@ def find_name(run, pattern):
     return next((name for name in run.benchmarks if compiled.fullmatch(name)), None)
 
 
+def absent(run, pattern):
+    """Why a benchmark matching `pattern` has no figure: it failed, or the run left it out."""
+    compiled = re.compile(pattern)
+    return "failed in this run" if any(compiled.fullmatch(name) for name in run.failures) else MISSING
+
+
 class Row:
     def __init__(self, target, ours="", reference="", ratio="", verdict=""):
         self.cells = [target, ours, reference, ratio, verdict]
@@ -70,8 +76,9 @@ def rate_ratio(run, target, ours_pattern, floor_pattern, floor_label, at_least, 
     ours = run.rate(ours_name) if ours_name else None
     floor = run.rate(floor_name) if floor_name else None
     if not ours or not floor:
-        return Row(target, count(ours) + "/s" if ours else MISSING,
-                   f"{floor_label} {count(floor)}/s" if floor else f"{floor_label}: {MISSING}", "—", "—")
+        return Row(target, count(ours) + "/s" if ours else absent(run, ours_pattern),
+                   f"{floor_label} {count(floor)}/s" if floor else f"{floor_label}: {absent(run, floor_pattern)}",
+                   "—", "—")
     ratio = ours / floor
     shown = f"{ratio:.1f}×" if times else f"{ratio:.2f}"
     return Row(target, f"{count(ours)}/s", f"{floor_label} {count(floor)}/s", shown, verdict(ratio >= at_least))
@@ -88,8 +95,9 @@ def p99_growth(run, kind, pattern):
         a, b = run.wall(floor_large, "p99"), run.wall(floor_small, "p99")
         floor = f"; raw floor {b:.0f} → {a:.0f} µs ({a / b:.2f}×)" if a and b else ""
     if not large or not small:
-        return Row(target, MISSING if not large else f"{run.wall(large, 'p99'):.0f} µs",
-                   (f"{run.wall(small, 'p99'):.0f} µs at 10k" if small else f"10k: {MISSING}") + floor, "—", "—")
+        return Row(target, absent(run, pattern.format("1M")) if not large else f"{run.wall(large, 'p99'):.0f} µs",
+                   (f"{run.wall(small, 'p99'):.0f} µs at 10k" if small
+                    else f"10k: {absent(run, pattern.format('10k'))}") + floor, "—", "—")
     a, b = run.wall(large, "p99"), run.wall(small, "p99")
     return Row(target, f"{a:.0f} µs", f"{b:.0f} µs at 10k{floor}", f"{a / b:.2f}×", verdict(a <= 2 * b))
 
@@ -141,17 +149,17 @@ def targets(run, start_file=None):
     target = "attributes of 100 matches, embedded, 1k ≥ 2,000 queries/s"
     rate = run.rate(name) if name else None
     rows.append(Row(target, f"{count(rate)}/s", "", f"{rate / 2000:.2f} of 2,000", verdict(rate >= 2000)) if rate
-                else Row(target, MISSING, "", "—", "—"))
+                else Row(target, absent(run, r"SecItemCopyMatching attributes, all 100 · embedded · 1k"), "", "—", "—"))
     rows.append(p99_growth(run, "embedded", r"SecItemCopyMatching data · embedded · {}"))
     rows.append(p99_growth(run, "keychaind", r"SecItemCopyMatching data · keychaind · {} · 1 client"))
     name = find_name(run, r"footprint · keychaind · 1M")
     rss = run.metric(name, "keychaind RSS") if name else None
     target = "keychaind RSS at 1M ≤ 64 MiB"
     rows.append(Row(target, f"{rss:.0f} MiB", "", f"{rss / 64:.2f} of 64 MiB", verdict(rss <= 64)) if rss is not None
-                else Row(target, MISSING, "", "—", "—"))
+                else Row(target, absent(run, r"footprint · keychaind · 1M"), "", "—", "—"))
     rows.append(process_start(start_file))
     lines = ["| target | ours | floor or reference, same run | ratio | |", "|---|---:|---:|---:|---|"]
-    lines += ["| " + " | ".join(row.cells) + " |" for row in rows]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row.cells) + " |" for row in rows]
     return lines
 
 
@@ -188,6 +196,8 @@ def main():
         batches = commit_batches(run)
         if batches:
             out += ["", "Group commit:"] + batches
+    if run.failures:
+        out += ["", "Failed in this run:"] + [f"- {name}: {why}" for name, why in run.failures.items()]
     print("\n".join(out))
 
 
