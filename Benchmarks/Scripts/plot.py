@@ -29,7 +29,8 @@ LEGEND_NAMES = {"embedded": "embedded (in-process)", "keychaind, 1 client": "key
 
 def y_ticks(low, high):
     """1-2-5 ticks covering [low, high] on a log axis (fewer when the range spans several decades)."""
-    steps = (1, 2, 5) if math.log10(high / low) <= 2.5 else (1,)
+    decades = math.log10(high / low)
+    steps = (1, 2, 5) if decades <= 3 else (1, 3) if decades <= 4.5 else (1,)
     ticks = []
     for exponent in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1):
         for step in steps:
@@ -37,12 +38,6 @@ def y_ticks(low, high):
             if low <= value <= high:
                 ticks.append(value)
     return ticks
-
-
-def microseconds(value):
-    if value >= 1000:
-        return f"{value / 1000:g} ms"
-    return f"{value:g} µs"
 
 
 def text(x, y, content, size=12, anchor="start", weight="normal", colour="#222", extra=""):
@@ -78,7 +73,7 @@ def draw(series, title, caption):
         major = math.log10(value).is_integer()
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + PLOT_W}" y2="{y:.1f}" '
                    f'stroke="{"#ccc" if major else "#e6e6e6"}" stroke-width="1"/>')
-        out.append(text(LEFT - 8, y + 4, f"{value:g}", size=11, anchor="end", colour="#444"))
+        out.append(text(LEFT - 8, y + 4, f"{value:,g}", size=11, anchor="end", colour="#444"))
     decades = range(math.ceil(x_low), math.floor(x_high) + 1)
     for exponent in decades:
         size = 10 ** exponent
