@@ -74,9 +74,7 @@ func deleteOne(_ f: Fixture, _ benchmark: Benchmark) throws {
     benchmark.stopMeasurement()
 }
 
-@Sendable func log(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
-}
+@Sendable func log(_ message: String) { progress(message) }
 
 var reads: Benchmark.Configuration { .init(metrics: [.throughput, .wallClock, .mallocCountTotal],
                                     timeUnits: .microseconds, warmupIterations: 50,
