@@ -6,11 +6,12 @@ import KeychainServices
 import Synchronization
 
 // The keychain against the physical floor under it, in one run:
-// - raw: a durable SQLite insert, a point lookup with an AES-GCM open, a bare Unix-socket round trip (and the
-//   same to a SwiftNIO server);
+// - raw: a durable SQLite insert, a point lookup with an AES-GCM open (at each store size), a bare Unix-socket
+//   round trip (and the same to a SwiftNIO server);
 // - SecItem calls embedded (the store opened in this process) at each store size;
 // - the Swift-native API;
-// - SecItem calls through keychaind with 1, 8 and 32 client threads (one iteration = one call per client).
+// - SecItem calls through keychaind with 1, 8 and 32 client threads (one iteration = one call per client), and
+//   the one-client find at every store size.
 // Every store holds generic passwords (see `BenchItems`); a 1,000,000-item store is built once and reused.
 
 /// State a benchmark's setup makes and its closure uses.
@@ -73,9 +74,7 @@ func deleteOne(_ f: Fixture, _ benchmark: Benchmark) throws {
     benchmark.stopMeasurement()
 }
 
-@Sendable func log(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
-}
+@Sendable func log(_ message: String) { progress(message) }
 
 var reads: Benchmark.Configuration { .init(metrics: [.throughput, .wallClock, .mallocCountTotal],
                                     timeUnits: .microseconds, warmupIterations: 50,
@@ -94,11 +93,16 @@ let benchmarks: @Sendable () -> Void = {
         rawFixture.raw = try RawStore(count: 1_000)
     }, teardown: { rawFixture.tearDown() })
 
-    Benchmark("raw · SQLite point lookup + AES-GCM open · 1k", configuration: reads, closure: { _ in
-        blackHole(try rawFixture.raw?.lookup(Int.random(in: 0 ..< 1_000)))
-    }, setup: {
-        rawFixture.raw = try RawStore(count: 1_000)
-    }, teardown: { rawFixture.tearDown() })
+    // At every store size, with as many rows as the item store (kept under `.stores/raw-<count>`): the floor
+    // under a find, to draw beside the embedded and keychaind finds against store size.
+    for size in BenchEnvironment.sizes {
+        let f = Fixture()
+        Benchmark("raw · SQLite point lookup + AES-GCM open · \(label(size))", configuration: reads, closure: { _ in
+            blackHole(try f.raw?.lookup(Int.random(in: 0 ..< size)))
+        }, setup: {
+            f.raw = try RawStore.kept(count: size, log: log)
+        }, teardown: { f.tearDown() })
+    }
 
     Benchmark("raw · Unix socket round trip", configuration: reads, closure: { _ in
         guard rawFixture.echo?.roundTrip() == true else { throw BenchmarkFailure("the echo round trip failed") }
@@ -184,11 +188,13 @@ let benchmarks: @Sendable () -> Void = {
 
     // MARK: Through keychaind
 
-    var daemonSizes = [small]
-    if let largest = BenchEnvironment.sizes.max(), largest != small { daemonSizes.append(largest) }
-    for size in daemonSizes {
+    // Every call at the smallest and the largest size; at the sizes between, the one-client find alone (for find
+    // latency against store size).
+    let largest = BenchEnvironment.sizes.max() ?? small
+    for size in BenchEnvironment.sizes.sorted() {
         let name = label(size)
         let points = BenchItems.pointCount(size)
+        let findOnly = size != small && size != largest
         for clients in size == small ? [1, 8, 32] : [1] {
             let f = Fixture()
             let setup: Benchmark.BenchmarkSetupHook = {
@@ -215,6 +221,8 @@ let benchmarks: @Sendable () -> Void = {
                 }
                 guard missing.load(ordering: .relaxed) == 0 else { throw BenchmarkFailure("items were not found through keychaind") }
             }, setup: setup, teardown: teardown)
+
+            guard !findOnly else { continue }
 
             Benchmark("SecItemAdd · keychaind · \(name) · \(suffix)", configuration: writes, closure: { _ in
                 let failed = Atomic<Int>(0)

@@ -14,6 +14,18 @@ public struct BenchmarkFailure: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
+/// The terminal the benchmarks were started from, when there is one (else -1).
+private let terminal: Int32 = open("/dev/tty", O_WRONLY | O_CLOEXEC)
+
+/// Writes a progress line (building a store) where the person running the suite sees it at once: the terminal
+/// when there is one, else standard error. `swift package benchmark` collects what the benchmarks write, and
+/// through a pipe (`| tee`) shows it only when the run ends, minutes after a 1,000,000-item store began to build.
+@Sendable public func progress(_ message: String) {
+    let line = Array((message + "\n").utf8)
+    let fd = terminal >= 0 ? terminal : STDERR_FILENO
+    _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+}
+
 /// Where the benchmarks keep their stores and who they are to the keychain.
 ///
 /// Every store lives under `.stores/` beside the benchmark package (or `$KEYCHAIN_BENCH_STORES`); the large
@@ -97,7 +109,10 @@ public enum BenchItems {
         let home = BenchEnvironment.storesRoot + "/\(count)"
         let marker = home + "/bench-complete"
         let expected = "\(BenchEnvironment.storeFormat) \(count) \(BenchEnvironment.group)"
-        if let found = try? String(contentsOfFile: marker, encoding: .utf8), found == expected { return home }
+        if let found = try? String(contentsOfFile: marker, encoding: .utf8), found == expected {
+            DaemonProcess.forgetStopped(home: home)
+            return home
+        }
         try? FileManager.default.removeItem(atPath: home)
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         try BenchEnvironment.useEmbedded(home: home)
@@ -244,6 +259,7 @@ public final class DaemonProcess: @unchecked Sendable {
     public let socket: String
     private let process: Process
     private let folder: String
+    private let home: String
 
     /// Starts the keychaind built beside this executable on the store at `home`, and waits until it answers.
     public init(home: String) throws {
@@ -251,6 +267,7 @@ public final class DaemonProcess: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw BenchmarkFailure("keychaind is not at \(binary); build the benchmark package (it builds keychaind too).")
         }
+        self.home = home
         folder = NSTemporaryDirectory() + "skb-\(getpid())-\(UInt32.random(in: 0 ... .max))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         socket = folder + "/kd.sock"
@@ -283,13 +300,28 @@ public final class DaemonProcess: @unchecked Sendable {
         return kib * 1024
     }
 
-    /// Stops the daemon (SIGTERM: it drains and checkpoints) and waits for it.
+    /// Stops the daemon (SIGTERM: it drains and checkpoints) and waits for it, then lets the store be opened
+    /// in-process again (see ``forgetStopped(home:)``).
     public func stop() {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: folder)
+        DaemonProcess.forgetStopped(home: home)
+    }
+
+    /// keychaind marks a keychain it serves (`keychaind.serves`, naming its socket), and from then on clients
+    /// reach that keychain only through it and fail closed (`errSecNotAvailable`) while it is not running. The
+    /// benchmarks use each store both ways, so once the daemon they started has stopped (or an interrupted run
+    /// left its marker), the marker goes, as the README says to do when going back to the embedded mode. A
+    /// marker whose socket still answers (a keychaind started by hand for the probe) stays.
+    public static func forgetStopped(home: String) {
+        let marker = home + "/keychaind.serves"
+        guard let named = try? String(contentsOfFile: marker, encoding: .utf8) else { return }
+        let socket = named.trimmingCharacters(in: .whitespacesAndNewlines)
+        if !socket.isEmpty && accepts(socket) { return }
+        try? FileManager.default.removeItem(atPath: marker)
     }
 
     static func accepts(_ path: String) -> Bool {

@@ -12,29 +12,87 @@ import Glibc
 /// One table of 16-byte keys and AES-256-GCM-sealed 24-byte values, in WAL mode with `synchronous=FULL` (what
 /// the keychain uses, so each acknowledged write is on disk).
 public final class RawStore: @unchecked Sendable {
-    private let queue: DatabaseQueue
-    private let key = SymmetricKey(size: .bits256)
-    private let folder: String
-    private var next = 0
+    /// Bumped whenever the rows a kept store holds change, so older ones are rebuilt.
+    static let storeFormat = "1"
 
-    /// Creates a store holding `count` rows in a new temporary folder.
+    private let queue: DatabaseQueue
+    private let key: SymmetricKey
+    private let folder: String
+    /// A kept store stays on disk for later runs; a scratch store is removed by ``remove()``.
+    private let kept: Bool
+    private var next: Int
+
+    /// Creates a scratch store holding `count` rows in a new temporary folder (for the insert benchmark, whose
+    /// rows would otherwise pile up in a kept store).
     public init(count: Int) throws {
         folder = NSTemporaryDirectory() + "skb-raw-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+        kept = false
+        key = SymmetricKey(size: .bits256)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        queue = try RawStore.open(folder + "/raw.db")
+        next = count
+        try fill(count, log: { _ in })
+    }
+
+    private init(folder: String, key: SymmetricKey, count: Int) throws {
+        self.folder = folder
+        self.key = key
+        kept = true
+        queue = try RawStore.open(folder + "/raw.db")
+        next = count
+    }
+
+    /// The kept store of `count` rows under `.stores/raw-<count>` (see ``BenchEnvironment/storesRoot``), built
+    /// first when it is missing or stale, like the item stores: a 1,000,000-row store takes a while to build, so
+    /// later runs reuse it. Its key is kept beside it. Only read it: the insert benchmark uses a scratch store.
+    public static func kept(count: Int, log: @escaping @Sendable (String) -> Void = { _ in }) throws -> RawStore {
+        let folder = BenchEnvironment.storesRoot + "/raw-\(count)"
+        let marker = folder + "/bench-complete"
+        let keyPath = folder + "/key"
+        let expected = "\(storeFormat) \(count)"
+        if let found = try? String(contentsOfFile: marker, encoding: .utf8), found == expected,
+           let bytes = FileManager.default.contents(atPath: keyPath), bytes.count == 32 {
+            return try RawStore(folder: folder, key: SymmetricKey(data: bytes), count: count)
+        }
+        try? FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let key = SymmetricKey(size: .bits256)
+        let bytes = key.withUnsafeBytes { Data($0) }
+        guard FileManager.default.createFile(atPath: keyPath, contents: bytes, attributes: [.posixPermissions: 0o600]) else {
+            throw BenchmarkFailure("cannot write \(keyPath)")
+        }
+        log("building the \(count)-row raw store in \(folder) (once; later runs reuse it)")
+        let started = ContinuousClock.now
+        let store = try RawStore(folder: folder, key: key, count: count)
+        try store.fill(count, log: log)
+        try expected.write(toFile: marker, atomically: true, encoding: .utf8)
+        log("built \(count) raw rows in \(ContinuousClock.now - started)")
+        return store
+    }
+
+    private static func open(_ path: String) throws -> DatabaseQueue {
         var config = Configuration()
         config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        queue = try DatabaseQueue(path: folder + "/raw.db", configuration: config)
+        return try DatabaseQueue(path: path, configuration: config)
+    }
+
+    /// Creates the table and inserts rows `0 ..< count`, 100,000 to a transaction.
+    private func fill(_ count: Int, log: @Sendable (String) -> Void) throws {
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY, k BLOB NOT NULL UNIQUE, v BLOB NOT NULL)")
         }
-        try queue.write { db in
-            let insert = try db.makeStatement(sql: "INSERT INTO item (k, v) VALUES (?, ?)")
-            for index in 0 ..< count {
-                try insert.execute(arguments: [RawStore.rowKey(index), try seal(index)])
+        let started = ContinuousClock.now
+        let batch = 100_000
+        for first in stride(from: 0, to: count, by: batch) {
+            try queue.write { db in
+                let insert = try db.makeStatement(sql: "INSERT INTO item (k, v) VALUES (?, ?)")
+                for index in first ..< min(first + batch, count) {
+                    try insert.execute(arguments: [RawStore.rowKey(index), try seal(index)])
+                }
             }
+            if count > batch { log("  \(min(first + batch, count)) rows (\(ContinuousClock.now - started))") }
         }
-        next = count
     }
 
     static func rowKey(_ index: Int) -> Data {
@@ -65,10 +123,10 @@ public final class RawStore: @unchecked Sendable {
         }
     }
 
-    /// Removes the store's files.
+    /// Closes the store, and removes its files when it is a scratch store.
     public func remove() {
         try? queue.close()
-        try? FileManager.default.removeItem(atPath: folder)
+        if !kept { try? FileManager.default.removeItem(atPath: folder) }
     }
 }
 
