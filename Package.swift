@@ -33,8 +33,6 @@ let package = Package(
         // PKCS#12 files opened with the system's OpenSSL libcrypto: no Swift package reads them, and their
         // legacy profiles (3DES, RC2) are not in swift-crypto.
         .target(name: "CKeychainPKCS12", linkerSettings: [.linkedLibrary("crypto")]),
-        // HMAC-SHA256 for the blind indexes over libcrypto's SHA-256, with each key's pads hashed once.
-        .target(name: "CKeychainHMAC", linkerSettings: [.linkedLibrary("crypto")]),
         // The device key sealed to the machine's TPM 2.0 with tpm2-tss (Debian's libtss2-dev): ESAPI, the TCTI
         // loader, marshalling and response-code decoding.
         .target(
@@ -54,7 +52,6 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 "CKeychainLinux",
                 "CKeychainPKCS12",
-                "CKeychainHMAC",
                 "CKeychainTPM",
             ],
             swiftSettings: strictSwift
