@@ -169,7 +169,7 @@ package enum SecItemBackend {
         if let d = value as? Data { return .data(d) }
         if let date = value as? Date { return .date(date) }
         if let number = value as? NSNumber {
-            if String(describing: type(of: number)).contains("Boolean") { return .bool(number.boolValue) }
+            if CoreFoundationTypeID.isBoolean(number) { return .bool(number.boolValue) }
             switch String(cString: number.objCType) {
             case "f", "d": return .double(number.doubleValue)
             case "Q", "L", "I":
