@@ -31,14 +31,12 @@ let package = Package(
         // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred).
         .target(name: "CKeychainLinux"),
         // PKCS#12 files opened with the system's OpenSSL libcrypto: no Swift package reads them, and their
-        // legacy profiles (3DES, RC2) are not in swift-crypto.
-        .target(name: "CKeychainPKCS12", linkerSettings: [.linkedLibrary("crypto")]),
+        // legacy profiles (3DES, RC2) are not in swift-crypto. libcrypto is opened (dlopen) on the first PKCS#12
+        // file rather than linked, so that no program pays for loading it at start.
+        .target(name: "CKeychainPKCS12", linkerSettings: [.linkedLibrary("dl")]),
         // The device key sealed to the machine's TPM 2.0 with tpm2-tss (Debian's libtss2-dev): ESAPI, the TCTI
-        // loader, marshalling and response-code decoding.
-        .target(
-            name: "CKeychainTPM",
-            linkerSettings: [.linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc")]
-        ),
+        // loader, marshalling and response-code decoding, opened (dlopen) on the first TPM call, like libcrypto.
+        .target(name: "CKeychainTPM", linkerSettings: [.linkedLibrary("dl")]),
         // The engine shared by both APIs: schema, codecs, keybag, encrypted SQLite store, query evaluation.
         .target(
             name: "KeychainCore",

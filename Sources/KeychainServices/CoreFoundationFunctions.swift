@@ -212,8 +212,13 @@ enum CoreFoundationTypeID {
     static let secTrust: CFTypeID = 304
 
     /// Whether a number object is one of the two booleans (CoreFoundation's `CFBoolean` is a type of its own).
+    ///
+    /// The class's name comes from `_typeName`, the runtime's own name of the type: `String(describing:)` on a
+    /// metatype asks the runtime first whether the type conforms to each printing protocol, and in a program with
+    /// the Swift runtime linked in each first-time question scans every conformance of the program (about a tenth
+    /// of a `git-credential-keychain get` process).
     static func isBoolean(_ number: NSNumber) -> Bool {
-        String(describing: type(of: number)).contains("Boolean")
+        _typeName(type(of: number), qualified: false).contains("Boolean")
     }
 }
 

@@ -204,8 +204,8 @@ package enum SecItemBackend {
         if let date = value as? Date { return .date(date) }
         if let number = value as? NSNumber {
             let type = String(cString: number.objCType)
-            // Booleans are never encoded as these; for the rest the (costly) class name is asked.
-            if !["q", "i", "l", "d", "f", "Q", "L", "I"].contains(type), String(describing: Swift.type(of: number)).contains("Boolean") { return .bool(number.boolValue) }
+            // Booleans are never encoded as these; for the rest the runtime's type name is asked.
+            if !["q", "i", "l", "d", "f", "Q", "L", "I"].contains(type), CoreFoundationTypeID.isBoolean(number) { return .bool(number.boolValue) }
             switch type {
             case "f", "d": return .double(number.doubleValue)
             case "Q", "L", "I":

@@ -8,6 +8,7 @@
 typedef struct {
     /// 0 success; 1 not a PKCS#12 file (or truncated); 2 the MAC does not verify (wrong password);
     /// 3 the contents could not be decrypted or read (wrong password, or an unsupported profile).
+    /// 4 OpenSSL's libcrypto could not be loaded (it is opened on first use, not when the program starts).
     int status;
     /// What went wrong, for status != 0 (OpenSSL's reason, never the password).
     char message[256];

@@ -11,7 +11,8 @@
 
 /// The outcome of a TPM call.
 typedef struct {
-    /// 0 success; 1 the TCTI could not be loaded or the TPM did not answer (no TPM here);
+    /// 0 success; 1 tpm2-tss's libraries (opened on first use) or the TCTI could not be loaded, or the TPM did not
+    /// answer (no TPM here);
     /// 2 the TPM refused to load or unseal the sealed object (it was sealed by another TPM, or the blobs were altered);
     /// 3 another TPM failure (owner hierarchy locked by a password, out of memory, bad arguments).
     int status;

@@ -27,6 +27,7 @@ package enum PKCS12 {
         switch status {
         case 0: break
         case 2: throw KeychainError(code: .authenticationFailed, message: message)
+        case 4: throw KeychainError(code: .notAvailable, message: message)
         default: throw KeychainError(code: .corruptData, message: message)
         }
         var contents = PKCS12Contents()
