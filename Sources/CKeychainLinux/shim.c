@@ -7,6 +7,7 @@
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#include <sys/random.h>
 #endif
 
 _Static_assert(sizeof(ckeychain_peer_credentials) == 12, "layout of struct ucred");
@@ -189,5 +190,15 @@ int ckeychain_accept(int fd) {
     return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
 #else
     return accept(fd, NULL, NULL);
+#endif
+}
+
+long ckeychain_random(void *buffer, unsigned long length) {
+#ifdef __linux__
+    return (long)getrandom(buffer, length, 0);
+#else
+    (void)buffer; (void)length;
+    errno = ENOSYS;
+    return -1;
 #endif
 }

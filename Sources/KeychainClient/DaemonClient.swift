@@ -88,7 +88,7 @@ package final class DaemonClient: Sendable {
     /// child after `fork` leaves its parent's connections alone and makes its own.
     private func checkOut() throws(KeychainError) -> (fd: Int32, reused: Bool) {
         let now = DispatchTime.now().uptimeNanoseconds
-        let me = getpid()
+        let me = CurrentProcess.id
         while let connection = idle.withLock({ $0.popLast() }) {
             guard connection.owner == me else {
                 // The parent's connection, inherited across fork: this process's copy is closed, the parent's stays.
@@ -103,7 +103,7 @@ package final class DaemonClient: Sendable {
 
     private func checkIn(_ fd: Int32) {
         let since = DispatchTime.now().uptimeNanoseconds
-        let owner = getpid()
+        let owner = CurrentProcess.id
         let kept = idle.withLock { pool in
             guard pool.count < maximumIdle else { return false }
             pool.append((fd, since, owner))
@@ -241,6 +241,24 @@ package final class DaemonClient: Sendable {
         } catch {
             throw lost("a malformed response")
         }
+    }
+}
+
+/// This process's pid, kept current across `fork` by a fork handler instead of asked of the kernel twice per call (glibc
+/// no longer caches it). A child made without the handler (a raw `clone`) that calls keychaind on its parent's pooled
+/// connections is refused by keychaind, which checks every message's sender, so the call fails and nothing leaks.
+enum CurrentProcess {
+    private static let cached = Atomic<Int32>(0)
+    private static let registered: Bool = {
+        let handler = pthread_atfork(nil, nil, { CurrentProcess.cached.store(getpid(), ordering: .relaxed) }) == 0
+        cached.store(getpid(), ordering: .relaxed)
+        return handler
+    }()
+
+    /// The pid of the process running now.
+    static var id: pid_t {
+        guard registered else { return getpid() }
+        return cached.load(ordering: .relaxed)
     }
 }
 

@@ -94,7 +94,7 @@ package struct DaemonLauncher: Sendable {
     }
 
     /// `limits` within the descriptors this process may open: the soft limit is raised to the hard one, and each
-    /// connection holds two descriptors (its socket and its client's pidfd).
+    /// connection holds three descriptors (its socket, its client's pidfd and its client's `/proc/PID/status`).
     static func fitting(_ limits: ConnectionLimits) -> ConnectionLimits {
         var files = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &files) == 0 else { return limits }
@@ -103,7 +103,7 @@ package struct DaemonLauncher: Sendable {
             if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &files) != 0 { _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &files) }
         }
         var fitted = limits
-        let room = files.rlim_cur == rlim_t.max ? Int.max : (Int(clamping: files.rlim_cur) - 64) / 2
+        let room = files.rlim_cur == rlim_t.max ? Int.max : (Int(clamping: files.rlim_cur) - 64) / 3
         fitted.connections = max(1, min(limits.connections, room))
         fitted.connectionsPerUser = min(limits.connectionsPerUser, fitted.connections)
         return fitted

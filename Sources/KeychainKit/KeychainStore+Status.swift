@@ -22,12 +22,21 @@ extension KeychainStore {
             public let isAdminTool: Bool
             /// The access groups the caller may use (`*` for all); nil when keychaind could not work them out.
             public let accessGroups: [String]?
+            /// Write transactions keychaind committed to this keychain since it started: each one fsync.
+            public let commits: Int
+            /// Writes those commits held. keychaind commits the writes that arrive while a commit is in flight
+            /// together (group commit), so under concurrent writers `writes / commits` is the writes each fsync
+            /// made durable.
+            public let writes: Int
         }
 
         init(_ status: ServiceStatus) {
             directory = status.home
             lockStatus = LockStatus(status.lockState)
-            daemon = status.daemon.map { Daemon(pid: $0.pid, caller: $0.caller, isAdminTool: $0.isAdminTool, accessGroups: $0.accessGroups) }
+            daemon = status.daemon.map {
+                Daemon(pid: $0.pid, caller: $0.caller, isAdminTool: $0.isAdminTool, accessGroups: $0.accessGroups,
+                       commits: $0.transactions, writes: $0.writes)
+            }
         }
     }
 

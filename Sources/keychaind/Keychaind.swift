@@ -47,7 +47,7 @@ struct Keychaind: AsyncParsableCommand {
     @Option(name: .customLong("idle-lock"), help: "Lock the keychain after this many seconds without a request (0: never), unless `security set-keychain-settings` set another time.")
     var idleLock: Double = Double(KeychainSettings.defaultIdleTimeout)
 
-    @Option(name: .customLong("max-connections"), help: "Open connections, all users together (each is a thread and two descriptors).")
+    @Option(name: .customLong("max-connections"), help: "Open connections, all users together (each is a thread and three descriptors).")
     var maxConnections = ConnectionLimits.standard.connections
 
     @Option(name: .customLong("max-connections-per-user"), help: "Open connections of one user.")

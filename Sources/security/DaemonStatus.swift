@@ -85,8 +85,17 @@ struct DaemonStatus: AsyncParsableCommand {
         if let daemon = status.daemon {
             lines.append("admin tool: \(daemon.isAdminTool ? "yes" : "no")")
             if let groups = daemon.accessGroups { lines.append("access groups: \(groups.joined(separator: ","))") }
+            lines.append("writes: \(writes(daemon))")
         }
         return lines.map { $0 + "\n" }.joined()
+    }
+
+    /// The writes keychaind committed and how many shared each commit (group commit), e.g. `1200 in 75 commits
+    /// (16.0 per commit)`.
+    static func writes(_ daemon: KeychainStore.Status.Daemon) -> String {
+        guard daemon.commits > 0 else { return "none since keychaind started" }
+        let perCommit = (Double(daemon.writes) / Double(daemon.commits) * 10).rounded() / 10
+        return "\(daemon.writes) in \(daemon.commits) commit\(daemon.commits == 1 ? "" : "s") (\(perCommit) per commit)"
     }
 
     /// The daemon's lock state in words.

@@ -7,6 +7,8 @@
 //                                                               execs while keeping its connection)
 //   keychain-test-helper race BARRIER ACCOUNT SERVICE SECRET  → waits for file BARRIER, adds, "status=N"
 //   keychain-test-helper find ACCOUNT SERVICE [GROUP]         → "status=N", "data=…", "agrp=…"
+//   keychain-test-helper fork-find ACCOUNT SERVICE            → finds ("parent=N"), forks, the child finds
+//                                                               ("child=N"), then the parent again ("parent-after=N")
 //   keychain-test-helper set-passcode P ACCOUNT SERVICE SECRET → sets passcode P, adds a WhenUnlocked item
 //   keychain-test-helper unlock-and-find P ACCOUNT SERVICE    → finds before and after KeychainStore.default.unlock
 //   keychain-test-helper unlock-idle-find P ACCOUNT SERVICE S → unlocks, finds ("after="), waits S seconds unused,
@@ -83,6 +85,20 @@ case "hold":
 case "race" where args.count == 5:
     while !FileManager.default.fileExists(atPath: args[1]) { usleep(1_000) }
     flushLine("status=\(add(args[2], args[3], args[4], group: nil))")
+case "fork-find" where args.count == 3:
+    func findStatus() -> OSStatus {
+        SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[1],
+                             kSecAttrService as String: args[2], kSecReturnData as String: true] as CFDictionary, nil)
+    }
+    flushLine("parent=\(findStatus())") // leaves a pooled connection to keychaind
+    let child = fork()
+    if child == 0 {
+        flushLine("child=\(findStatus())")
+        _exit(0)
+    }
+    var status: Int32 = 0
+    _ = waitpid(child, &status, 0)
+    flushLine("parent-after=\(findStatus())")
 case "find" where args.count >= 3:
     var query: [String: Any] = [
         kSecClass as String: kSecClassGenericPassword,

@@ -58,6 +58,31 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
         #expect(after.transactions - before.transactions < 320, "16 threads writing at once shared commits")
     }
 
+    /// Every commit is fsynced before the write is acknowledged: the engine's writer runs with `synchronous=FULL`,
+    /// which in WAL mode syncs the WAL at each commit (GRDB's pool sets NORMAL, which syncs only at checkpoints).
+    @Test func theWriterSyncsEveryCommit() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("gc-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        for _ in 0 ..< 2 { // a new keychain, then the same one opened again
+            let engine = try KeychainEngine(location: KeychainLocation(home: home))
+            let level = try engine.pool.writeWithoutTransaction { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
+            #expect(level == 2, "synchronous=FULL")
+            #expect(try engine.pool.writeWithoutTransaction { try String.fetchOne($0, sql: "PRAGMA journal_mode") } == "wal")
+            try engine.close()
+        }
+    }
+
+    /// Random bytes come from the kernel in one call for each key, nonce or identifier.
+    @Test func systemRandomFillsEveryByte() {
+        let random = SystemRandom()
+        for count in [0, 1, 12, 16, 32, 300] {
+            #expect(random.bytes(count).count == count)
+        }
+        let samples = (0 ..< 4).map { _ in random.bytes(32) }
+        #expect(Set(samples).count == 4, "no two 256-bit draws are equal")
+        #expect(samples.allSatisfy { $0.contains { $0 != 0 } })
+    }
+
     @Test func writesThatArriveDuringACommitShareTheNextOne() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("gc-\(UUID().uuidString).db").path
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }

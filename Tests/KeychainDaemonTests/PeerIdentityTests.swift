@@ -117,6 +117,38 @@ import Crypto
         #expect(id.privateGroup == "untrusted:" + prog.path)
     }
 
+    /// keychaind opens a client's `/proc/PID/status` once per connection and reads it again at every receive: a
+    /// tracer that attaches later shows in the file kept open, and once the process is gone the file reads nothing.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"), "needs strace to trace a process"))
+    func aStatusFileKeptOpenShowsATracerThatAttachesLater() throws {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        child.arguments = ["600"]
+        try child.run()
+        let inspector = PeerInspector()
+        let fd = inspector.openStatus(of: child.processIdentifier)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        #expect(inspector.tracer(status: fd) == 0)
+
+        let tracer = Process()
+        tracer.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
+        tracer.arguments = ["-qq", "-o", "/dev/null", "-p", "\(child.processIdentifier)"]
+        try tracer.run()
+        var seen = inspector.tracer(status: fd)
+        for _ in 0 ..< 2_000 where seen == 0 { // until strace has attached
+            usleep(5_000)
+            seen = inspector.tracer(status: fd)
+        }
+        #expect(seen == tracer.processIdentifier)
+        // strace leaves once the process it traces is gone. SIGKILL: a child of a test thread starts with that thread's
+        // signal mask, which may block SIGTERM.
+        kill(child.processIdentifier, SIGKILL)
+        tracer.waitUntilExit()
+        child.waitUntilExit()
+        #expect(inspector.tracer(status: fd) == nil, "the process is gone")
+    }
+
     @Test func theRegistryIsSealedAndRoundTrips() throws {
         let key = SymmetricKey(size: .bits256)
         var registry = AppRegistry()

@@ -105,6 +105,20 @@ final class DaemonFixture: @unchecked Sendable {
         #expect(try f.items(in: stranger) == ["u": "secret-u"])
     }
 
+    /// A child after `fork` makes its own connection to keychaind (which closes a connection that another process
+    /// sends on), and the parent's pooled connection stays its own.
+    @Test func aForkedChildMakesItsOwnConnectionAndTheParentKeepsItsOwn() throws {
+        let f = try DaemonFixture()
+        let app = try f.program("forker")
+        let daemon = try DaemonProcess(home: f.home)
+        let env = try f.environment(daemon)
+        #expect(try runProgram(app, ["add", "x", "svc", "secret"], environment: env).stdout == "status=0\n")
+        let run = try runProgram(app, ["fork-find", "x", "svc"], environment: env)
+        #expect(run.stdout == "parent=0\nchild=0\nparent-after=0\n", "\(run.stdout)\(run.stderr)")
+        #expect(!daemon.output.contains("sent on a connection that belongs to process"), "no process sent on another's connection")
+        #expect(daemon.stop() == 0)
+    }
+
     /// KeychainKit goes through keychaind whenever it runs, so the daemon's access-group decisions apply to
     /// Swift-native callers too: each program sees only its own group's items.
     @Test func keychainKitCallersSeeOnlyTheirOwnGroupThroughKeychaind() throws {

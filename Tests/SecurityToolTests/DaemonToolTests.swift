@@ -88,6 +88,7 @@ struct DaemonToolTests {
                 "caller: \(tool) (pid <any>, sha256 \(try Sandbox.shortDigest(tool)))",
                 "admin tool: yes",
                 "access groups: *",
+                "writes: none since keychaind started",
             ]
             let running = try kc.run(["daemon", "status"], environment: daemon.environment)
             #expect(running.status == 0)

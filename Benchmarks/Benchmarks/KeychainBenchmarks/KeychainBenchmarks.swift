@@ -74,6 +74,14 @@ func deleteOne(_ f: Fixture, _ benchmark: Benchmark) throws {
     benchmark.stopMeasurement()
 }
 
+/// The commits keychaind has made and the writes they held, from its status.
+func commitCounts(_ f: Fixture) throws -> (commits: Int, writes: Int) {
+    guard let socket = f.daemon?.socket, let daemon = try KeychainStore.daemonStatus(socket: socket).daemon else {
+        throw BenchmarkFailure("keychaind reported no status")
+    }
+    return (daemon.commits, daemon.writes)
+}
+
 @Sendable func log(_ message: String) { progress(message) }
 
 var reads: Benchmark.Configuration { .init(metrics: [.throughput, .wallClock, .mallocCountTotal],
@@ -224,15 +232,26 @@ let benchmarks: @Sendable () -> Void = {
 
             guard !findOnly else { continue }
 
-            Benchmark("SecItemAdd · keychaind · \(name) · \(suffix)", configuration: writes, closure: { _ in
+            // keychaind's own count of the commits (fsyncs) the round's adds took, from its status: how many writes
+            // group commit put in each.
+            let perCommit = BenchmarkMetric.custom("writes per commit", polarity: .prefersLarger, useScalingFactor: false)
+            var addWrites = writes
+            addWrites.metrics.append(perCommit)
+            Benchmark("SecItemAdd · keychaind · \(name) · \(suffix)", configuration: addWrites, closure: { benchmark in
                 let failed = Atomic<Int>(0)
+                let before = try commitCounts(f)
+                benchmark.startMeasurement()
                 f.clients?.round { _ in
                     let index = f.nextIndex()
                     if SecItemOps.add(account: "add-\(f.run)-\(index)", service: addedService, data: BenchItems.secret(index)) != errSecSuccess {
                         failed.add(1, ordering: .relaxed)
                     }
                 }
+                benchmark.stopMeasurement()
                 guard failed.load(ordering: .relaxed) == 0 else { throw BenchmarkFailure("adds failed through keychaind") }
+                let after = try commitCounts(f)
+                let commits = after.commits - before.commits
+                benchmark.measurement(perCommit, commits > 0 ? Int((Double(after.writes - before.writes) / Double(commits)).rounded()) : 0)
             }, setup: setup, teardown: teardown)
 
             guard clients == 1 else { continue }

@@ -52,6 +52,11 @@ int ckeychain_pidfd_is_running(int pidfd);
 /// The bytes waiting unread in a socket's receive queue (`SIOCINQ`), or -1 with errno set.
 int ckeychain_pending_bytes(int fd);
 
+/// Fills `buffer` with up to `length` bytes from the kernel's random generator (getrandom(2), blocking only until
+/// the generator is first seeded). Returns how many bytes were written, or -1 with errno set (ENOSYS where there is
+/// no getrandom).
+long ckeychain_random(void *buffer, unsigned long length);
+
 /// Sets how long one receive may wait (`SO_RCVTIMEO`); 0 waits for ever. Returns 0, or -1 with errno set.
 int ckeychain_set_receive_timeout(int fd, long milliseconds);
 

@@ -88,9 +88,10 @@ final class GroupCommitWriter: Sendable {
             q.leading = false
             return nil
         }
-        // Wake the finished jobs (the leader's own is among them, and needs no wake), then the next leader.
-        for job in batch.dropFirst() { job.wake.signal() }
+        // The next leader first, so the next commit starts while the finished jobs' owners are still waking (each
+        // wake is a system call, and a batch may hold hundreds); the leader's own job needs no wake.
         next?.wake.signal()
+        for job in batch.dropFirst() { job.wake.signal() }
     }
 
     private func commit(_ batch: [Job]) {

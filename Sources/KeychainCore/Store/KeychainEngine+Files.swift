@@ -22,12 +22,15 @@ extension KeychainEngine {
         config.busyMode = .timeout(120)
         config.label = "keychain"
         config.maximumReaderCount = 4
-        config.prepareDatabase { db in
-            // Every acknowledged write is fsynced before the call returns.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         do {
             let pool = try DatabasePool(path: location.databasePath, configuration: config)
+            try pool.writeWithoutTransaction { db in
+                // Every acknowledged write is fsynced before the call returns. Set here, on the pool's one writer
+                // connection, after the pool is open: GRDB switches a new pool's writer to WAL with
+                // `synchronous = NORMAL` after running `prepareDatabase`, and NORMAL syncs the WAL only at
+                // checkpoints, so a power loss could take back writes already acknowledged.
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+            }
             try pool.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
                     try KeychainEngine.migrate(db)

@@ -116,21 +116,39 @@ package final class PeerInspector: Sendable {
     }
 
     /// Which process traces `pid` (0: none), from `TracerPid` in `/proc/PID/status`; nil when it cannot be read.
-    /// keychaind asks on every receive, so this reads the file's head into the stack and parses the bytes.
     package func tracer(of pid: Int32) -> Int32? {
-        let fd = open("\(proc)/\(pid)/status", O_RDONLY | O_CLOEXEC)
+        let fd = openStatus(of: pid)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { buffer -> Int32? in
+        return tracer(status: fd)
+    }
+
+    /// The line ``tracer(status:)`` looks for, made once.
+    private static let tracerKey = Array("\nTracerPid:".utf8)
+
+    /// Opens `/proc/PID/status` for ``tracer(status:)`` (-1 when it cannot be opened). The open file stays with the
+    /// process that had the pid when it was opened: once that process is gone, reading fails, even when another
+    /// process has the pid by then. So keychaind opens it once per connection, while it knows the process runs (its
+    /// pidfd), and asks it again at every receive without looking the path up again.
+    package func openStatus(of pid: Int32) -> Int32 {
+        open("\(proc)/\(pid)/status", O_RDONLY | O_CLOEXEC)
+    }
+
+    /// Which process traces the process whose `status` file `fd` is (0: none), read now: the kernel writes the file
+    /// anew for every read from its start, so a tracer that attached since the last read shows. nil when it cannot
+    /// be read (the process is gone). keychaind asks on every receive, so this reads the file's head into the stack
+    /// with one `pread` and parses the bytes.
+    package func tracer(status fd: Int32) -> Int32? {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { buffer -> Int32? in
             guard let base = buffer.baseAddress else { return nil }
             var filled = 0
             while filled < buffer.count {
-                let n = read(fd, base + filled, buffer.count - filled)
+                let n = pread(fd, base + filled, buffer.count - filled, off_t(filled))
                 if n < 0, errno == EINTR { continue }
                 if n <= 0 { break }
                 filled += n
             }
-            let key = Array("\nTracerPid:".utf8)
+            let key = PeerInspector.tracerKey
             var index = 0
             while index + key.count <= filled {
                 if buffer[index] == key[0], (1 ..< key.count).allSatisfy({ buffer[index + $0] == key[$0] }) {

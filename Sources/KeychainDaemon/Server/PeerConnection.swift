@@ -72,6 +72,14 @@ package enum PeerConnection {
             return
         }
         defer { _ = close(pidfd) }
+        // Opened before the handshake, whose check that the pidfd's process still runs comes after: so this is that
+        // process's file, and reading it fails once the process is gone, whoever gets its pid.
+        let status = context.dispatcher.authority.inspector.openStatus(of: peer.pid)
+        guard status >= 0 else {
+            refuse(fd, KeychainError(code: .missingEntitlement, message: "keychaind cannot read /proc/\(peer.pid)/status (\(String(cString: strerror(errno)))), so it refuses process \(peer.pid)."))
+            return
+        }
+        defer { _ = close(status) }
         let session: Session
         do {
             session = try handshake(fd, peer: peer, pidfd: pidfd, context: context)
@@ -80,7 +88,7 @@ package enum PeerConnection {
             refuse(fd, error)
             return
         }
-        var served = Served(fd: fd, peer: peer, pidfd: pidfd, session: session, context: context)
+        var served = Served(fd: fd, peer: peer, pidfd: pidfd, status: status, session: session, context: context)
         served.run()
     }
 
@@ -136,6 +144,8 @@ private struct Served {
     let fd: Int32
     let peer: ckeychain_peer_credentials
     let pidfd: Int32
+    /// The process's `/proc/PID/status`, open since before the handshake.
+    let status: Int32
     let session: Session
     let context: ServerContext
     var frames = FrameAssembler()
@@ -146,10 +156,11 @@ private struct Served {
     /// The receive timeout set on the socket now (milliseconds, 0: none).
     var timeoutSet = 0
 
-    init(fd: Int32, peer: ckeychain_peer_credentials, pidfd: Int32, session: Session, context: ServerContext) {
+    init(fd: Int32, peer: ckeychain_peer_credentials, pidfd: Int32, status: Int32, session: Session, context: ServerContext) {
         self.fd = fd
         self.peer = peer
         self.pidfd = pidfd
+        self.status = status
         self.session = session
         self.context = context
     }
@@ -231,9 +242,10 @@ private struct Served {
             return "process \(sender.pid) (uid \(sender.uid)) sent on a connection that belongs to process \(peer.pid); a connection cannot be handed on"
         }
         guard ckeychain_pidfd_is_running(pidfd) == 1 else { return "the process that connected has exited" }
-        switch context.dispatcher.authority.inspector.tracer(of: peer.pid) {
+        // A process identified as untrusted already has nothing a tracer could take from it.
+        guard session.identity.untrusted == nil else { return nil }
+        switch context.dispatcher.authority.inspector.tracer(status: status) {
         case .some(0): return nil
-        case .some(_) where session.identity.untrusted != nil: return nil // identified as untrusted already
         case .some(let tracer): return "process \(peer.pid) is being traced by process \(tracer) since keychaind identified it"
         case .none: return "keychaind cannot read the state of process \(peer.pid)"
         }
