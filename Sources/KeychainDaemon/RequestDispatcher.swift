@@ -10,10 +10,17 @@ import Logging
 package struct RequestDispatcher: Sendable {
     package let authority: Authority
     package let logger: Logger
+    /// What asks the person at this machine (pinentry), for proofs of presence.
+    package let prompter: any PresencePrompter
+    /// The fingerprint reader (fprintd), when there is one.
+    package let biometrics: any BiometricVerifier
 
-    package init(authority: Authority, logger: Logger) {
+    package init(authority: Authority, logger: Logger, prompter: any PresencePrompter = UnavailablePrompter(),
+                 biometrics: any BiometricVerifier = NoBiometrics()) {
         self.authority = authority
         self.logger = logger
+        self.prompter = prompter
+        self.biometrics = biometrics
     }
 
     /// The response to `request`: its result, or the failure (code, `OSStatus` and message) the client reports.
@@ -44,8 +51,9 @@ package struct RequestDispatcher: Sendable {
             return .done
         case .delete(let query, let claim):
             return .count(try engine.delete(query, caller: authority.policy(for: session, claim: claim)))
-        case .tokenKey(let tokenRequest, let claim):
-            return .tokenKey(try engine.tokenKey(tokenRequest, caller: authority.policy(for: session, claim: claim)))
+        case .tokenKey(let tokenRequest, let claim, let authentication):
+            return .tokenKey(try engine.tokenKey(tokenRequest, caller: authority.policy(for: session, claim: claim),
+                                                 authentication: authentication))
         case .status:
             return .status(status(session))
         case .lock:
@@ -62,9 +70,10 @@ package struct RequestDispatcher: Sendable {
             try engine.changePasscode(from: old, to: new)
             if new != nil { session.markAuthenticated() }
             return .done
-        case .backup(let password):
+        case .backup(let password, let authentication):
             try authority.requireAdmin(session, for: "back up the keychain")
-            let (data, summary) = try engine.backup(password: password)
+            let (data, summary) = try engine.backup(password: password, authentication: authentication,
+                                                    caller: authority.policy(for: session, claim: nil))
             return .backup(data, summary)
         case .restore(let data, let password):
             try authority.requireAdmin(session, for: "restore a backup")
@@ -92,13 +101,25 @@ package struct RequestDispatcher: Sendable {
         case .verify:
             try authority.requireAdmin(session, for: "verify the keychain")
             return .verification(try engine.verify())
+        case .authenticate(let requirement, let options):
+            // The prompt names the program as identified here and the item as stored, never as the client says.
+            let caller = try authority.policy(for: session, claim: nil)
+            let stored = try engine.storedRequirement(requirement, caller: caller)
+            try engine.authenticate(stored, options: options, caller: caller, prompter: prompter, biometrics: biometrics)
+            return .done
+        case .invalidateContext(let context):
+            engine.invalidate(context: context, caller: try authority.policy(for: session, claim: nil))
+            return .done
+        case .resetAuthorizations:
+            try authority.requireAdmin(session, for: "reset granted authorizations")
+            return .count(engine.resetAuthorizations())
         }
     }
 
     /// The checks the client's parser made, made again: a client is not trusted to have parsed what it sends.
     func validate(_ request: KeychainRequest) throws(KeychainError) {
         switch request {
-        case .add(let query, _), .find(let query, _), .delete(let query, _), .tokenKey(.create(let query), _):
+        case .add(let query, _), .find(let query, _), .delete(let query, _), .tokenKey(.create(let query), _, _):
             try query.validate()
         case .update(let query, let changes, _):
             try query.validate()

@@ -11,7 +11,7 @@ import KeychainCore
 //   query: u8-length class | attributes | u8 sync (0 local, 1 synchronizable, 2 any) | u8 limit (0 one, 1 all,
 //          2 count) [| u64 count] | u8 returns (1 data, 2 attributes, 4 ref, 8 persistent ref) |
 //          optional data (value) | optional persistent ref (data) | optional string (host or subdomain) |
-//          u8 flags (1 match keys, 2 return keys, 4 sync given)
+//          u8 flags (1 match keys, 2 return keys, 4 sync given, 8 authentication follows) [| authentication]
 //   item: u8-length class | data uuid | attributes | optional data | optional data (token public key) |
 //         optional (data uuid | attributes | optional data | optional data)  (an identity's key)
 
@@ -82,7 +82,10 @@ extension BinaryWriter {
         if q.hasMatchKeys { flags |= 1 }
         if q.hasReturnKeys { flags |= 2 }
         if q.syncGiven { flags |= 4 }
+        let authenticated = q.authentication != AuthenticationOptions()
+        if authenticated { flags |= 8 }
         u8(flags)
+        if authenticated { authentication(q.authentication) }
     }
 
     mutating func changes(_ c: ItemChanges) {
@@ -232,10 +235,11 @@ extension BinaryReader {
         }
         q.hostOrSubdomain = try optional { (r) throws(KeychainError) in try r.string() }
         let flags = try u8()
-        guard flags & ~0x07 == 0 else { throw malformedMessage }
+        guard flags & ~0x0F == 0 else { throw malformedMessage }
         q.hasMatchKeys = flags & 1 != 0
         q.hasReturnKeys = flags & 2 != 0
         q.syncGiven = flags & 4 != 0
+        if flags & 8 != 0 { q.authentication = try authentication() }
         return q
     }
 

@@ -268,6 +268,8 @@ package enum SecItemBackend {
             }
             return NSMutableDictionary(objects: values, forKeys: keys)
         case .unsupported(let name): return NSString(string: name)
+        case .accessControl(let control): return NSData(data: control.encoded)
+        case .authenticationContext: return NSString(string: "LAContext")
         }
     }
 }

@@ -50,22 +50,62 @@ package struct AuthenticationOptions: Sendable, Hashable {
     package var reuseDuration: TimeInterval = 0
     /// An application password the caller already holds (`LAContext.setCredential(_:type: .applicationPassword)`).
     package var applicationPassword: Data?
+    /// The context's own reason (`LAContext.localizedReason`), used when the request gives no operation prompt.
+    package var localizedReason: String?
+    /// The context forbids prompts (`LAContext.interactionNotAllowed`): as `kSecUseAuthenticationUIFail`.
+    package var interactionNotAllowed = false
 
     package init() {}
+
+    /// Takes what an authentication context carries.
+    package mutating func apply(_ context: AuthenticationContextValue) {
+        self.context = context.id
+        reuseDuration = context.reuseDuration
+        applicationPassword = context.applicationPassword
+        localizedReason = context.localizedReason
+        interactionNotAllowed = context.interactionNotAllowed
+    }
 
     /// Apple's `LATouchIDAuthenticationMaximumAllowableReuseDuration`: a proof is never reused for longer.
     package static let maximumReuseDuration: TimeInterval = 300
 
     /// Whether this request may show a prompt.
-    package var interactionAllowed: Bool { ui == .allow }
+    package var interactionAllowed: Bool { ui == .allow && !interactionNotAllowed }
+
+    /// The reason a prompt shows.
+    package var reason: String? { operationPrompt ?? localizedReason }
+}
+
+/// What an authentication context (`LAContext`) puts into a request: its identifier and settings, as
+/// `kSecUseAuthenticationContext`'s value travels from the API into the engine.
+package struct AuthenticationContextValue: Sendable, Hashable {
+    /// The context's identifier.
+    package var id: AuthenticationContextID
+    /// `localizedReason`.
+    package var localizedReason: String?
+    /// `interactionNotAllowed`.
+    package var interactionNotAllowed: Bool
+    /// `touchIDAuthenticationAllowableReuseDuration`, capped by the engine.
+    package var reuseDuration: TimeInterval
+    /// A credential set with `setCredential(_:type: .applicationPassword)`.
+    package var applicationPassword: Data?
+
+    package init(id: AuthenticationContextID, localizedReason: String? = nil, interactionNotAllowed: Bool = false,
+                 reuseDuration: TimeInterval = 0, applicationPassword: Data? = nil) {
+        self.id = id
+        self.localizedReason = localizedReason
+        self.interactionNotAllowed = interactionNotAllowed
+        self.reuseDuration = reuseDuration
+        self.applicationPassword = applicationPassword
+    }
 }
 
 /// What one protected item needs before an operation on it may proceed: keychaind's answer
 /// `errSecAuthNeeded` (-25330) carries a list of these, and the client obtains each proof and retries
 /// (Apple's `SecItemAuthDo`).
 package struct PresenceRequirement: Sendable, Hashable {
-    /// The item, as a persistent reference (so the proof is for it, and the prompt can name it).
-    package var item: PersistentReference
+    /// The item, as a persistent reference; nil for an item being added (its application password).
+    package var item: PersistentReference?
     /// A short description of the item for the prompt: its label, else its service or server, else its class.
     package var itemDescription: String
     /// The operation that needs the proof.
@@ -73,7 +113,7 @@ package struct PresenceRequirement: Sendable, Hashable {
     /// The item's access control.
     package var accessControl: AccessControl
 
-    package init(item: PersistentReference, itemDescription: String, operation: ProtectedOperation, accessControl: AccessControl) {
+    package init(item: PersistentReference?, itemDescription: String, operation: ProtectedOperation, accessControl: AccessControl) {
         self.item = item
         self.itemDescription = itemDescription
         self.operation = operation

@@ -73,3 +73,12 @@ package struct NoBiometrics: BiometricVerifier {
     package func enrolledSetDigest() -> Data? { nil }
     package func verify(reason: String) -> PromptOutcome<Bool> { .unavailable("No fingerprint reader with an enrolled finger.") }
 }
+
+/// No way to ask: every prompt is unavailable (a process or daemon with no prompter configured).
+package struct UnavailablePrompter: PresencePrompter {
+    package init() {}
+    static let why = "no prompter is configured (install pinentry, or set KEYCHAIN_PINENTRY)"
+    package func askSecret(_ text: PromptText) -> PromptOutcome<Data> { .unavailable(Self.why) }
+    package func confirm(_ text: PromptText) -> PromptOutcome<Bool> { .unavailable(Self.why) }
+    package func askConsent(_ text: PromptText) -> PromptOutcome<ConsentAnswer> { .unavailable(Self.why) }
+}
