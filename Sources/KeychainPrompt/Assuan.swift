@@ -110,6 +110,7 @@ package enum AssuanError: Error, Equatable, CustomStringConvertible {
     /// A system call failed with this errno.
     case system(String, Int32)
 
+    /// What went wrong, in words (never the bytes received).
     package var description: String {
         switch self {
         case .lineTooLong: "a line longer than Assuan's \(Assuan.maximumLineLength)-byte limit"

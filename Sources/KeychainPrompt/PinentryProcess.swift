@@ -23,6 +23,9 @@ package final class PinentryProcess {
     private var reader: AssuanLineReader
     private var reaped = false
 
+    /// This side's descriptor, -1 once closed (for the tests' leak checks).
+    var descriptor: Int32 { fd }
+
     /// The variables passed to the pinentry when set: what a graphical pinentry needs to reach the display and the
     /// session bus (X11, Wayland, GNOME's prompter), what a terminal pinentry needs (`TERM`, `GPG_TTY`), the locale,
     /// `HOME` and `PATH`. Nothing else of the caller's environment reaches it (no `LD_*`, no secrets).
@@ -209,12 +212,16 @@ package final class PinentryProcess {
     package func terminate() {
         closeConnection()
         guard !reaped else { return }
+        reaped = true
+        // Signal only a child not reaped yet (alive, or a zombie): its pid, and the process group it leads, cannot
+        // have been reused. (Where SIGCHLD is ignored the kernel reaps it at exit, and there is nothing to kill.)
+        var info = siginfo_t()
+        guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 else { return }
         // Its process group (it leads one: it was started in a session of its own) takes any child it started.
         kill(-pid, SIGKILL)
         kill(pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        reaped = true
     }
 
     private func closeConnection() {

@@ -82,6 +82,7 @@ package final class PinentryPrompter: PresencePrompter {
                   environment: environment, logger: logger)
     }
 
+    /// Asks for a secret with `GETPIN`; the answer is the entered bytes (UTF-8), never logged.
     package func askSecret(_ text: PromptText) -> PromptOutcome<Data> {
         prompt(text, buttons: []) { session, deadline throws(AssuanError) -> PromptOutcome<Data> in
             switch try session.transact("GETPIN", deadline: deadline) {
@@ -94,12 +95,17 @@ package final class PinentryPrompter: PresencePrompter {
         }
     }
 
+    /// Asks for a yes or no with `CONFIRM` (pinentry's OK and cancel buttons): OK is `true`, a not-ok answer
+    /// `false`, cancel or a closed window ``PromptOutcome/cancelled``.
     package func confirm(_ text: PromptText) -> PromptOutcome<Bool> {
         prompt(text, buttons: []) { session, deadline throws(AssuanError) -> PromptOutcome<Bool> in
             try Self.confirmation(session, deadline: deadline)
         }
     }
 
+    /// Asks "allow?" in two `CONFIRM` steps (see the type's description): "Deny" gives ``ConsentAnswer/deny``;
+    /// "Allow" then "Only this time" ``ConsentAnswer/once``, or "Always allow" ``ConsentAnswer/always``; cancelling
+    /// or closing either step ``PromptOutcome/cancelled``.
     package func askConsent(_ text: PromptText) -> PromptOutcome<ConsentAnswer> {
         let first = [("SETOK", "_Allow"), ("SETNOTOK", "_Deny"), ("SETCANCEL", "_Cancel")]
         return prompt(text, buttons: first) { session, deadline throws(AssuanError) -> PromptOutcome<ConsentAnswer> in
@@ -226,7 +232,7 @@ package final class PinentryPrompter: PresencePrompter {
 }
 
 /// Turns at showing a prompt, first come first served, each waited for with a deadline.
-private final class PromptTurns: @unchecked Sendable {
+final class PromptTurns: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [UInt64] = []
     private var busy = false

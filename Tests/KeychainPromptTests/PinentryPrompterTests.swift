@@ -199,6 +199,16 @@ struct PinentryPrompterTests {
         #expect(pinentry.remainingScript.isEmpty)
     }
 
+    @Test func aCallerWhoseTurnDoesNotComeInTimeGivesUpAndTheNextInLineGoes() {
+        let turns = PromptTurns()
+        let forever = { ContinuousClock.now.advanced(by: .seconds(60)) }
+        #expect(turns.acquire(until: forever()))
+        #expect(!turns.acquire(until: ContinuousClock.now.advanced(by: .milliseconds(100))), "the turn is taken")
+        turns.release()
+        #expect(turns.acquire(until: forever()), "the caller who gave up is no longer in line")
+        turns.release()
+    }
+
     @Test func aMissingProgramIsUnavailable() throws {
         let missing = PinentryPrompter(choice: .program("/nonexistent/pinentry"), timeout: .seconds(5))
         guard case .unavailable(let why) = missing.askSecret(text) else { Issue.record("answered"); return }
@@ -209,6 +219,38 @@ struct PinentryPrompterTests {
         guard case .unavailable(let reason) = none.confirm(text) else { Issue.record("answered"); return }
         #expect(reason.hasPrefix("No pinentry program was found in PATH"))
         #expect(reason.contains("KEYCHAIN_PINENTRY"))
+    }
+}
+
+/// The process and its descriptor, ended either way.
+struct PinentryProcessTests {
+    /// The socket's identity, to tell it from a later descriptor given the same number.
+    func identity(_ fd: Int32) -> (dev_t, ino_t)? {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? (info.st_dev, info.st_ino) : nil
+    }
+
+    @Test(arguments: ["hang", "pin x"])
+    func aSessionLeavesNoDescriptorAndNoProcess(line: String) throws {
+        let pinentry = try ScriptedPinentry([line])
+        let session = try PinentryProcess.start(program: pinentry.program, environment: PinentryProcess.environment(from: pinentry.environment))
+        let fd = session.descriptor
+        let socket = try #require(identity(fd))
+        let soon = ContinuousClock.now.advanced(by: .seconds(30))
+        #expect(try session.receive(deadline: soon) == .ok("Pleased to meet you"))
+        #expect(try session.transact("SETDESC x", deadline: soon) == .ok([]))
+        if line == "hang" {
+            #expect(throws: AssuanError.timedOut) { try session.transact("GETPIN", deadline: ContinuousClock.now.advanced(by: .milliseconds(300))) }
+            session.terminate()
+        } else {
+            #expect(try session.transact("GETPIN", deadline: soon) == .ok(Array("x".utf8)))
+            session.finish()
+        }
+        #expect(session.descriptor == -1)
+        let reused = identity(fd)
+        #expect(reused == nil || reused?.0 != socket.0 || reused?.1 != socket.1, "the socket was closed")
+        #expect(isGone(session.pid), "reaped: no process, no zombie")
+        #expect(pinentry.sessions.first?.last == (line == "hang" ? "GETPIN" : "BYE"))
     }
 }
 

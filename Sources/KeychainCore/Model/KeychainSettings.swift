@@ -16,6 +16,7 @@ package struct KeychainSettings: Sendable, Hashable {
     /// Seconds a prompt stays open before it is stopped (`prompt-timeout`); nil is the prompter's default (60).
     package var promptTimeout: Int?
 
+    /// Settings from their values; each defaults to "not set" (never lock on idle or sleep, the prompter's defaults).
     package init(idleTimeout: Int? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Int? = nil) {
         self.idleTimeout = idleTimeout
         self.lockOnSleep = lockOnSleep
