@@ -28,7 +28,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred).
+        // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred, glibc's _GNU_SOURCE spawn extensions).
         .target(name: "CKeychainLinux"),
         // PKCS#12 files opened with the system's OpenSSL libcrypto: no Swift package reads them, and their
         // legacy profiles (3DES, RC2) are not in swift-crypto. libcrypto is opened (dlopen) on the first PKCS#12
@@ -61,6 +61,12 @@ let package = Package(
         .target(
             name: "KeychainClient",
             dependencies: ["KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSwift
+        ),
+        // Prompts for the user's presence through pinentry (GnuPG's PIN entry programs, over the Assuan protocol).
+        .target(
+            name: "KeychainPrompt",
+            dependencies: ["KeychainCore", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         // keychaind as a library: peer identity, policy, request dispatch, the server (connections read with recvmsg
@@ -135,6 +141,12 @@ let package = Package(
             path: "Tests/PipelineProbe",
             swiftSettings: strictSwift
         ),
+        // A pinentry the prompt tests run: speaks Assuan like pinentry, answering as a script file says.
+        .executableTarget(
+            name: "scripted-pinentry",
+            path: "Tests/ScriptedPinentry",
+            swiftSettings: strictSwift
+        ),
         // What the test targets share: expectations on keychain errors, temporary keychains, running the built tools.
         .target(
             name: "KeychainTestSupport",
@@ -150,6 +162,11 @@ let package = Package(
         .testTarget(
             name: "KeychainProtocolTests",
             dependencies: ["KeychainTestSupport", "KeychainProtocol", "KeychainCore"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "KeychainPromptTests",
+            dependencies: ["KeychainTestSupport", "KeychainPrompt", "KeychainCore", "scripted-pinentry"],
             swiftSettings: strictSwift
         ),
         .testTarget(
