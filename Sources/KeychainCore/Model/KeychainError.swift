@@ -70,6 +70,8 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         /// The keychain's device key is sealed to a TPM that is not here: the folder was copied from another
         /// machine, or this machine's TPM was cleared or cannot be reached (`errSecInvalidKeychain`).
         public static let sealedToAnotherMachine = Code(rawValue: "sealedToAnotherMachine")
+        /// The person cancelled a prompt, closed it, or let it time out (`errSecUserCanceled`).
+        public static let userCanceled = Code(rawValue: "userCanceled")
 
         /// The `OSStatus` reported for this code unless the error says otherwise.
         public var defaultStatus: KeychainStatus {
@@ -89,6 +91,7 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
             case .verifyFailed: .verifyFailed
             case .notTrusted: .notTrusted
             case .sealedToAnotherMachine: .invalidKeychain
+            case .userCanceled: .userCanceled
             default: .internal
             }
         }
