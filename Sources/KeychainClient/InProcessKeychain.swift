@@ -99,4 +99,15 @@ package struct InProcessKeychain: KeychainConnection {
         engine.applyLockSettings()
         return try engine.updateAppRegistry { $0.remove(named: name) }
     }
+
+    package func consents() throws(KeychainError) -> [ConsentDecision] {
+        engine.applyLockSettings()
+        return try engine.consents()
+    }
+
+    @discardableResult
+    package func revokeConsents(named name: String, subject: String?) throws(KeychainError) -> Int {
+        engine.applyLockSettings()
+        return try engine.revokeConsents(named: name, subject: subject)
+    }
 }

@@ -92,6 +92,15 @@ package struct RequestDispatcher: Sendable {
         case .verify:
             try authority.requireAdmin(session, for: "verify the keychain")
             return .verification(try engine.verify())
+        case .listConsents:
+            try authority.requireAdmin(session, for: "list the programs' remembered permissions")
+            return .consents(try engine.consents())
+        case .revokeConsents(let name, let subject):
+            try authority.requireAdmin(session, for: "revoke the programs' remembered permissions")
+            guard !name.isEmpty, subject?.isEmpty != true else {
+                throw KeychainError(code: .invalidParameter, message: "The program's name or the subject is empty. Name the program by its path, Flatpak app ID or snap name, as `security app consents` shows it.")
+            }
+            return .count(try engine.revokeConsents(named: name, subject: subject))
         }
     }
 

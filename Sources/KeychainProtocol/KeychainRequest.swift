@@ -41,6 +41,11 @@ package enum KeychainRequest: Sendable, Hashable {
     case unregisterProgram(String)
     /// Check every stored item for damage (admin tool only).
     case verify
+    /// The remembered answers to "allow PROGRAM to use SUBJECT?" (admin tool only).
+    case listConsents
+    /// Forget the remembered answers for the program a path, Flatpak app ID or snap name names, only those about
+    /// `subject` when given (admin tool only).
+    case revokeConsents(String, subject: String?)
 
     /// The request's name in logs (never its payload).
     package var name: String {
@@ -62,6 +67,8 @@ package enum KeychainRequest: Sendable, Hashable {
         case .listPrograms: "listPrograms"
         case .unregisterProgram: "unregisterProgram"
         case .verify: "verify"
+        case .listConsents: "listConsents"
+        case .revokeConsents: "revokeConsents"
         }
     }
 }

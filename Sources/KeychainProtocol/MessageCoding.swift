@@ -34,6 +34,9 @@ extension KeychainRequest {
         case .listPrograms: w.u8(19)
         case .unregisterProgram(let name): w.u8(20); w.string(name)
         case .verify: w.u8(21)
+        // 22-29 are left to the access-control requests.
+        case .listConsents: w.u8(30)
+        case .revokeConsents(let name, let subject): w.u8(31); w.string(name); w.optional(subject) { $0.string($1) }
         }
     }
 
@@ -76,6 +79,8 @@ extension KeychainRequest {
         case 19: return .listPrograms
         case 20: return .unregisterProgram(try r.string())
         case 21: return .verify
+        case 30: return .listConsents
+        case 31: return .revokeConsents(try r.string(), subject: try r.optional { (r) throws(KeychainError) in try r.string() })
         default: throw malformedMessage
         }
     }
@@ -127,6 +132,11 @@ extension KeychainResponse {
                 w.optional(item.persistentRef) { $0.bytes($1.data) }
                 w.string(item.problem)
             }
+        case .consents(let decisions):
+            // 12-29 are left to the access-control responses.
+            w.u8(30)
+            w.u32(UInt32(decisions.count))
+            for decision in decisions { w.consent(decision) }
         case .failure(let error):
             w.u8(255)
             w.u32(UInt32(bitPattern: error.status.rawValue))
@@ -190,6 +200,12 @@ extension KeychainResponse {
                 damaged.append(DamagedItem(itemClass: itemClass, rowid: rowid, persistentRef: persistentRef, problem: try r.string()))
             }
             return .verification(KeychainVerification(verified: verified, notChecked: notChecked, damaged: damaged))
+        case 30:
+            let n = try r.count(minimumSize: 22)
+            var decisions: [ConsentDecision] = []
+            decisions.reserveCapacity(n)
+            for _ in 0 ..< n { decisions.append(try r.consent()) }
+            return .consents(decisions)
         case 255:
             let status = KeychainStatus(rawValue: Int32(bitPattern: try r.u32()))
             let code = KeychainError.Code(rawValue: try r.string())

@@ -101,7 +101,8 @@ import Testing
             .registerProgram(AppRegistration(program: .executable(path: "/usr/bin/app", sha256: "ab"), applicationIdentifier: "TEAM.app", accessGroups: ["g"])),
             .registerProgram(AppRegistration(program: .flatpak("org.example.App"), applicationIdentifier: nil, accessGroups: [])),
             .registerProgram(AppRegistration(program: .snap("app"), applicationIdentifier: nil, accessGroups: ["s"])),
-            .listPrograms, .unregisterProgram("/usr/bin/app"),
+            .listPrograms, .unregisterProgram("/usr/bin/app"), .listConsents, .revokeConsents("/usr/bin/app", subject: nil),
+            .revokeConsents("org.example.App", subject: "/org/freedesktop/secrets/collection/login"),
         ]
         for (index, request) in requests.enumerated() {
             let bytes = Frame(id: UInt32(index), body: .request(request)).encoded
@@ -116,6 +117,7 @@ import Testing
             .status(status), .status(ServiceStatus(home: "/h", lockState: .noPasscode)), .backup(Data([1, 2]), BackupSummary(items: 3, thisDeviceOnly: 1, skippedPasscodeOnly: 2)),
             .restored(RestoreSummary(added: 1, replaced: 2, keptNewer: 3, skippedOtherDevice: 4)), .settings(nil), .settings(KeychainSettings(idleTimeout: nil, lockOnSleep: true)),
             .programs([AppRegistration(program: .snap("app"), applicationIdentifier: "x", accessGroups: ["s"])]),
+            .consents([]), .consents(ConsentMessageTests.decisions),
         ]
         for (index, response) in responses.enumerated() {
             let bytes = Frame(id: 1, body: .response(response)).encoded
