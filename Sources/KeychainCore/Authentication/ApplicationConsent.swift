@@ -22,6 +22,8 @@ package struct ConsentRequest: Sendable, Hashable {
     /// prompts and lists).
     package static let maximumLength = 1_024
 
+    /// The question whether `program` (shown as `programDescription`) may use `subject` (shown as
+    /// `subjectDescription`).
     package init(program: AppRegistration.Program, programDescription: String, subject: String, subjectDescription: String) {
         self.program = program
         self.programDescription = programDescription

@@ -23,6 +23,7 @@ package struct ConsentRegistry: Sendable, Hashable {
     /// revoked (`security app revoke`).
     package static let maximumDecisions = 4_096
 
+    /// A registry holding `decisions` (none by default), in the order they were made.
     package init(decisions: [ConsentDecision] = []) { self.decisions = decisions }
 
     static let magic = Array("KCAC".utf8)
@@ -36,10 +37,8 @@ package struct ConsentRegistry: Sendable, Hashable {
     /// Remembers `decision`, replacing the one for the same program and subject. Throws `errSecParam` when
     /// ``maximumDecisions`` are already remembered and this one is new.
     package mutating func remember(_ decision: ConsentDecision) throws(KeychainError) {
-        let before = decisions.count
         decisions.removeAll { $0.concerns(decision.program, subject: decision.subject) }
         guard decisions.count < ConsentRegistry.maximumDecisions else {
-            if decisions.count != before { decisions.append(decision); return }
             throw KeychainError(code: .invalidParameter, message: "The keychain already remembers \(ConsentRegistry.maximumDecisions) decisions to allow or deny programs, its limit, so this one is not remembered. List them with `security app consents` and revoke those no longer needed with `security app revoke PROGRAM`.")
         }
         decisions.append(decision)
@@ -60,6 +59,8 @@ package struct ConsentRegistry: Sendable, Hashable {
                                info: Array("apps.consents v1".utf8), outputByteCount: 32)
     }
 
+    /// The file's bytes: the header, then the decisions sealed under `key` (from ``key(classKey:)``) with a nonce
+    /// from `random`.
     package func encode(key: SymmetricKey, random: any RandomSource) throws(KeychainError) -> [UInt8] {
         let header = ConsentRegistry.magic + [ConsentRegistry.version]
         let body = PlistCoding.encode(.array(decisions.map(\.plist)))
@@ -69,6 +70,9 @@ package struct ConsentRegistry: Sendable, Hashable {
     /// The error for a file that does not open: not written by this keychain, edited, or damaged.
     package static let damaged = KeychainError(code: .corruptData, message: "apps.consents was not written by this keychain or was changed since (edited, damaged, or sealed under another keychain's key). Its decisions are ignored: every program is asked again, and the next decision someone makes replaces the file. To start afresh now, remove apps.consents from the keychain folder.")
 
+    /// Reads a file written by ``encode(key:random:)`` under `key`. Anything else — another magic or version, a
+    /// seal that does not open under `key` (edited, truncated, sealed under another key), a body that is not a list
+    /// of decisions, or more than ``maximumDecisions`` — throws ``damaged`` (`errSecDecode`).
     package static func decode(_ bytes: Data, key: SymmetricKey) throws(KeychainError) -> ConsentRegistry {
         let header = magic + [version]
         guard bytes.count > header.count, Array(bytes.prefix(header.count)) == header else { throw damaged }

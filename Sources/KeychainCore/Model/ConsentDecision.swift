@@ -27,6 +27,7 @@ package struct ConsentDecision: Sendable, Hashable {
     /// When the person decided.
     package var date: Date
 
+    /// The decision `verdict` about `program` and `subject`, made on `date`.
     package init(program: AppRegistration.Program, subject: String, subjectDescription: String, verdict: Verdict, date: Date) {
         self.program = program
         self.subject = subject
