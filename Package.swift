@@ -60,7 +60,7 @@ let package = Package(
         // and the one place that chooses between them.
         .target(
             name: "KeychainClient",
-            dependencies: ["KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["KeychainPrompt", "KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         // Prompts for the user's presence through pinentry (GnuPG's PIN entry programs, over the Assuan protocol).
@@ -74,6 +74,7 @@ let package = Package(
         .target(
             name: "KeychainDaemon",
             dependencies: [
+                "KeychainPrompt",
                 "KeychainCore",
                 "KeychainProtocol",
                 "CKeychainLinux",

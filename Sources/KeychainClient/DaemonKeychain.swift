@@ -133,6 +133,17 @@ package struct DaemonKeychain: KeychainConnection {
         try expectCount(.unregisterProgram(name))
     }
 
+    package func consents() throws(KeychainError) -> [ConsentDecision] {
+        let response = try client.call(.listConsents)
+        guard case .consents(let decisions) = response else { throw unexpected(response, "consent list") }
+        return decisions
+    }
+
+    @discardableResult
+    package func revokeConsents(named name: String, subject: String?) throws(KeychainError) -> Int {
+        try expectCount(.revokeConsents(name, subject: subject))
+    }
+
     private func expectDone(_ request: KeychainRequest) throws(KeychainError) {
         let response = try client.call(request)
         guard case .done = response else { throw unexpected(response, request.name) }

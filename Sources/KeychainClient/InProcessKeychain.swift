@@ -59,7 +59,7 @@ package struct InProcessKeychain: KeychainConnection {
         engine.applyLockSettings()
         let stored = try engine.storedRequirement(requirement, caller: caller)
         try engine.authenticate(stored, options: options, caller: caller,
-                                prompter: PresenceServices.prompter, biometrics: PresenceServices.biometrics)
+                                prompter: PresenceServices.prompter(for: engine.location), biometrics: PresenceServices.biometrics)
     }
 
     package func invalidate(context: AuthenticationContextID) throws(KeychainError) {
@@ -130,5 +130,16 @@ package struct InProcessKeychain: KeychainConnection {
     package func unregisterProgram(named name: String) throws(KeychainError) -> Int {
         engine.applyLockSettings()
         return try engine.updateAppRegistry { $0.remove(named: name) }
+    }
+
+    package func consents() throws(KeychainError) -> [ConsentDecision] {
+        engine.applyLockSettings()
+        return try engine.consents()
+    }
+
+    @discardableResult
+    package func revokeConsents(named name: String, subject: String?) throws(KeychainError) -> Int {
+        engine.applyLockSettings()
+        return try engine.revokeConsents(named: name, subject: subject)
     }
 }

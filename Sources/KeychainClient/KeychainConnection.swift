@@ -84,6 +84,25 @@ package protocol KeychainConnection: Sendable {
     /// Removes the registrations under a path, Flatpak app ID or snap name; returns how many.
     @discardableResult
     func unregisterProgram(named name: String) throws(KeychainError) -> Int
+
+    // MARK: Programs' remembered permissions
+
+    /// The remembered answers to "allow PROGRAM to use SUBJECT?" (`always` or `deny`), in the order they were made.
+    /// Through keychaind only its admin tool may list them.
+    func consents() throws(KeychainError) -> [ConsentDecision]
+    /// Forgets the remembered answers for the program `name` names (an executable's path whatever its SHA-256, a
+    /// Flatpak app ID or a snap name), only those about `subject` when given; returns how many. Through keychaind
+    /// only its admin tool may revoke them.
+    @discardableResult
+    func revokeConsents(named name: String, subject: String?) throws(KeychainError) -> Int
+}
+
+extension KeychainConnection {
+    /// Forgets every remembered answer for the program `name` names; returns how many.
+    @discardableResult
+    package func revokeConsents(named name: String) throws(KeychainError) -> Int {
+        try revokeConsents(named: name, subject: nil)
+    }
 }
 
 extension KeychainConnection {

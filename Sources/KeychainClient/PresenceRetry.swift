@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainPrompt
 
 extension KeychainConnection {
     /// Runs an item call, obtaining the proofs of presence it turns out to need (Apple's `SecItemAuthDo`): when the
@@ -38,34 +39,28 @@ extension KeychainConnection {
     static var maximumPresenceAttempts: Int { 20 }
 }
 
-/// What asks the person at this machine for calls made with the keychain opened in this process, and where a
-/// fingerprint reader is: configured once per process (`KeychainConnector` sets pinentry and fprintd when it
-/// first opens a keychain here); until then prompts are unavailable and fingerprints absent.
+/// What asks the person at this machine for calls made with the keychain opened in this process (pinentry,
+/// chosen by the keychain's settings and `KEYCHAIN_PINENTRY`), and where a fingerprint reader is.
 package enum PresenceServices {
-    private static let state = PresenceState()
+    private static let prompters = PrompterCache()
+    private static let state = BiometricsState()
 
-    /// The prompter in-process calls use.
-    package static var prompter: any PresencePrompter {
-        get { state.get().prompter }
-        set { state.set(prompter: newValue) }
+    /// The prompter for the keychain at `location`.
+    package static func prompter(for location: KeychainLocation) -> any PresencePrompter {
+        prompters.prompter(for: location)
     }
 
     /// The fingerprint reader in-process calls use.
     package static var biometrics: any BiometricVerifier {
-        get { state.get().biometrics }
-        set { state.set(biometrics: newValue) }
+        get { state.get() }
+        set { state.set(newValue) }
     }
 }
 
-private final class PresenceState: @unchecked Sendable {
+private final class BiometricsState: @unchecked Sendable {
     private let lock = NSLock()
-    private var prompter: any PresencePrompter = UnavailablePrompter()
     private var biometrics: any BiometricVerifier = NoBiometrics()
 
-    func get() -> (prompter: any PresencePrompter, biometrics: any BiometricVerifier) {
-        lock.withLock { (prompter, biometrics) }
-    }
-
-    func set(prompter newValue: any PresencePrompter) { lock.withLock { prompter = newValue } }
-    func set(biometrics newValue: any BiometricVerifier) { lock.withLock { biometrics = newValue } }
+    func get() -> any BiometricVerifier { lock.withLock { biometrics } }
+    func set(_ newValue: any BiometricVerifier) { lock.withLock { biometrics = newValue } }
 }

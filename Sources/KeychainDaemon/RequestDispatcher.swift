@@ -1,6 +1,7 @@
 import Foundation
 import KeychainCore
 import KeychainProtocol
+import KeychainPrompt
 import Logging
 
 /// Carries out one typed request for one session against its keychain's engine (its user's, ``Session/keychain``): the daemon's policy decides the access
@@ -10,16 +11,16 @@ import Logging
 package struct RequestDispatcher: Sendable {
     package let authority: Authority
     package let logger: Logger
-    /// What asks the person at this machine (pinentry), for proofs of presence.
-    package let prompter: any PresencePrompter
+    /// What asks the person at this machine (pinentry, per keychain settings), for proofs of presence.
+    package let prompters: PrompterCache
     /// The fingerprint reader (fprintd), when there is one.
     package let biometrics: any BiometricVerifier
 
-    package init(authority: Authority, logger: Logger, prompter: any PresencePrompter = UnavailablePrompter(),
+    package init(authority: Authority, logger: Logger, prompters: PrompterCache = PrompterCache(),
                  biometrics: any BiometricVerifier = NoBiometrics()) {
         self.authority = authority
         self.logger = logger
-        self.prompter = prompter
+        self.prompters = prompters
         self.biometrics = biometrics
     }
 
@@ -105,7 +106,8 @@ package struct RequestDispatcher: Sendable {
             // The prompt names the program as identified here and the item as stored, never as the client says.
             let caller = try authority.policy(for: session, claim: nil)
             let stored = try engine.storedRequirement(requirement, caller: caller)
-            try engine.authenticate(stored, options: options, caller: caller, prompter: prompter, biometrics: biometrics)
+            try engine.authenticate(stored, options: options, caller: caller, prompter: prompters.prompter(for: engine.location),
+                                    biometrics: biometrics)
             return .done
         case .invalidateContext(let context):
             engine.invalidate(context: context, caller: try authority.policy(for: session, claim: nil))
@@ -113,6 +115,15 @@ package struct RequestDispatcher: Sendable {
         case .resetAuthorizations:
             try authority.requireAdmin(session, for: "reset granted authorizations")
             return .count(engine.resetAuthorizations())
+        case .listConsents:
+            try authority.requireAdmin(session, for: "list the programs' remembered permissions")
+            return .consents(try engine.consents())
+        case .revokeConsents(let name, let subject):
+            try authority.requireAdmin(session, for: "revoke the programs' remembered permissions")
+            guard !name.isEmpty, subject?.isEmpty != true else {
+                throw KeychainError(code: .invalidParameter, message: "The program's name or the subject is empty. Name the program by its path, Flatpak app ID or snap name, as `security app consents` shows it.")
+            }
+            return .count(try engine.revokeConsents(named: name, subject: subject))
         }
     }
 

@@ -50,6 +50,11 @@ package enum KeychainRequest: Sendable, Hashable {
     case invalidateContext(AuthenticationContextID)
     /// Forget every proof keychaind holds (admin tool only; `security authorize --reset`).
     case resetAuthorizations
+    /// The remembered answers to "allow PROGRAM to use SUBJECT?" (admin tool only).
+    case listConsents
+    /// Forget the remembered answers for the program a path, Flatpak app ID or snap name names, only those about
+    /// `subject` when given (admin tool only).
+    case revokeConsents(String, subject: String?)
 
     /// The request's name in logs (never its payload).
     package var name: String {
@@ -74,6 +79,8 @@ package enum KeychainRequest: Sendable, Hashable {
         case .authenticate: "authenticate"
         case .invalidateContext: "invalidateContext"
         case .resetAuthorizations: "resetAuthorizations"
+        case .listConsents: "listConsents"
+        case .revokeConsents: "revokeConsents"
         }
     }
 }

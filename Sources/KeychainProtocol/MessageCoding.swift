@@ -43,6 +43,8 @@ extension KeychainRequest {
         case .authenticate(let requirement, let options): w.u8(22); w.requirement(requirement); w.authentication(options)
         case .invalidateContext(let context): w.u8(23); w.bytes(context.bytes)
         case .resetAuthorizations: w.u8(24)
+        case .listConsents: w.u8(30)
+        case .revokeConsents(let name, let subject): w.u8(31); w.string(name); w.optional(subject) { $0.string($1) }
         }
     }
 
@@ -92,6 +94,8 @@ extension KeychainRequest {
             guard let context = AuthenticationContextID(bytes: try r.bytes()) else { throw malformedMessage }
             return .invalidateContext(context)
         case 24: return .resetAuthorizations
+        case 30: return .listConsents
+        case 31: return .revokeConsents(try r.string(), subject: try r.optional { (r) throws(KeychainError) in try r.string() })
         default: throw malformedMessage
         }
     }
@@ -143,6 +147,11 @@ extension KeychainResponse {
                 w.optional(item.persistentRef) { $0.bytes($1.data) }
                 w.string(item.problem)
             }
+        case .consents(let decisions):
+            // 12-29 are left to the access-control responses.
+            w.u8(30)
+            w.u32(UInt32(decisions.count))
+            for decision in decisions { w.consent(decision) }
         case .failure(let error):
             // Tag 254: a failure followed by what each protected item needs (errSecAuthNeeded).
             w.u8(error.presenceNeeded.isEmpty ? 255 : 254)
@@ -211,6 +220,12 @@ extension KeychainResponse {
                 damaged.append(DamagedItem(itemClass: itemClass, rowid: rowid, persistentRef: persistentRef, problem: try r.string()))
             }
             return .verification(KeychainVerification(verified: verified, notChecked: notChecked, damaged: damaged))
+        case 30:
+            let n = try r.count(minimumSize: 22)
+            var decisions: [ConsentDecision] = []
+            decisions.reserveCapacity(n)
+            for _ in 0 ..< n { decisions.append(try r.consent()) }
+            return .consents(decisions)
         case let tag where tag == 255 || tag == 254:
             let status = KeychainStatus(rawValue: Int32(bitPattern: try r.u32()))
             let code = KeychainError.Code(rawValue: try r.string())

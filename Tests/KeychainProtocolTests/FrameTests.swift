@@ -171,7 +171,8 @@ import Testing
             .registerProgram(AppRegistration(program: .executable(path: "/usr/bin/app", sha256: "ab"), applicationIdentifier: "TEAM.app", accessGroups: ["g"])),
             .registerProgram(AppRegistration(program: .flatpak("org.example.App"), applicationIdentifier: nil, accessGroups: [])),
             .registerProgram(AppRegistration(program: .snap("app"), applicationIdentifier: nil, accessGroups: ["s"])),
-            .listPrograms, .unregisterProgram("/usr/bin/app"),
+            .listPrograms, .unregisterProgram("/usr/bin/app"), .listConsents, .revokeConsents("/usr/bin/app", subject: nil),
+            .revokeConsents("org.example.App", subject: "/org/freedesktop/secrets/collection/login"),
             .add(Self.authenticatedQuery, claim: nil), .find(Self.authenticatedQuery, claim: ["g"]),
             .tokenKey(.sign(reference: reference, algorithm: "alg", input: Data([1])), claim: nil, authentication: Self.authentication),
             .backup(password: "b", authentication: Self.authentication),
@@ -192,6 +193,7 @@ import Testing
             .restored(RestoreSummary(added: 1, replaced: 2, keptNewer: 3, skippedOtherDevice: 4)), .settings(nil), .settings(KeychainSettings(idleTimeout: nil, lockOnSleep: true)),
             .programs([AppRegistration(program: .snap("app"), applicationIdentifier: "x", accessGroups: ["s"])]),
             .failure(Self.presenceNeeded),
+            .consents([]), .consents(ConsentMessageTests.decisions),
         ]
         for (index, response) in responses.enumerated() {
             let bytes = Frame(id: 1, body: .response(response)).encoded
