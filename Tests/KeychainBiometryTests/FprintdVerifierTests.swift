@@ -164,6 +164,37 @@ struct FprintdVerifierTests {
                        member: "Release")
     }
 
+    @Test func aMatchFromAnotherConnectionDoesNotCount() throws {
+        let fprintd = try FprintdUnderTest()
+        try fprintd.enrol("right-index-finger", print: "finger-one", user: user)
+        let impostor = try fprintd.bus.connect()
+        let path = try fprintd.devicePath(impostor)
+        let started = DispatchSemaphore(value: 0)
+        let verifier = makeVerifier(fprintd, verifyTimeout: .seconds(2))
+        let outcome = try onThread(timeout: .seconds(15)) { () -> PromptOutcome<Bool> in
+            started.signal()
+            return verifier.verify(reason: "test")
+        } alongside: {
+            _ = started.wait(timeout: .now() + 5)
+            // For a second, claim a match from another connection: broadcast, and sent to every connection on the bus
+            // (the verifier's among them).
+            let until = ContinuousClock.now + .seconds(1)
+            while ContinuousClock.now < until {
+                let match: [DBusValue] = [.string("verify-match"), .bool(true)]
+                try impostor.emitSignal(path: path, interface: "net.reactivated.Fprint.Device", member: "VerifyStatus", match)
+                for name in try impostor.listNames() where name.hasPrefix(":") && name != impostor.uniqueName {
+                    try impostor.emitSignal(path: path, interface: "net.reactivated.Fprint.Device", member: "VerifyStatus",
+                                            match, destination: name)
+                }
+                usleep(50_000)
+            }
+        }
+        guard case .timedOut = outcome else {
+            Issue.record("expected a timeout (no finger), got \(outcome)")
+            return
+        }
+    }
+
     @Test func aReaderClaimedByAnotherProgramIsUnavailable() throws {
         let fprintd = try FprintdUnderTest()
         try fprintd.enrol("right-index-finger", print: "finger-one", user: user)
