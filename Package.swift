@@ -37,6 +37,10 @@ let package = Package(
         // The device key sealed to the machine's TPM 2.0 with tpm2-tss (Debian's libtss2-dev): ESAPI, the TCTI
         // loader, marshalling and response-code decoding, opened (dlopen) on the first TPM call, like libcrypto.
         .target(name: "CKeychainTPM", linkerSettings: [.linkedLibrary("dl")]),
+        // D-Bus through sd-bus from libsystemd (Debian's libsystemd-dev): the headers as a module, nothing more.
+        .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // A small Swift layer over sd-bus: connections with deadlines, method calls, typed errors, signal waits.
+        .target(name: "KeychainDBus", dependencies: ["CSystemdBus"], swiftSettings: strictSwift),
         // The engine shared by both APIs: schema, codecs, keybag, encrypted SQLite store, query evaluation.
         .target(
             name: "KeychainCore",
@@ -75,12 +79,19 @@ let package = Package(
             name: "KeychainDaemon",
             dependencies: [
                 "KeychainPrompt",
+                "KeychainBiometry",
                 "KeychainCore",
                 "KeychainProtocol",
                 "CKeychainLinux",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSwift
+        ),
+        // Fingerprints through fprintd on the system bus, for SecAccessControl's biometry flags.
+        .target(
+            name: "KeychainBiometry",
+            dependencies: ["KeychainCore", "KeychainDBus", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSwift
         ),
         // Apple's Keychain Services API, source-compatible with `import Security`.
@@ -191,6 +202,11 @@ let package = Package(
         .testTarget(
             name: "SecurityToolTests",
             dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "KeychainCore", "KeychainClient"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "KeychainBiometryTests",
+            dependencies: ["KeychainBiometry", "KeychainDBus", "KeychainCore"],
             swiftSettings: strictSwift
         ),
         .testTarget(

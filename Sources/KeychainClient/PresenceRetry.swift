@@ -50,7 +50,9 @@ package enum PresenceServices {
         prompters.prompter(for: location)
     }
 
-    /// The fingerprint reader in-process calls use.
+    /// The fingerprint reader in-process calls use: none by default, so that no program links libsystemd to find
+    /// an item; fingerprints are checked by keychaind (fprintd), and an in-process `.userPresence` falls back to
+    /// the passcode as on a Mac without Touch ID.
     package static var biometrics: any BiometricVerifier {
         get { state.get() }
         set { state.set(newValue) }
