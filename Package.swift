@@ -139,7 +139,7 @@ let package = Package(
         // entitlements read from the environment).
         .executableTarget(
             name: "keychain-test-helper",
-            dependencies: ["KeychainServices", "KeychainKit"],
+            dependencies: ["KeychainServices", "KeychainKit", "KeychainClient", "KeychainCore"],
             path: "Tests/Helper",
             swiftSettings: strictSwift
         ),
@@ -188,7 +188,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainTestSupport", "KeychainServices", "KeychainCore", "KeychainClient", "KeychainProtocol", "KeychainKit", "keychain-test-helper", "keychaind", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["KeychainTestSupport", "KeychainServices", "KeychainCore", "KeychainClient", "KeychainProtocol", "KeychainKit", "keychain-test-helper", "keychaind", "scripted-pinentry", .product(name: "GRDB", package: "GRDB.swift")],
             // A keychain written by the first released format, opened by the upgrade tests, and the attack scripts the
             // identity tests run (both read via #filePath).
             exclude: ["Fixtures", "Attacks/borrow_identity.py"],
