@@ -12,7 +12,8 @@ extension KeychainEngine {
         /// The program as identified (keychaind: by the kernel), which proofs are bound to.
         var program: String
         var options: AuthenticationOptions
-        var now: Date
+        /// The engine's clock, read only when a proof is looked up (a find of unprotected items never reads it).
+        var clock: @Sendable () -> Date
 
         /// The request's context: its own, or one made up for it (whose proofs nobody else can name).
         var context: AuthenticationContextID? { options.context }
@@ -21,13 +22,14 @@ extension KeychainEngine {
         func factorsProven(_ constraint: PresenceConstraint) -> Bool {
             guard !constraint.factors.isEmpty else { return true }
             guard let context else { return false }
-            return constraint.isSatisfied(by: ledger.factors(program: program, context: context, now: now))
+            return constraint.isSatisfied(by: ledger.factors(program: program, context: context, now: clock()))
         }
 
         /// The application password for `item` given with the request or proven under its context.
         func applicationPassword(for item: Data?) -> Data? {
             if let given = options.applicationPassword { return given }
             guard let context else { return nil }
+            let now = clock()
             return ledger.applicationPassword(program: program, context: context, for: item, now: now)
                 ?? (item == nil ? nil : ledger.applicationPassword(program: program, context: context, for: nil, now: now))
         }
@@ -35,7 +37,7 @@ extension KeychainEngine {
 
     /// The gate for a request by `caller` with `options`.
     func presenceGate(_ options: AuthenticationOptions, caller: AccessPolicy) -> PresenceGate {
-        PresenceGate(ledger: presence, program: caller.program, options: options, now: now())
+        PresenceGate(ledger: presence, program: caller.program, options: options, clock: now)
     }
 
     /// The access control stored with an item, if any.

@@ -132,6 +132,8 @@ extension KeychainEngine {
         if onlyMatched {
             keeping = Array(q.attributes.keys)
             if q.hostOrSubdomain != nil { keeping?.append("srvr") }
+            // A protected item's access control is read even when the query keeps few attributes.
+            if includeSecret && gate != nil { keeping?.append("accc") }
         }
         var out: [(StoredRow, FoundItem)] = []
         var damaged = 0
@@ -235,9 +237,7 @@ extension KeychainEngine {
                  gate: PresenceGate? = nil) throws(KeychainError) -> RowOutcome {
         let identity = stored.identity
         do {
-            // A protected item's access control must be read even when the query keeps few attributes.
-            let keep = keeping.map { $0 + ["accc"] }
-            let attributes = try crypto.openAttributes(stored.meta, row: identity, keeping: includeSecret && gate != nil ? keep : keeping)
+            let attributes = try crypto.openAttributes(stored.meta, row: identity, keeping: keeping)
             guard matches(attributes, q) else { return .noMatch }
             var item = FoundItem(itemClass: q.itemClass, uuid: identity.uuid, attributes: attributes, data: nil)
             if includeSecret, let blob = stored.secret {
