@@ -161,6 +161,7 @@ public struct KeychainAuthentication: Sendable, Hashable {
 /// Copies of a context are the same context (they share its identifier). A proof is kept where the keys are,
 /// bound to this program and the context, and forgotten when the keychain locks or ``invalidate(in:)`` is called.
 public struct KeychainAuthenticationContext: Sendable, Hashable {
+    /// The identifier the keychain keeps proofs under.
     let id: AuthenticationContextID
     private var storedReuseDuration: TimeInterval = 0
 

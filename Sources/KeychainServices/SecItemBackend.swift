@@ -48,7 +48,7 @@ package enum SecItemBackend {
         return run { (ctx) throws(KeychainError) in
             let value = try ctx.secItemCopyMatching(try queryDictionary(query))
             // A key found with a context keeps it for its private operations, as on Apple's systems.
-            if let result, let value { result.pointee = object(value, context: query["u_AuthCtx"] as? LAContext) }
+            if let result, let value { result.pointee = object(value, context: query.object(forKey: kSecUseAuthenticationContext) as? LAContext) }
         }
     }
 
@@ -200,8 +200,6 @@ package enum SecItemBackend {
     /// Classifies one value. Booleans are told apart from numbers the way CoreFoundation does
     /// (`CFBoolean` is its own type), so `kSecReturnData: 1` is rejected like on Apple platforms.
     package static func plist(_ value: Any) -> PlistValue {
-        if let control = value as? SecAccessControl { return .accessControl(control.control) }
-        if let context = value as? LAContext { return .authenticationContext(context.value) }
         if type(of: value) == Bool.self, let flag = value as? Bool { return .bool(flag) }
         if let s = value as? String { return .string(s) }
         if let d = value as? Data { return .data(d) }
@@ -219,6 +217,9 @@ package enum SecItemBackend {
         }
         if let array = value as? [Any] { return .array(array.map(plist)) }
         if let dict = value as? [String: Any] { return .dictionary(dict.mapValues(plist)) }
+        // Last: these are rare, and every value of every call comes through here.
+        if let control = value as? SecAccessControl { return .accessControl(control.control) }
+        if let context = value as? LAContext { return .authenticationContext(context.value) }
         return .unsupported(String(describing: type(of: value)))
     }
 

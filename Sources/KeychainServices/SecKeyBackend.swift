@@ -41,7 +41,9 @@ enum SecKeyBackend {
                 try store(material, privateExtra)
             }
             if flag(publicAttributes["perm"]) {
-                try store(try material.publicKey(), shared.merging(publicAttributes.filter { storedAttributes.contains($0.key) }) { $1 })
+                // A shared kSecAttrAccessControl guards the private key; the public key gets only its own.
+                let publicShared = shared.filter { $0.key != "accc" }
+                try store(try material.publicKey(), publicShared.merging(publicAttributes.filter { storedAttributes.contains($0.key) }) { $1 })
             }
             return SecKey(material, attributes: privateExtra)
         }
