@@ -16,6 +16,7 @@ public final class SecAccessControl: @unchecked Sendable, Hashable, CustomString
     /// The parsed access control.
     package let control: AccessControl
 
+    /// An object for an access control the engine parsed or returned.
     package init(_ control: AccessControl) { self.control = control }
 
     /// The accessibility (`kSecAttrAccessible…` value) the access control carries.

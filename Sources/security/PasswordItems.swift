@@ -132,6 +132,7 @@ enum PasswordItems {
     static func dump(_ context: ToolContext, accessGroup: String?, showData: Bool) throws(ToolFailure) {
         var out = ""
         var unreadable = false
+        var withheld: (count: Int, error: KeychainError)?
         for itemClass in [KeychainItem.Class.genericPassword, .internetPassword] {
             var query = KeychainQuery(itemClass)
             if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
@@ -141,6 +142,12 @@ enum PasswordItems {
             let items: [KeychainItem]
             do {
                 items = try context.find(query)
+            } catch where showData && presenceStatuses.contains(error.status) {
+                // An item with an access control whose password needs the user's presence, not given: every item
+                // is listed, those without their password, and the command fails after the listing.
+                let (listed, count) = try listWithoutProtectedData(context, query)
+                items = listed
+                withheld = (count + (withheld?.count ?? 0), error)
             } catch where error.code == .itemNotFound {
                 items = []
             } catch where error.code == .corruptData {
@@ -160,6 +167,32 @@ enum PasswordItems {
         if !damaged.isEmpty || unreadable {
             Output.standardError(damaged.map(VerifyKeychain.describe).joined())
             throw VerifyKeychain.damageFailure(damaged.isEmpty ? nil : damaged.count, function: searchFunction)
+        }
+        if let withheld {
+            let items = withheld.count == 1 ? "1 item's password" : "\(withheld.count) items' passwords"
+            throw ToolFailure(copyContentFunction, status: withheld.error.status,
+                              detail: "\(items) (with an access control) not shown: \(withheld.error.message)")
+        }
+    }
+
+    /// Every item `query` matches, with the passwords of those that need no presence; and how many do need it.
+    private static func listWithoutProtectedData(_ context: ToolContext, _ query: KeychainQuery) throws(ToolFailure) -> ([KeychainItem], Int) {
+        var attributesOnly = query
+        attributesOnly.returnsData = false
+        var readable = query
+        readable.authentication = .skipProtected
+        do {
+            let all = try context.find(attributesOnly)
+            let secrets: [KeychainItem]
+            do {
+                secrets = try context.find(readable)
+            } catch where error.code == .itemNotFound {
+                secrets = []
+            }
+            let byReference = Dictionary(secrets.map { ($0.persistentReference, $0) }, uniquingKeysWith: { first, _ in first })
+            return (all.map { byReference[$0.persistentReference] ?? $0 }, all.count - secrets.count)
+        } catch {
+            throw ToolFailure(searchFunction, error)
         }
     }
 }

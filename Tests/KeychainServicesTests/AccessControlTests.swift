@@ -154,6 +154,34 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
     }
 
     @Test(arguments: Backend.allCases)
+    func addReturnsAndUpdateSetsTheAccessControl(_ backend: Backend) throws {
+        let kc = try TestKeychain(backend)
+        try kc.run {
+            // SecItemAdd's kSecReturnAttributes: the access control as a SecAccessControl.
+            let control = try accessControl([.devicePasscode, .or, .biometryAny], kSecAttrAccessibleWhenUnlockedThisDeviceOnly)
+            var added: CFTypeRef?
+            #expect(SecItemAdd(genp("carol", "svc", [kSecAttrAccessControl as String: control, kSecReturnAttributes as String: true]) as CFDictionary,
+                               &added) == errSecSuccess)
+            let addedAttributes = try #require(added as? [String: Any])
+            #expect((addedAttributes[kSecAttrAccessControl as String] as? SecAccessControl).map { CFEqual($0, control) } == true)
+
+            // SecItemUpdate protects a plain item; its accessibility follows the access control.
+            #expect(add(genp("dave", "svc", [kSecValueData as String: Data("d".utf8)])) == errSecSuccess)
+            let passcode = try accessControl(.devicePasscode, kSecAttrAccessibleAfterFirstUnlock)
+            #expect(SecItemUpdate(genp("dave", "svc") as CFDictionary, [kSecAttrAccessControl as String: passcode] as CFDictionary) == errSecSuccess)
+            let (status, result) = copy(genp("dave", "svc", [kSecReturnAttributes as String: true]))
+            #expect(status == errSecSuccess)
+            let attributes = try #require(result as? [String: Any])
+            #expect((attributes[kSecAttrAccessControl as String] as? SecAccessControl).map { CFEqual($0, passcode) } == true)
+            #expect(attributes[kSecAttrAccessible as String] as? String == kSecAttrAccessibleAfterFirstUnlock as String)
+            #expect(copy(genp("dave", "svc", [kSecReturnData as String: true,
+                                              kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail])).0 == errSecInteractionNotAllowed)
+            // Not a SecAccessControl in an update either.
+            #expect(SecItemUpdate(genp("dave", "svc") as CFDictionary, [kSecAttrAccessControl as String: "x"] as CFDictionary) == errSecParam)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
     func accessibleAndAccessControlTogetherAreRefused(_ backend: Backend) throws {
         let kc = try TestKeychain(backend)
         try kc.run {

@@ -73,6 +73,27 @@ import Testing
         }
     }
 
+    @Test("dump-keychain -d lists every item, a protected one without its password, and then fails", arguments: ToolMode.allCases)
+    func dumpWithProtectedItems(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
+            try kc.succeed(["add-generic-password", "-a", "alice", "-s", "vault", "-w", "s3cret", "--access-control", "devicePasscode"])
+            try kc.succeed(["add-generic-password", "-a", "bob", "-s", "vault", "-w", "plain"])
+            // Without -d nothing needs a prompt.
+            let listing = try kc.run(["dump-keychain"])
+            #expect(listing.status == 0)
+            #expect(listing.stdout.contains("access control: devicePasscode;whenUnlocked\n"))
+
+            let dump = try kc.run(["dump-keychain", "-d"], detached: true)
+            #expect(dump.status == 36)
+            #expect(dump.stdout.contains("    \"acct\"<blob>=\"alice\"\n"))
+            #expect(dump.stdout.contains("    \"acct\"<blob>=\"bob\"\n"))
+            #expect(dump.stdout.contains("data:\n\"plain\"\n"))
+            #expect(!dump.stdout.contains("s3cret"))
+            #expect(dump.stderr.hasPrefix("security: SecKeychainItemCopyContent: User interaction is not allowed.\n"))
+            #expect(dump.stderr.contains("1 item's password (with an access control) not shown"))
+        }
+    }
+
     @Test("authorize --reset prints how many contexts were forgotten and exits 0", arguments: ToolMode.allCases)
     func authorizeReset(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
