@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "KeychainServices", targets: ["KeychainServices"]),
         .library(name: "KeychainKit", targets: ["KeychainKit"]),
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .executable(name: "security", targets: ["security"]),
         .executable(name: "keychaind", targets: ["keychaind"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
@@ -94,10 +95,18 @@ let package = Package(
             dependencies: ["KeychainCore", "KeychainDBus", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSwift
         ),
+        // The part of Apple's LocalAuthentication the keychain uses (`LAContext` for kSecUseAuthenticationContext),
+        // source-compatible with `import LocalAuthentication`. Linux only: on Apple's systems the module would hide
+        // the system's framework.
+        .target(
+            name: "LocalAuthentication",
+            dependencies: ["KeychainCore", "KeychainClient"],
+            swiftSettings: strictSwift
+        ),
         // Apple's Keychain Services API, source-compatible with `import Security`.
         .target(
             name: "KeychainServices",
-            dependencies: ["KeychainCore", "KeychainClient"],
+            dependencies: ["KeychainCore", "KeychainClient", .target(name: "LocalAuthentication", condition: .when(platforms: [.linux]))],
             swiftSettings: strictSwift
         ),
         // What is ours alone: the Swift-native API.
@@ -188,7 +197,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainTestSupport", "KeychainServices", "KeychainCore", "KeychainClient", "KeychainProtocol", "KeychainKit", "keychain-test-helper", "keychaind", "scripted-pinentry", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["KeychainTestSupport", "KeychainServices", .target(name: "LocalAuthentication", condition: .when(platforms: [.linux])), "KeychainCore", "KeychainClient", "KeychainProtocol", "KeychainKit", "keychain-test-helper", "keychaind", "scripted-pinentry", .product(name: "GRDB", package: "GRDB.swift")],
             // A keychain written by the first released format, opened by the upgrade tests, and the attack scripts the
             // identity tests run (both read via #filePath).
             exclude: ["Fixtures", "Attacks/borrow_identity.py"],
