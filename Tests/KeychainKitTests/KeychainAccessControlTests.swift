@@ -39,12 +39,12 @@ import Testing
             #expect(try keychain.attributes(for: "bob")?.accessControl == nil)
 
             // The secret: never a prompt with .failIfPrompt; left out with .skipProtected; with prompts allowed
-            // and no prompter configured, the same -25308.
+            // and no pinentry that can show a prompt here, the same -25308.
             expectKeychainStatus(.interactionNotAllowed) { try keychain.authentication(.failIfPrompt).string(for: "alice") }
             #expect(try keychain.authentication(.skipProtected).string(for: "alice") == nil)
             #expect(try keychain.authentication(.skipProtected).string(for: "bob") == "plain")
             let error = expectKeychainStatus(.interactionNotAllowed) { try keychain.string(for: "alice") }
-            #expect(error?.message.contains("no prompter is configured") == true)
+            #expect(error?.message.contains("No prompt can be shown") == true)
             // A context that forbids interaction acts as .failIfPrompt.
             var quiet = KeychainAuthenticationContext(reason: "Read the vault")
             quiet.interactionNotAllowed = true

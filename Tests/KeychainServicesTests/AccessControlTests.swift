@@ -213,7 +213,7 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
                                                kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail])).0 == errSecInteractionNotAllowed)
             // The deprecated kSecUseNoAuthenticationUI means the same.
             #expect(copy(genp("alice", "svc", [kSecReturnData as String: true, kSecUseNoAuthenticationUI as String: true])).0 == errSecInteractionNotAllowed)
-            // Allowed to prompt, with no prompter configured (as in these tests): the same status, and a message
+            // Allowed to prompt, with no pinentry that can show a prompt (no display or terminal in these tests): the same status, and a message
             // saying why.
             #expect(copy(genp("alice", "svc", [kSecReturnData as String: true,
                                                kSecUseAuthenticationUI as String: kSecUseAuthenticationUIAllow])).0 == errSecInteractionNotAllowed)
@@ -222,7 +222,7 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
                 _ = try KeychainConnector.environment().secItemCopyMatching(["class": .string("genp"), "acct": .string("alice"), "r_Data": .bool(true)])
             })
             #expect(error.status.rawValue == -25308)
-            #expect(error.message.contains("no prompter is configured"))
+            #expect(error.message.contains("No prompt can be shown"))
         }
     }
 
@@ -386,11 +386,11 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             #expect(stored.flags == .privateKeyUsage)
             #expect(stored.protection == kSecAttrAccessibleWhenUnlockedThisDeviceOnly as String)
 
-            // The passcode: with no prompter, signing fails with errSecInteractionNotAllowed, saying why.
+            // The passcode: with no pinentry that can show a prompt, signing fails with errSecInteractionNotAllowed, saying why.
             let guarded = try Self.protectedTokenKey("guarded", .devicePasscode)
             let failure = Self.signatureFailure(guarded)
             #expect(failure.status == -25308)
-            #expect(failure.message?.contains("no prompter is configured") == true)
+            #expect(failure.message?.contains("No prompt can be shown") == true)
         }
     }
 
@@ -415,11 +415,11 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             #expect(foundFailure.status == -25308)
             #expect(foundFailure.message?.contains("does not allow a prompt") == true)
 
-            // Found without one: the key may prompt (and, with no prompter here, says so).
+            // Found without one: the key may prompt (and, with no pinentry that can show one here, says so).
             let (_, plain) = copy([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("guarded".utf8),
                                    kSecReturnRef as String: true])
             let plainKey = try #require(plain.flatMap { $0 as? SecKey })
-            #expect(Self.signatureFailure(plainKey).message?.contains("no prompter is configured") == true)
+            #expect(Self.signatureFailure(plainKey).message?.contains("No prompt can be shown") == true)
         }
     }
 }

@@ -20,13 +20,13 @@ import Testing
             #expect(!plain.stdout.contains("access control"))
             #expect(plain.stderr == "password: \"plain\"\n")
 
-            // -g: the item is shown, and its password needs the user's presence, which no prompter here can ask
+            // -g: the item is shown, and its password needs the user's presence, which no pinentry here can ask
             // for: errSecInteractionNotAllowed (-25308, exit status 36).
             let shown = try kc.run(["find-generic-password", "-a", "alice", "-s", "vault", "-g"], detached: true)
             #expect(shown.status == 36)
             #expect(shown.stdout.contains("access control: devicePasscode;whenUnlocked\n"))
             #expect(shown.stderr.hasPrefix("security: SecKeychainItemCopyContent: User interaction is not allowed.\n"))
-            #expect(shown.stderr.contains("no prompter is configured"))
+            #expect(shown.stderr.contains("No prompt can be shown"))
             #expect(!shown.stderr.contains("s3cret") && !shown.stdout.contains("s3cret"))
             // -w prints nothing on stdout.
             let only = try kc.run(["find-generic-password", "-a", "alice", "-s", "vault", "-w"], detached: true)
@@ -54,7 +54,7 @@ import Testing
             let both = try kc.run(["find-generic-password", "-a", "carol", "-s", "vault"])
             #expect(both.stdout.contains("access control: devicePasscode,biometryCurrentSet;whenUnlocked\n"))
 
-            // An application password is asked for when the item is added: with no prompter, errSecInteractionNotAllowed.
+            // An application password is asked for when the item is added: with no pinentry that can show a prompt here (no display, no terminal), errSecInteractionNotAllowed.
             let password = try kc.run(["add-generic-password", "-a", "erin", "-s", "vault", "-w", "pw",
                                        "--access-control", "applicationPassword"], detached: true)
             #expect(password.status == 36)
