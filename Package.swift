@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "KeychainServices", targets: ["KeychainServices"]),
         .library(name: "KeychainKit", targets: ["KeychainKit"]),
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .executable(name: "security", targets: ["security"]),
         .executable(name: "keychaind", targets: ["keychaind"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
@@ -28,7 +29,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred).
+        // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred, glibc's _GNU_SOURCE spawn extensions).
         .target(name: "CKeychainLinux"),
         // PKCS#12 files opened with the system's OpenSSL libcrypto: no Swift package reads them, and their
         // legacy profiles (3DES, RC2) are not in swift-crypto. libcrypto is opened (dlopen) on the first PKCS#12
@@ -37,6 +38,10 @@ let package = Package(
         // The device key sealed to the machine's TPM 2.0 with tpm2-tss (Debian's libtss2-dev): ESAPI, the TCTI
         // loader, marshalling and response-code decoding, opened (dlopen) on the first TPM call, like libcrypto.
         .target(name: "CKeychainTPM", linkerSettings: [.linkedLibrary("dl")]),
+        // D-Bus through sd-bus from libsystemd (Debian's libsystemd-dev): the headers as a module, nothing more.
+        .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // A small Swift layer over sd-bus: connections with deadlines, method calls, typed errors, signal waits.
+        .target(name: "KeychainDBus", dependencies: ["CSystemdBus"], swiftSettings: strictSwift),
         // The engine shared by both APIs: schema, codecs, keybag, encrypted SQLite store, query evaluation.
         .target(
             name: "KeychainCore",
@@ -60,7 +65,13 @@ let package = Package(
         // and the one place that chooses between them.
         .target(
             name: "KeychainClient",
-            dependencies: ["KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["KeychainPrompt", "KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSwift
+        ),
+        // Prompts for the user's presence through pinentry (GnuPG's PIN entry programs, over the Assuan protocol).
+        .target(
+            name: "KeychainPrompt",
+            dependencies: ["KeychainCore", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         // keychaind as a library: peer identity, policy, request dispatch, the server (connections read with recvmsg
@@ -68,6 +79,8 @@ let package = Package(
         .target(
             name: "KeychainDaemon",
             dependencies: [
+                "KeychainPrompt",
+                "KeychainBiometry",
                 "KeychainCore",
                 "KeychainProtocol",
                 "CKeychainLinux",
@@ -76,10 +89,24 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // Fingerprints through fprintd on the system bus, for SecAccessControl's biometry flags.
+        .target(
+            name: "KeychainBiometry",
+            dependencies: ["KeychainCore", "KeychainDBus", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strictSwift
+        ),
+        // The part of Apple's LocalAuthentication the keychain uses (`LAContext` for kSecUseAuthenticationContext),
+        // source-compatible with `import LocalAuthentication`. Linux only: on Apple's systems the module would hide
+        // the system's framework.
+        .target(
+            name: "LocalAuthentication",
+            dependencies: ["KeychainCore", "KeychainClient"],
+            swiftSettings: strictSwift
+        ),
         // Apple's Keychain Services API, source-compatible with `import Security`.
         .target(
             name: "KeychainServices",
-            dependencies: ["KeychainCore", "KeychainClient"],
+            dependencies: ["KeychainCore", "KeychainClient", .target(name: "LocalAuthentication", condition: .when(platforms: [.linux]))],
             swiftSettings: strictSwift
         ),
         // What is ours alone: the Swift-native API.
@@ -121,7 +148,7 @@ let package = Package(
         // entitlements read from the environment).
         .executableTarget(
             name: "keychain-test-helper",
-            dependencies: ["KeychainServices", "KeychainKit"],
+            dependencies: ["KeychainServices", "KeychainKit", "KeychainClient", "KeychainCore"],
             path: "Tests/Helper",
             swiftSettings: strictSwift
         ),
@@ -133,6 +160,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/PipelineProbe",
+            swiftSettings: strictSwift
+        ),
+        // A pinentry the prompt tests run: speaks Assuan like pinentry, answering as a script file says.
+        .executableTarget(
+            name: "scripted-pinentry",
+            path: "Tests/ScriptedPinentry",
             swiftSettings: strictSwift
         ),
         // What the test targets share: expectations on keychain errors, temporary keychains, running the built tools.
@@ -153,13 +186,18 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(
+            name: "KeychainPromptTests",
+            dependencies: ["KeychainTestSupport", "KeychainPrompt", "KeychainCore", "scripted-pinentry"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
             name: "KeychainDaemonTests",
             dependencies: ["KeychainTestSupport", "KeychainDaemon", "KeychainProtocol", "KeychainCore", "CKeychainLinux"],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "KeychainServicesTests",
-            dependencies: ["KeychainTestSupport", "KeychainServices", "KeychainCore", "KeychainClient", "KeychainProtocol", "KeychainKit", "keychain-test-helper", "keychaind", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["KeychainTestSupport", "KeychainServices", .target(name: "LocalAuthentication", condition: .when(platforms: [.linux])), "KeychainCore", "KeychainClient", "KeychainProtocol", "KeychainKit", "keychain-test-helper", "keychaind", "scripted-pinentry", .product(name: "GRDB", package: "GRDB.swift")],
             // A keychain written by the first released format, opened by the upgrade tests, and the attack scripts the
             // identity tests run (both read via #filePath).
             exclude: ["Fixtures", "Attacks/borrow_identity.py"],
@@ -173,6 +211,11 @@ let package = Package(
         .testTarget(
             name: "SecurityToolTests",
             dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "KeychainCore", "KeychainClient"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "KeychainBiometryTests",
+            dependencies: ["KeychainBiometry", "KeychainDBus", "KeychainCore"],
             swiftSettings: strictSwift
         ),
         .testTarget(

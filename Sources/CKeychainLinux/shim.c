@@ -5,6 +5,8 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <errno.h>
+#include <spawn.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -200,5 +202,23 @@ long ckeychain_random(void *buffer, unsigned long length) {
     (void)buffer; (void)length;
     errno = ENOSYS;
     return -1;
+#endif
+}
+
+int ckeychain_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+#else
+    (void)actions;
+    (void)from;
+    return ENOSYS;
+#endif
+}
+
+short ckeychain_spawn_setsid_flag(void) {
+#ifdef POSIX_SPAWN_SETSID
+    return POSIX_SPAWN_SETSID;
+#else
+    return 0;
 #endif
 }

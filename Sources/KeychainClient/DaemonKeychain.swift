@@ -21,19 +21,31 @@ package struct DaemonKeychain: KeychainConnection {
     }
 
     package func add(_ query: ItemQuery) throws(KeychainError) -> FoundItem {
-        let response = try client.call(.add(query, claim: claim))
-        guard case .item(let item) = response else { throw unexpected(response, "add") }
-        return item
+        try withPresence(query.authentication) { (options) throws(KeychainError) in
+            var query = query
+            query.authentication = options
+            let response = try client.call(.add(query, claim: claim))
+            guard case .item(let item) = response else { throw unexpected(response, "add") }
+            return item
+        }
     }
 
     package func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
-        let response = try client.call(.find(query, claim: claim))
-        guard case .items(let items) = response else { throw unexpected(response, "find") }
-        return items
+        try withPresence(query.authentication) { (options) throws(KeychainError) in
+            var query = query
+            query.authentication = options
+            let response = try client.call(.find(query, claim: claim))
+            guard case .items(let items) = response else { throw unexpected(response, "find") }
+            return items
+        }
     }
 
     package func update(_ query: ItemQuery, with changes: ItemChanges) throws(KeychainError) {
-        try expectDone(.update(query, changes, claim: claim))
+        try withPresence(query.authentication) { (options) throws(KeychainError) in
+            var query = query
+            query.authentication = options
+            try expectDone(.update(query, changes, claim: claim))
+        }
     }
 
     @discardableResult
@@ -41,10 +53,25 @@ package struct DaemonKeychain: KeychainConnection {
         try expectCount(.delete(query, claim: claim))
     }
 
-    package func tokenKey(_ request: TokenKeyRequest) throws(KeychainError) -> TokenKeyResult {
-        let response = try client.call(.tokenKey(request, claim: claim))
-        guard case .tokenKey(let result) = response else { throw unexpected(response, "token key") }
-        return result
+    package func tokenKey(_ request: TokenKeyRequest, authentication: AuthenticationOptions) throws(KeychainError) -> TokenKeyResult {
+        try withPresence(authentication) { (options) throws(KeychainError) in
+            let response = try client.call(.tokenKey(request, claim: claim, authentication: options))
+            guard case .tokenKey(let result) = response else { throw unexpected(response, "token key") }
+            return result
+        }
+    }
+
+    package func authenticate(_ requirement: PresenceRequirement, options: AuthenticationOptions) throws(KeychainError) {
+        try expectDone(.authenticate(requirement, options))
+    }
+
+    package func invalidate(context: AuthenticationContextID) throws(KeychainError) {
+        try expectDone(.invalidateContext(context))
+    }
+
+    @discardableResult
+    package func resetAuthorizations() throws(KeychainError) -> Int {
+        try expectCount(.resetAuthorizations)
     }
 
     package func status() throws(KeychainError) -> ServiceStatus {
@@ -61,10 +88,12 @@ package struct DaemonKeychain: KeychainConnection {
         try expectDone(.changePasscode(old: old, new: new))
     }
 
-    package func backup(password: String) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
-        let response = try client.call(.backup(password: password))
-        guard case .backup(let data, let summary) = response else { throw unexpected(response, "backup") }
-        return (data, summary)
+    package func backup(password: String, authentication: AuthenticationOptions) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
+        try withPresence(authentication) { (options) throws(KeychainError) in
+            let response = try client.call(.backup(password: password, authentication: options))
+            guard case .backup(let data, let summary) = response else { throw unexpected(response, "backup") }
+            return (data, summary)
+        }
     }
 
     package func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreSummary {
@@ -102,6 +131,17 @@ package struct DaemonKeychain: KeychainConnection {
     @discardableResult
     package func unregisterProgram(named name: String) throws(KeychainError) -> Int {
         try expectCount(.unregisterProgram(name))
+    }
+
+    package func consents() throws(KeychainError) -> [ConsentDecision] {
+        let response = try client.call(.listConsents)
+        guard case .consents(let decisions) = response else { throw unexpected(response, "consent list") }
+        return decisions
+    }
+
+    @discardableResult
+    package func revokeConsents(named name: String, subject: String?) throws(KeychainError) -> Int {
+        try expectCount(.revokeConsents(name, subject: subject))
     }
 
     private func expectDone(_ request: KeychainRequest) throws(KeychainError) {

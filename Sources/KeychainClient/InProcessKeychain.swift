@@ -17,17 +17,29 @@ package struct InProcessKeychain: KeychainConnection {
 
     package func add(_ query: ItemQuery) throws(KeychainError) -> FoundItem {
         engine.applyLockSettings()
-        return try engine.add(query, caller: caller).leavingEngine()
+        return try withPresence(query.authentication) { (options) throws(KeychainError) in
+            var query = query
+            query.authentication = options
+            return try engine.add(query, caller: caller).leavingEngine()
+        }
     }
 
     package func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
         engine.applyLockSettings()
-        return try engine.find(query, caller: caller)
+        return try withPresence(query.authentication) { (options) throws(KeychainError) in
+            var query = query
+            query.authentication = options
+            return try engine.find(query, caller: caller)
+        }
     }
 
     package func update(_ query: ItemQuery, with changes: ItemChanges) throws(KeychainError) {
         engine.applyLockSettings()
-        try engine.update(query, attributes: changes.attributes, sync: changes.sync, data: changes.data, caller: caller)
+        try withPresence(query.authentication) { (options) throws(KeychainError) in
+            var query = query
+            query.authentication = options
+            try engine.update(query, attributes: changes.attributes, sync: changes.sync, data: changes.data, caller: caller)
+        }
     }
 
     @discardableResult
@@ -36,9 +48,27 @@ package struct InProcessKeychain: KeychainConnection {
         return try engine.delete(query, caller: caller)
     }
 
-    package func tokenKey(_ request: TokenKeyRequest) throws(KeychainError) -> TokenKeyResult {
+    package func tokenKey(_ request: TokenKeyRequest, authentication: AuthenticationOptions) throws(KeychainError) -> TokenKeyResult {
         engine.applyLockSettings()
-        return try engine.tokenKey(request, caller: caller)
+        return try withPresence(authentication) { (options) throws(KeychainError) in
+            try engine.tokenKey(request, caller: caller, authentication: options)
+        }
+    }
+
+    package func authenticate(_ requirement: PresenceRequirement, options: AuthenticationOptions) throws(KeychainError) {
+        engine.applyLockSettings()
+        let stored = try engine.storedRequirement(requirement, caller: caller)
+        try engine.authenticate(stored, options: options, caller: caller,
+                                prompter: PresenceServices.prompter(for: engine.location), biometrics: PresenceServices.biometrics)
+    }
+
+    package func invalidate(context: AuthenticationContextID) throws(KeychainError) {
+        engine.invalidate(context: context, caller: caller)
+    }
+
+    @discardableResult
+    package func resetAuthorizations() throws(KeychainError) -> Int {
+        engine.resetAuthorizations()
     }
 
     package func status() throws(KeychainError) -> ServiceStatus {
@@ -58,9 +88,11 @@ package struct InProcessKeychain: KeychainConnection {
         try engine.changePasscode(from: old, to: new)
     }
 
-    package func backup(password: String) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
+    package func backup(password: String, authentication: AuthenticationOptions) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
         engine.applyLockSettings()
-        return try engine.backup(password: password)
+        return try withPresence(authentication) { (options) throws(KeychainError) in
+            try engine.backup(password: password, authentication: options, caller: caller)
+        }
     }
 
     package func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreSummary {
@@ -98,5 +130,16 @@ package struct InProcessKeychain: KeychainConnection {
     package func unregisterProgram(named name: String) throws(KeychainError) -> Int {
         engine.applyLockSettings()
         return try engine.updateAppRegistry { $0.remove(named: name) }
+    }
+
+    package func consents() throws(KeychainError) -> [ConsentDecision] {
+        engine.applyLockSettings()
+        return try engine.consents()
+    }
+
+    @discardableResult
+    package func revokeConsents(named name: String, subject: String?) throws(KeychainError) -> Int {
+        engine.applyLockSettings()
+        return try engine.revokeConsents(named: name, subject: subject)
     }
 }

@@ -26,8 +26,22 @@ package protocol KeychainConnection: Sendable {
 
     // MARK: Keys
 
-    /// Creates or uses a key that never leaves the keychain.
-    func tokenKey(_ request: TokenKeyRequest) throws(KeychainError) -> TokenKeyResult
+    /// Creates or uses a key that never leaves the keychain; `authentication` carries the context whose proof a
+    /// `.privateKeyUsage` key with constraints needs.
+    func tokenKey(_ request: TokenKeyRequest, authentication: AuthenticationOptions) throws(KeychainError) -> TokenKeyResult
+
+    // MARK: User presence
+
+    /// Proves what `requirement` needs under `options`' context: the person is asked (through pinentry, by
+    /// whoever holds the keys, naming this program as that side identified it) and the proof is kept for this
+    /// program and context. Item calls that meet `errSecAuthNeeded` call this and retry (see
+    /// ``KeychainConnection/withPresence(_:_:)``).
+    func authenticate(_ requirement: PresenceRequirement, options: AuthenticationOptions) throws(KeychainError)
+    /// Forgets this program's proofs under `context` (`LAContext.invalidate()`).
+    func invalidate(context: AuthenticationContextID) throws(KeychainError)
+    /// Forgets every proof held (`security authorize --reset`); returns how many contexts held one.
+    @discardableResult
+    func resetAuthorizations() throws(KeychainError) -> Int
 
     // MARK: Lock state and passcode
 
@@ -42,8 +56,9 @@ package protocol KeychainConnection: Sendable {
 
     // MARK: Backup
 
-    /// A backup of every item, sealed under `password`, and what it holds.
-    func backup(password: String) throws(KeychainError) -> (data: Data, summary: BackupSummary)
+    /// A backup of every item, sealed under `password`, and what it holds; items that need the user's presence
+    /// go in with the proof held under `authentication`'s context.
+    func backup(password: String, authentication: AuthenticationOptions) throws(KeychainError) -> (data: Data, summary: BackupSummary)
     /// Merges a backup into the keychain: for each item, the newer copy wins.
     func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreSummary
 
@@ -69,4 +84,35 @@ package protocol KeychainConnection: Sendable {
     /// Removes the registrations under a path, Flatpak app ID or snap name; returns how many.
     @discardableResult
     func unregisterProgram(named name: String) throws(KeychainError) -> Int
+
+    // MARK: Programs' remembered permissions
+
+    /// The remembered answers to "allow PROGRAM to use SUBJECT?" (`always` or `deny`), in the order they were made.
+    /// Through keychaind only its admin tool may list them.
+    func consents() throws(KeychainError) -> [ConsentDecision]
+    /// Forgets the remembered answers for the program `name` names (an executable's path whatever its SHA-256, a
+    /// Flatpak app ID or a snap name), only those about `subject` when given; returns how many. Through keychaind
+    /// only its admin tool may revoke them.
+    @discardableResult
+    func revokeConsents(named name: String, subject: String?) throws(KeychainError) -> Int
+}
+
+extension KeychainConnection {
+    /// Forgets every remembered answer for the program `name` names; returns how many.
+    @discardableResult
+    package func revokeConsents(named name: String) throws(KeychainError) -> Int {
+        try revokeConsents(named: name, subject: nil)
+    }
+}
+
+extension KeychainConnection {
+    /// Creates or uses a key that never leaves the keychain, asking for presence when its access control needs it.
+    package func tokenKey(_ request: TokenKeyRequest) throws(KeychainError) -> TokenKeyResult {
+        try tokenKey(request, authentication: AuthenticationOptions())
+    }
+
+    /// A backup of every item, asking for presence when a protected item needs it.
+    package func backup(password: String) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
+        try backup(password: password, authentication: AuthenticationOptions())
+    }
 }

@@ -1,4 +1,6 @@
 import Foundation
+import KeychainBiometry
+import KeychainPrompt
 import KeychainCore
 import KeychainProtocol
 import Logging
@@ -48,7 +50,8 @@ package struct DaemonLauncher: Sendable {
         defer { close(guardFD) }
         // The system socket keychaind bound itself (not systemd's) goes with it, even when serving fails.
         defer { if case .system = mode, case .inherited(_, let path?) = listener, !Self.socketActivated { unlink(path) } }
-        let dispatcher = RequestDispatcher(authority: Authority(keychains: keychains, logger: logger), logger: logger)
+        let dispatcher = RequestDispatcher(authority: Authority(keychains: keychains, logger: logger), logger: logger,
+                                           prompters: PrompterCache(logger: logger), biometrics: FprintdVerifier())
         let server = DaemonServer(listener: listener, dispatcher: dispatcher, limits: Self.fitting(limits), logger: logger, ready: ready)
         let idle = IdleLock(keychains: keychains)
         let group = ServiceGroup(configuration: .init(

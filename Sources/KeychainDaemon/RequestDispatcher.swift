@@ -1,6 +1,7 @@
 import Foundation
 import KeychainCore
 import KeychainProtocol
+import KeychainPrompt
 import Logging
 
 /// Carries out one typed request for one session against its keychain's engine (its user's, ``Session/keychain``): the daemon's policy decides the access
@@ -10,10 +11,17 @@ import Logging
 package struct RequestDispatcher: Sendable {
     package let authority: Authority
     package let logger: Logger
+    /// What asks the person at this machine (pinentry, per keychain settings), for proofs of presence.
+    package let prompters: PrompterCache
+    /// The fingerprint reader (fprintd), when there is one.
+    package let biometrics: any BiometricVerifier
 
-    package init(authority: Authority, logger: Logger) {
+    package init(authority: Authority, logger: Logger, prompters: PrompterCache = PrompterCache(),
+                 biometrics: any BiometricVerifier = NoBiometrics()) {
         self.authority = authority
         self.logger = logger
+        self.prompters = prompters
+        self.biometrics = biometrics
     }
 
     /// The response to `request`: its result, or the failure (code, `OSStatus` and message) the client reports.
@@ -44,8 +52,9 @@ package struct RequestDispatcher: Sendable {
             return .done
         case .delete(let query, let claim):
             return .count(try engine.delete(query, caller: authority.policy(for: session, claim: claim)))
-        case .tokenKey(let tokenRequest, let claim):
-            return .tokenKey(try engine.tokenKey(tokenRequest, caller: authority.policy(for: session, claim: claim)))
+        case .tokenKey(let tokenRequest, let claim, let authentication):
+            return .tokenKey(try engine.tokenKey(tokenRequest, caller: authority.policy(for: session, claim: claim),
+                                                 authentication: authentication))
         case .status:
             return .status(status(session))
         case .lock:
@@ -62,9 +71,10 @@ package struct RequestDispatcher: Sendable {
             try engine.changePasscode(from: old, to: new)
             if new != nil { session.markAuthenticated() }
             return .done
-        case .backup(let password):
+        case .backup(let password, let authentication):
             try authority.requireAdmin(session, for: "back up the keychain")
-            let (data, summary) = try engine.backup(password: password)
+            let (data, summary) = try engine.backup(password: password, authentication: authentication,
+                                                    caller: authority.policy(for: session, claim: nil))
             return .backup(data, summary)
         case .restore(let data, let password):
             try authority.requireAdmin(session, for: "restore a backup")
@@ -92,13 +102,35 @@ package struct RequestDispatcher: Sendable {
         case .verify:
             try authority.requireAdmin(session, for: "verify the keychain")
             return .verification(try engine.verify())
+        case .authenticate(let requirement, let options):
+            // The prompt names the program as identified here and the item as stored, never as the client says.
+            let caller = try authority.policy(for: session, claim: nil)
+            let stored = try engine.storedRequirement(requirement, caller: caller)
+            try engine.authenticate(stored, options: options, caller: caller, prompter: prompters.prompter(for: engine.location),
+                                    biometrics: biometrics)
+            return .done
+        case .invalidateContext(let context):
+            engine.invalidate(context: context, caller: try authority.policy(for: session, claim: nil))
+            return .done
+        case .resetAuthorizations:
+            try authority.requireAdmin(session, for: "reset granted authorizations")
+            return .count(engine.resetAuthorizations())
+        case .listConsents:
+            try authority.requireAdmin(session, for: "list the programs' remembered permissions")
+            return .consents(try engine.consents())
+        case .revokeConsents(let name, let subject):
+            try authority.requireAdmin(session, for: "revoke the programs' remembered permissions")
+            guard !name.isEmpty, subject?.isEmpty != true else {
+                throw KeychainError(code: .invalidParameter, message: "The program's name or the subject is empty. Name the program by its path, Flatpak app ID or snap name, as `security app consents` shows it.")
+            }
+            return .count(try engine.revokeConsents(named: name, subject: subject))
         }
     }
 
     /// The checks the client's parser made, made again: a client is not trusted to have parsed what it sends.
     func validate(_ request: KeychainRequest) throws(KeychainError) {
         switch request {
-        case .add(let query, _), .find(let query, _), .delete(let query, _), .tokenKey(.create(let query), _):
+        case .add(let query, _), .find(let query, _), .delete(let query, _), .tokenKey(.create(let query), _, _):
             try query.validate()
         case .update(let query, let changes, _):
             try query.validate()

@@ -28,6 +28,8 @@ extension Keychain {
         public let accessGroup: String
         /// When the item's secret can be read (`kSecAttrAccessible`).
         public let accessibility: Accessibility
+        /// The item's access control (`kSecAttrAccessControl`), if it has one.
+        public let accessControl: KeychainAccessControl?
         /// Whether the item is synchronizable (`kSecAttrSynchronizable`).
         public let synchronizable: Bool
         /// When the item was added (`kSecAttrCreationDate`).
@@ -62,6 +64,11 @@ extension Keychain {
             comment = a["icmt"]?.stringValue
             accessGroup = a["agrp"]?.stringValue ?? ""
             accessibility = text("pdmn").flatMap(ProtectionClass.init(rawValue:)).map(Accessibility.init) ?? .whenUnlocked
+            if case .data(let bytes)? = a["accc"], let control = AccessControl(encoded: bytes) {
+                accessControl = KeychainAccessControl(control)
+            } else {
+                accessControl = nil
+            }
             synchronizable = a["sync"]?.intValue == 1
             creationDate = date("cdat")
             modificationDate = date("mdat")

@@ -194,6 +194,7 @@ extension Keychain {
         }
         if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
         query.sync = isSynchronizable ? .synchronizable : .local
+        query.authentication = authentication.options
         return query
     }
 
@@ -209,7 +210,13 @@ extension Keychain {
         var attributes: [String: AttributeValue] = [:]
         if let label { attributes["labl"] = .string(label) }
         if let comment { attributes["icmt"] = .string(comment) }
-        if let accessibility { attributes["pdmn"] = .string(accessibility.protectionClass.rawValue) }
+        if let accessControl {
+            // The access control carries the accessibility (Apple refuses both).
+            attributes["accc"] = accessControl.attributeValue
+            attributes["pdmn"] = .string(accessControl.control.protection.rawValue)
+        } else if let accessibility {
+            attributes["pdmn"] = .string(accessibility.protectionClass.rawValue)
+        }
         return attributes
     }
 

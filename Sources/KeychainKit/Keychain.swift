@@ -77,6 +77,12 @@ public struct Keychain: Sendable {
     /// Whether the keychain works on synchronizable items (`kSecAttrSynchronizable`) instead of local ones.
     /// Set it with ``synchronizable(_:)``.
     public private(set) var isSynchronizable = false
+    /// The access control written items get (`kSecAttrAccessControl`), or `nil` for none. It carries its own
+    /// accessibility, which replaces ``accessibility`` on written items. Set it with ``accessControl(_:)``.
+    public private(set) var accessControl: KeychainAccessControl?
+    /// How calls may ask for the user's presence when an item needs it; ``KeychainAuthentication/allowPrompt``
+    /// unless set with ``authentication(_:)``.
+    public private(set) var authentication = KeychainAuthentication.allowPrompt
     /// The label written items get (`kSecAttrLabel`), or `nil` to leave it alone. Set it with ``label(_:)``.
     public private(set) var label: String?
     /// The comment written items get (`kSecAttrComment`), or `nil` to leave it alone. Set it with
@@ -207,6 +213,29 @@ public struct Keychain: Sendable {
     /// items it overwrites. Pass `nil` for Apple's default on new items and no change on existing ones.
     public func accessibility(_ accessibility: Accessibility?) -> Keychain {
         with(\.accessibility, accessibility)
+    }
+
+    /// A copy of this keychain that writes items with `accessControl` (`kSecAttrAccessControl`): reading their
+    /// secret then needs what it names (the user's presence, the keychain passcode, a fingerprint, …), asked for
+    /// as ``authentication`` allows. Its accessibility replaces ``accessibility`` on written items. Pass `nil` to
+    /// write items without one (items it overwrites keep theirs).
+    ///
+    /// Apple's keychain refuses an access control with constraints on a synchronizable item: writes through a
+    /// ``synchronizable(_:)`` keychain then fail with `KeychainStatus/param`.
+    public func accessControl(_ accessControl: KeychainAccessControl?) -> Keychain {
+        with(\.accessControl, accessControl)
+    }
+
+    /// A copy of this keychain whose calls ask for the user's presence as `authentication` says: prompt (the
+    /// default), fail with `KeychainStatus/interactionNotAllowed` instead, or leave protected items out; with a
+    /// prompt reason and a context whose proofs the calls share.
+    ///
+    /// ```swift
+    /// let quiet = keychain.authentication(.failIfPrompt)
+    /// let token = try quiet.string(for: "token")   // throws -25308 rather than prompting
+    /// ```
+    public func authentication(_ authentication: KeychainAuthentication) -> Keychain {
+        with(\.authentication, authentication)
     }
 
     /// A copy of this keychain that works on synchronizable items (`true`) or on local items (`false`, the

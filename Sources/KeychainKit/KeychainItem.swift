@@ -103,6 +103,9 @@ public struct KeychainQuery: Sendable, Hashable {
     public var returnsData = false
     /// One item's persistent reference, to match exactly that item.
     public var persistentReference: Data?
+    /// How the call may ask for the user's presence when a matched item needs it
+    /// (``KeychainAuthentication/allowPrompt`` unless set).
+    public var authentication = KeychainAuthentication.allowPrompt
 
     /// A query for the items of `itemClass` with `attributes`.
     public init(_ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value] = [:]) {
@@ -128,6 +131,7 @@ public struct KeychainQuery: Sendable, Hashable {
         }
         q.returns.data = returnsData
         q.returns.attributes = true
+        q.authentication = authentication.options
         if let persistentReference {
             guard let reference = PersistentReference(persistentReference) else {
                 throw KeychainError(code: .invalidParameter, message: "The persistent reference is not one this keychain returned.")

@@ -41,7 +41,24 @@ extension KeychainStore {
     /// - Throws: `KeychainError` with `KeychainStatus/duplicateItem` when an item with the same primary key
     ///   exists.
     public func addItem(_ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value], data: Data?) throws(KeychainError) {
+        try addItem(itemClass, attributes: attributes, data: data, accessControl: nil)
+    }
+
+    /// Adds an item of `itemClass` with `attributes`, the secret `data` and an access control
+    /// (`kSecAttrAccessControl`), whose accessibility the item takes.
+    ///
+    /// - Throws: `KeychainError` with `KeychainStatus/duplicateItem` when an item with the same primary key
+    ///   exists, or `KeychainStatus/param` when `attributes` give an accessibility (`pdmn`) as well.
+    public func addItem(_ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value], data: Data?,
+                        accessControl: KeychainAccessControl?) throws(KeychainError) {
         var query = try KeychainQuery(itemClass, attributes: attributes).itemQuery()
+        if let accessControl {
+            guard query.attributes["pdmn"] == nil else {
+                throw KeychainError(code: .invalidParameter, message: "Give the accessibility in the access control only: an item cannot have both an accessibility and an access control.")
+            }
+            query.attributes["accc"] = accessControl.attributeValue
+            query.attributes["pdmn"] = .string(accessControl.control.protection.rawValue)
+        }
         query.valueData = data
         _ = try connection.add(query)
     }
@@ -64,9 +81,26 @@ extension KeychainStore {
     ///
     /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when none match.
     public func updateItems(matching query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?) throws(KeychainError) {
+        try updateItems(matching: query, attributes: attributes, data: data, accessControl: nil)
+    }
+
+    /// Changes `attributes`, the secret when given, and the access control when given (with the accessibility it
+    /// carries) of every item `query` matches. Changing a protected item needs the user's presence, asked for as
+    /// the query's ``KeychainQuery/authentication`` allows.
+    ///
+    /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when none match.
+    public func updateItems(matching query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?,
+                            accessControl: KeychainAccessControl?) throws(KeychainError) {
         let itemQuery = try query.itemQuery()
         // The changes in the schema's form, as the query's attributes are.
-        let changes = try KeychainQuery(query.itemClass, attributes: attributes).itemQuery().attributes
+        var changes = try KeychainQuery(query.itemClass, attributes: attributes).itemQuery().attributes
+        if let accessControl {
+            guard changes["pdmn"] == nil else {
+                throw KeychainError(code: .invalidParameter, message: "Give the accessibility in the access control only: an item cannot have both an accessibility and an access control.")
+            }
+            changes["accc"] = accessControl.attributeValue
+            changes["pdmn"] = .string(accessControl.control.protection.rawValue)
+        }
         try connection.update(itemQuery, with: ItemChanges(attributes: changes, data: data))
     }
 

@@ -10,11 +10,18 @@ extension KeychainStore {
         /// Whether the keychain locks when the machine has been suspended: on resume, before the next request is
         /// answered (Linux tells a program that it slept only afterwards).
         public var lockOnSleep: Bool
+        /// The pinentry program that asks for the user's presence (an absolute path); nil: `KEYCHAIN_PINENTRY`, else
+        /// `pinentry` on the `PATH`.
+        public var pinentryProgram: String?
+        /// Seconds after which an unanswered prompt is stopped and its request fails as cancelled (1–600); nil: 60.
+        public var promptTimeout: Int?
 
         /// Settings with these values.
-        public init(idleTimeout: Int? = nil, lockOnSleep: Bool = false) {
+        public init(idleTimeout: Int? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Int? = nil) {
             self.idleTimeout = idleTimeout
             self.lockOnSleep = lockOnSleep
+            self.pinentryProgram = pinentryProgram
+            self.promptTimeout = promptTimeout
         }
 
         /// How long keychaind waits before locking when no settings were ever set (its `--idle-lock` default).
@@ -23,11 +30,14 @@ extension KeychainStore {
 
     /// The keychain's settings; nil when none were ever set (keychaind's own default applies).
     public func settings() throws(KeychainError) -> Settings? {
-        try connection.settings().map { Settings(idleTimeout: $0.idleTimeout, lockOnSleep: $0.lockOnSleep) }
+        try connection.settings().map {
+            Settings(idleTimeout: $0.idleTimeout, lockOnSleep: $0.lockOnSleep, pinentryProgram: $0.pinentryProgram, promptTimeout: $0.promptTimeout)
+        }
     }
 
     /// Replaces the keychain's settings. Through keychaind only the admin tool may (see ``administrator(defaultAccessGroup:createIfMissing:)``).
     public func setSettings(_ settings: Settings) throws(KeychainError) {
-        try connection.setSettings(KeychainSettings(idleTimeout: settings.idleTimeout, lockOnSleep: settings.lockOnSleep))
+        try connection.setSettings(KeychainSettings(idleTimeout: settings.idleTimeout, lockOnSleep: settings.lockOnSleep,
+                                                    pinentryProgram: settings.pinentryProgram, promptTimeout: settings.promptTimeout))
     }
 }

@@ -15,8 +15,9 @@ package enum KeychainRequest: Sendable, Hashable {
     case update(ItemQuery, ItemChanges, claim: [String]?)
     /// `SecItemDelete`: remove every item `query` matches.
     case delete(ItemQuery, claim: [String]?)
-    /// Create or use a key that never leaves keychaind.
-    case tokenKey(TokenKeyRequest, claim: [String]?)
+    /// Create or use a key that never leaves keychaind; `authentication` carries the context whose proof of
+    /// presence a `.privateKeyUsage` key needs.
+    case tokenKey(TokenKeyRequest, claim: [String]?, authentication: AuthenticationOptions = AuthenticationOptions())
     /// The keychain's folder and lock state, and how keychaind sees the caller.
     case status
     /// Lock the keychain.
@@ -25,8 +26,9 @@ package enum KeychainRequest: Sendable, Hashable {
     case unlock(passcode: String)
     /// Set, change or remove the passcode (admin tool only).
     case changePasscode(old: String?, new: String?)
-    /// A backup of every item, sealed under `password` (admin tool only).
-    case backup(password: String)
+    /// A backup of every item, sealed under `password` (admin tool only); `authentication` carries the context
+    /// whose proof lets items that need presence in.
+    case backup(password: String, authentication: AuthenticationOptions = AuthenticationOptions())
     /// Merge a backup into the keychain (admin tool only).
     case restore(Data, password: String)
     /// The keychain's lock settings.
@@ -41,6 +43,18 @@ package enum KeychainRequest: Sendable, Hashable {
     case unregisterProgram(String)
     /// Check every stored item for damage (admin tool only).
     case verify
+    /// Prove what `requirement` needs under `options`' context: keychaind asks the person (naming the program as
+    /// it identified it) and keeps the proof for this program and context.
+    case authenticate(PresenceRequirement, AuthenticationOptions)
+    /// Forget this program's proofs under a context (`LAContext.invalidate()`).
+    case invalidateContext(AuthenticationContextID)
+    /// Forget every proof keychaind holds (admin tool only; `security authorize --reset`).
+    case resetAuthorizations
+    /// The remembered answers to "allow PROGRAM to use SUBJECT?" (admin tool only).
+    case listConsents
+    /// Forget the remembered answers for the program a path, Flatpak app ID or snap name names, only those about
+    /// `subject` when given (admin tool only).
+    case revokeConsents(String, subject: String?)
 
     /// The request's name in logs (never its payload).
     package var name: String {
@@ -62,6 +76,11 @@ package enum KeychainRequest: Sendable, Hashable {
         case .listPrograms: "listPrograms"
         case .unregisterProgram: "unregisterProgram"
         case .verify: "verify"
+        case .authenticate: "authenticate"
+        case .invalidateContext: "invalidateContext"
+        case .resetAuthorizations: "resetAuthorizations"
+        case .listConsents: "listConsents"
+        case .revokeConsents: "revokeConsents"
         }
     }
 }

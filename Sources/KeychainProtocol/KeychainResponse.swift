@@ -25,6 +25,8 @@ package enum KeychainResponse: Sendable {
     case programs([AppRegistration])
     /// What checking every stored item found.
     case verification(KeychainVerification)
+    /// The remembered answers to "allow PROGRAM to use SUBJECT?".
+    case consents([ConsentDecision])
     /// The request failed: the error's code, `OSStatus` and message as keychaind reported them.
     case failure(KeychainError)
 }

@@ -12,8 +12,10 @@ extension KeychainRequest {
         case .find(let q, let c): w.u8(2); w.query(q); claim(c)
         case .update(let q, let changes, let c): w.u8(3); w.query(q); w.changes(changes); claim(c)
         case .delete(let q, let c): w.u8(4); w.query(q); claim(c)
-        case .tokenKey(let request, let c):
-            w.u8(5)
+        case .tokenKey(let request, let c, let authentication):
+            // Tag 6 is tag 5 followed by the authentication options, when they are not the default.
+            let authenticated = authentication != AuthenticationOptions()
+            w.u8(authenticated ? 6 : 5)
             switch request {
             case .create(let q): w.u8(1); w.query(q)
             case .sign(let ref, let algorithm, let input): w.u8(2); w.bytes(ref.data); w.string(algorithm); w.bytes(input)
@@ -22,11 +24,15 @@ extension KeychainRequest {
                 w.u8(4); w.bytes(ref.data); w.string(algorithm); w.bytes(peer); w.optional(size) { $0.int($1) }; w.bytes(info)
             }
             claim(c)
+            if authenticated { w.authentication(authentication) }
         case .status: w.u8(10)
         case .lock: w.u8(11)
         case .unlock(let passcode): w.u8(12); w.string(passcode)
         case .changePasscode(let old, let new): w.u8(13); w.optional(old) { $0.string($1) }; w.optional(new) { $0.string($1) }
-        case .backup(let password): w.u8(14); w.string(password)
+        case .backup(let password, let authentication):
+            let authenticated = authentication != AuthenticationOptions()
+            w.u8(authenticated ? 26 : 14); w.string(password)
+            if authenticated { w.authentication(authentication) }
         case .restore(let data, let password): w.u8(15); w.bytes(data); w.string(password)
         case .settings: w.u8(16)
         case .setSettings(let settings): w.u8(17); w.settings(settings)
@@ -34,6 +40,11 @@ extension KeychainRequest {
         case .listPrograms: w.u8(19)
         case .unregisterProgram(let name): w.u8(20); w.string(name)
         case .verify: w.u8(21)
+        case .authenticate(let requirement, let options): w.u8(22); w.requirement(requirement); w.authentication(options)
+        case .invalidateContext(let context): w.u8(23); w.bytes(context.bytes)
+        case .resetAuthorizations: w.u8(24)
+        case .listConsents: w.u8(30)
+        case .revokeConsents(let name, let subject): w.u8(31); w.string(name); w.optional(subject) { $0.string($1) }
         }
     }
 
@@ -50,7 +61,7 @@ extension KeychainRequest {
         case 2: return .find(try r.query(), claim: try claim(&r))
         case 3: return .update(try r.query(), try r.changes(), claim: try claim(&r))
         case 4: return .delete(try r.query(), claim: try claim(&r))
-        case 5:
+        case let tag where tag == 5 || tag == 6:
             let request: TokenKeyRequest
             switch try r.u8() {
             case 1: request = .create(try r.query())
@@ -61,7 +72,8 @@ extension KeychainRequest {
                                     requestedSize: try r.optional { (r) throws(KeychainError) in try r.int() }, sharedInfo: try r.bytes())
             default: throw malformedMessage
             }
-            return .tokenKey(request, claim: try claim(&r))
+            let claimed = try claim(&r)
+            return .tokenKey(request, claim: claimed, authentication: tag == 6 ? try r.authentication() : AuthenticationOptions())
         case 10: return .status
         case 11: return .lock
         case 12: return .unlock(passcode: try r.string())
@@ -69,6 +81,7 @@ extension KeychainRequest {
             return .changePasscode(old: try r.optional { (r) throws(KeychainError) in try r.string() },
                                    new: try r.optional { (r) throws(KeychainError) in try r.string() })
         case 14: return .backup(password: try r.string())
+        case 26: return .backup(password: try r.string(), authentication: try r.authentication())
         case 15: return .restore(try r.bytes(), password: try r.string())
         case 16: return .settings
         case 17: return .setSettings(try r.settings())
@@ -76,6 +89,13 @@ extension KeychainRequest {
         case 19: return .listPrograms
         case 20: return .unregisterProgram(try r.string())
         case 21: return .verify
+        case 22: return .authenticate(try r.requirement(), try r.authentication())
+        case 23:
+            guard let context = AuthenticationContextID(bytes: try r.bytes()) else { throw malformedMessage }
+            return .invalidateContext(context)
+        case 24: return .resetAuthorizations
+        case 30: return .listConsents
+        case 31: return .revokeConsents(try r.string(), subject: try r.optional { (r) throws(KeychainError) in try r.string() })
         default: throw malformedMessage
         }
     }
@@ -127,11 +147,21 @@ extension KeychainResponse {
                 w.optional(item.persistentRef) { $0.bytes($1.data) }
                 w.string(item.problem)
             }
+        case .consents(let decisions):
+            // 12-29 are left to the access-control responses.
+            w.u8(30)
+            w.u32(UInt32(decisions.count))
+            for decision in decisions { w.consent(decision) }
         case .failure(let error):
-            w.u8(255)
+            // Tag 254: a failure followed by what each protected item needs (errSecAuthNeeded).
+            w.u8(error.presenceNeeded.isEmpty ? 255 : 254)
             w.u32(UInt32(bitPattern: error.status.rawValue))
             w.string(error.code.rawValue)
             w.string(error.message)
+            if !error.presenceNeeded.isEmpty {
+                w.u32(UInt32(error.presenceNeeded.count))
+                for requirement in error.presenceNeeded { w.requirement(requirement) }
+            }
         }
     }
 
@@ -190,10 +220,18 @@ extension KeychainResponse {
                 damaged.append(DamagedItem(itemClass: itemClass, rowid: rowid, persistentRef: persistentRef, problem: try r.string()))
             }
             return .verification(KeychainVerification(verified: verified, notChecked: notChecked, damaged: damaged))
-        case 255:
+        case 30:
+            let n = try r.count(minimumSize: 22)
+            var decisions: [ConsentDecision] = []
+            decisions.reserveCapacity(n)
+            for _ in 0 ..< n { decisions.append(try r.consent()) }
+            return .consents(decisions)
+        case let tag where tag == 255 || tag == 254:
             let status = KeychainStatus(rawValue: Int32(bitPattern: try r.u32()))
             let code = KeychainError.Code(rawValue: try r.string())
-            return .failure(KeychainError(code: code, status: status, message: try r.string()))
+            var error = KeychainError(code: code, status: status, message: try r.string())
+            if tag == 254 { error.presenceNeeded = try r.requirements() }
+            return .failure(error)
         default: throw malformedMessage
         }
     }

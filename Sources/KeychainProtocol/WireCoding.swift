@@ -8,12 +8,16 @@ import KeychainCore
 //   string: u32 length | UTF-8            data: u32 length | bytes           optional: u8 0 | u8 1 value
 //   strings: u32 count | string…          attribute value: u8 tag (1 string, 2 data, 3 int, 4 double, 5 date) | value
 //   attributes: u32 count | (u8-length code | attribute value)…, codes sorted
+//   settings: optional u64 idle timeout | u8 lock on sleep | optional string pinentry program | optional u64 prompt timeout
 //   query: u8-length class | attributes | u8 sync (0 local, 1 synchronizable, 2 any) | u8 limit (0 one, 1 all,
 //          2 count) [| u64 count] | u8 returns (1 data, 2 attributes, 4 ref, 8 persistent ref) |
 //          optional data (value) | optional persistent ref (data) | optional string (host or subdomain) |
-//          u8 flags (1 match keys, 2 return keys, 4 sync given)
+//          u8 flags (1 match keys, 2 return keys, 4 sync given, 8 authentication follows) [| authentication]
 //   item: u8-length class | data uuid | attributes | optional data | optional data (token public key) |
 //         optional (data uuid | attributes | optional data | optional data)  (an identity's key)
+//   program: u8 kind (1 executable | string path | string sha256, 2 flatpak | string id, 3 snap | string name)
+//   consent: program | string subject | string description | u8 verdict (1 always, 2 deny) |
+//            u64 date (IEEE-754 bits of seconds since 2001-01-01)
 
 /// Why a message does not decode: the connection that sent it is closed.
 let malformedMessage = KeychainError(code: .corruptData, message: "A keychaind message is malformed; the connection is closed. Install keychaind and its clients from the same build.")
@@ -82,7 +86,10 @@ extension BinaryWriter {
         if q.hasMatchKeys { flags |= 1 }
         if q.hasReturnKeys { flags |= 2 }
         if q.syncGiven { flags |= 4 }
+        let authenticated = q.authentication != AuthenticationOptions()
+        if authenticated { flags |= 8 }
         u8(flags)
+        if authenticated { authentication(q.authentication) }
     }
 
     mutating func changes(_ c: ItemChanges) {
@@ -105,19 +112,36 @@ extension BinaryWriter {
         }
     }
 
-    mutating func registration(_ entry: AppRegistration) {
-        switch entry.program {
+    mutating func program(_ program: AppRegistration.Program) {
+        switch program {
         case let .executable(path, sha256): u8(1); string(path); string(sha256)
         case let .flatpak(id): u8(2); string(id)
         case let .snap(name): u8(3); string(name)
         }
+    }
+
+    mutating func registration(_ entry: AppRegistration) {
+        program(entry.program)
         optional(entry.applicationIdentifier) { $0.string($1) }
         strings(entry.accessGroups)
+    }
+
+    mutating func consent(_ decision: ConsentDecision) {
+        program(decision.program)
+        string(decision.subject)
+        string(decision.subjectDescription)
+        switch decision.verdict {
+        case .always: u8(1)
+        case .deny: u8(2)
+        }
+        u64(decision.date.timeIntervalSinceReferenceDate.bitPattern)
     }
 
     mutating func settings(_ s: KeychainSettings) {
         optional(s.idleTimeout) { $0.int($1) }
         bool(s.lockOnSleep)
+        optional(s.pinentryProgram) { $0.string($1) }
+        optional(s.promptTimeout) { $0.int($1) }
     }
 
     mutating func lockState(_ state: LockState) {
@@ -232,10 +256,11 @@ extension BinaryReader {
         }
         q.hostOrSubdomain = try optional { (r) throws(KeychainError) in try r.string() }
         let flags = try u8()
-        guard flags & ~0x07 == 0 else { throw malformedMessage }
+        guard flags & ~0x0F == 0 else { throw malformedMessage }
         q.hasMatchKeys = flags & 1 != 0
         q.hasReturnKeys = flags & 2 != 0
         q.syncGiven = flags & 4 != 0
+        if flags & 8 != 0 { q.authentication = try authentication() }
         return q
     }
 
@@ -258,21 +283,39 @@ extension BinaryReader {
         return item
     }
 
-    mutating func registration() throws(KeychainError) -> AppRegistration {
-        let program: AppRegistration.Program
+    mutating func program() throws(KeychainError) -> AppRegistration.Program {
         switch try u8() {
-        case 1: program = .executable(path: try string(), sha256: try string())
-        case 2: program = .flatpak(try string())
-        case 3: program = .snap(try string())
+        case 1: return .executable(path: try string(), sha256: try string())
+        case 2: return .flatpak(try string())
+        case 3: return .snap(try string())
         default: throw malformedMessage
         }
-        return AppRegistration(program: program,
-                               applicationIdentifier: try optional { (r) throws(KeychainError) in try r.string() },
-                               accessGroups: try strings())
+    }
+
+    mutating func registration() throws(KeychainError) -> AppRegistration {
+        AppRegistration(program: try program(),
+                        applicationIdentifier: try optional { (r) throws(KeychainError) in try r.string() },
+                        accessGroups: try strings())
+    }
+
+    mutating func consent() throws(KeychainError) -> ConsentDecision {
+        let identified = try program(), subject = try string(), description = try string()
+        let verdict: ConsentDecision.Verdict
+        switch try u8() {
+        case 1: verdict = .always
+        case 2: verdict = .deny
+        default: throw malformedMessage
+        }
+        let seconds = Double(bitPattern: try u64())
+        guard seconds.isFinite else { throw malformedMessage }
+        return ConsentDecision(program: identified, subject: subject, subjectDescription: description, verdict: verdict,
+                               date: Date(timeIntervalSinceReferenceDate: seconds))
     }
 
     mutating func settings() throws(KeychainError) -> KeychainSettings {
-        KeychainSettings(idleTimeout: try optional { (r) throws(KeychainError) in try r.int() }, lockOnSleep: try bool())
+        KeychainSettings(idleTimeout: try optional { (r) throws(KeychainError) in try r.int() }, lockOnSleep: try bool(),
+                         pinentryProgram: try optional { (r) throws(KeychainError) in try r.string() },
+                         promptTimeout: try optional { (r) throws(KeychainError) in try r.int() })
     }
 
     mutating func lockState() throws(KeychainError) -> LockState {

@@ -36,6 +36,7 @@ public func CFGetTypeID(_ cf: CFTypeRef?) -> CFTypeID {
     case is SecIdentity: return SecIdentityGetTypeID()
     case is SecTrust: return SecTrustGetTypeID()
     case is SecPolicy: return SecPolicyGetTypeID()
+    case is SecAccessControl: return SecAccessControlGetTypeID()
     default: break
     }
     if let number = cf as? NSNumber, !(cf is String) {
@@ -76,6 +77,7 @@ public func CFEqual(_ cf1: CFTypeRef?, _ cf2: CFTypeRef?) -> Bool {
     case (nil, nil): return true
     case (let a?, let b?):
         if a === b { return true }
+        if let a = a as? SecAccessControl, let b = b as? SecAccessControl { return a == b }
         if let a = a as? NSObject, let b = b as? NSObject { return a.isEqual(b) }
         return false
     default: return false
@@ -85,6 +87,7 @@ public func CFEqual(_ cf1: CFTypeRef?, _ cf2: CFTypeRef?) -> Bool {
 /// A hash code for the object, equal for objects `CFEqual` finds equal.
 public func CFHash(_ cf: CFTypeRef?) -> CFHashCode {
     guard let cf else { return 0 }
+    if let control = cf as? SecAccessControl { return CFHashCode(bitPattern: control.hashValue) }
     if let object = cf as? NSObject { return CFHashCode(bitPattern: object.hash) }
     return CFHashCode(bitPattern: ObjectIdentifier(cf).hashValue)
 }
@@ -210,6 +213,7 @@ enum CoreFoundationTypeID {
     static let secKey: CFTypeID = 302
     static let secPolicy: CFTypeID = 303
     static let secTrust: CFTypeID = 304
+    static let secAccessControl: CFTypeID = 305
 
     /// Whether a number object is one of the two booleans (CoreFoundation's `CFBoolean` is a type of its own).
     ///

@@ -2,6 +2,7 @@
 import Foundation
 import KeychainClient
 import KeychainCore
+import LocalAuthentication
 import Logging
 
 /// Where SecItem calls go: the keychain ``KeychainConnector`` chooses (keychaind when it runs, else the store in
@@ -46,7 +47,8 @@ package enum SecItemBackend {
         result?.pointee = nil
         return run { (ctx) throws(KeychainError) in
             let value = try ctx.secItemCopyMatching(try queryDictionary(query))
-            if let result, let value { result.pointee = object(value) }
+            // A key found with a context keeps it for its private operations, as on Apple's systems.
+            if let result, let value { result.pointee = object(value, context: query.object(forKey: kSecUseAuthenticationContext) as? LAContext) }
         }
     }
 
@@ -215,10 +217,12 @@ package enum SecItemBackend {
         }
         if let array = value as? [Any] { return .array(array.map(plist)) }
         if let dict = value as? [String: Any] { return .dictionary(dict.mapValues(plist)) }
+        // Last: these are rare, and every value of every call comes through here.
+        if let control = value as? SecAccessControl { return .accessControl(control.control) }
+        if let context = value as? LAContext { return .authenticationContext(context.value) }
         return .unsupported(String(describing: type(of: value)))
     }
 
-    /// The CoreFoundation object Apple's API returns for a value.
     /// The `NSString` of a result dictionary's key. An item's keys are the schema's attribute codes and a few
     /// `kSec…` names; each is made once and shared (immutable NSStrings are), so a query returning many items does
     /// not make a string per key per item. Other keys are made each time.
@@ -233,7 +237,13 @@ package enum SecItemBackend {
         return Dictionary(uniqueKeysWithValues: codes.map { ($0, NSString(string: $0)) })
     }()
 
+    /// The CoreFoundation object Apple's API returns for a value.
     package static func object(_ value: PlistValue) -> AnyObject {
+        object(value, context: nil)
+    }
+
+    /// The CoreFoundation object for a value; keys in it keep `context` for their private operations.
+    static func object(_ value: PlistValue, context: LAContext?) -> AnyObject {
         switch value {
         case .string(let s): return NSString(string: s)
         case .data(let d): return NSData(data: d)
@@ -241,14 +251,14 @@ package enum SecItemBackend {
         case .int(let i): return NSNumber(value: i)
         case .double(let d): return NSNumber(value: d)
         case .date(let d): return NSDate(timeIntervalSinceReferenceDate: d.timeIntervalSinceReferenceDate)
-        case .array(let items): return NSArray(array: items.map(object))
+        case .array(let items): return NSArray(array: items.map { object($0, context: context) })
         case .dictionary(let dict):
             if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.keyReferenceMarker],
-               let key = SecKeyBackend.key(fromReference: fields) {
+               let key = SecKeyBackend.key(fromReference: fields, context: context) {
                 return key
             }
             if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.identityReferenceMarker],
-               let identity = SecKeyBackend.identity(fromReference: fields) {
+               let identity = SecKeyBackend.identity(fromReference: fields, context: context) {
                 return identity
             }
             if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.certificateReferenceMarker],
@@ -264,10 +274,12 @@ package enum SecItemBackend {
             values.reserveCapacity(dict.count)
             for (k, v) in dict {
                 keys.append(keyObject(k))
-                values.append(object(v))
+                values.append(object(v, context: context))
             }
             return NSMutableDictionary(objects: values, forKeys: keys)
         case .unsupported(let name): return NSString(string: name)
+        case .accessControl(let control): return SecAccessControl(control)
+        case .authenticationContext: return NSString(string: "LAContext")
         }
     }
 }

@@ -312,18 +312,22 @@ nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = "nleg"
 nonisolated(unsafe) public let kSecUseItemList: CFString = "u_ItemList"
 /// The keychain to use.
 nonisolated(unsafe) public let kSecUseKeychain: CFString = "u_Keychain"
-/// The message shown when the user is asked to authenticate.
+/// The reason shown when the user is asked to authenticate (Apple deprecated it in iOS 14 and macOS 11 in favour
+/// of `LAContext.localizedReason`; both work here).
 nonisolated(unsafe) public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
-/// Fail rather than ask the user to authenticate (deprecated).
+/// `true`: fail with `errSecInteractionNotAllowed` rather than ask the user to authenticate (deprecated by Apple
+/// in favour of `kSecUseAuthenticationUI`; not marked so here, so that ported code builds without warnings).
 nonisolated(unsafe) public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
-/// Whether the user may be asked to authenticate.
+/// Whether the user may be asked to authenticate when an item's access control needs it: one of
+/// `kSecUseAuthenticationUIAllow` (the default), `kSecUseAuthenticationUIFail` and `kSecUseAuthenticationUISkip`.
 nonisolated(unsafe) public let kSecUseAuthenticationUI: CFString = "u_AuthUI"
-/// Allow asking the user to authenticate.
+/// Allow asking the user to authenticate (through pinentry, by whoever holds the keys).
 nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = "u_AuthUIA"
-/// Fail with `errSecInteractionNotAllowed` rather than ask.
+/// Fail with `errSecInteractionNotAllowed` rather than ask (Apple deprecated it in iOS 14 and macOS 11 in favour
+/// of `LAContext.interactionNotAllowed`; both work here).
 nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
-/// Skip items that need authentication.
+/// Leave out of the results the items whose access control would need the user to authenticate.
 nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
-/// An authentication context to reuse.
+/// An `LAContext` (`import LocalAuthentication`) whose proofs of the user's presence the call may use and keep.
 nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
 #endif

@@ -3,6 +3,7 @@
 #else
 import Foundation
 import KeychainCore
+import LocalAuthentication
 
 // Keychain Services key functions, with Apple's signatures (SecKey.h). The key model and its cryptography live
 // in the engine (`KeyMaterial`, on swift-crypto); this file only declares the API.
@@ -15,11 +16,16 @@ public final class SecKey: @unchecked Sendable, CustomStringConvertible {
     let extraAttributes: [String: PlistValue]
     /// For a token key: the persistent reference of its keychain item, which its private operations name.
     let tokenReference: Data?
+    /// For a token key: the context given (`kSecUseAuthenticationContext`) when the key was made or found, whose
+    /// proofs of presence its private operations use.
+    let authenticationContext: LAContext?
 
-    init(_ material: KeyMaterial, attributes: [String: PlistValue] = [:], tokenReference: Data? = nil) {
+    init(_ material: KeyMaterial, attributes: [String: PlistValue] = [:], tokenReference: Data? = nil,
+         authenticationContext: LAContext? = nil) {
         self.material = material
         self.extraAttributes = attributes
         self.tokenReference = tokenReference
+        self.authenticationContext = authenticationContext
     }
 
     /// Whether this is a private key (a token key always is).

@@ -2,6 +2,7 @@
 import Foundation
 import KeychainClient
 import KeychainCore
+import LocalAuthentication
 
 /// What the SecKey functions do: parameter dictionaries in, `KeyMaterial` operations, `CFError`s out.
 enum SecKeyBackend {
@@ -29,7 +30,8 @@ enum SecKeyBackend {
             }
             let privateAttributes = try nested(p, "private"), publicAttributes = try nested(p, "public")
             if case .string(let token)? = p["tkid"] ?? privateAttributes["tkid"] {
-                return try createTokenKey(token, type: type, size: size, p, privateAttributes)
+                let context = ((parameters["private"] as? NSDictionary)?["u_AuthCtx"] ?? parameters["u_AuthCtx"]) as? LAContext
+                return try createTokenKey(token, type: type, size: size, p, privateAttributes, context: context)
             }
             let material = try KeyMaterial.generate(type: type, sizeInBits: Int(size))
             // Shared attributes first, the key's own over them.
@@ -39,7 +41,9 @@ enum SecKeyBackend {
                 try store(material, privateExtra)
             }
             if flag(publicAttributes["perm"]) {
-                try store(try material.publicKey(), shared.merging(publicAttributes.filter { storedAttributes.contains($0.key) }) { $1 })
+                // A shared kSecAttrAccessControl guards the private key; the public key gets only its own.
+                let publicShared = shared.filter { $0.key != "accc" }
+                try store(try material.publicKey(), publicShared.merging(publicAttributes.filter { storedAttributes.contains($0.key) }) { $1 })
             }
             return SecKey(material, attributes: privateExtra)
         }
@@ -99,6 +103,9 @@ enum SecKeyBackend {
             attributes["v_Data"] = nil
             attributes["perm"] = .int(1)
         }
+        if case .data(let bytes)? = attributes["accc"], let control = AccessControl(encoded: bytes) {
+            attributes["accc"] = .accessControl(control)
+        }
         return SecItemBackend.object(.dictionary(attributes)) as? NSDictionary
     }
 
@@ -106,15 +113,18 @@ enum SecKeyBackend {
         attempt(error) { () throws(KeychainError) in
             let (parsed, name) = try resolve(algorithm)
             if let reference = key.tokenReference {
-                return NSData(data: try tokenOperation(.sign(reference: tokenReference(reference), algorithm: name, input: data as Data)))
+                return NSData(data: try tokenOperation(.sign(reference: tokenReference(reference), algorithm: name, input: data as Data), key))
             }
             return NSData(data: try key.material.sign(parsed, identifier: name, data as Data))
         }
     }
 
     /// Makes a key that never leaves the keychain: the engine (keychaind in daemon mode) generates and stores it.
+    /// A `kSecAttrAccessControl` among the attributes (with `.privateKeyUsage`, the constraints its signing,
+    /// decryption and key exchange need) is stored with the key; `context` is the `kSecUseAuthenticationContext`
+    /// given, which the key's operations use.
     static func createTokenKey(_ token: String, type: KeyType, size: Int64, _ p: [String: PlistValue],
-                               _ privateAttributes: [String: PlistValue]) throws(KeychainError) -> SecKey {
+                               _ privateAttributes: [String: PlistValue], context: LAContext?) throws(KeychainError) -> SecKey {
         guard token == TokenKeys.secureEnclave else {
             throw KeychainError(code: .invalidParameter, message: "kSecAttrTokenID must be kSecAttrTokenIDSecureEnclave.")
         }
@@ -129,7 +139,7 @@ enum SecKeyBackend {
         guard case .key(let item) = try KeychainConnector.environment().tokenKey(.create(query)),
               case .dictionary(let marker)? = SecItemDictionaries.keyReference(item),
               case .dictionary(let fields)? = marker[SecItemDictionaries.keyReferenceMarker],
-              let key = key(fromReference: fields) else {
+              let key = key(fromReference: fields, context: context) else {
             throw KeychainError(code: .internal, message: "The keychain did not return the token key it made.")
         }
         return key
@@ -140,9 +150,12 @@ enum SecKeyBackend {
         KeychainError(code: .invalidParameter, message: "Algorithm \(algorithm) is not supported for this private key's operation; use its public key (SecKeyCopyPublicKey).")
     }
 
-    /// A private operation on a token key, carried out where the key is.
-    static func tokenOperation(_ request: TokenKeyRequest) throws(KeychainError) -> Data {
-        guard case .data(let result) = try KeychainConnector.environment().tokenKey(request) else {
+    /// A private operation on a token key, carried out where the key is, under the key's authentication context
+    /// (the proofs its access control needs are asked for when the context does not hold them).
+    static func tokenOperation(_ request: TokenKeyRequest, _ key: SecKey) throws(KeychainError) -> Data {
+        var authentication = AuthenticationOptions()
+        if let context = key.authenticationContext { authentication.apply(context.value) }
+        guard case .data(let result) = try KeychainConnector.environment().tokenKey(request, authentication: authentication) else {
             throw KeychainError(code: .internal, message: "The keychain returned no result for the token key operation.")
         }
         return result
@@ -177,7 +190,7 @@ enum SecKeyBackend {
         attempt(error) { () throws(KeychainError) in
             let (parsed, name) = try resolve(algorithm)
             if let reference = key.tokenReference {
-                return NSData(data: try tokenOperation(.decrypt(reference: tokenReference(reference), algorithm: name, input: ciphertext as Data)))
+                return NSData(data: try tokenOperation(.decrypt(reference: tokenReference(reference), algorithm: name, input: ciphertext as Data), key))
             }
             return NSData(data: try key.material.decrypt(parsed, identifier: name, ciphertext as Data))
         }
@@ -199,7 +212,7 @@ enum SecKeyBackend {
             if let reference = privateKey.tokenReference {
                 return NSData(data: try tokenOperation(.exchange(reference: tokenReference(reference), algorithm: name,
                                                                  peer: try publicKey.material.publicKey().bytes,
-                                                                 requestedSize: size, sharedInfo: sharedInfo)))
+                                                                 requestedSize: size, sharedInfo: sharedInfo), privateKey))
             }
             return NSData(data: try privateKey.material.keyExchange(parsed, identifier: name, peer: publicKey.material,
                                                                     requestedSize: size, sharedInfo: sharedInfo))
@@ -218,7 +231,7 @@ enum SecKeyBackend {
     // MARK: Keys in the keychain
 
     /// The attributes a caller may give a stored key (the rest are derived from the key).
-    static let storedAttributes: Set<String> = ["labl", "atag", "agrp", "pdmn", "sync", "alis", "crtr", "tkid"]
+    static let storedAttributes: Set<String> = ["labl", "atag", "agrp", "pdmn", "sync", "alis", "crtr", "tkid", "accc"]
 
     /// Adds a key to the keychain as a `kSecClassKey` item: its derived attributes, and its external representation
     /// as the item's (encrypted) data.
@@ -234,11 +247,13 @@ enum SecKeyBackend {
         try m.itemAttributes(extra)
     }
 
-    /// A key item found in the keychain, as the engine returns it for `kSecReturnRef`.
-    static func key(fromReference fields: [String: PlistValue]) -> SecKey? {
+    /// A key item found in the keychain, as the engine returns it for `kSecReturnRef`; a token key keeps `context`
+    /// (the search's `kSecUseAuthenticationContext`) for its private operations.
+    static func key(fromReference fields: [String: PlistValue], context: LAContext? = nil) -> SecKey? {
         if case .data(let reference)? = fields["v_PersistentRef"], case .data(let publicBytes)? = fields["pub"], fields["v_Data"] == nil {
             guard let publicKey = try? KeyMaterial(externalRepresentation: publicBytes, type: .ec, keyClass: .publicKey) else { return nil }
-            return SecKey(publicKey, attributes: fields.filter { storedAttributes.contains($0.key) }, tokenReference: reference)
+            return SecKey(publicKey, attributes: fields.filter { storedAttributes.contains($0.key) }, tokenReference: reference,
+                          authenticationContext: context)
         }
         guard case .data(let bytes)? = fields["v_Data"], let type = (try? keyType(fields["type"])),
               let raw = fields["kcls"].flatMap(number), let keyClass = KeyClass(rawValue: raw),
@@ -277,10 +292,10 @@ enum SecKeyBackend {
     }
 
     /// A found identity, as the engine returns it for `kSecReturnRef`.
-    static func identity(fromReference fields: [String: PlistValue]) -> SecIdentity? {
+    static func identity(fromReference fields: [String: PlistValue], context: LAContext? = nil) -> SecIdentity? {
         guard case .dictionary(let certificateFields)? = fields["certificate"], case .data(let der)? = certificateFields["v_Data"],
               let certificate = try? CertificateData(der: der),
-              case .dictionary(let keyFields)? = fields["key"], let key = key(fromReference: keyFields) else { return nil }
+              case .dictionary(let keyFields)? = fields["key"], let key = key(fromReference: keyFields, context: context) else { return nil }
         return SecIdentity(certificate: SecCertificate(certificate), privateKey: key)
     }
 

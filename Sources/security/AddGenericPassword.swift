@@ -43,6 +43,7 @@ struct AddGenericPassword: AsyncParsableCommand {
         let context = try ToolContext.open(accessGroup: keychain.accessGroup)
         try PasswordItems.add(context, .genericPassword, attributes: attributes.attributes(forAdding: true),
                               searchAttributes: attributes.searchAttributes(forAdding: true),
-                              secret: secret, accessGroup: keychain.accessGroup, update: options.update, addFunction: Self.addFunction)
+                              secret: secret, accessGroup: keychain.accessGroup, update: options.update, addFunction: Self.addFunction,
+                              accessControl: try options.accessControl(function: Self.addFunction))
     }
 }

@@ -22,9 +22,10 @@ struct AppCommand: AsyncParsableCommand {
         any other program gets a private group named by its executable's path (or app ID). These verbs go \
         through keychaind when KEYCHAIN_DAEMON_SOCKET names it or its default socket answers (it accepts them \
         only from the security installed beside it, after the keychain's passcode when one is set: you are \
-        asked on the terminal); otherwise they change the registry in KEYCHAIN_HOME directly.
+        asked on the terminal); otherwise they change the registry in KEYCHAIN_HOME directly. `consents` and \
+        `revoke` list and forget what the person answered to "allow PROGRAM to use …?" (always or deny).
         """,
-        subcommands: [AppAdd.self, AppList.self, AppRemove.self]
+        subcommands: [AppAdd.self, AppList.self, AppRemove.self, AppConsents.self, AppRevoke.self]
     )
 }
 

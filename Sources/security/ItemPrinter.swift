@@ -83,6 +83,11 @@ enum ItemPrinter {
             }
             out += "\n"
         }
+        // Not in macOS's listing (its file keychain has no access controls): the item's kSecAttrAccessControl, as
+        // its constraints and accessibility, for example `access control: devicePasscode;whenUnlocked`.
+        if let control = item.accessControl {
+            out += "access control: \(control)\n"
+        }
         if showData {
             out += "data:\n" + buffer(Array(item.data ?? Data())) + "\n"
         }

@@ -58,17 +58,29 @@ struct SetKeychainSettings: AsyncParsableCommand {
     @Option(name: .customShort("t"), help: ArgumentHelp("Specify timeout interval in seconds (omitting this option specifies \"no timeout\").", valueName: "timeout"))
     var timeout: Int?
 
+    @Option(name: .customLong("pinentry"), help: ArgumentHelp("The pinentry program that asks for the user's presence (an absolute path; KEYCHAIN_PINENTRY overrides it). Kept when not given.", valueName: "path"))
+    var pinentry: String?
+
+    @Option(name: .customLong("prompt-timeout"), help: ArgumentHelp("Seconds before an unanswered prompt is stopped and its request fails as cancelled (1-600; default 60). Kept when not given.", valueName: "seconds"))
+    var promptTimeout: Int?
+
     @OptionGroup var keychainNames: KeychainNames
 
     func validate() throws {
         if let timeout, timeout <= 0 { throw ValidationError("The timeout must be a positive number of seconds.") }
+        if let pinentry, !pinentry.hasPrefix("/") { throw ValidationError("--pinentry needs an absolute path, such as /usr/bin/pinentry-gnome3.") }
+        if let promptTimeout, !(1 ... 600).contains(promptTimeout) { throw ValidationError("--prompt-timeout must be between 1 and 600 seconds.") }
     }
 
     func run() async throws {
-        let settings = KeychainStore.Settings(idleTimeout: timeout ?? (useTimeout ? 300 : nil), lockOnSleep: lockOnSleep)
         let function = "SecKeychainSetSettings default"
         let store = try ToolContext.keychain(function: function)
         do {
+            // The prompt settings are not macOS's: they are kept unless given.
+            let current = try store.settings()
+            let settings = KeychainStore.Settings(idleTimeout: timeout ?? (useTimeout ? 300 : nil), lockOnSleep: lockOnSleep,
+                                                  pinentryProgram: pinentry ?? current?.pinentryProgram,
+                                                  promptTimeout: promptTimeout ?? current?.promptTimeout)
             try store.setSettings(settings)
         } catch {
             throw ToolFailure(function, error)

@@ -141,8 +141,47 @@ struct AddOptions: ParsableArguments {
     var allowAnyApplication = false
 
     @Option(name: .customShort("T"), parsing: .unconditionalSingleValue,
-            help: ArgumentHelp("Specify an application which may access this item; repeatable (accepted for compatibility; ignored).", valueName: "appPath"))
+            help: ArgumentHelp("Specify an application which may access this item; repeatable (accepted for compatibility; ignored: access is by access group, see `security app`).", valueName: "appPath"))
     var trustedApplications: [String] = []
+
+    @Option(name: .customLong("access-control"),
+            help: ArgumentHelp("Protect the item with an access control (kSecAttrAccessControl): reading its password then needs the user's presence. One of userPresence, devicePasscode, biometryAny, biometryCurrentSet, applicationPassword; comma-separated or repeated for several, all needed unless --or is given. The item's accessibility is whenUnlocked. (macOS's -T app list has no counterpart here.)", valueName: "constraint"))
+    var accessControlNames: [String] = []
+
+    @Flag(name: .customLong("or"), help: "With several --access-control constraints, any one of them suffices (kSecAccessControlOr).")
+    var anyConstraint = false
+
+    /// The constraints a user may name.
+    static let constraintNames = ["userPresence", "devicePasscode", "biometryAny", "biometryCurrentSet", "applicationPassword"]
+
+    /// The names given, split at commas.
+    var constraints: [String] {
+        accessControlNames.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+    }
+
+    func validate() throws {
+        for name in constraints where !Self.constraintNames.contains(name) {
+            throw ValidationError("--access-control: '\(name)' is not a constraint; use \(Self.constraintNames.joined(separator: ", ")).")
+        }
+        if anyConstraint && constraints.isEmpty {
+            throw ValidationError("--or combines --access-control constraints: give some.")
+        }
+    }
+
+    /// The access control the options name; nil without --access-control. Apple's combination rules apply
+    /// (errSecParam for, say, userPresence with devicePasscode).
+    func accessControl(function: String) throws(ToolFailure) -> KeychainAccessControl? {
+        guard !constraints.isEmpty else { return nil }
+        var set: KeychainAccessControl.Constraints = anyConstraint ? .or : []
+        for name in constraints {
+            if let constraint = KeychainAccessControl.Constraints(name: name) { set.insert(constraint) }
+        }
+        do {
+            return try KeychainAccessControl(set)
+        } catch {
+            throw ToolFailure(function, error)
+        }
+    }
 }
 
 /// The keychain names macOS's verbs take last; there is one keychain here (`KEYCHAIN_HOME`), so they are ignored.

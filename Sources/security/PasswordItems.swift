@@ -9,6 +9,10 @@ enum PasswordItems {
     static let modifyFunction = "SecKeychainItemModifyContent"
     /// macOS's function name for failed deletions.
     static let deleteFunction = "SecKeychainItemDelete"
+    /// macOS's function name for a password that could not be read.
+    static let copyContentFunction = "SecKeychainItemCopyContent"
+    /// The statuses of a read that needed the user's presence and did not get it.
+    static let presenceStatuses: Set<KeychainStatus> = [.interactionNotAllowed, .userCanceled, .authFailed]
 
     /// What a search matches on, macOS's rule: when every attribute of the class's own primary key is given
     /// (account and service; for internet passwords also domain, server, protocol, authentication type, port
@@ -51,8 +55,17 @@ enum PasswordItems {
     /// only the password on stdout.
     static func find(_ context: ToolContext, _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value],
                      accessGroup: String?, showPassword: Bool, passwordOnly: Bool) throws(ToolFailure) {
-        let item = try findFirst(context, itemClass, attributes, accessGroup: accessGroup,
-                                 data: showPassword || passwordOnly)
+        let item: KeychainItem
+        do {
+            item = try findFirst(context, itemClass, attributes, accessGroup: accessGroup, data: showPassword || passwordOnly)
+        } catch where (showPassword || passwordOnly) && presenceStatuses.contains(error.status) {
+            // An item with an access control: its attributes are readable without the user's presence, its
+            // password is not. Show the item, then why its password is not shown (macOS's content-copy failure).
+            let described = try findFirst(context, itemClass, attributes, accessGroup: accessGroup, data: false)
+            guard described.accessControl?.isProtected == true else { throw error }
+            if !passwordOnly { Output.standardOutput(ItemPrinter.describe(described, keychainPath: context.keychainPath)) }
+            throw ToolFailure(copyContentFunction, status: error.status, detail: error.detail)
+        }
         if passwordOnly {
             Output.standardOutput(ItemPrinter.passwordOnly(item.data) + Data("\n".utf8))
             return
@@ -82,7 +95,7 @@ enum PasswordItems {
     /// `searchAttributes` (its password and every given attribute) and adds only when there is none.
     static func add(_ context: ToolContext, _ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value],
                     searchAttributes: [String: KeychainItem.Value], secret: Data, accessGroup: String?,
-                    update: Bool, addFunction: String) throws(ToolFailure) {
+                    update: Bool, addFunction: String, accessControl: KeychainAccessControl? = nil) throws(ToolFailure) {
         if update {
             let existing: KeychainItem?
             do {
@@ -96,7 +109,7 @@ enum PasswordItems {
                 var query = KeychainQuery(itemClass)
                 query.persistentReference = existing.persistentReference
                 do {
-                    try context.update(query, attributes: attributes, data: secret)
+                    try context.update(query, attributes: attributes, data: secret, accessControl: accessControl)
                     return
                 } catch {
                     throw ToolFailure(modifyFunction, error)
@@ -107,7 +120,7 @@ enum PasswordItems {
         query.attributes = attributes
         if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
         do {
-            try context.add(query, data: secret)
+            try context.add(query, data: secret, accessControl: accessControl)
         } catch {
             throw ToolFailure(addFunction, error)
         }
@@ -119,6 +132,7 @@ enum PasswordItems {
     static func dump(_ context: ToolContext, accessGroup: String?, showData: Bool) throws(ToolFailure) {
         var out = ""
         var unreadable = false
+        var withheld: (count: Int, error: KeychainError)?
         for itemClass in [KeychainItem.Class.genericPassword, .internetPassword] {
             var query = KeychainQuery(itemClass)
             if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
@@ -128,6 +142,12 @@ enum PasswordItems {
             let items: [KeychainItem]
             do {
                 items = try context.find(query)
+            } catch where showData && presenceStatuses.contains(error.status) {
+                // An item with an access control whose password needs the user's presence, not given: every item
+                // is listed, those without their password, and the command fails after the listing.
+                let (listed, count) = try listWithoutProtectedData(context, query)
+                items = listed
+                withheld = (count + (withheld?.count ?? 0), error)
             } catch where error.code == .itemNotFound {
                 items = []
             } catch where error.code == .corruptData {
@@ -147,6 +167,32 @@ enum PasswordItems {
         if !damaged.isEmpty || unreadable {
             Output.standardError(damaged.map(VerifyKeychain.describe).joined())
             throw VerifyKeychain.damageFailure(damaged.isEmpty ? nil : damaged.count, function: searchFunction)
+        }
+        if let withheld {
+            let items = withheld.count == 1 ? "1 item's password" : "\(withheld.count) items' passwords"
+            throw ToolFailure(copyContentFunction, status: withheld.error.status,
+                              detail: "\(items) (with an access control) not shown: \(withheld.error.message)")
+        }
+    }
+
+    /// Every item `query` matches, with the passwords of those that need no presence; and how many do need it.
+    private static func listWithoutProtectedData(_ context: ToolContext, _ query: KeychainQuery) throws(ToolFailure) -> ([KeychainItem], Int) {
+        var attributesOnly = query
+        attributesOnly.returnsData = false
+        var readable = query
+        readable.authentication = .skipProtected
+        do {
+            let all = try context.find(attributesOnly)
+            let secrets: [KeychainItem]
+            do {
+                secrets = try context.find(readable)
+            } catch where error.code == .itemNotFound {
+                secrets = []
+            }
+            let byReference = Dictionary(secrets.map { ($0.persistentReference, $0) }, uniquingKeysWith: { first, _ in first })
+            return (all.map { byReference[$0.persistentReference] ?? $0 }, all.count - secrets.count)
+        } catch {
+            throw ToolFailure(searchFunction, error)
         }
     }
 }

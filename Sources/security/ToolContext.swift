@@ -47,12 +47,13 @@ struct ToolContext {
         }
     }
 
-    func add(_ query: KeychainQuery, data: Data?) throws(KeychainError) {
-        try store.addItem(query.itemClass, attributes: query.attributes, data: data)
+    func add(_ query: KeychainQuery, data: Data?, accessControl: KeychainAccessControl? = nil) throws(KeychainError) {
+        try store.addItem(query.itemClass, attributes: query.attributes, data: data, accessControl: accessControl)
     }
 
-    func update(_ query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?) throws(KeychainError) {
-        try store.updateItems(matching: query, attributes: attributes, data: data)
+    func update(_ query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?,
+                accessControl: KeychainAccessControl? = nil) throws(KeychainError) {
+        try store.updateItems(matching: query, attributes: attributes, data: data, accessControl: accessControl)
     }
 
     func delete(_ query: KeychainQuery) throws(KeychainError) {

@@ -24,11 +24,15 @@
 //   keychain-test-helper kit-get KEY                          → KeychainKit: "value=…", "none" or "error=OSStatus"
 //   keychain-test-helper try-open PATH…                      → "errno=N PATH" for each: 0 when open(PATH, O_RDONLY)
 //                                                               succeeded (what this process's user may read)
+//   keychain-test-helper find-in-context ACCOUNT SERVICE CONTEXT → finds the data under the authentication context
+//                                                               CONTEXT (32 hex digits): "status=N", "data=…"
 //   keychain-test-helper latency OP N THREADS [FILE]          → OP (add or find) N times on THREADS threads; prints
 //                                                               "ops/s p50_us p99_us"; FILE gets every sample (µs)
 import Foundation
 import KeychainServices
 import KeychainKit
+import KeychainClient
+import KeychainCore
 
 // Every `print` is flushed at once (line-buffered output), so a parent sees a status before a kill.
 func flushLine(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
@@ -99,6 +103,23 @@ case "fork-find" where args.count == 3:
     var status: Int32 = 0
     _ = waitpid(child, &status, 0)
     flushLine("parent-after=\(findStatus())")
+case "find-in-context" where args.count == 4:
+    var bytes: [UInt8] = []
+    var hex = Substring(args[3])
+    while hex.count >= 2, let byte = UInt8(hex.prefix(2), radix: 16) { bytes.append(byte); hex = hex.dropFirst(2) }
+    do throws(KeychainError) {
+        guard let context = AuthenticationContextID(bytes: Data(bytes)) else { throw KeychainError(code: .invalidParameter, message: "bad context") }
+        var query = ItemQuery(itemClass: .genericPassword)
+        query.attributes = ["acct": .string(args[1]), "svce": .string(args[2])]
+        query.returns.data = true
+        query.authentication.context = context
+        query.authentication.reuseDuration = 60
+        let items = try KeychainConnector.environment().find(query)
+        flushLine("status=0")
+        if let data = items.first?.data { flushLine("data=\(String(decoding: data, as: UTF8.self))") }
+    } catch {
+        flushLine("status=\(error.status.rawValue)")
+    }
 case "find" where args.count >= 3:
     var query: [String: Any] = [
         kSecClass as String: kSecClassGenericPassword,

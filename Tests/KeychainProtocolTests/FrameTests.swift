@@ -16,6 +16,33 @@ import Testing
 
     static let findRequest = Frame(id: 7, body: .request(.find(query, claim: ["TEAM.app"])))
 
+    static let context = AuthenticationContextID(bytes: Data(repeating: 0xC7, count: 16))!
+    static var authentication: AuthenticationOptions {
+        var options = AuthenticationOptions()
+        options.ui = .allow
+        options.operationPrompt = "Sign in 50% faster\r\n"
+        options.apply(AuthenticationContextValue(id: context, localizedReason: "reason", interactionNotAllowed: false,
+                                                 reuseDuration: 30, applicationPassword: Data("pw".utf8)))
+        return options
+    }
+    static var authenticatedQuery: ItemQuery {
+        var q = query
+        q.authentication = authentication
+        return q
+    }
+    static let accessControl = try! AccessControl(protection: .whenUnlocked, flags: [.devicePasscode, .biometryAny, .or])
+    static let requirement = PresenceRequirement(item: PersistentReference(itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16)),
+                                                 itemDescription: "bank", operation: .decrypt, accessControl: accessControl)
+    static let newItemRequirement = PresenceRequirement(item: nil, itemDescription: "new", operation: .decrypt,
+                                                        accessControl: try! AccessControl(protection: .whenUnlocked, flags: .applicationPassword))
+    static var presenceNeeded: KeychainError {
+        var error = KeychainError(code: .authenticationNeeded, message: "needs")
+        error.presenceNeeded = [requirement, newItemRequirement]
+        return error
+    }
+    static let presenceFrame = Frame(id: 11, body: .response(.failure(presenceNeeded)))
+    static let authenticateFrame = Frame(id: 12, body: .request(.authenticate(requirement, authentication)))
+
     static var foundItem: FoundItem {
         FoundItem(itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16),
                   attributes: ["acct": .string("alice"), "cdat": .date(Date(timeIntervalSinceReferenceDate: 1_000_000)), "port": .int(-443)],
@@ -47,6 +74,49 @@ import Testing
 
     /// The greeting keychaind sends each client it has identified, before anything else.
     static let goldenGreeting = "0000000703020000000000"
+
+    static let goldenPresenceNeeded = "0000007903020000000bfeffff9d0e0000001461757468656e7469636174696f6e4e6565646564000000056e6565647300000002010000001467656e70abababababababababababababababab0000000462616e6b010000000b010000000000004012616b00000000036e6577010000000b010000000080000000616b"
+    static let goldenAuthenticate = "0000008203010000000c16010000001467656e70abababababababababababababababab0000000462616e6b010000000b010000000000004012616b0001000000145369676e20696e20353025206661737465720d0a0100000010c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7403e000000000000010000000270770100000006726561736f6e00"
+
+    /// User presence on the wire: the failure that asks for proofs, and the request that obtains one.
+    @Test func presenceFramesEncodeToTheirGoldenBytes() throws {
+        #expect(Self.hex(Self.presenceFrame.encoded) == Self.goldenPresenceNeeded)
+        #expect(Self.hex(Self.authenticateFrame.encoded) == Self.goldenAuthenticate)
+        let failure = try Frame.decode(body: Self.unhex(Self.goldenPresenceNeeded).dropFirst(4))
+        guard case .response(.failure(let error)) = failure.body else { Issue.record("not a failure"); return }
+        #expect(error.status == .authNeeded)
+        #expect(error.presenceNeeded == [Self.requirement, Self.newItemRequirement])
+        let request = try Frame.decode(body: Self.unhex(Self.goldenAuthenticate).dropFirst(4))
+        guard case .request(.authenticate(let requirement, let options)) = request.body else { Issue.record("not authenticate"); return }
+        #expect(requirement == Self.requirement)
+        #expect(options == Self.authentication)
+        // A query without authentication options keeps its bytes (the find golden above); one with them differs.
+        #expect(Frame(id: 7, body: .request(.find(Self.authenticatedQuery, claim: ["TEAM.app"]))).encoded != Self.findRequest.encoded)
+    }
+
+    /// A hostile frame cannot name a context of the wrong length, a negative or infinite reuse, or claim more
+    /// requirements than the bytes can hold.
+    @Test func malformedAuthenticationIsRefused() {
+        var w = BinaryWriter()
+        w.u8(23); w.bytes(Data(repeating: 1, count: 15))
+        var r = BinaryReader(w.data)
+        #expect(throws: KeychainError.self) { try KeychainRequest.decode(&r) }
+        var bad = BinaryWriter()
+        bad.u8(22); bad.requirement(Self.requirement)
+        var options = BinaryWriter()
+        options.authentication(Self.authentication)
+        var bytes = Array(options.data)
+        // The reuse duration sits after ui (1), the prompt (1 + 4 + n) and the context (1 + 4 + 16).
+        let promptLength = Self.authentication.operationPrompt!.utf8.count
+        let reuseAt = 1 + 5 + promptLength + 21
+        for (i, b) in Double.infinity.bitPattern.bigEndianBytes.enumerated() { bytes[reuseAt + i] = b }
+        var frame = Array(bad.data) + bytes
+        var reader = BinaryReader(Data(frame))
+        #expect(throws: KeychainError.self) { try KeychainRequest.decode(&reader) }
+        frame = [254, 0, 0, 0, 0] + [0, 0, 0, 0] + [0, 0, 0, 0] + [0xFF, 0xFF, 0xFF, 0xFF]
+        var response = BinaryReader(Data(frame))
+        #expect(throws: KeychainError.self) { try KeychainResponse.decode(&response) }
+    }
 
     @Test func framesEncodeToTheirGoldenBytes() {
         #expect(Self.hex(Frame.greeting.encoded) == Self.goldenGreeting)
@@ -101,7 +171,13 @@ import Testing
             .registerProgram(AppRegistration(program: .executable(path: "/usr/bin/app", sha256: "ab"), applicationIdentifier: "TEAM.app", accessGroups: ["g"])),
             .registerProgram(AppRegistration(program: .flatpak("org.example.App"), applicationIdentifier: nil, accessGroups: [])),
             .registerProgram(AppRegistration(program: .snap("app"), applicationIdentifier: nil, accessGroups: ["s"])),
-            .listPrograms, .unregisterProgram("/usr/bin/app"),
+            .listPrograms, .unregisterProgram("/usr/bin/app"), .listConsents, .revokeConsents("/usr/bin/app", subject: nil),
+            .revokeConsents("org.example.App", subject: "/org/freedesktop/secrets/collection/login"),
+            .add(Self.authenticatedQuery, claim: nil), .find(Self.authenticatedQuery, claim: ["g"]),
+            .tokenKey(.sign(reference: reference, algorithm: "alg", input: Data([1])), claim: nil, authentication: Self.authentication),
+            .backup(password: "b", authentication: Self.authentication),
+            .authenticate(Self.requirement, Self.authentication), .authenticate(Self.newItemRequirement, AuthenticationOptions()),
+            .invalidateContext(Self.context), .resetAuthorizations,
         ]
         for (index, request) in requests.enumerated() {
             let bytes = Frame(id: UInt32(index), body: .request(request)).encoded
@@ -116,6 +192,8 @@ import Testing
             .status(status), .status(ServiceStatus(home: "/h", lockState: .noPasscode)), .backup(Data([1, 2]), BackupSummary(items: 3, thisDeviceOnly: 1, skippedPasscodeOnly: 2)),
             .restored(RestoreSummary(added: 1, replaced: 2, keptNewer: 3, skippedOtherDevice: 4)), .settings(nil), .settings(KeychainSettings(idleTimeout: nil, lockOnSleep: true)),
             .programs([AppRegistration(program: .snap("app"), applicationIdentifier: "x", accessGroups: ["s"])]),
+            .failure(Self.presenceNeeded),
+            .consents([]), .consents(ConsentMessageTests.decisions),
         ]
         for (index, response) in responses.enumerated() {
             let bytes = Frame(id: 1, body: .response(response)).encoded
@@ -124,6 +202,10 @@ import Testing
             #expect(Frame(id: 1, body: .response(back)).encoded == bytes, "response \(index)")
         }
     }
+}
+
+extension UInt64 {
+    var bigEndianBytes: [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: self >> (56 - 8 * UInt64($0))) } }
 }
 
 @Suite struct FrameRuleTests {

@@ -114,7 +114,7 @@ struct KeychainSettingsToolTests {
             for verb in ["find-generic-password", "add-internet-password", "dump-keychain", "unlock-keychain",
                          "set-keychain-settings", "show-keychain-info", "error", "app", "daemon",
                          "backup-keychain", "restore-keychain", "export", "import",
-                         "add-certificates", "find-certificate", "delete-certificate", "find-identity", "verify-cert"] {
+                         "add-certificates", "find-certificate", "delete-certificate", "find-identity", "verify-cert", "authorize"] {
                 #expect(r.stdout.contains(verb), "\(shell) completion lacks \(verb)")
             }
         }

@@ -408,7 +408,7 @@ struct ToolBehaviourTests {
     }
 
     @Test("-h prints each verb's help with its flags and exits 0", arguments: [
-        ("add-generic-password", ["-a <account>", "-s <service>", "-w", "-X <hex>", "-U", "-T <appPath>"]),
+        ("add-generic-password", ["-a <account>", "-s <service>", "-w", "-X <hex>", "-U", "-T <appPath>", "--access-control <constraint>", "--or"]),
         ("find-generic-password", ["-a <account>", "-s <service>", "-g", "-w"]),
         ("delete-generic-password", ["-a <account>", "-s <service>"]),
         ("add-internet-password", ["-a <account>", "-s <server>", "-r <protocol>", "-P <port>", "-p <path>", "-t <authenticationType>"]),
@@ -432,6 +432,7 @@ struct ToolBehaviourTests {
         ("verify-cert", ["-c <certFile>", "-r <rootCertFile>", "-p <policy>", "-s <sslHost>", "-q"]),
         ("app", ["add", "list", "remove"]),
         ("daemon", ["status"]),
+        ("authorize", ["--reset"]),
     ])
     func help(verb: String, flags: [String]) throws {
         try withKeychain { kc in

@@ -1,6 +1,8 @@
 #ifndef CKEYCHAIN_LINUX_H
 #define CKEYCHAIN_LINUX_H
 
+#include <spawn.h>
+
 /// The credentials the kernel recorded for a Unix-socket peer when it connected (`struct ucred`).
 typedef struct {
     int pid;
@@ -70,5 +72,13 @@ int ckeychain_accept(int fd);
 /// must be allowed to ptrace-attach to it: the same user, or CAP_SYS_PTRACE). Returns the bytes copied (fewer at an
 /// unmapped page), or -1 with errno set.
 long ckeychain_read_process_memory(int pid, unsigned long address, void *buffer, unsigned long length);
+
+/// Adds to `actions` the closing of every descriptor from `from` up in the child (glibc 2.34's
+/// `posix_spawn_file_actions_addclosefrom_np`, declared only under _GNU_SOURCE). Returns 0, or an error number
+/// (ENOSYS where the C library has none).
+int ckeychain_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from);
+
+/// glibc's `POSIX_SPAWN_SETSID` flag (the child starts a session of its own), or 0 where the C library has none.
+short ckeychain_spawn_setsid_flag(void);
 
 #endif

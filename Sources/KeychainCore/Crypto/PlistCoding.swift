@@ -39,6 +39,8 @@ package enum PlistCoding {
                 encode(item, into: &w)
             }
         case .unsupported(let name): w.u8(0x09); w.lengthPrefixed(Array(name.utf8))
+        case .accessControl(let control): w.u8(0x02); w.lengthPrefixed(control.encoded)
+        case .authenticationContext: w.u8(0x09); w.lengthPrefixed(Array("LAContext".utf8))
         }
     }
 

@@ -8,9 +8,16 @@ extension KeychainEngine {
     /// out; ThisDeviceOnly items keep their secrets bound to this machine's device key. Needs the keychain
     /// unlocked (`errSecInteractionNotAllowed` otherwise). Damaged items are left out and counted in the log
     /// (`security verify-keychain` lists them).
-    package func backup(password: String) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
+    ///
+    /// An item whose secret needs the user's presence goes into the backup only with the proof, obtained under
+    /// `authentication`'s context by `caller` (one proof covers every item asking for the same factors); without
+    /// it the backup fails with `errSecAuthNeeded`. An item protected by an application password is backed up
+    /// still sealed under it (see ``ApplicationPasswordSeal``).
+    package func backup(password: String, authentication: AuthenticationOptions = AuthenticationOptions(),
+                        caller: AccessPolicy = .unrestricted(defaultGroup: "")) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
         guard !password.isEmpty else { throw .param("The backup password is empty. Choose one; it is needed to restore.") }
         let device = try deviceKey()
+        let gate = presenceGate(authentication, caller: caller)
         var summary = BackupSummary()
         var records: [BackupFormat.Record] = []
         for cls in ItemClass.stored {
@@ -18,6 +25,14 @@ extension KeychainEngine {
             q.sync = .any
             q.limit = .all
             let rows = try read { db in try matchingRows(db, q, groups: nil, includeSecret: true, limit: nil, damaged: .skip) }
+            for (_, item) in rows {
+                guard let control = Self.accessControl(item.attributes) else { continue }
+                var constraint = control.constraint(for: .decrypt)
+                constraint.applicationPassword = false // backed up still sealed under it
+                if !gate.factorsProven(constraint), let requirement = Self.requirement(item, .decrypt) {
+                    throw Self.presenceNeeded([requirement])
+                }
+            }
             for (stored, item) in rows {
                 let protection = stored.identity.protection
                 if protection == .whenPasscodeSetThisDeviceOnly {

@@ -36,7 +36,8 @@ extension KeychainEngine {
         let timestamp = now()
         attributes["cdat"] = .date(timestamp)
         attributes["mdat"] = .date(timestamp)
-        let row = try prepareInsert(cls, attributes: attributes, secret: q.valueData)
+        let applicationPassword = try applicationPasswordForAdd(attributes, sync: sync, caller: caller, options: q.authentication)
+        let row = try prepareInsert(cls, attributes: attributes, secret: q.valueData, applicationPassword: applicationPassword)
         let (sql, arguments, uuid) = (row.sql, row.arguments, row.uuid)
         let identity = row.identity
         try write { db in
@@ -62,13 +63,37 @@ extension KeychainEngine {
         var identity: ItemCrypto.RowIdentity
     }
 
-    func prepareInsert(_ cls: ItemClass, attributes: [String: AttributeValue], secret data: Data?) throws(KeychainError) -> PreparedInsert {
+    /// Checks a new item's access control (Apple's rules for adding), and returns the application password its
+    /// secret is to be sealed under when it asks for one: given with the request, or proven under its context;
+    /// without one the add fails with `errSecAuthNeeded`, for the client to ask the person.
+    func applicationPasswordForAdd(_ attributes: [String: AttributeValue], sync: Bool, caller: AccessPolicy,
+                                   options: AuthenticationOptions) throws(KeychainError) -> Data? {
+        guard let control = Self.accessControl(attributes) else { return nil }
+        if control.flags.contains(.privateKeyUsage) && !TokenKeys.isTokenKey(attributes) {
+            throw .param("kSecAccessControlPrivateKeyUsage applies to a private key kept by the keychain (kSecAttrTokenID), whose use it guards.")
+        }
+        if sync && control.isProtected {
+            throw .param("An item with an access control that needs the user's presence cannot be synchronizable.")
+        }
+        guard control.flags.contains(.applicationPassword) else { return nil }
+        if let password = presenceGate(options, caller: caller).applicationPassword(for: nil) { return password }
+        throw Self.presenceNeeded([PresenceRequirement(item: nil, itemDescription: Self.promptName(attributes),
+                                                       operation: .decrypt, accessControl: control)])
+    }
+
+    func prepareInsert(_ cls: ItemClass, attributes: [String: AttributeValue], secret data: Data?,
+                       applicationPassword: Data? = nil) throws(KeychainError) -> PreparedInsert {
         let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? cls.defaultAccessibility
         let sync = attributes["sync"]?.intValue == 1
         let uuid = Data(random.bytes(ItemCrypto.uuidLength))
         let identity = identity(for: cls, uuid: uuid, attributes: attributes, protection: protection, sync: sync, tombstone: false)
         let meta = try crypto.sealAttributes(attributes, row: identity)
-        let secret = try data.map { (data) throws(KeychainError) in try crypto.sealSecret(data, row: identity) }
+        var inner = data
+        if let applicationPassword {
+            inner = try ApplicationPasswordSeal.seal(data ?? Data(), password: applicationPassword, uuid: uuid,
+                                                     log2N: passcodePolicy.minimumLog2N, random: random)
+        }
+        let secret = try inner.map { (data) throws(KeychainError) in try crypto.sealSecret(data, row: identity) }
         let hashes: [(String, Data)] = cls.attributes.compactMap { d in
             guard d.searchable, let v = attributes[d.code] else { return nil }
             return (d.code, crypto.attributeHash(table: cls.table, code: d.code, value: v))
@@ -85,14 +110,15 @@ extension KeychainEngine {
     /// query meets gives `errSecDecode`; with `kSecMatchLimitAll` it is skipped and counted in the log, and the
     /// query fails with `errSecDecode` only when no intact item matched (see ``DamagedRowPolicy``).
     package func find(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [FoundItem] {
-        try findStored(q, caller: caller).map { $0.leavingEngine() }
+        try findStored(q, caller: caller, gate: presenceGate(q.authentication, caller: caller)).map { $0.leavingEngine() }
     }
 
-    /// Finds matching items as stored, private key bytes included: for the engine's own use only.
-    func findStored(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [FoundItem] {
+    /// Finds matching items as stored, private key bytes included: for the engine's own use only. Without a
+    /// `gate`, protected secrets are returned as stored (see ``matchingRows(_:_:groups:includeSecret:limit:damaged:onlyMatched:gate:)``).
+    func findStored(_ q: ItemQuery, caller: AccessPolicy, gate: PresenceGate? = nil) throws(KeychainError) -> [FoundItem] {
         let groups = try visibleGroups(q, caller: caller)
         if q.itemClass == .identity {
-            let identities = try read { db in try identityRows(db, q, groups: groups) }
+            let identities = try read { db in try identityRows(db, q, groups: groups, gate: gate) }
             logger.debug("copy-matching", metadata: ["class": "idnt", "count": "\(identities.count)"])
             guard !identities.isEmpty else { throw .notFound() }
             return identities
@@ -104,7 +130,7 @@ extension KeychainEngine {
             && [.genericPassword, .internetPassword].contains(q.itemClass)
         let items = try read { db in
             try matchingRows(db, q, groups: groups, includeSecret: q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass)), limit: q.limit.maximum,
-                         damaged: .forQuery(q), onlyMatched: onlyMatched).map { $0.1 }
+                         damaged: .forQuery(q), onlyMatched: onlyMatched, gate: gate).map { $0.1 }
         }
         logger.debug("copy-matching", metadata: ["class": "\(q.itemClass.rawValue)", "count": "\(items.count)"])
         guard !items.isEmpty else { throw .notFound() }
@@ -123,11 +149,50 @@ extension KeychainEngine {
             throw KeychainError.noPasscodeForPasscodeOnlyItem
         }
         let groups = try visibleGroups(q, caller: caller)
+        let gate = presenceGate(q.authentication, caller: caller)
+        let newControl = changes["accc"].flatMap { value -> AccessControl? in
+            guard case .data(let bytes) = value else { return nil }
+            return AccessControl(encoded: bytes)
+        }
         let count = try write { db in
             let rows = try matchingRows(db, q, groups: groups, includeSecret: true, limit: nil, damaged: .skipUnlessNoneIntact)
             guard !rows.isEmpty else { throw KeychainError.notFound() }
+            // An item whose secret needs presence is changed only with the proof (Apple decrypts the item to
+            // update it): otherwise an update could strip its access control.
+            var needed: [PresenceRequirement] = []
+            for (_, item) in rows {
+                guard let control = Self.accessControl(item.attributes) else { continue }
+                if !gate.factorsProven(control.constraint(for: .decrypt)), let requirement = Self.requirement(item, .decrypt) {
+                    needed.append(requirement)
+                }
+            }
+            if !needed.isEmpty { throw Self.presenceNeeded(Array(needed.prefix(Self.maximumRequirements))) }
             let timestamp = now()
             for (stored, item) in rows {
+                let oldControl = Self.accessControl(item.attributes)
+                if oldControl != nil, newControl == nil, changes["pdmn"] != nil {
+                    throw KeychainError.param("The item has an access control: change its accessibility with a new kSecAttrAccessControl, not kSecAttrAccessible.")
+                }
+                let passwordBefore = oldControl?.flags.contains(.applicationPassword) ?? false
+                let passwordAfter = (newControl ?? oldControl)?.flags.contains(.applicationPassword) ?? false
+                if passwordBefore != passwordAfter {
+                    throw KeychainError.param("An update cannot add or remove kSecAccessControlApplicationPassword: delete the item and add it again.")
+                }
+                if let newControl, newControl.flags.contains(.privateKeyUsage), !TokenKeys.isTokenKey(item.attributes) {
+                    throw KeychainError.param("kSecAccessControlPrivateKeyUsage applies to a private key kept by the keychain (kSecAttrTokenID).")
+                }
+                if (newSync ?? stored.identity.sync), (newControl ?? oldControl)?.isProtected == true {
+                    throw KeychainError.param("An item with an access control that needs the user's presence cannot be synchronizable.")
+                }
+                var newSecret = data
+                if let data, let control = newControl ?? oldControl, control.flags.contains(.applicationPassword) {
+                    guard let password = gate.applicationPassword(for: item.persistentRef.data) else {
+                        throw Self.presenceNeeded([PresenceRequirement(item: item.persistentRef, itemDescription: Self.promptName(item.attributes),
+                                                                       operation: .decrypt, accessControl: control)])
+                    }
+                    newSecret = try ApplicationPasswordSeal.seal(data, password: password, uuid: stored.identity.uuid,
+                                                                 log2N: passcodePolicy.minimumLog2N, random: random)
+                }
                 var attributes = item.attributes
                 for (code, value) in changes { attributes[code] = value }
                 let sync = newSync ?? stored.identity.sync
@@ -137,8 +202,8 @@ extension KeychainEngine {
                 let identity = identity(for: cls, uuid: stored.identity.uuid, attributes: attributes, protection: protection, sync: sync, tombstone: false)
                 let meta = try crypto.sealAttributes(attributes, row: identity)
                 var secret = stored.secret
-                if let data {
-                    secret = try crypto.sealSecret(data, row: identity)
+                if let newSecret {
+                    secret = try crypto.sealSecret(newSecret, row: identity)
                 } else if let old = stored.secret, protection != stored.identity.protection {
                     secret = try crypto.rewrapSecret(old, from: stored.identity, to: identity)
                 }

@@ -29,6 +29,18 @@ extension KeychainEngine {
         }
     }
 
+    /// Checks the passcode without changing the lock state, for a proof of presence (`.devicePasscode`,
+    /// `.userPresence`): a wrong one fails with `errSecAuthFailed` and counts in the same throttle as unlocking.
+    package func verifyPasscode(_ passcode: String) throws(KeychainError) {
+        try FileSystem.withExclusiveLock(location.lockPath) { () throws(KeychainError) in
+            guard let bytes = try FileSystem.read(location.keybagPath) else {
+                throw KeychainError(code: .notAvailable, message: "The keybag is missing from \(location.home).")
+            }
+            guard try Keybag.header(bytes).passcode != nil else { return }
+            _ = try openThrottled(bytes, deviceKey: deviceKey(), passcode: passcode)
+        }
+    }
+
     /// Brings this process's lock state in line with a keybag another process changed: a passcode set
     /// elsewhere makes the keys held here "unlocked" (no longer "no passcode"), so the next lock or
     /// admin check needs the passcode; a passcode removed elsewhere reloads the keys without one. Cheap when
@@ -59,6 +71,7 @@ extension KeychainEngine {
     /// Locks: drops the WhenUnlocked class keys from memory. AfterFirstUnlock and Always items stay available.
     package func lock() {
         keys.dropWhenUnlockedKeys()
+        presence.removeAll() // no proof of presence outlives a lock
         logger.debug("locked")
     }
 

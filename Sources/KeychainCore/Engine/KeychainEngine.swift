@@ -38,6 +38,8 @@ package final class KeychainEngine: Sendable {
     let autoLock: Mutex<AutoLockState>
     /// The SQL text of each form of SELECT the engine has made (see ``selectSQL(_:groups:columns:)``).
     let selectStatements = Mutex<[SelectShape: String]>([:])
+    /// The proofs of presence this engine holds (emptied by every lock).
+    let presence = PresenceLedger()
 
     /// The keys usable right now.
     var crypto: ItemCrypto { keys.crypto }

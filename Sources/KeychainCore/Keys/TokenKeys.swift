@@ -60,7 +60,11 @@ package enum TokenKeyResult: Sendable, Hashable {
 extension KeychainEngine {
     /// Creates or uses a token key: the private key is generated, stored and used here (inside keychaind in
     /// daemon mode), and only results leave.
-    package func tokenKey(_ request: TokenKeyRequest, caller: AccessPolicy) throws(KeychainError) -> TokenKeyResult {
+    ///
+    /// A key whose access control has `.privateKeyUsage` with constraints signs, decrypts or agrees only with the
+    /// proof of presence held under `authentication`'s context; otherwise the call fails with `errSecAuthNeeded`.
+    package func tokenKey(_ request: TokenKeyRequest, caller: AccessPolicy,
+                          authentication: AuthenticationOptions = AuthenticationOptions()) throws(KeychainError) -> TokenKeyResult {
         let reference: PersistentReference, algorithmName: String
         switch request {
         case .create(var query):
@@ -88,6 +92,10 @@ extension KeychainEngine {
         query.returns.data = true
         guard let item = try findStored(query, caller: caller).first, let bytes = item.data, TokenKeys.isTokenKey(item.attributes) else {
             throw KeychainError.notFound("The token key is no longer in the keychain.")
+        }
+        if let requirement = Self.requirement(item, .sign),
+           !presenceGate(authentication, caller: caller).factorsProven(requirement.constraint) {
+            throw Self.presenceNeeded([requirement])
         }
         let key = try TokenKeys.material(item.attributes, bytes)
         guard let algorithm = KeyAlgorithm(identifier: algorithmName) else {

@@ -6,10 +6,24 @@ package struct AccessPolicy: Sendable, Hashable {
     package let groups: [String]
     /// Whether the caller may use every access group (the `security` tool, the user's own admin tool).
     package let unrestricted: Bool
+    /// The program making the call, as a key that proofs of presence are bound to: keychaind sets it from the
+    /// kernel's identification (path and executable hash, Flatpak or snap ID); in a program's own process it is
+    /// that process.
+    package var program: String = "this process"
+    /// The program as a prompt names it (keychaind: as identified, never as the client describes itself).
+    package var programName: String = AccessPolicy.processName
 
     package init(groups: [String]) {
         self.groups = groups.filter { $0 != "*" }
         unrestricted = groups.contains("*")
+    }
+
+    /// The same groups, for the program identified as `program` and named `name` in prompts.
+    package func identified(as program: String, name: String) -> AccessPolicy {
+        var copy = self
+        copy.program = program
+        copy.programName = name
+        return copy
     }
 
     /// A caller that may use every group and creates new items in `defaultGroup`.
@@ -50,6 +64,9 @@ package struct AccessPolicy: Sendable, Hashable {
         var seen = Set<String>()
         return AccessPolicy(groups: groups.filter { seen.insert($0).inserted })
     }
+
+    /// This process's executable name, read once.
+    static let processName = currentExecutableName()
 
     /// The name of the running executable (`/proc/self/exe`, else `argv[0]`).
     package static func currentExecutableName() -> String {

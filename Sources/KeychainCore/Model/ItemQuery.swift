@@ -89,6 +89,8 @@ package struct ItemQuery: Sendable, Hashable {
     package var hasReturnKeys = false
     /// Whether `kSecAttrSynchronizable` was given explicitly.
     package var syncGiven = false
+    /// `kSecUseAuthenticationUI`, `kSecUseOperationPrompt`, `kSecUseAuthenticationContext`.
+    package var authentication = AuthenticationOptions()
 
     package init(itemClass: ItemClass) { self.itemClass = itemClass }
 

@@ -15,6 +15,15 @@ extension ItemQuery {
             throw KeychainError(code: .unimplemented, message: "kSecMatchHostOrSubdomainOfHost applies to internet passwords only.")
         }
         if case .count(let n) = limit, n < 1 { throw .param("kSecMatchLimit must be a positive number.") }
+        try ItemQuery.validateProtection(attributes)
+    }
+
+    /// An access control's accessibility and the item's `pdmn` agree (the parser sets one from the other).
+    static func validateProtection(_ attributes: [String: AttributeValue]) throws(KeychainError) {
+        guard case .data(let bytes)? = attributes["accc"] else { return }
+        guard let control = AccessControl(encoded: bytes), attributes["pdmn"]?.stringValue == control.protection.rawValue else {
+            throw .param("kSecAttrAccessControl's accessibility and kSecAttrAccessible disagree.")
+        }
     }
 
     /// Throws unless each attribute is one of `itemClass`'s, with a value its kind allows, as the parser coerced it.
@@ -34,6 +43,7 @@ extension ItemChanges {
     /// Throws unless every changed attribute belongs to `itemClass`, may be changed, and is in its stored form.
     package func validate(for itemClass: ItemClass) throws(KeychainError) {
         try ItemQuery.validate(attributes, of: itemClass)
+        try ItemQuery.validateProtection(attributes)
         if let readOnly = attributes.keys.first(where: { itemClass.attribute($0)?.readOnly == true }) {
             throw .param("'\(readOnly)' is set by the keychain and cannot be updated.")
         }

@@ -12,6 +12,8 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// The lower-level error that caused this one, if any.
     public var cause: (any Error & Sendable)?
+    /// With ``Code/authenticationNeeded``: what each protected item needs before the request can proceed.
+    package var presenceNeeded: [PresenceRequirement] = []
 
     /// Creates an error.
     public init(code: Code, status: KeychainStatus? = nil, message: String, cause: (any Error & Sendable)? = nil) {
@@ -70,6 +72,11 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         /// The keychain's device key is sealed to a TPM that is not here: the folder was copied from another
         /// machine, or this machine's TPM was cleared or cannot be reached (`errSecInvalidKeychain`).
         public static let sealedToAnotherMachine = Code(rawValue: "sealedToAnotherMachine")
+        /// The person cancelled a prompt, or it timed out (`errSecUserCanceled`).
+        public static let userCanceled = Code(rawValue: "userCanceled")
+        /// An item needs the person's presence before this request may use it (`errSecAuthNeeded`); the client
+        /// obtains the proof and retries (see ``KeychainError/presenceNeeded``). Never seen by a SecItem caller.
+        public static let authenticationNeeded = Code(rawValue: "authenticationNeeded")
 
         /// The `OSStatus` reported for this code unless the error says otherwise.
         public var defaultStatus: KeychainStatus {
@@ -89,6 +96,8 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
             case .verifyFailed: .verifyFailed
             case .notTrusted: .notTrusted
             case .sealedToAnotherMachine: .invalidKeychain
+            case .userCanceled: .userCanceled
+            case .authenticationNeeded: .authNeeded
             default: .internal
             }
         }

@@ -1,7 +1,8 @@
 import Foundation
 
 /// The keychain's settings, as macOS's `security set-keychain-settings` sets them: lock after an idle time,
-/// and lock when the machine sleeps. Kept in `keychain.settings` (an XML property list) in the keychain folder,
+/// and lock when the machine sleeps; and how prompts for the user's presence are shown (the pinentry program and
+/// how long a prompt stays open). Kept in `keychain.settings` (an XML property list) in the keychain folder,
 /// where the engine holding the unlocked keys (keychaind's, or a program's own) reads them again within a second
 /// of a change and applies them (``KeychainEngine/applyLockSettings(countingAsUse:)``).
 package struct KeychainSettings: Sendable, Hashable {
@@ -9,10 +10,18 @@ package struct KeychainSettings: Sendable, Hashable {
     package var idleTimeout: Int?
     /// Whether the keychain locks when the machine has been suspended (it locks on resume, before the next request).
     package var lockOnSleep: Bool
+    /// The absolute path of the pinentry program that shows prompts (`pinentry-program`); nil looks for
+    /// `pinentry` in `PATH`. The environment's `KEYCHAIN_PINENTRY` overrides it.
+    package var pinentryProgram: String?
+    /// Seconds a prompt stays open before it is stopped (`prompt-timeout`); nil is the prompter's default (60).
+    package var promptTimeout: Int?
 
-    package init(idleTimeout: Int? = nil, lockOnSleep: Bool = false) {
+    /// Settings from their values; each defaults to "not set" (never lock on idle or sleep, the prompter's defaults).
+    package init(idleTimeout: Int? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Int? = nil) {
         self.idleTimeout = idleTimeout
         self.lockOnSleep = lockOnSleep
+        self.pinentryProgram = pinentryProgram
+        self.promptTimeout = promptTimeout
     }
 
     /// How long keychaind waits before locking when no settings were ever set (its `--idle-lock` default).
@@ -28,14 +37,19 @@ package struct KeychainSettings: Sendable, Hashable {
             throw KeychainError(code: .corruptData, message: "\(path(location)) is not a settings file. Remove it, or set the settings again with `security set-keychain-settings`.")
         }
         let timeout = (plist["idle-timeout"] as? NSNumber)?.intValue
+        let promptTimeout = (plist["prompt-timeout"] as? NSNumber)?.intValue
         return KeychainSettings(idleTimeout: timeout.flatMap { $0 > 0 ? $0 : nil },
-                                lockOnSleep: (plist["lock-on-sleep"] as? Bool) ?? false)
+                                lockOnSleep: (plist["lock-on-sleep"] as? Bool) ?? false,
+                                pinentryProgram: (plist["pinentry-program"] as? String).flatMap { $0.isEmpty ? nil : $0 },
+                                promptTimeout: promptTimeout.flatMap { $0 > 0 ? $0 : nil })
     }
 
     /// Writes the settings atomically.
     package func save(_ location: KeychainLocation) throws(KeychainError) {
         var plist: [String: Any] = ["lock-on-sleep": lockOnSleep]
         if let idleTimeout { plist["idle-timeout"] = idleTimeout }
+        if let pinentryProgram { plist["pinentry-program"] = pinentryProgram }
+        if let promptTimeout { plist["prompt-timeout"] = promptTimeout }
         let data: Data
         do {
             data = try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)

@@ -72,6 +72,8 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
     public static let wrongSecVersion = KeychainStatus(-25310)
     /// User interaction is required, but is currently not allowed.
     public static let interactionRequired = KeychainStatus(-25315)
+    /// Authentication is needed before the requested action can be performed (`errSecAuthNeeded`).
+    public static let authNeeded = KeychainStatus(-25330)
     /// The contents of this item cannot be retrieved.
     public static let dataNotAvailable = KeychainStatus(-25316)
     /// The contents of this item cannot be modified.
@@ -117,6 +119,7 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
         -61: "Write permissions error.",
         -108: "Failed to allocate memory.",
         -128: "User canceled the operation.",
+        -25330: "Auth is needed before the requested action can be performed.",
         -909: "Bad parameter or invalid state for operation.",
         -2070: "A necessary internal component is not available.",
         -25291: "No keychain is available. You may need to restart your computer.",

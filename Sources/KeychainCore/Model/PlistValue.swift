@@ -14,6 +14,10 @@ package enum PlistValue: Sendable, Hashable {
     /// A value of a type the engine cannot use (a Swift object, a SecAccessControl, …); carries its type name
     /// for error messages.
     case unsupported(String)
+    /// A `SecAccessControl` (`kSecAttrAccessControl`).
+    case accessControl(AccessControl)
+    /// An authentication context (`kSecUseAuthenticationContext`, our `LAContext`).
+    case authenticationContext(AuthenticationContextValue)
 
     package var typeName: String {
         switch self {
@@ -25,6 +29,8 @@ package enum PlistValue: Sendable, Hashable {
         case .array: "array"
         case .dictionary: "dictionary"
         case .unsupported(let name): name
+        case .accessControl: "SecAccessControl"
+        case .authenticationContext: "LAContext"
         }
     }
 }

@@ -47,6 +47,7 @@ package enum QueryParser {
         if operation == .add, query.itemClass == .identity {
             throw .param("Identities cannot be added by attributes: add the certificate and its private key instead.")
         }
+        try takeProtection(from: &query.attributes)
         return query
     }
 
@@ -76,7 +77,7 @@ package enum QueryParser {
             default: throw .param("Unknown return key '\(key)'.")
             }
         case "u":
-            break // kSecUseAuthenticationUI, kSecUseOperationPrompt, …: accepted, nothing to do without access control.
+            try applyUse(key, value, to: &query.authentication)
         case "v":
             switch key {
             case "v_Data":
@@ -203,8 +204,46 @@ package enum QueryParser {
             }
             return .string(s)
         case .accessControl:
-            throw .param("kSecAttrAccessControl needs a SecAccessControl object, which this keychain does not support yet.")
+            switch value {
+            case .accessControl(let control): return .data(control.encoded)
+            case .data(let bytes) where AccessControl(encoded: bytes) != nil: return .data(bytes)
+            default: throw .param("kSecAttrAccessControl must be a SecAccessControl made by SecAccessControlCreateWithFlags, not a \(value.typeName).")
+            }
         }
+    }
+
+    /// `kSecUseAuthenticationUI`, `kSecUseOperationPrompt`, `kSecUseAuthenticationContext` and the older
+    /// `kSecUseNoAuthenticationUI`; other `kSecUse…` keys are accepted and have nothing to do here.
+    private static func applyUse(_ key: String, _ value: PlistValue, to options: inout AuthenticationOptions) throws(KeychainError) {
+        switch key {
+        case "u_AuthUI":
+            guard case .string(let raw) = value, let ui = AuthenticationUI(rawValue: raw) else {
+                throw .param("kSecUseAuthenticationUI must be kSecUseAuthenticationUIAllow, kSecUseAuthenticationUIFail or kSecUseAuthenticationUISkip.")
+            }
+            options.ui = ui
+        case "u_NoAuthUI":
+            if try boolean(value, key: key), options.ui == .allow { options.ui = .fail }
+        case "u_OpPrompt":
+            guard case .string(let text) = value else { throw .param("kSecUseOperationPrompt must be a string.") }
+            options.operationPrompt = text
+        case "u_AuthCtx":
+            guard case .authenticationContext(let context) = value else {
+                throw .param("kSecUseAuthenticationContext must be an LAContext, not a \(value.typeName).")
+            }
+            options.apply(context)
+        default:
+            break
+        }
+    }
+
+    /// A `SecAccessControl` carries the item's accessibility: `pdmn` is taken from it, and may not be given as
+    /// well (Apple: "kSecAttrAccessible and kSecAttrAccessControl are mutually exclusive").
+    static func takeProtection(from attributes: inout [String: AttributeValue]) throws(KeychainError) {
+        guard case .data(let bytes)? = attributes["accc"], let control = AccessControl(encoded: bytes) else { return }
+        if attributes["pdmn"] != nil {
+            throw .param("Give the accessibility in the SecAccessControl only: kSecAttrAccessible and kSecAttrAccessControl cannot both be set.")
+        }
+        attributes["pdmn"] = .string(control.protection.rawValue)
     }
 
     private static func boolean(_ value: PlistValue, key: String) throws(KeychainError) -> Bool {
@@ -242,6 +281,7 @@ package enum QueryParser {
                 attributes[key] = try coerce(value, to: descriptor)
             }
         }
+        try takeProtection(from: &attributes)
         return ItemChanges(attributes: attributes, sync: sync, data: data)
     }
 }

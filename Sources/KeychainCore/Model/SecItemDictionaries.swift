@@ -30,6 +30,9 @@ package enum SecItemDictionaries {
     /// The attributes Apple returns for an item: everything stored, plus `musr` (empty for the single-user keychain).
     package static func returnedAttributes(_ item: FoundItem) -> [String: PlistValue] {
         var out = item.attributes.mapValues { $0.plist }
+        if case .data(let bytes)? = item.attributes["accc"], let control = AccessControl(encoded: bytes) {
+            out["accc"] = .accessControl(control)
+        }
         out["musr"] = .data(Data())
         return out
     }

@@ -115,8 +115,14 @@ extension KeychainEngine {
     ///
     /// With `onlyMatched`, the items carry only the attributes the query matches on (for a find that returns
     /// nothing else of them).
+    ///
+    /// With a `gate`, an item whose access control guards its secret gives its secret only when the request holds
+    /// the proof; otherwise the query fails with `errSecAuthNeeded` listing what each such item needs, or, with
+    /// `kSecUseAuthenticationUISkip`, leaves the item out (Apple's `q_skip_acl_items`). Without a gate (the
+    /// engine's own reads: verification, backup's envelope, a token key's use) secrets are opened as stored.
     func matchingRows(_ db: Database, _ q: ItemQuery, groups: [String]?, includeSecret: Bool, limit: Int?,
-                      damaged policy: DamagedRowPolicy, onlyMatched: Bool = false) throws -> [(StoredRow, FoundItem)] {
+                      damaged policy: DamagedRowPolicy, onlyMatched: Bool = false,
+                      gate: PresenceGate? = nil) throws -> [(StoredRow, FoundItem)] {
         let cls = q.itemClass
         let columns = KeychainEngine.rowColumns + (includeSecret ? ", secret" : "")
         let (sql, arguments) = selectSQL(q, groups: groups, columns: columns)
@@ -126,13 +132,16 @@ extension KeychainEngine {
         if onlyMatched {
             keeping = Array(q.attributes.keys)
             if q.hostOrSubdomain != nil { keeping?.append("srvr") }
+            // A protected item's access control is read even when the query keeps few attributes.
+            if includeSecret && gate != nil { keeping?.append("accc") }
         }
         var out: [(StoredRow, FoundItem)] = []
         var damaged = 0
+        var needed: [PresenceRequirement] = []
         rows: while try rows.next() {
             let outcome: RowOutcome
             if let stored = rows.storedRow(table: cls.table, includeSecret: includeSecret) {
-                outcome = try openRow(stored, q, includeSecret: includeSecret, keeping: keeping)
+                outcome = try openRow(stored, q, includeSecret: includeSecret, keeping: keeping, gate: gate)
             } else {
                 outcome = .damaged
             }
@@ -145,8 +154,12 @@ extension KeychainEngine {
             case .item(let stored, let item):
                 out.append((stored, item))
                 if let limit, out.count >= limit { break rows }
+            case .needsPresence(let requirement):
+                if gate?.options.ui == .skip { continue rows }
+                if needed.count < KeychainEngine.maximumRequirements { needed.append(requirement) }
             }
         }
+        if !needed.isEmpty { throw KeychainEngine.presenceNeeded(needed) }
         if damaged > 0 {
             logger.error("skipped damaged items", metadata: ["class": "\(cls.rawValue)", "count": "\(damaged)"])
             if out.isEmpty && policy == .skipUnlessNoneIntact { throw KeychainError.damagedItem(cls) }
@@ -157,7 +170,7 @@ extension KeychainEngine {
     /// Identities: certificates matching the query's certificate attributes, each with the private key whose
     /// application label is the certificate's public key hash (and that matches the query's key attributes).
     /// The item is the certificate's; its key rides along in ``FoundItem/identityKey``.
-    func identityRows(_ db: Database, _ q: ItemQuery, groups: [String]?) throws -> [FoundItem] {
+    func identityRows(_ db: Database, _ q: ItemQuery, groups: [String]?, gate: PresenceGate? = nil) throws -> [FoundItem] {
         let certificateCodes = Set(ItemClass.certificate.attributes.map(\.code))
         let keyCodes = Set(ItemClass.key.attributes.map(\.code)).subtracting(certificateCodes)
         var certificates = q
@@ -166,7 +179,7 @@ extension KeychainEngine {
         let secrets = q.returns.data || q.returns.ref
         var out: [FoundItem] = []
         let policy = DamagedRowPolicy.forQuery(q)
-        for (_, certificate) in try matchingRows(db, certificates, groups: groups, includeSecret: secrets, limit: nil, damaged: policy) {
+        for (_, certificate) in try matchingRows(db, certificates, groups: groups, includeSecret: secrets, limit: nil, damaged: policy, gate: gate) {
             guard case .data(let hash)? = certificate.attributes["pkhh"] else { continue }
             var keys = ItemQuery(itemClass: .key)
             keys.sync = q.sync
@@ -175,7 +188,7 @@ extension KeychainEngine {
             keys.attributes["kcls"] = .int(KeyClass.privateKey.rawValue)
             // A damaged key leaves its certificate without an identity; with kSecMatchLimitAll that is logged.
             guard let (_, key) = try matchingRows(db, keys, groups: groups, includeSecret: secrets, limit: 1,
-                                                  damaged: policy == .fail ? .fail : .skip).first else { continue }
+                                                  damaged: policy == .fail ? .fail : .skip, gate: gate).first else { continue }
             var identity = certificate
             identity.identityKey = .init(uuid: key.uuid, attributes: key.attributes, data: key.data)
             out.append(identity)
@@ -209,24 +222,57 @@ extension KeychainEngine {
         case noMatch
         /// Its columns are malformed, or its sealed attributes or secret fail authentication.
         case damaged
+        /// It matches, and its secret needs a proof of presence (or an application password) the request lacks.
+        case needsPresence(PresenceRequirement)
     }
+
+    /// At most this many requirements travel in one `errSecAuthNeeded` (Apple's client retries up to 20 times).
+    static let maximumRequirements = 20
 
     /// Opens a row's attributes (and its secret when asked), and checks them against `q`. A row that fails
     /// authentication is reported as damaged, never deleted; a locked class still fails with
     /// `errSecInteractionNotAllowed`. (Kept out of `matchingRows`: a typed do/catch inside its loop makes the
     /// Swift 6.3 compiler hang.)
-    func openRow(_ stored: StoredRow, _ q: ItemQuery, includeSecret: Bool, keeping: [String]? = nil) throws(KeychainError) -> RowOutcome {
+    func openRow(_ stored: StoredRow, _ q: ItemQuery, includeSecret: Bool, keeping: [String]? = nil,
+                 gate: PresenceGate? = nil) throws(KeychainError) -> RowOutcome {
         let identity = stored.identity
         do {
             let attributes = try crypto.openAttributes(stored.meta, row: identity, keeping: keeping)
             guard matches(attributes, q) else { return .noMatch }
             var item = FoundItem(itemClass: q.itemClass, uuid: identity.uuid, attributes: attributes, data: nil)
             if includeSecret, let blob = stored.secret {
-                item.data = try crypto.openSecret(blob, row: identity)
+                if let gate, let control = KeychainEngine.accessControl(attributes), control.isProtected {
+                    guard let data = try openProtectedSecret(blob, row: identity, control: control, gate: gate) else {
+                        guard let requirement = KeychainEngine.requirement(item, .decrypt) else { return .damaged }
+                        return .needsPresence(requirement)
+                    }
+                    item.data = data
+                } else {
+                    item.data = try crypto.openSecret(blob, row: identity)
+                }
             }
             return .item(stored, item)
         } catch where error.code == .corruptData {
             return .damaged
+        }
+    }
+
+    /// A protected item's secret when the request holds what its access control asks for, else nil. A wrong
+    /// application password is forgotten and fails with `errSecAuthFailed`.
+    private func openProtectedSecret(_ blob: Data, row: ItemCrypto.RowIdentity, control: AccessControl,
+                                     gate: PresenceGate) throws(KeychainError) -> Data? {
+        guard gate.factorsProven(control.constraint(for: .decrypt)) else { return nil }
+        let secret = try crypto.openSecret(blob, row: row)
+        guard control.flags.contains(.applicationPassword) else { return secret }
+        let reference = PersistentReference(itemClass: ItemClass(rawValue: row.table) ?? .genericPassword, uuid: row.uuid).data
+        guard let password = gate.applicationPassword(for: reference) else { return nil }
+        do {
+            return try ApplicationPasswordSeal.open(secret, password: password, uuid: row.uuid)
+        } catch where error.code == .authenticationFailed {
+            if let context = gate.context {
+                gate.ledger.forgetApplicationPassword(program: gate.program, context: context, for: reference)
+            }
+            throw error
         }
     }
 

@@ -54,6 +54,16 @@ package struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
         return untrusted == nil ? name : "untrusted:" + name
     }
 
+    /// What proofs of presence are bound to: the program (path and executable hash, Flatpak app ID or snap
+    /// name), not the process, so a proof is never shared with another program.
+    package var presenceKey: String {
+        switch program {
+        case .flatpak(let id): "flatpak:\(id)"
+        case .snap(let name): "snap:\(name)"
+        case .executable(let path): "exe:\(path)#\(executableSHA256)"
+        }
+    }
+
     package var description: String {
         let suffix = untrusted.map { "; untrusted: \($0)" } ?? ""
         return switch program {

@@ -80,6 +80,11 @@ package final class Authority: Sendable {
 
     /// The access groups a call may use, given what the caller claims (nil: everything it has).
     func policy(for session: Session, claim: [String]?) throws(KeychainError) -> AccessPolicy {
+        try groupPolicy(for: session, claim: claim)
+            .identified(as: session.identity.presenceKey, name: session.identity.description)
+    }
+
+    private func groupPolicy(for session: Session, claim: [String]?) throws(KeychainError) -> AccessPolicy {
         if session.isAdminTool {
             try requireAdmin(session, for: "use every access group")
             return AccessPolicy(groups: claim ?? [session.identity.privateGroup, "*"])

@@ -21,3 +21,20 @@ extension AppRegistry {
         entries.first { $0.matches(identity) }
     }
 }
+
+extension PeerIdentity {
+    /// The program its remembered permissions (``ConsentDecision``) are kept under: the executable's path and
+    /// SHA-256, the Flatpak app ID or the snap name, as the kernel identified the process. Nil for an untrusted
+    /// process (``untrusted``: it may run code that is not its program's, so it neither uses the program's
+    /// decisions nor makes new ones) and for an executable whose contents could not be hashed.
+    package var consentProgram: AppRegistration.Program? {
+        guard untrusted == nil else { return nil }
+        switch program {
+        case .executable(let path):
+            guard !executableSHA256.isEmpty else { return nil }
+            return .executable(path: path, sha256: executableSHA256)
+        case .flatpak(let id): return .flatpak(id)
+        case .snap(let name): return .snap(name)
+        }
+    }
+}

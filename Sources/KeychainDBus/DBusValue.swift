@@ -1,0 +1,256 @@
+import CSystemdBus
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One D-Bus value, as sent in a method call or read from a reply or signal.
+///
+/// Every basic type, arrays, structures, dictionary entries and variants can be sent and read. Unix file
+/// descriptors (`h`) are not passed: a reply or signal carrying one reads as ``unsupported(signature:)``.
+package indirect enum DBusValue: Sendable, Hashable {
+    /// `y`
+    case byte(UInt8)
+    /// `b`
+    case bool(Bool)
+    /// `n`
+    case int16(Int16)
+    /// `q`
+    case uint16(UInt16)
+    /// `i`
+    case int32(Int32)
+    /// `u`
+    case uint32(UInt32)
+    /// `x`
+    case int64(Int64)
+    /// `t`
+    case uint64(UInt64)
+    /// `d`
+    case double(Double)
+    /// `s`: UTF-8 without NUL bytes.
+    case string(String)
+    /// `o`: an object path such as `/net/reactivated/Fprint/Device/0`.
+    case objectPath(String)
+    /// `g`: a type signature.
+    case signature(String)
+    /// `a…`: the elements' signature (needed for an empty array) and the elements, each of that signature.
+    case array(elementSignature: String, [DBusValue])
+    /// `(…)`: a structure's fields.
+    case structure([DBusValue])
+    /// `{kv}`: a dictionary entry, found only as an element of an array (`a{sv}`).
+    case dictEntry(DBusValue, DBusValue)
+    /// `v`: a value with its type carried alongside.
+    case variant(DBusValue)
+    /// A value that was skipped when reading (a Unix file descriptor); never sent.
+    case unsupported(signature: String)
+
+    /// An array of strings (`as`).
+    package static func strings(_ values: [String]) -> DBusValue {
+        .array(elementSignature: "s", values.map { .string($0) })
+    }
+
+    /// This value's D-Bus type signature.
+    package var signature: String {
+        switch self {
+        case .byte: "y"
+        case .bool: "b"
+        case .int16: "n"
+        case .uint16: "q"
+        case .int32: "i"
+        case .uint32: "u"
+        case .int64: "x"
+        case .uint64: "t"
+        case .double: "d"
+        case .string: "s"
+        case .objectPath: "o"
+        case .signature: "g"
+        case .array(let element, _): "a" + element
+        case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
+        case .dictEntry(let key, let value): "{" + key.signature + value.signature + "}"
+        case .variant: "v"
+        case .unsupported(let signature): signature
+        }
+    }
+
+    /// The text of a string, object path or signature (looking through a variant); nil for other types.
+    package var string: String? {
+        switch self {
+        case .string(let text), .objectPath(let text), .signature(let text): text
+        case .variant(let inner): inner.string
+        default: nil
+        }
+    }
+
+    /// The value of a boolean (looking through a variant); nil for other types.
+    package var bool: Bool? {
+        switch self {
+        case .bool(let value): value
+        case .variant(let inner): inner.bool
+        default: nil
+        }
+    }
+
+    /// The value of an unsigned 32-bit integer (looking through a variant); nil for other types.
+    package var uint32: UInt32? {
+        switch self {
+        case .uint32(let value): value
+        case .variant(let inner): inner.uint32
+        default: nil
+        }
+    }
+
+    /// The texts of an array of strings or object paths (`as`, `ao`, looking through a variant); nil for other
+    /// types.
+    package var strings: [String]? {
+        switch self {
+        case .array(let element, let values) where element == "s" || element == "o" || element == "g":
+            values.compactMap(\.string)
+        case .variant(let inner): inner.strings
+        default: nil
+        }
+    }
+}
+
+// MARK: Writing and reading messages
+
+extension DBusValue {
+    /// Appends this value to `message` (an `sd_bus_message` being built).
+    func append(to message: OpaquePointer) throws(DBusError) {
+        let result: Int32
+        switch self {
+        case .byte(let value): result = Self.appendBasic(message, "y", value)
+        case .bool(let value): result = Self.appendBasic(message, "b", Int32(value ? 1 : 0))
+        case .int16(let value): result = Self.appendBasic(message, "n", value)
+        case .uint16(let value): result = Self.appendBasic(message, "q", value)
+        case .int32(let value): result = Self.appendBasic(message, "i", value)
+        case .uint32(let value): result = Self.appendBasic(message, "u", value)
+        case .int64(let value): result = Self.appendBasic(message, "x", value)
+        case .uint64(let value): result = Self.appendBasic(message, "t", value)
+        case .double(let value): result = Self.appendBasic(message, "d", value)
+        case .string(let text), .objectPath(let text), .signature(let text):
+            guard !text.utf8.contains(0) else { throw .invalidArgument("a string contains a NUL byte") }
+            // For string types sd_bus_message_append_basic takes the C string itself, not a pointer to it.
+            result = text.withCString { sd_bus_message_append_basic(message, Self.typeCode(signature), $0) }
+        case .array(let element, let values):
+            for value in values where value.signature != element {
+                throw .invalidArgument("an array of \(element) holds a \(value.signature)")
+            }
+            try Self.inContainer(message, "a", element) { () throws(DBusError) in
+                for value in values { try value.append(to: message) }
+            }
+            return
+        case .structure(let fields):
+            try Self.inContainer(message, "r", fields.map(\.signature).joined()) { () throws(DBusError) in
+                for field in fields { try field.append(to: message) }
+            }
+            return
+        case .dictEntry(let key, let value):
+            try Self.inContainer(message, "e", key.signature + value.signature) { () throws(DBusError) in
+                try key.append(to: message)
+                try value.append(to: message)
+            }
+            return
+        case .variant(let inner):
+            try Self.inContainer(message, "v", inner.signature) { () throws(DBusError) in try inner.append(to: message) }
+            return
+        case .unsupported(let signature):
+            throw .invalidArgument("a value of type \(signature) cannot be sent")
+        }
+        guard result >= 0 else { throw .invalidArgument("sd-bus refused a \(signature): \(DBusError.describe(errno: -result))") }
+    }
+
+    private static func typeCode(_ signature: String) -> CChar {
+        CChar(bitPattern: signature.utf8.first ?? 0)
+    }
+
+    private static func appendBasic<T>(_ message: OpaquePointer, _ type: Unicode.Scalar, _ value: T) -> Int32 {
+        withUnsafePointer(to: value) { sd_bus_message_append_basic(message, CChar(truncatingIfNeeded: type.value), $0) }
+    }
+
+    private static func inContainer(_ message: OpaquePointer, _ type: Unicode.Scalar, _ contents: String,
+                                    _ body: () throws(DBusError) -> Void) throws(DBusError) {
+        let opened = sd_bus_message_open_container(message, CChar(truncatingIfNeeded: type.value), contents)
+        guard opened >= 0 else {
+            throw .invalidArgument("sd-bus refused a container \(type)\(contents): \(DBusError.describe(errno: -opened))")
+        }
+        try body()
+        let closed = sd_bus_message_close_container(message)
+        guard closed >= 0 else { throw .invalidArgument("sd-bus refused to close \(type)\(contents)") }
+    }
+
+    /// Reads every value left at the current level of `message` (a reply or signal).
+    static func readAll(from message: OpaquePointer) throws(DBusError) -> [DBusValue] {
+        var values: [DBusValue] = []
+        while let value = try read(from: message) { values.append(value) }
+        return values
+    }
+
+    /// Reads the next value of `message`; nil at the end of the current level.
+    static func read(from message: OpaquePointer) throws(DBusError) -> DBusValue? {
+        var type: CChar = 0
+        var contentsPointer: UnsafePointer<CChar>?
+        let peeked = sd_bus_message_peek_type(message, &type, &contentsPointer)
+        guard peeked >= 0 else { throw .system(operation: "reading a D-Bus message", errno: -peeked) }
+        if peeked == 0 { return nil }
+        let contents = contentsPointer.map { String(cString: $0) } ?? ""
+        switch UInt8(bitPattern: type) {
+        case UInt8(ascii: "y"): return .byte(try readBasic(message, type, UInt8(0)))
+        case UInt8(ascii: "b"): return .bool(try readBasic(message, type, Int32(0)) != 0)
+        case UInt8(ascii: "n"): return .int16(try readBasic(message, type, Int16(0)))
+        case UInt8(ascii: "q"): return .uint16(try readBasic(message, type, UInt16(0)))
+        case UInt8(ascii: "i"): return .int32(try readBasic(message, type, Int32(0)))
+        case UInt8(ascii: "u"): return .uint32(try readBasic(message, type, UInt32(0)))
+        case UInt8(ascii: "x"): return .int64(try readBasic(message, type, Int64(0)))
+        case UInt8(ascii: "t"): return .uint64(try readBasic(message, type, UInt64(0)))
+        case UInt8(ascii: "d"): return .double(try readBasic(message, type, Double(0)))
+        case UInt8(ascii: "s"): return .string(try readText(message, type))
+        case UInt8(ascii: "o"): return .objectPath(try readText(message, type))
+        case UInt8(ascii: "g"): return .signature(try readText(message, type))
+        case UInt8(ascii: "a"):
+            let elements = try readContainer(message, type, contents)
+            return .array(elementSignature: contents, elements)
+        case UInt8(ascii: "r"):
+            return .structure(try readContainer(message, type, contents))
+        case UInt8(ascii: "e"):
+            let fields = try readContainer(message, type, contents)
+            guard fields.count == 2 else { throw .system(operation: "reading a D-Bus dictionary entry", errno: EBADMSG) }
+            return .dictEntry(fields[0], fields[1])
+        case UInt8(ascii: "v"):
+            let inner = try readContainer(message, type, contents)
+            guard inner.count == 1 else { throw .system(operation: "reading a D-Bus variant", errno: EBADMSG) }
+            return .variant(inner[0])
+        default:
+            let skipped = sd_bus_message_skip(message, nil)
+            guard skipped >= 0 else { throw .system(operation: "skipping a D-Bus value", errno: -skipped) }
+            let signature = String(UnicodeScalar(UInt8(bitPattern: type)))
+            return .unsupported(signature: signature)
+        }
+    }
+
+    private static func readBasic<T>(_ message: OpaquePointer, _ type: CChar, _ initial: T) throws(DBusError) -> T {
+        var value = initial
+        let result = withUnsafeMutablePointer(to: &value) { sd_bus_message_read_basic(message, type, $0) }
+        guard result > 0 else { throw .system(operation: "reading a D-Bus value", errno: result < 0 ? -result : EBADMSG) }
+        return value
+    }
+
+    private static func readText(_ message: OpaquePointer, _ type: CChar) throws(DBusError) -> String {
+        var text: UnsafePointer<CChar>?
+        let result = sd_bus_message_read_basic(message, type, &text)
+        guard result > 0, let text else {
+            throw .system(operation: "reading a D-Bus string", errno: result < 0 ? -result : EBADMSG)
+        }
+        // sd-bus has checked that strings are valid UTF-8 without NUL bytes.
+        return String(cString: text)
+    }
+
+    private static func readContainer(_ message: OpaquePointer, _ type: CChar, _ contents: String) throws(DBusError) -> [DBusValue] {
+        let entered = sd_bus_message_enter_container(message, type, contents)
+        guard entered > 0 else {
+            throw .system(operation: "reading a D-Bus container", errno: entered < 0 ? -entered : EBADMSG)
+        }
+        let values = try readAll(from: message)
+        let exited = sd_bus_message_exit_container(message)
+        guard exited >= 0 else { throw .system(operation: "leaving a D-Bus container", errno: -exited) }
+        return values
+    }
+}
