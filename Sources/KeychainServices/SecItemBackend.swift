@@ -48,7 +48,10 @@ package enum SecItemBackend {
         return run { (ctx) throws(KeychainError) in
             let value = try ctx.secItemCopyMatching(try queryDictionary(query))
             // A key found with a context keeps it for its private operations, as on Apple's systems.
-            if let result, let value { result.pointee = object(value, context: query.object(forKey: kSecUseAuthenticationContext) as? LAContext) }
+            // (Looked up only when a key is made: a lookup in a Foundation dictionary costs a find a few percent.)
+            if let result, let value {
+                result.pointee = object(value, context: { query.object(forKey: kSecUseAuthenticationContext) as? LAContext })
+            }
         }
     }
 
@@ -239,11 +242,11 @@ package enum SecItemBackend {
 
     /// The CoreFoundation object Apple's API returns for a value.
     package static func object(_ value: PlistValue) -> AnyObject {
-        object(value, context: nil)
+        object(value, context: { nil })
     }
 
     /// The CoreFoundation object for a value; keys in it keep `context` for their private operations.
-    static func object(_ value: PlistValue, context: LAContext?) -> AnyObject {
+    static func object(_ value: PlistValue, context: () -> LAContext?) -> AnyObject {
         switch value {
         case .string(let s): return NSString(string: s)
         case .data(let d): return NSData(data: d)
@@ -254,11 +257,11 @@ package enum SecItemBackend {
         case .array(let items): return NSArray(array: items.map { object($0, context: context) })
         case .dictionary(let dict):
             if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.keyReferenceMarker],
-               let key = SecKeyBackend.key(fromReference: fields, context: context) {
+               let key = SecKeyBackend.key(fromReference: fields, context: context()) {
                 return key
             }
             if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.identityReferenceMarker],
-               let identity = SecKeyBackend.identity(fromReference: fields, context: context) {
+               let identity = SecKeyBackend.identity(fromReference: fields, context: context()) {
                 return identity
             }
             if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.certificateReferenceMarker],
