@@ -210,7 +210,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SecurityToolTests",
-            dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "KeychainCore", "KeychainClient"],
+            dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "scripted-pinentry", "KeychainCore", "KeychainClient"],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -1,0 +1,70 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// The security tool meets items that need the user's presence: it is asked through the pinentry the keychain's
+/// settings name (set with `set-keychain-settings --pinentry`), in-process and through keychaind, where keychaind
+/// shows the prompt and names the tool as it identified it.
+@Suite struct PresenceToolTests {
+    /// A wrapper that runs the scripted pinentry with this test's script and log.
+    struct Pinentry {
+        let folder: String
+        var wrapper: String { folder + "/pinentry" }
+        var script: String { folder + "/script" }
+        var log: String { (try? String(contentsOfFile: folder + "/log", encoding: .utf8)) ?? "" }
+        var starts: Int { log.components(separatedBy: "\n").filter { $0.hasPrefix("--- start") }.count }
+
+        init(in root: String) throws {
+            folder = root + "/pinentry-script"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let text = "#!/bin/sh\nSCRIPTED_PINENTRY_SCRIPT='\(folder)/script' SCRIPTED_PINENTRY_LOG='\(folder)/log' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'\n"
+            try text.write(toFile: wrapper, atomically: true, encoding: .utf8)
+            chmod(wrapper, 0o755)
+        }
+
+        func queue(_ lines: String...) throws {
+            try lines.map { $0 + "\n" }.joined().write(toFile: script, atomically: true, encoding: .utf8)
+        }
+    }
+
+    @Test(arguments: ToolMode.allCases)
+    func aProtectedItemIsReadAndBackedUpOnlyAfterThePrompt(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
+            let pinentry = try Pinentry(in: kc.root)
+            try kc.succeed(["set-keychain-settings", "--pinentry", pinentry.wrapper, "--prompt-timeout", "20"])
+            // Settings of macOS's own change without losing the prompt settings.
+            try kc.succeed(["set-keychain-settings", "-t", "3600"])
+            try kc.succeed(["add-generic-password", "-a", "alice", "-s", "vault", "-w", "s3cret", "--access-control", "devicePasscode"])
+            try pinentry.queue("cancel", "confirm", "cancel", "confirm")
+
+            let cancelled = try kc.run(["find-generic-password", "-a", "alice", "-s", "vault", "-w"], detached: true)
+            #expect(cancelled.status == 128) // errSecUserCanceled's low byte
+            #expect(cancelled.stdout == "")
+            let shown = try kc.run(["find-generic-password", "-a", "alice", "-s", "vault", "-w"], detached: true)
+            #expect(shown.status == 0)
+            #expect(shown.stdout == "s3cret\n")
+            #expect(pinentry.starts == 2)
+            #expect(pinentry.log.contains("security"))
+
+            // A backup holds the secret (sealed under the backup password): it needs the same proof.
+            let file = kc.root + "/protected.backup"
+            let refused = try kc.run(["backup-keychain", "-o", file, "-P", "backup pw"], detached: true)
+            #expect(refused.status == 128)
+            #expect(!FileManager.default.fileExists(atPath: file))
+            let backup = try kc.run(["backup-keychain", "-o", file, "-P", "backup pw"], detached: true)
+            #expect(backup.status == 0)
+            #expect(pinentry.starts == 4)
+        }
+    }
+
+    @Test func promptSettingsAreChecked() throws {
+        try withKeychain { kc in
+            let relative = try kc.run(["set-keychain-settings", "--pinentry", "pinentry-curses"])
+            #expect(relative.status != 0)
+            #expect(relative.stderr.contains("--pinentry needs an absolute path"))
+            let long = try kc.run(["set-keychain-settings", "--prompt-timeout", "601"])
+            #expect(long.status != 0)
+            #expect(long.stderr.contains("--prompt-timeout must be between 1 and 600 seconds"))
+        }
+    }
+}
