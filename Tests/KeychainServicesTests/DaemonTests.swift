@@ -6,6 +6,7 @@ import KeychainCore
 
 #if canImport(Glibc)
 import Glibc
+import KeychainTestSupport
 #endif
 
 /// A folder with a keychain, an in-process engine for setting it up and checking it afterwards, and helpers to
@@ -39,8 +40,7 @@ final class DaemonFixture: @unchecked Sendable {
         let path = folder + "/" + name
         var bytes = try Data(contentsOf: productsDirectory().appendingPathComponent("keychain-test-helper"))
         bytes.append(Data("\n\(name)\n".utf8))
-        try bytes.write(to: URL(fileURLWithPath: path))
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        try writeExecutable(bytes, to: path)
         return path
     }
 

@@ -22,8 +22,7 @@ final class ScriptedPrompts: @unchecked Sendable {
         SCRIPTED_PINENTRY_SCRIPT='\(script)' SCRIPTED_PINENTRY_LOG='\(logPath)' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'
 
         """
-        try text.write(toFile: wrapper, atomically: true, encoding: .utf8)
-        chmod(wrapper, 0o755)
+        try writeExecutable(Data(text.utf8), to: wrapper)
         try KeychainSettings(pinentryProgram: wrapper, promptTimeout: timeout).save(keychain.engine.location)
     }
 

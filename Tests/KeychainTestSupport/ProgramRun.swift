@@ -68,3 +68,29 @@ public struct ProgramRun: Sendable {
                           stderrData: FileManager.default.contents(atPath: errPath) ?? Data())
     }
 }
+
+/// Writes a program the tests will run (mode 0755), through a descriptor opened close-on-exec. Foundation's own
+/// writes and copies leave theirs inheritable for a moment: a process another test starts in that moment keeps
+/// the file open for writing for its whole life, and running the program then fails with `ETXTBSY`.
+public func writeExecutable(_ bytes: Data, to path: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o755)
+    guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    defer { close(fd) }
+    try bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
+            offset += written
+        }
+    }
+    guard fchmod(fd, 0o755) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+}
+
+/// Copies a program the tests will run, as ``writeExecutable(_:to:)`` writes one.
+public func copyExecutable(from source: String, to path: String) throws {
+    try writeExecutable(Data(contentsOf: URL(fileURLWithPath: source)), to: path)
+}

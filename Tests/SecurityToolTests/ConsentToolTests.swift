@@ -76,7 +76,7 @@ struct ConsentToolTests {
             if let daemon {
                 // Another copy of the tool is not the one beside keychaind: it may neither list nor revoke.
                 let copy = kc.root + "/security-copy"
-                try FileManager.default.copyItem(atPath: kc.tool, toPath: copy)
+                try copyExecutable(from: kc.tool, to: copy)
                 let refused = try kc.launch(copy, ["app", "consents"])
                 #expect(refused.status == 30)
                 #expect(refused.stdout == "")

@@ -30,8 +30,7 @@ extension Sandbox {
         let path = root + "/" + name
         var bytes = try Data(contentsOf: URL(fileURLWithPath: products + "/keychain-test-helper"))
         bytes.append(Data("\n\(name)\n".utf8))
-        try bytes.write(to: URL(fileURLWithPath: path))
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        try writeExecutable(bytes, to: path)
         return try Sandbox.resolved(path)
     }
 
@@ -149,7 +148,7 @@ struct DaemonToolTests {
 
             // Another copy of the tool is not the one beside keychaind: the daemon refuses it the registry.
             let copy = kc.root + "/security-copy"
-            try FileManager.default.copyItem(atPath: kc.tool, toPath: copy)
+            try copyExecutable(from: kc.tool, to: copy)
             let refused = try kc.launch(copy, ["app", "list"], environment: env)
             #expect(refused.status == 30)
             #expect(refused.stdout == "")

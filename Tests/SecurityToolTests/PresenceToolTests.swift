@@ -18,8 +18,7 @@ import Testing
             folder = root + "/pinentry-script"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let text = "#!/bin/sh\nSCRIPTED_PINENTRY_SCRIPT='\(folder)/script' SCRIPTED_PINENTRY_LOG='\(folder)/log' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'\n"
-            try text.write(toFile: wrapper, atomically: true, encoding: .utf8)
-            chmod(wrapper, 0o755)
+            try writeExecutable(Data(text.utf8), to: wrapper)
         }
 
         func queue(_ lines: String...) throws {
