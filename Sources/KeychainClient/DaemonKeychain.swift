@@ -22,9 +22,7 @@ package struct DaemonKeychain: KeychainConnection {
 
     package func add(_ query: ItemQuery) throws(KeychainError) -> FoundItem {
         try withPresence(query.authentication) { (options) throws(KeychainError) in
-            var query = query
-            query.authentication = options
-            let response = try client.call(.add(query, claim: claim))
+            let response = try client.call(.add(query.authenticated(options), claim: claim))
             guard case .item(let item) = response else { throw unexpected(response, "add") }
             return item
         }
@@ -32,9 +30,7 @@ package struct DaemonKeychain: KeychainConnection {
 
     package func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
         try withPresence(query.authentication) { (options) throws(KeychainError) in
-            var query = query
-            query.authentication = options
-            let response = try client.call(.find(query, claim: claim))
+            let response = try client.call(.find(query.authenticated(options), claim: claim))
             guard case .items(let items) = response else { throw unexpected(response, "find") }
             return items
         }
@@ -42,9 +38,7 @@ package struct DaemonKeychain: KeychainConnection {
 
     package func update(_ query: ItemQuery, with changes: ItemChanges) throws(KeychainError) {
         try withPresence(query.authentication) { (options) throws(KeychainError) in
-            var query = query
-            query.authentication = options
-            try expectDone(.update(query, changes, claim: claim))
+            try expectDone(.update(query.authenticated(options), changes, claim: claim))
         }
     }
 

@@ -18,27 +18,21 @@ package struct InProcessKeychain: KeychainConnection {
     package func add(_ query: ItemQuery) throws(KeychainError) -> FoundItem {
         engine.applyLockSettings()
         return try withPresence(query.authentication) { (options) throws(KeychainError) in
-            var query = query
-            query.authentication = options
-            return try engine.add(query, caller: caller).leavingEngine()
+            return try engine.add(query.authenticated(options), caller: caller).leavingEngine()
         }
     }
 
     package func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
         engine.applyLockSettings()
         return try withPresence(query.authentication) { (options) throws(KeychainError) in
-            var query = query
-            query.authentication = options
-            return try engine.find(query, caller: caller)
+            return try engine.find(query.authenticated(options), caller: caller)
         }
     }
 
     package func update(_ query: ItemQuery, with changes: ItemChanges) throws(KeychainError) {
         engine.applyLockSettings()
         try withPresence(query.authentication) { (options) throws(KeychainError) in
-            var query = query
-            query.authentication = options
-            try engine.update(query, attributes: changes.attributes, sync: changes.sync, data: changes.data, caller: caller)
+            try engine.update(query.authenticated(options), attributes: changes.attributes, sync: changes.sync, data: changes.data, caller: caller)
         }
     }
 

@@ -25,12 +25,7 @@ import Testing
         [.userPresence, .devicePasscode], [.userPresence, .biometryAny], [.userPresence, .or], [.userPresence, .and],
     ])
     func rejectsWhatAppleRejects(_ flags: Flags) {
-        #expect(throws: KeychainError.self) { try AccessControl(protection: .whenUnlocked, flags: flags) }
-        do {
-            _ = try AccessControl(protection: .whenUnlocked, flags: flags)
-        } catch {
-            #expect(error.status == .param)
-        }
+        expectKeychainError(.invalidParameter, status: .param) { try AccessControl(protection: .whenUnlocked, flags: flags) }
     }
 
     @Test func theConstraintsGuardDecryptionOrWithPrivateKeyUsageSigning() throws {
@@ -112,13 +107,14 @@ import Testing
     @Test func aWrongPasswordOrAnotherItemIsRefused() throws {
         let uuid = Data(repeating: 1, count: 16)
         let sealed = try ApplicationPasswordSeal.seal(Data("s3cret".utf8), password: Data("pw".utf8), uuid: uuid, log2N: 10, random: SystemRandom())
-        #expect(throws: KeychainError.self) { try ApplicationPasswordSeal.open(sealed, password: Data("PW".utf8), uuid: uuid) }
-        do { _ = try ApplicationPasswordSeal.open(sealed, password: Data("PW".utf8), uuid: uuid) } catch { #expect(error.status == .authFailed) }
-        do { _ = try ApplicationPasswordSeal.open(sealed, password: Data("pw".utf8), uuid: Data(repeating: 2, count: 16)) } catch { #expect(error.status == .authFailed) }
+        expectKeychainError(.authenticationFailed, status: .authFailed) { try ApplicationPasswordSeal.open(sealed, password: Data("PW".utf8), uuid: uuid) }
+        expectKeychainError(.authenticationFailed, status: .authFailed) {
+            try ApplicationPasswordSeal.open(sealed, password: Data("pw".utf8), uuid: Data(repeating: 2, count: 16))
+        }
         // A truncated envelope, or parameters no honest envelope has (a huge scrypt cost), is damage.
-        do { _ = try ApplicationPasswordSeal.open(sealed.prefix(5), password: Data("pw".utf8), uuid: uuid) } catch { #expect(error.status == .decode) }
+        expectKeychainError(.corruptData, status: .decode) { try ApplicationPasswordSeal.open(sealed.prefix(5), password: Data("pw".utf8), uuid: uuid) }
         var hostile = Data([1]) + Data([0, 0, 0, 29, 40, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 16]) + Data(repeating: 0, count: 16)
         hostile += Data(repeating: 0, count: 40)
-        do { _ = try ApplicationPasswordSeal.open(hostile, password: Data("pw".utf8), uuid: uuid) } catch { #expect(error.status == .decode) }
+        expectKeychainError(.corruptData, status: .decode) { try ApplicationPasswordSeal.open(hostile, password: Data("pw".utf8), uuid: uuid) }
     }
 }

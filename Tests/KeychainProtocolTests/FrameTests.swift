@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Testing
 @testable import KeychainProtocol
 
@@ -30,18 +31,28 @@ import Testing
         q.authentication = authentication
         return q
     }
-    static let accessControl = try! AccessControl(protection: .whenUnlocked, flags: [.devicePasscode, .biometryAny, .or])
-    static let requirement = PresenceRequirement(item: PersistentReference(itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16)),
-                                                 itemDescription: "bank", operation: .decrypt, accessControl: accessControl)
-    static let newItemRequirement = PresenceRequirement(item: nil, itemDescription: "new", operation: .decrypt,
-                                                        accessControl: try! AccessControl(protection: .whenUnlocked, flags: .applicationPassword))
-    static var presenceNeeded: KeychainError {
-        var error = KeychainError(code: .authenticationNeeded, message: "needs")
-        error.presenceNeeded = [requirement, newItemRequirement]
-        return error
+    static var requirement: PresenceRequirement {
+        get throws {
+            PresenceRequirement(item: PersistentReference(itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16)),
+                                itemDescription: "bank", operation: .decrypt,
+                                accessControl: try AccessControl(protection: .whenUnlocked, flags: [.devicePasscode, .biometryAny, .or]))
+        }
     }
-    static let presenceFrame = Frame(id: 11, body: .response(.failure(presenceNeeded)))
-    static let authenticateFrame = Frame(id: 12, body: .request(.authenticate(requirement, authentication)))
+    static var newItemRequirement: PresenceRequirement {
+        get throws {
+            PresenceRequirement(item: nil, itemDescription: "new", operation: .decrypt,
+                                accessControl: try AccessControl(protection: .whenUnlocked, flags: .applicationPassword))
+        }
+    }
+    static var presenceNeeded: KeychainError {
+        get throws {
+            var error = KeychainError(code: .authenticationNeeded, message: "needs")
+            error.presenceNeeded = [try requirement, try newItemRequirement]
+            return error
+        }
+    }
+    static var presenceFrame: Frame { get throws { Frame(id: 11, body: .response(.failure(try presenceNeeded))) } }
+    static var authenticateFrame: Frame { get throws { Frame(id: 12, body: .request(.authenticate(try requirement, authentication))) } }
 
     static var foundItem: FoundItem {
         FoundItem(itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16),
@@ -80,15 +91,15 @@ import Testing
 
     /// User presence on the wire: the failure that asks for proofs, and the request that obtains one.
     @Test func presenceFramesEncodeToTheirGoldenBytes() throws {
-        #expect(Self.hex(Self.presenceFrame.encoded) == Self.goldenPresenceNeeded)
-        #expect(Self.hex(Self.authenticateFrame.encoded) == Self.goldenAuthenticate)
+        #expect(Self.hex(try Self.presenceFrame.encoded) == Self.goldenPresenceNeeded)
+        #expect(Self.hex(try Self.authenticateFrame.encoded) == Self.goldenAuthenticate)
         let failure = try Frame.decode(body: Self.unhex(Self.goldenPresenceNeeded).dropFirst(4))
         guard case .response(.failure(let error)) = failure.body else { Issue.record("not a failure"); return }
         #expect(error.status == .authNeeded)
-        #expect(error.presenceNeeded == [Self.requirement, Self.newItemRequirement])
+        #expect(error.presenceNeeded == [try Self.requirement, try Self.newItemRequirement])
         let request = try Frame.decode(body: Self.unhex(Self.goldenAuthenticate).dropFirst(4))
         guard case .request(.authenticate(let requirement, let options)) = request.body else { Issue.record("not authenticate"); return }
-        #expect(requirement == Self.requirement)
+        #expect(requirement == (try Self.requirement))
         #expect(options == Self.authentication)
         // A query without authentication options keeps its bytes (the find golden above); one with them differs.
         #expect(Frame(id: 7, body: .request(.find(Self.authenticatedQuery, claim: ["TEAM.app"]))).encoded != Self.findRequest.encoded)
@@ -96,13 +107,13 @@ import Testing
 
     /// A hostile frame cannot name a context of the wrong length, a negative or infinite reuse, or claim more
     /// requirements than the bytes can hold.
-    @Test func malformedAuthenticationIsRefused() {
+    @Test func malformedAuthenticationIsRefused() throws {
         var w = BinaryWriter()
         w.u8(23); w.bytes(Data(repeating: 1, count: 15))
         var r = BinaryReader(w.data)
-        #expect(throws: KeychainError.self) { try KeychainRequest.decode(&r) }
+        expectKeychainError(.corruptData) { try KeychainRequest.decode(&r) }
         var bad = BinaryWriter()
-        bad.u8(22); bad.requirement(Self.requirement)
+        bad.u8(22); bad.requirement(try Self.requirement)
         var options = BinaryWriter()
         options.authentication(Self.authentication)
         var bytes = Array(options.data)
@@ -112,10 +123,10 @@ import Testing
         for (i, b) in Double.infinity.bitPattern.bigEndianBytes.enumerated() { bytes[reuseAt + i] = b }
         var frame = Array(bad.data) + bytes
         var reader = BinaryReader(Data(frame))
-        #expect(throws: KeychainError.self) { try KeychainRequest.decode(&reader) }
+        expectKeychainError(.corruptData) { try KeychainRequest.decode(&reader) }
         frame = [254, 0, 0, 0, 0] + [0, 0, 0, 0] + [0, 0, 0, 0] + [0xFF, 0xFF, 0xFF, 0xFF]
         var response = BinaryReader(Data(frame))
-        #expect(throws: KeychainError.self) { try KeychainResponse.decode(&response) }
+        expectKeychainError(.corruptData) { try KeychainResponse.decode(&response) }
     }
 
     @Test func framesEncodeToTheirGoldenBytes() {
@@ -176,7 +187,7 @@ import Testing
             .add(Self.authenticatedQuery, claim: nil), .find(Self.authenticatedQuery, claim: ["g"]),
             .tokenKey(.sign(reference: reference, algorithm: "alg", input: Data([1])), claim: nil, authentication: Self.authentication),
             .backup(password: "b", authentication: Self.authentication),
-            .authenticate(Self.requirement, Self.authentication), .authenticate(Self.newItemRequirement, AuthenticationOptions()),
+            .authenticate(try Self.requirement, Self.authentication), .authenticate(try Self.newItemRequirement, AuthenticationOptions()),
             .invalidateContext(Self.context), .resetAuthorizations,
         ]
         for (index, request) in requests.enumerated() {
@@ -192,7 +203,7 @@ import Testing
             .status(status), .status(ServiceStatus(home: "/h", lockState: .noPasscode)), .backup(Data([1, 2]), BackupSummary(items: 3, thisDeviceOnly: 1, skippedPasscodeOnly: 2)),
             .restored(RestoreSummary(added: 1, replaced: 2, keptNewer: 3, skippedOtherDevice: 4)), .settings(nil), .settings(KeychainSettings(idleTimeout: nil, lockOnSleep: true)),
             .programs([AppRegistration(program: .snap("app"), applicationIdentifier: "x", accessGroups: ["s"])]),
-            .failure(Self.presenceNeeded),
+            .failure(try Self.presenceNeeded),
             .consents([]), .consents(ConsentMessageTests.decisions),
         ]
         for (index, response) in responses.enumerated() {

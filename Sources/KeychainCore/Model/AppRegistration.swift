@@ -41,30 +41,17 @@ package struct AppRegistration: Sendable, Hashable {
     }
 
     var plist: PlistValue {
-        var d: [String: PlistValue] = ["groups": .array(accessGroups.map(PlistValue.string))]
-        switch program {
-        case let .executable(path, sha256):
-            d["kind"] = .string("executable"); d["id"] = .string(path); d["sha256"] = .string(sha256)
-        case let .flatpak(id): d["kind"] = .string("flatpak"); d["id"] = .string(id)
-        case let .snap(name): d["kind"] = .string("snap"); d["id"] = .string(name)
-        }
+        var d = program.plistFields
+        d["groups"] = .array(accessGroups.map(PlistValue.string))
         if let applicationIdentifier { d["applicationIdentifier"] = .string(applicationIdentifier) }
         return .dictionary(d)
     }
 
     init?(plist: PlistValue) {
-        guard case .dictionary(let d) = plist, case .string(let kind)? = d["kind"], case .string(let id)? = d["id"],
-              case .array(let list)? = d["groups"] else { return nil }
+        guard case .dictionary(let d) = plist, let program = Program(plistFields: d), case .array(let list)? = d["groups"] else { return nil }
         var groups: [String] = []
         for case .string(let g) in list { groups.append(g) }
-        switch kind {
-        case "executable":
-            guard case .string(let sha)? = d["sha256"] else { return nil }
-            program = .executable(path: id, sha256: sha)
-        case "flatpak": program = .flatpak(id)
-        case "snap": program = .snap(id)
-        default: return nil
-        }
+        self.program = program
         if case .string(let appID)? = d["applicationIdentifier"] { applicationIdentifier = appID } else { applicationIdentifier = nil }
         accessGroups = groups
     }
@@ -73,4 +60,29 @@ package struct AppRegistration: Sendable, Hashable {
     package var wireValue: PlistValue { plist }
     /// Reads a registration sent as ``wireValue``.
     package init?(wireValue: PlistValue) { self.init(plist: wireValue) }
+}
+
+extension AppRegistration.Program {
+    /// The program's fields in the registry's and the consent file's property lists: `kind` (`executable`,
+    /// `flatpak`, `snap`), `id`, and an executable's `sha256`.
+    var plistFields: [String: PlistValue] {
+        switch self {
+        case let .executable(path, sha256): ["kind": .string("executable"), "id": .string(path), "sha256": .string(sha256)]
+        case let .flatpak(id): ["kind": .string("flatpak"), "id": .string(id)]
+        case let .snap(name): ["kind": .string("snap"), "id": .string(name)]
+        }
+    }
+
+    /// Reads the fields ``plistFields`` writes; nil when they name no program.
+    init?(plistFields d: [String: PlistValue]) {
+        guard case .string(let kind)? = d["kind"], case .string(let id)? = d["id"] else { return nil }
+        switch kind {
+        case "executable":
+            guard case .string(let sha)? = d["sha256"] else { return nil }
+            self = .executable(path: id, sha256: sha)
+        case "flatpak": self = .flatpak(id)
+        case "snap": self = .snap(id)
+        default: return nil
+        }
+    }
 }

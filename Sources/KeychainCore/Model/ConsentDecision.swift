@@ -52,32 +52,20 @@ package struct ConsentDecision: Sendable, Hashable {
     }
 
     var plist: PlistValue {
-        var d: [String: PlistValue] = [
-            "subject": .string(subject), "description": .string(subjectDescription),
-            "verdict": .string(verdict.rawValue), "date": .date(date),
-        ]
-        switch program {
-        case let .executable(path, sha256):
-            d["kind"] = .string("executable"); d["id"] = .string(path); d["sha256"] = .string(sha256)
-        case let .flatpak(id): d["kind"] = .string("flatpak"); d["id"] = .string(id)
-        case let .snap(name): d["kind"] = .string("snap"); d["id"] = .string(name)
-        }
+        var d = program.plistFields
+        d["subject"] = .string(subject)
+        d["description"] = .string(subjectDescription)
+        d["verdict"] = .string(verdict.rawValue)
+        d["date"] = .date(date)
         return .dictionary(d)
     }
 
     init?(plist: PlistValue) {
-        guard case .dictionary(let d) = plist, case .string(let kind)? = d["kind"], case .string(let id)? = d["id"],
+        guard case .dictionary(let d) = plist, let program = AppRegistration.Program(plistFields: d),
               case .string(let subject)? = d["subject"], case .string(let description)? = d["description"],
               case .string(let verdictName)? = d["verdict"], let verdict = Verdict(rawValue: verdictName),
               case .date(let date)? = d["date"] else { return nil }
-        switch kind {
-        case "executable":
-            guard case .string(let sha)? = d["sha256"] else { return nil }
-            program = .executable(path: id, sha256: sha)
-        case "flatpak": program = .flatpak(id)
-        case "snap": program = .snap(id)
-        default: return nil
-        }
+        self.program = program
         self.subject = subject
         self.subjectDescription = description
         self.verdict = verdict

@@ -95,6 +95,13 @@ package struct ItemQuery: Sendable, Hashable {
     package init(itemClass: ItemClass) { self.itemClass = itemClass }
 
     package var accessGroup: String? { attributes["agrp"]?.stringValue }
+
+    /// The same query with other authentication options (a retry with the context that now holds a proof).
+    package func authenticated(_ options: AuthenticationOptions) -> ItemQuery {
+        var query = self
+        query.authentication = options
+        return query
+    }
 }
 
 /// What an update changes in every item it matches (Apple's `attributesToUpdate`, parsed).
