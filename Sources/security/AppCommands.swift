@@ -254,15 +254,21 @@ struct ProgramRegistry {
     }
 }
 
-extension KeychainStore.RegisteredProgram {
-    /// The program as `security app list` prints it: an executable's path, `flatpak:APPID` or `snap:NAME`.
-    var programName: String {
-        switch program {
+extension KeychainStore.RegisteredProgram.Program {
+    /// The program as `security app list` and `security app consents` print it: an executable's path,
+    /// `flatpak:APPID` or `snap:NAME`.
+    var name: String {
+        switch self {
         case .executable(let path, _): path
         case .flatpak(let id): "flatpak:\(id)"
         case .snap(let name): "snap:\(name)"
         }
     }
+}
+
+extension KeychainStore.RegisteredProgram {
+    /// The program as `security app list` prints it.
+    var programName: String { program.name }
 
     /// The registration's `security app list` line (without the newline).
     var listLine: String {

@@ -87,14 +87,8 @@ struct AppRevoke: AsyncParsableCommand {
 }
 
 extension KeychainStore.ConsentDecision {
-    /// The program as `security app consents` prints it: an executable's path, `flatpak:APPID` or `snap:NAME`.
-    var programName: String {
-        switch program {
-        case .executable(let path, _): path
-        case .flatpak(let id): "flatpak:\(id)"
-        case .snap(let name): "snap:\(name)"
-        }
-    }
+    /// The program as `security app consents` prints it (as `security app list` does).
+    var programName: String { program.name }
 
     /// The decision's `security app consents` line (without the newline), every name made printable.
     var listLine: String {
