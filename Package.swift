@@ -218,6 +218,12 @@ let package = Package(
             dependencies: ["KeychainBiometry", "KeychainDBus", "KeychainCore"],
             swiftSettings: strictSwift
         ),
+        // KeychainDBus's server side against a real dbus-daemon (and busctl).
+        .testTarget(
+            name: "KeychainDBusTests",
+            dependencies: ["KeychainDBus", "KeychainTestSupport"],
+            swiftSettings: strictSwift
+        ),
         .testTarget(
             name: "GitCredentialTests",
             dependencies: ["KeychainTestSupport", "git-credential-keychain"],

@@ -42,6 +42,20 @@ package final class DBusConnection {
     /// authenticates and says `Hello`, all within `timeout`.
     /// - Parameter timeout: the bound on connecting, and the default method-call timeout afterwards.
     package init(address: String, timeout: Duration = .seconds(5)) throws(DBusError) {
+        let opened = try Self.openBus(address: address, timeout: timeout)
+        self.bus = opened.bus
+        self.uniqueName = opened.uniqueName
+        self.address = address
+        self.defaultTimeout = timeout
+    }
+
+    /// Creates an sd-bus connection to `address`, authenticates and says `Hello` within `timeout`, and returns it
+    /// with the unique name the bus gave it. The caller owns the returned `sd_bus` (released with
+    /// `sd_bus_close_unref`) and must use it from one thread at a time: the thread that called this, or one it
+    /// hands the connection to.
+    ///
+    /// Shared by ``DBusConnection`` and ``DBusServerConnection`` (which calls it on its bus thread).
+    static func openBus(address: String, timeout: Duration) throws(DBusError) -> (bus: OpaquePointer, uniqueName: String) {
         guard !address.utf8.contains(0) else { throw .invalidArgument("the bus address contains a NUL byte") }
         var created: OpaquePointer?
         let made = sd_bus_new(&created)
@@ -51,16 +65,15 @@ package final class DBusConnection {
             var unique: UnsafePointer<CChar>?
             let named = sd_bus_get_unique_name(bus, &unique)
             guard named >= 0, let unique else { throw DBusError.fromReturn(named, operation: "reading the unique name") }
-            self.uniqueName = String(cString: unique)
+            return (bus, String(cString: unique))
         } catch {
             sd_bus_close_unref(bus)
             throw error
         }
-        self.bus = bus
-        self.address = address
-        self.defaultTimeout = timeout
     }
 
+    /// Sets `bus`'s address and timeouts, starts it, and drives it until it is ready (authenticated, `Hello`
+    /// answered) or `timeout` passes.
     private static func start(_ bus: OpaquePointer, address: String, timeout: Duration) throws(DBusError) {
         var result = sd_bus_set_address(bus, address)
         guard result >= 0 else { throw .connectionFailed(address: address, errno: -result) }
