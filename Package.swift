@@ -95,6 +95,20 @@ let package = Package(
             dependencies: ["KeychainCore", "KeychainDBus", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSwift
         ),
+        // The freedesktop Secret Service (org.freedesktop.secrets) over sd-bus: sessions, transfer algorithms, collections and items as keychain items.
+        .target(
+            name: "KeychainSecretService",
+            dependencies: [
+                "KeychainCore",
+                "KeychainDBus",
+                // The Diffie-Hellman exponentiation of dh-ietf1024-sha256-aes128-cbc-pkcs7, through the libcrypto it opens.
+                "CKeychainPKCS12",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
         // The part of Apple's LocalAuthentication the keychain uses (`LAContext` for kSecUseAuthenticationContext),
         // source-compatible with `import LocalAuthentication`. Linux only: on Apple's systems the module would hide
         // the system's framework.
@@ -222,6 +236,11 @@ let package = Package(
         .testTarget(
             name: "KeychainDBusTests",
             dependencies: ["KeychainDBus", "KeychainTestSupport"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "KeychainSecretServiceTests",
+            dependencies: ["KeychainSecretService", "CKeychainPKCS12", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -1,24 +1,28 @@
 #include "CKeychainPKCS12.h"
 
 #include <dlfcn.h>
+#include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/opensslv.h>
 #include <openssl/pkcs12.h>
 #include <openssl/provider.h>
 #include <openssl/x509.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-// libcrypto is opened on the first PKCS#12 file, not when the program starts: loading and relocating it took
+// libcrypto is opened on the first PKCS#12 file (or Secret Service Diffie-Hellman exchange), not when the program starts: loading and relocating it took
 // about a tenth of every tool's start, and only `security import` of a .p12 uses it. The headers still give every
 // function's type, so a call through the table is checked as a direct call would be.
 #define CKEYCHAIN_CRYPTO_FUNCTIONS(F) \
     F(OSSL_PROVIDER_load) F(ERR_peek_last_error) F(ERR_error_string_n) F(ERR_clear_error) \
     F(d2i_PKCS12) F(PKCS12_free) F(PKCS12_mac_present) F(PKCS12_verify_mac) F(PKCS12_parse) \
     F(EVP_PKEY_get_base_id) F(EVP_PKEY_free) F(i2d_PrivateKey) F(i2d_X509) F(X509_alias_get0) F(X509_free) \
-    F(OPENSSL_sk_num) F(OPENSSL_sk_value) F(OPENSSL_sk_pop_free) F(CRYPTO_zalloc) F(CRYPTO_free) F(CRYPTO_clear_free)
+    F(OPENSSL_sk_num) F(OPENSSL_sk_value) F(OPENSSL_sk_pop_free) F(CRYPTO_zalloc) F(CRYPTO_free) F(CRYPTO_clear_free) \
+    F(BN_CTX_new) F(BN_CTX_free) F(BN_new) F(BN_bin2bn) F(BN_bn2binpad) F(BN_is_odd) F(BN_set_flags) \
+    F(BN_mod_exp_mont_consttime) F(BN_clear_free)
 
 static struct {
 #define CKEYCHAIN_CRYPTO_MEMBER(name) __typeof__(&name) name;
@@ -146,4 +150,73 @@ void ckeychain_pkcs12_free(ckeychain_pkcs12 *result) {
         crypto.CRYPTO_free(result->friendly_name, OPENSSL_FILE, OPENSSL_LINE);
     }
     memset(result, 0, sizeof *result);
+}
+
+// Records why the exponentiation failed: `what`, and OpenSSL's reason when it left one.
+static int modexp_fail(char *error, size_t error_length, int status, const char *what) {
+    if (error != NULL && error_length > 0) {
+        unsigned long code = crypto.ERR_peek_last_error();
+        if (code != 0) {
+            char reason[200];
+            crypto.ERR_error_string_n(code, reason, sizeof reason);
+            snprintf(error, error_length, "%s (%s)", what, reason);
+        } else {
+            snprintf(error, error_length, "%s", what);
+        }
+    }
+    crypto.ERR_clear_error();
+    return status;
+}
+
+int ckeychain_dh_modexp(const uint8_t *base, size_t base_length, const uint8_t *exponent, size_t exponent_length,
+                        const uint8_t *modulus, size_t modulus_length, uint8_t *out, char *error, size_t error_length) {
+    if (error != NULL && error_length > 0) error[0] = 0;
+    pthread_once(&crypto_once, load_crypto);
+    if (!crypto_loaded) {
+        if (error != NULL && error_length > 0) {
+            snprintf(error, error_length, "OpenSSL's libcrypto (%s) could not be loaded: %s. Install OpenSSL 3 (Debian: libssl3).",
+                     CKEYCHAIN_LIBCRYPTO, crypto_failure);
+        }
+        return -1;
+    }
+    if (base_length > INT_MAX || exponent_length > INT_MAX || modulus_length == 0 || modulus_length > INT_MAX) {
+        if (error != NULL && error_length > 0) snprintf(error, error_length, "an operand is too long, or the modulus is empty");
+        return -2;
+    }
+    crypto.ERR_clear_error();
+    int status = -2;
+    const char *what = "the exponentiation failed";
+    BN_CTX *context = crypto.BN_CTX_new();
+    BIGNUM *b = crypto.BN_bin2bn(base, (int)base_length, NULL);
+    // A fresh BIGNUM marked constant-time before the secret is read into it (BN_bin2bn keeps the flag).
+    BIGNUM *e = crypto.BN_new();
+    if (e != NULL) {
+        crypto.BN_set_flags(e, BN_FLG_CONSTTIME);
+        if (crypto.BN_bin2bn(exponent, (int)exponent_length, e) == NULL) {
+            crypto.BN_clear_free(e);
+            e = NULL;
+        }
+    }
+    BIGNUM *m = crypto.BN_bin2bn(modulus, (int)modulus_length, NULL);
+    BIGNUM *result = crypto.BN_new();
+    if (context == NULL || b == NULL || e == NULL || m == NULL || result == NULL) {
+        what = "out of memory";
+    } else if (!crypto.BN_is_odd(m)) {
+        // Montgomery multiplication, and so the constant-time exponentiation, needs an odd modulus.
+        what = "the modulus is even";
+    } else if (!crypto.BN_mod_exp_mont_consttime(result, b, e, m, context, NULL)) {
+        what = "BN_mod_exp_mont_consttime failed";
+    } else if (crypto.BN_bn2binpad(result, out, (int)modulus_length) != (int)modulus_length) {
+        what = "the result does not fit the modulus length";
+    } else {
+        status = 0;
+    }
+    if (status != 0) modexp_fail(error, error_length, status, what);
+    crypto.BN_clear_free(result);
+    crypto.BN_clear_free(m);
+    crypto.BN_clear_free(e);
+    crypto.BN_clear_free(b);
+    crypto.BN_CTX_free(context);
+    crypto.ERR_clear_error();
+    return status;
 }

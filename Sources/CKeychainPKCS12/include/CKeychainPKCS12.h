@@ -1,6 +1,9 @@
 #ifndef CKEYCHAIN_PKCS12_H
 #define CKEYCHAIN_PKCS12_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /// The most CA certificates a PKCS#12 file's chain may hand back.
 #define CKEYCHAIN_PKCS12_MAX_CHAIN 16
 
@@ -33,5 +36,13 @@ int ckeychain_pkcs12_parse(const unsigned char *data, long length, const char *p
 
 /// Releases what a parse allocated (and wipes the key buffer first).
 void ckeychain_pkcs12_free(ckeychain_pkcs12 *result);
+
+/// `base ^ exponent mod modulus` with OpenSSL's `BN_mod_exp_mont_consttime` (constant-time in the exponent, which is
+/// the secret: a Diffie-Hellman private key). Operands are unsigned big-endian; the modulus must be odd and non-empty.
+/// The result goes to `out` as exactly `modulus_length` bytes, left-padded with zeros.
+/// Returns 0 on success; -1 when libcrypto could not be loaded; -2 when the computation failed. On failure `error`
+/// (`error_length` bytes, may be NULL) holds a NUL-terminated reason.
+int ckeychain_dh_modexp(const uint8_t *base, size_t base_length, const uint8_t *exponent, size_t exponent_length,
+                        const uint8_t *modulus, size_t modulus_length, uint8_t *out, char *error, size_t error_length);
 
 #endif
