@@ -105,7 +105,7 @@ extension KeychainEngine {
                 }
                 // Sealed only for items that are written: a kept-newer item costs a lookup, not an encryption.
                 let row = try prepareInsert(record.itemClass, attributes: record.attributes, secret: secret)
-                try db.cachedStatement(sql: row.sql).execute(arguments: row.arguments)
+                try row.insert(db)
             }
             return summary
         }

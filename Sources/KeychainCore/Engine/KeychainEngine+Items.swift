@@ -38,17 +38,17 @@ extension KeychainEngine {
         attributes["mdat"] = .date(timestamp)
         let applicationPassword = try applicationPasswordForAdd(attributes, sync: sync, caller: caller, options: q.authentication)
         let row = try prepareInsert(cls, attributes: attributes, secret: q.valueData, applicationPassword: applicationPassword)
-        let (sql, arguments, uuid) = (row.sql, row.arguments, row.uuid)
+        let uuid = row.uuid
         let identity = row.identity
         try write { db in
             do {
-                try db.cachedStatement(sql: sql).execute(arguments: arguments)
+                try row.insert(db)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 // A tombstone (deleted synchronizable item) with the same key is silently replaced.
                 let removed = try db.cachedStatement(sql: "DELETE FROM \"\(cls.table)\" WHERE pk = ? AND tomb = 1")
                 try removed.execute(arguments: [identity.primaryKeyHash])
                 guard db.changesCount > 0 else { throw KeychainError(code: .duplicateItem, message: "An item with the same primary key already exists in this access group. Update it with SecItemUpdate, or delete it first.") }
-                try db.cachedStatement(sql: sql).execute(arguments: arguments)
+                try row.insert(db)
             }
         }
         logger.debug("add", metadata: ["class": "\(cls.rawValue)"])
@@ -61,6 +61,45 @@ extension KeychainEngine {
         var arguments: StatementArguments
         var uuid: Data
         var identity: ItemCrypto.RowIdentity
+        /// The keyed hashes of the item's free-form attributes, for ``ExtendedAttributes/indexTable``.
+        var extendedHashes: [Data]
+
+        /// Inserts the row, then its free-form attributes' index rows.
+        func insert(_ db: Database) throws {
+            try db.cachedStatement(sql: sql).execute(arguments: arguments)
+            guard !extendedHashes.isEmpty else { return }
+            try KeychainEngine.indexExtendedAttributes(db, item: db.lastInsertedRowID, hashes: extendedHashes)
+        }
+    }
+
+    /// Replaces the index rows of `item`'s free-form attributes with `hashes`.
+    static func indexExtendedAttributes(_ db: Database, item: Int64, hashes: [Data], replacing: Bool = false) throws {
+        let table = ExtendedAttributes.indexTable
+        if replacing {
+            try db.cachedStatement(sql: "DELETE FROM \"\(table)\" WHERE item = ?").execute(arguments: [item])
+        }
+        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \"\(table)\" (h, item) VALUES (?, ?)")
+        for hash in hashes { try statement.execute(arguments: [hash, item]) }
+    }
+
+    /// The keyed hashes of the free-form attributes among `attributes` (none for other classes), after checking
+    /// them (`errSecParam` for a malformed or over-large set).
+    func extendedHashes(_ cls: ItemClass, _ attributes: [String: AttributeValue]) throws(KeychainError) -> [Data] {
+        guard cls == .genericPassword, let value = attributes[ExtendedAttributes.code] else { return [] }
+        guard case .data(let encoded) = value else {
+            throw .param("The free-form attributes (xatr) must be given in their encoded form.")
+        }
+        let extended: ExtendedAttributes
+        do {
+            extended = try ExtendedAttributes(encoded: encoded)
+        } catch {
+            throw .param("The free-form attributes (xatr) are not in their encoded form.")
+        }
+        try extended.validate()
+        return extended.values.map { name, value in
+            crypto.attributeHash(table: cls.table, code: ExtendedAttributes.code,
+                                 value: ExtendedAttributes.indexTerm(name: name, value: value))
+        }
     }
 
     /// Checks a new item's access control (Apple's rules for adding), and returns the application password its
@@ -94,6 +133,7 @@ extension KeychainEngine {
                                                      log2N: passcodePolicy.minimumLog2N, random: random)
         }
         let secret = try inner.map { (data) throws(KeychainError) in try crypto.sealSecret(data, row: identity) }
+        let extended = try extendedHashes(cls, attributes)
         let hashes: [(String, Data)] = cls.attributes.compactMap { d in
             guard d.searchable, let v = attributes[d.code] else { return nil }
             return (d.code, crypto.attributeHash(table: cls.table, code: d.code, value: v))
@@ -102,7 +142,8 @@ extension KeychainEngine {
         let sql = "INSERT INTO \"\(cls.table)\" (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ",")))"
         var args: [(any DatabaseValueConvertible)?] = [uuid, identity.primaryKeyHash, sync ? 1 : 0, 0, protection.rawValue, meta, secret]
         args += hashes.map { $0.1 }
-        return PreparedInsert(sql: sql, arguments: StatementArguments(args), uuid: uuid, identity: identity)
+        return PreparedInsert(sql: sql, arguments: StatementArguments(args), uuid: uuid, identity: identity,
+                              extendedHashes: extended)
     }
 
     /// Finds matching items (Apple's `SecItemCopyMatching`); throws `errSecItemNotFound` when none match. A token
@@ -150,6 +191,7 @@ extension KeychainEngine {
         }
         let groups = try visibleGroups(q, caller: caller)
         let gate = presenceGate(q.authentication, caller: caller)
+        let newExtended: [Data]? = changes[ExtendedAttributes.code] == nil ? nil : try extendedHashes(cls, changes)
         let newControl = changes["accc"].flatMap { value -> AccessControl? in
             guard case .data(let bytes) = value else { return nil }
             return AccessControl(encoded: bytes)
@@ -226,6 +268,9 @@ extension KeychainEngine {
                     }
                     // A statement that failed reports its failure again when reused: the retry is a new one.
                     try db.makeStatement(sql: sql).execute(arguments: StatementArguments(args))
+                }
+                if let newExtended {
+                    try KeychainEngine.indexExtendedAttributes(db, item: stored.rowid, hashes: newExtended, replacing: true)
                 }
             }
             return rows.count

@@ -45,7 +45,7 @@ package final class KeychainEngine: Sendable {
     var crypto: ItemCrypto { keys.crypto }
 
     /// Schema version of `keychain-2.db` (`PRAGMA user_version`).
-    package static let schemaVersion = 1
+    package static let schemaVersion = 2
 
     /// Opens the keychain at `location`, creating it when missing unless `createIfMissing` is false (read-only
     /// work): then a folder without a keychain database is left as it is (not even created) and the open fails

@@ -91,6 +91,9 @@ package struct ItemQuery: Sendable, Hashable {
     package var syncGiven = false
     /// `kSecUseAuthenticationUI`, `kSecUseOperationPrompt`, `kSecUseAuthenticationContext`.
     package var authentication = AuthenticationOptions()
+    /// Free-form attributes every matching generic password must carry (a subset of its ``ExtendedAttributes``);
+    /// empty matches any item. Searched through the attributes' index, then checked on the decrypted item.
+    package var extendedMatch: [String: String] = [:]
 
     package init(itemClass: ItemClass) { self.itemClass = itemClass }
 

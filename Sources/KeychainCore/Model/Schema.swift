@@ -113,6 +113,10 @@ package enum Schema {
         .init("acct", .blob, primaryKey: true, default: emptyString),
         .init("svce", .blob, primaryKey: true, default: emptyString),
         .init("gena", .blob),
+        // Ours, not Apple's: free-form attributes (the Secret Service's), searched through their own index table
+        // (see ExtendedAttributes), and the secret's content type as the Secret Service gives it.
+        .init(ExtendedAttributes.code, .data, searchable: false),
+        .init("xcty", .string, searchable: false),
     ]
     static let genp: [AttributeDescriptor] = concat(passwordCommon, genpOwn, common)
 

@@ -11,26 +11,38 @@ extension KeychainEngine {
     static func migrate(_ db: Database) throws {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
         if version == schemaVersion { return }
-        guard version == 0 else {
-            throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: "keychain-2.db has schema version \(version); this swift-keychain understands \(schemaVersion). Upgrade swift-keychain.")
+        guard version <= schemaVersion else {
+            throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: "keychain-2.db has schema version \(version); this swift-keychain understands up to \(schemaVersion). Upgrade swift-keychain.")
         }
-        for cls in ItemClass.stored {
-            let t = cls.table
-            var columns = [
-                "rowid INTEGER PRIMARY KEY",
-                "uuid BLOB NOT NULL UNIQUE",
-                "pk BLOB NOT NULL UNIQUE",
-                "sync INTEGER NOT NULL DEFAULT 0",
-                "tomb INTEGER NOT NULL DEFAULT 0",
-                "pdmn TEXT NOT NULL",
-            ]
-            columns += cls.attributes.filter(\.searchable).map { "\(column($0.code)) BLOB" }
-            columns += ["meta BLOB NOT NULL", "secret BLOB"]
-            try db.execute(sql: "CREATE TABLE \"\(t)\" (\(columns.joined(separator: ", ")))")
-            for index in cls.indexes {
-                let name = "\(t)_" + index.joined(separator: "_")
-                try db.execute(sql: "CREATE INDEX \"\(name)\" ON \"\(t)\" (\(index.map(column).joined(separator: ", ")))")
+        if version == 0 {
+            for cls in ItemClass.stored {
+                let t = cls.table
+                var columns = [
+                    "rowid INTEGER PRIMARY KEY",
+                    "uuid BLOB NOT NULL UNIQUE",
+                    "pk BLOB NOT NULL UNIQUE",
+                    "sync INTEGER NOT NULL DEFAULT 0",
+                    "tomb INTEGER NOT NULL DEFAULT 0",
+                    "pdmn TEXT NOT NULL",
+                ]
+                columns += cls.attributes.filter(\.searchable).map { "\(column($0.code)) BLOB" }
+                columns += ["meta BLOB NOT NULL", "secret BLOB"]
+                try db.execute(sql: "CREATE TABLE \"\(t)\" (\(columns.joined(separator: ", ")))")
+                for index in cls.indexes {
+                    let name = "\(t)_" + index.joined(separator: "_")
+                    try db.execute(sql: "CREATE INDEX \"\(name)\" ON \"\(t)\" (\(index.map(column).joined(separator: ", ")))")
+                }
             }
+        }
+        if version < 2 {
+            // Version 2: the keyed hashes of generic passwords' free-form attributes (ExtendedAttributes), one row
+            // per name/value pair, removed with their item by a trigger whichever way the item goes.
+            let table = ExtendedAttributes.indexTable
+            try db.execute(sql: """
+                CREATE TABLE "\(table)" (h BLOB NOT NULL, item INTEGER NOT NULL, PRIMARY KEY (h, item)) WITHOUT ROWID;
+                CREATE INDEX "\(table)_item" ON "\(table)" (item);
+                CREATE TRIGGER "\(table)_gone" AFTER DELETE ON "genp" BEGIN DELETE FROM "\(table)" WHERE item = OLD.rowid; END;
+                """)
         }
         try db.execute(sql: "PRAGMA user_version = \(schemaVersion)")
     }

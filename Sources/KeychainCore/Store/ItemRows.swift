@@ -37,6 +37,8 @@ extension KeychainEngine {
         var groups: Int?
         /// The filtered columns in order: `pdmn`, or a searchable attribute's code.
         var codes: [String]
+        /// How many free-form attribute pairs are looked up in their index (generic passwords).
+        var extended = 0
     }
 
     /// Builds the SQL filter for a query and the checks that must run on decrypted attributes.
@@ -67,6 +69,13 @@ extension KeychainEngine {
             } else if descriptor.searchable {
                 shape.codes.append(code)
                 args.append(.blob(crypto.attributeHash(table: cls.table, code: code, value: value)))
+            }
+        }
+        if cls == .genericPassword && !q.extendedMatch.isEmpty {
+            shape.extended = q.extendedMatch.count
+            for (name, value) in q.extendedMatch {
+                args.append(.blob(crypto.attributeHash(table: cls.table, code: ExtendedAttributes.code,
+                                                       value: ExtendedAttributes.indexTerm(name: name, value: value))))
             }
         }
         let sql = selectStatements.withLock { cache in
@@ -103,6 +112,9 @@ extension KeychainEngine {
         for code in shape.codes {
             clauses.append(code == "pdmn" ? "pdmn = ?" : "\(KeychainEngine.column(code)) = ?")
         }
+        for _ in 0..<shape.extended {
+            clauses.append("rowid IN (SELECT item FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ?)")
+        }
         let whereClause = clauses.isEmpty ? "" : " WHERE " + clauses.joined(separator: " AND ")
         return "SELECT \(shape.columns) FROM \"\(shape.table)\"\(whereClause) ORDER BY rowid"
     }
@@ -132,6 +144,7 @@ extension KeychainEngine {
         if onlyMatched {
             keeping = Array(q.attributes.keys)
             if q.hostOrSubdomain != nil { keeping?.append("srvr") }
+            if !q.extendedMatch.isEmpty { keeping?.append(ExtendedAttributes.code) }
             // A protected item's access control is read even when the query keeps few attributes.
             if includeSecret && gate != nil { keeping?.append("accc") }
         }
@@ -295,6 +308,11 @@ extension KeychainEngine {
         if let host = q.hostOrSubdomain {
             guard let server = attributes["srvr"]?.stringValue,
                   server == host || server.hasSuffix("." + host) else { return false }
+        }
+        if !q.extendedMatch.isEmpty {
+            guard q.itemClass == .genericPassword, case .data(let encoded)? = attributes[ExtendedAttributes.code],
+                  let extended = try? ExtendedAttributes(encoded: encoded),
+                  extended.contains(q.extendedMatch) else { return false }
         }
         return true
     }
