@@ -101,6 +101,10 @@ let package = Package(
             dependencies: [
                 "KeychainCore",
                 "KeychainDBus",
+                // keychaind's caller identification and prompts: the Secret Service runs inside keychaind.
+                "KeychainDaemon",
+                "KeychainPrompt",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // The Diffie-Hellman exponentiation of dh-ietf1024-sha256-aes128-cbc-pkcs7, through the libcrypto it opens.
                 "CKeychainPKCS12",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -146,6 +150,7 @@ let package = Package(
             dependencies: [
                 "KeychainCore",
                 "KeychainDaemon",
+                "KeychainSecretService",
                 "CKeychainLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -240,7 +245,8 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainSecretServiceTests",
-            dependencies: ["KeychainSecretService", "CKeychainPKCS12", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
+            dependencies: ["KeychainSecretService", "KeychainTestSupport", "KeychainDBus", "KeychainCore", "CKeychainPKCS12", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
+            exclude: ["Scripts"],
             swiftSettings: strictSwift
         ),
         .testTarget(

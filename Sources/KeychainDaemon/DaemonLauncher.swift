@@ -24,6 +24,21 @@ package struct DaemonLauncher: Sendable {
     package var limits: ConnectionLimits
     /// Whose keychains it serves: the user's own (`KEYCHAIN_HOME`), or every local user's (system mode).
     package var mode: DaemonMode
+    /// More services to run beside the socket server, made once the keychain is open (the Secret Service on the
+    /// session bus); they stop with the rest.
+    package var additionalServices: @Sendable (DaemonContext) throws -> [any Service] = { _ in [] }
+
+    /// What an additional service may use: the policy that identifies callers, the served keychains, the prompts.
+    package struct DaemonContext: Sendable {
+        /// Identifies callers and decides their access groups.
+        package var authority: Authority
+        /// The keychains served.
+        package var keychains: ServedKeychains
+        /// What asks the person at this machine.
+        package var prompters: PrompterCache
+        /// Where services log.
+        package var logger: Logger
+    }
 
     package init(socket: String?, idleLock: Double, limits: ConnectionLimits = .standard, mode: DaemonMode = .user, logger: Logger) {
         self.socket = socket
@@ -50,15 +65,17 @@ package struct DaemonLauncher: Sendable {
         defer { close(guardFD) }
         // The system socket keychaind bound itself (not systemd's) goes with it, even when serving fails.
         defer { if case .system = mode, case .inherited(_, let path?) = listener, !Self.socketActivated { unlink(path) } }
-        let dispatcher = RequestDispatcher(authority: Authority(keychains: keychains, logger: logger), logger: logger,
-                                           prompters: PrompterCache(logger: logger), biometrics: FprintdVerifier())
+        let authority = Authority(keychains: keychains, logger: logger)
+        let prompters = PrompterCache(logger: logger)
+        let dispatcher = RequestDispatcher(authority: authority, logger: logger, prompters: prompters, biometrics: FprintdVerifier())
         let server = DaemonServer(listener: listener, dispatcher: dispatcher, limits: Self.fitting(limits), logger: logger, ready: ready)
         let idle = IdleLock(keychains: keychains)
+        let more = try additionalServices(DaemonContext(authority: authority, keychains: keychains, prompters: prompters, logger: logger))
         let group = ServiceGroup(configuration: .init(
             services: [
                 .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: idle, successTerminationBehavior: .ignore),
-            ],
+            ] + more.map { .init(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup) },
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         ))

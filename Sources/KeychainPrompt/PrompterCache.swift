@@ -13,7 +13,8 @@ package final class PrompterCache: Sendable {
     }
 
     private let prompters = Mutex<[Key: PinentryPrompter]>([:])
-    private let environment: [String: String]
+    /// The environment pinentry is chosen from and run with.
+    package let environment: [String: String]
     private let logger: Logger
 
     package init(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger = Logger(label: "swift-keychain")) {

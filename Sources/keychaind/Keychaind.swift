@@ -3,6 +3,7 @@ import CKeychainLinux
 import Foundation
 import KeychainCore
 import KeychainDaemon
+import KeychainSecretService
 import Logging
 
 /// keychaind: the one process that opens the keychain in `KEYCHAIN_HOME`, holds its unlocked class keys in
@@ -62,6 +63,12 @@ struct Keychaind: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "notice"
 
+    @Flag(name: .customLong("secret-service"), help: "Also serve the freedesktop Secret Service (org.freedesktop.secrets) on the session bus.")
+    var secretService = false
+
+    @Flag(name: .customLong("secret-service-replace"), help: "With --secret-service: take the name over from another provider that allows it (gnome-keyring), instead of refusing to start.")
+    var secretServiceReplace = false
+
     mutating func run() async throws {
         // No core dumps, no ptrace or /proc/PID/mem by other processes of this user: the class keys live here.
         if ckeychain_set_nondumpable() != 0 {
@@ -85,7 +92,21 @@ struct Keychaind: AsyncParsableCommand {
         limits.connectionsPerUser = maxConnectionsPerUser
         limits.bufferedBytes = maxBufferedMiB << 20
         limits.frameTimeout = .milliseconds(Int(frameTimeout * 1000))
-        try await DaemonLauncher(socket: socket, idleLock: idleLock, limits: limits, mode: mode, logger: Logger(label: "keychaind")).run {
+        var launcher = DaemonLauncher(socket: socket, idleLock: idleLock, limits: limits, mode: mode, logger: Logger(label: "keychaind"))
+        if secretService || secretServiceReplace {
+            guard !system else {
+                throw ValidationError("--secret-service serves one user's session bus; a --system keychaind serves every user and cannot. Run a per-user keychaind with --secret-service.")
+            }
+            let environment = ProcessInfo.processInfo.environment
+            let address = try SecretServiceBridge.sessionBusAddress(environment)
+            let replace = secretServiceReplace
+            launcher.additionalServices = { context in
+                guard let served = context.keychains.open.first else { return [] }
+                let policy = try UnregisteredCallerPolicy.resolve(environment: environment, settings: nil)
+                return [SecretServiceBridge(address: address, replace: replace, policy: policy, engine: served.engine, context: context)]
+            }
+        }
+        try await launcher.run {
             // Tests and scripts wait for this line on stderr before connecting.
             FileHandle.standardError.write(Data("keychaind: ready\n".utf8))
         }

@@ -1,0 +1,174 @@
+import Foundation
+import KeychainCore
+import KeychainDaemon
+import KeychainPrompt
+import Logging
+import Synchronization
+
+/// What the Secret Service does for a program that is not registered (`security app add`).
+package enum UnregisteredCallerPolicy: String, Sendable, Hashable, CaseIterable {
+    /// Ask the person once per program and collection (allow once / always / deny), through the prompter.
+    case ask
+    /// Let every program of the user reach the collections of unregistered programs (gnome-keyring's behaviour:
+    /// for headless machines and test rigs).
+    case allow
+    /// Refuse every program that is not registered.
+    case deny
+
+    /// The environment variable that overrides the keychain's setting.
+    package static let environmentVariable = "KEYCHAIN_SECRET_SERVICE_UNREGISTERED"
+
+    /// The policy from `environment` (when set), else `settings`, else ``ask``; an unknown value is an error that
+    /// names the accepted ones.
+    package static func resolve(environment: [String: String], settings: String?) throws(KeychainError) -> UnregisteredCallerPolicy {
+        for value in [environment[environmentVariable], settings] {
+            guard let value, !value.isEmpty else { continue }
+            guard let policy = UnregisteredCallerPolicy(rawValue: value) else {
+                throw KeychainError(code: .invalidParameter, message: "\(environmentVariable) (or the keychain's secret-service setting) is '\(value)'; it must be ask, allow or deny.")
+            }
+            return policy
+        }
+        return .ask
+    }
+}
+
+/// One program calling the Secret Service, identified per call from what the bus daemon says of its connection.
+package struct SecretServiceCaller: Sendable {
+    /// The caller's unique bus name (`:1.42`).
+    package var busName: String
+    /// keychaind's session for the process: its identity from `/proc`, its user's keychain.
+    package var session: Session
+    /// The access groups it is registered for, or nil when it is not registered (or untrusted).
+    package var registeredGroups: [String]?
+
+    /// How prompts and logs name it.
+    package var description: String { session.identity.description }
+}
+
+/// Who may reach which collection, decided for each call.
+///
+/// - A collection whose group is one of a program's registered groups (or a program registered with `*`) is
+///   reachable by it, without a prompt.
+/// - A collection of unregistered programs (group ``SecretStore/groupPrefix``…) is reachable by any program as the
+///   ``UnregisteredCallerPolicy`` says: `allow`, `deny`, or `ask` — the person answers once per program and
+///   collection; `always` and `deny` are remembered in `apps.consents` for the program's executable path and
+///   SHA-256 (or Flatpak/snap identity), `once` for as long as that bus connection lasts.
+/// - A collection of a registered group is never reachable by any other program.
+///
+/// What this cannot stop: a program of the same user that makes itself look like another (the same executable
+/// run with a different script or input) is that program; and keychaind learns the caller's process from the bus
+/// daemon, which records it when the connection is made (see SECURITY.md).
+package final class SecretServiceAccess: Sendable {
+    package let authority: Authority
+    package let policy: UnregisteredCallerPolicy
+    package let prompters: PrompterCache
+    private let logger: Logger
+    /// Collections allowed `once`, by bus connection.
+    private let onceGrants = Mutex<[String: Set<String>]>([:])
+    /// The most connections with `once` grants remembered (the oldest are forgotten past it).
+    static let maximumGrantHolders = 4_096
+
+    package init(authority: Authority, policy: UnregisteredCallerPolicy, prompters: PrompterCache, logger: Logger) {
+        self.authority = authority
+        self.policy = policy
+        self.prompters = prompters
+        self.logger = logger
+    }
+
+    /// Identifies the process behind `busName` from the bus daemon's process ID and user ID for it.
+    package func caller(busName: String, pid: UInt32?, uid: UInt32?) throws(KeychainError) -> SecretServiceCaller {
+        guard let pid, let uid, pid > 0, pid <= UInt32(Int32.max) else {
+            throw KeychainError(code: .missingEntitlement, message: "The bus did not say which process is behind \(busName); it cannot be identified.")
+        }
+        let session = try authority.session(pid: Int32(pid), uid: uid)
+        var groups: [String]?
+        if session.identity.untrusted == nil, let registration = try session.keychain.registry().registration(for: session.identity) {
+            groups = registration.groups
+        }
+        return SecretServiceCaller(busName: busName, session: session, registeredGroups: groups)
+    }
+
+    /// Whether `caller` may use `collection` now, without asking anyone.
+    package func isGranted(_ caller: SecretServiceCaller, _ collection: SecretCollection) throws(KeychainError) -> Bool {
+        if let groups = caller.registeredGroups, groups.contains("*") || groups.contains(collection.group) { return true }
+        guard collection.group.hasPrefix(SecretStore.groupPrefix) else { return false }
+        switch policy {
+        case .allow: return true
+        case .deny: return false
+        case .ask:
+            if onceGrants.withLock({ $0[caller.busName]?.contains(collection.id) ?? false }) { return true }
+            guard let program = caller.session.identity.consentProgram else { return false }
+            let remembered = try caller.session.engine.rememberedConsent(for: program, subject: collection.path)
+            return remembered?.verdict == .always
+        }
+    }
+
+    /// Why `caller` can never be asked about `collection`, or nil when asking can grant it.
+    package func refusal(_ caller: SecretServiceCaller, _ collection: SecretCollection) -> String? {
+        guard collection.group.hasPrefix(SecretStore.groupPrefix) else {
+            return "Collection '\(collection.label)' belongs to access group \(collection.group); only programs registered for it reach it (`security app add --group \(collection.group) PROGRAM`)."
+        }
+        switch policy {
+        case .allow, .ask: return nil
+        case .deny:
+            return "Programs that are not registered may not use the Secret Service here (\(UnregisteredCallerPolicy.environmentVariable)=deny). Register \(caller.description) with `security app add`."
+        }
+    }
+
+    /// Asks the person whether `caller` may use `collection` (blocking: it runs the prompter), and grants it
+    /// when they allow it. Throws `errSecAuthFailed` for a (remembered) refusal, `errSecUserCanceled`,
+    /// `errSecInteractionNotAllowed` when no prompt can be shown.
+    package func ask(_ caller: SecretServiceCaller, _ collection: SecretCollection) throws(KeychainError) {
+        if let refusal = refusal(caller, collection) {
+            throw KeychainError(code: .authenticationFailed, message: refusal)
+        }
+        if try isGranted(caller, collection) { return }
+        let engine = caller.session.engine
+        let prompter = prompters.prompter(for: engine.location)
+        let grant: ConsentGrant
+        if let program = caller.session.identity.consentProgram {
+            let request = ConsentRequest(program: program, programDescription: caller.description, subject: collection.path,
+                                         subjectDescription: "the Secret Service collection '\(collection.label)'")
+            grant = try engine.applicationConsent(request, prompter: prompter, interactionAllowed: true)
+        } else {
+            // An untrusted process may run code that is not its program's: it is asked each time, never remembered.
+            switch prompter.askConsent(PromptText(title: "Allow access to the keychain?", description: "\(caller.description) wants to use the Secret Service collection '\(collection.label)'. It could not be identified reliably, so nothing will be remembered.")) {
+            case .answered(.deny): throw KeychainError(code: .authenticationFailed, message: "The person refused \(caller.description).")
+            case .answered: grant = .once
+            case .cancelled, .timedOut: throw KeychainError(code: .userCanceled, message: "The prompt was cancelled.")
+            case .unavailable(let why): throw KeychainError(code: .interactionNotAllowed, message: "No prompt can be shown: \(why)")
+            }
+        }
+        logger.info("secret service access granted", metadata: ["program": "\(caller.description)", "collection": "\(collection.id)", "grant": "\(grant)"])
+        if grant == .once { grantOnce(caller, collection) }
+    }
+
+    /// Lets `caller`'s bus connection use `collection` for as long as it lasts (an answer of `once`, or a
+    /// collection it created).
+    package func grantOnce(_ caller: SecretServiceCaller, _ collection: SecretCollection) {
+        onceGrants.withLock { grants in
+            if grants.count >= Self.maximumGrantHolders, grants[caller.busName] == nil { grants.removeAll() }
+            grants[caller.busName, default: []].insert(collection.id)
+        }
+    }
+
+    /// Takes back the `once` permissions of `caller`'s connection for the collections `ids`.
+    package func revokeOnce(_ caller: SecretServiceCaller, _ ids: Set<String>) {
+        onceGrants.withLock { grants in
+            grants[caller.busName]?.subtract(ids)
+            if grants[caller.busName]?.isEmpty == true { grants[caller.busName] = nil }
+        }
+    }
+
+    /// Whether a prompt could be shown at all for `caller`'s keychain (a pinentry program is there to run).
+    package func canPrompt(_ caller: SecretServiceCaller) -> Bool {
+        if case .unavailable = PinentryChoice.resolve(settings: (try? KeychainSettings.load(caller.session.engine.location)) ?? nil,
+                                                      environment: prompters.environment) { return false }
+        return true
+    }
+
+    /// Forgets what was granted to a bus connection that is gone.
+    package func forget(busName: String) {
+        _ = onceGrants.withLock { $0.removeValue(forKey: busName) }
+    }
+}

@@ -1,0 +1,336 @@
+import Foundation
+import KeychainCore
+import KeychainDBus
+
+/// The methods of `org.freedesktop.Secret.Service`, `.Collection`, `.Item`, `.Session` and `.Prompt`.
+extension SecretServiceProvider {
+    static let serviceInterface = "org.freedesktop.Secret.Service"
+    static let collectionInterface = "org.freedesktop.Secret.Collection"
+    static let itemInterface = "org.freedesktop.Secret.Item"
+    static let sessionInterface = "org.freedesktop.Secret.Session"
+    static let promptInterface = "org.freedesktop.Secret.Prompt"
+    /// The path that means "no object" (no prompt needed, no collection).
+    static let none = DBusValue.objectPath("/")
+
+    // MARK: Service
+
+    func serviceMethod(_ call: DBusMethodCall, caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
+        guard on(call, Self.serviceInterface) else { throw unknownMethod(call) }
+        switch call.member {
+        case "OpenSession":
+            try expect(call, "sv")
+            guard case .string(let name) = call.arguments[0], case .variant(let input) = call.arguments[1] else { throw .invalid("OpenSession takes an algorithm and a variant.") }
+            guard let algorithm = SecretTransferAlgorithm(rawValue: name) else {
+                throw SecretServiceError(name: SecretServiceError.notSupported, message: "Algorithm '\(name)' is not supported; use plain or dh-ietf1024-sha256-aes128-cbc-pkcs7.")
+            }
+            let bytes: [UInt8]?
+            switch algorithm {
+            case .plain:
+                guard case .string = input else { throw .invalid("The plain algorithm takes an empty string as input.") }
+                bytes = nil
+            case .dhIETF1024SHA256AES128CBCPKCS7:
+                guard let given = SecretValues.bytes(input) else { throw .invalid("dh-ietf1024-sha256-aes128-cbc-pkcs7 takes the client's public key as bytes (ay).") }
+                bytes = given
+            }
+            let (crypto, output): (SecretSessionCrypto, [UInt8])
+            do {
+                (crypto, output) = try SecretSessionCrypto.open(algorithm: algorithm, input: bytes)
+            } catch {
+                throw SecretServiceError(name: error.dbusErrorName, message: error.message)
+            }
+            guard let id = sessions.open(owner: call.sender, crypto: crypto) else {
+                throw SecretServiceError(name: SecretServiceError.limitsExceeded, message: "Too many open sessions for this connection; close some with Session.Close.")
+            }
+            let outputValue: DBusValue = algorithm == .plain ? .string("") : SecretValues.byteArray(output)
+            return [.variant(outputValue), .objectPath(SecretObjectPath.session(id).path)]
+        case "CreateCollection":
+            try expect(call, "a{sv}s")
+            guard let properties = SecretValues.propertyDictionary(call.arguments[0]), case .string(let alias) = call.arguments[1] else {
+                throw .invalid("CreateCollection takes properties (a{sv}) and an alias (s).")
+            }
+            let label = properties["org.freedesktop.Secret.Collection.Label"]?.string ?? "Untitled"
+            let collection = try createCollection(label: label, alias: alias, caller: caller)
+            return [.objectPath(collection.path), Self.none]
+        case "SearchItems":
+            try expect(call, "a{ss}")
+            guard let attributes = SecretValues.stringDictionary(call.arguments[0]) else { throw .invalid("SearchItems takes attributes (a{ss}).") }
+            var unlocked: [String] = [], locked: [String] = []
+            for collection in try visibleCollections(caller) {
+                let found = try keychain { () throws(KeychainError) in try store.items(in: collection, matching: attributes) }.map(\.path)
+                if try isUnlocked(collection, for: caller) { unlocked += found } else { locked += found }
+            }
+            return [SecretValues.paths(unlocked), SecretValues.paths(locked)]
+        case "Unlock":
+            try expect(call, "ao")
+            guard let paths = SecretValues.paths(call.arguments[0]) else { throw .invalid("Unlock takes object paths (ao).") }
+            return try unlock(paths, caller: caller)
+        case "Lock":
+            try expect(call, "ao")
+            guard let paths = SecretValues.paths(call.arguments[0]) else { throw .invalid("Lock takes object paths (ao).") }
+            return try lock(paths, caller: caller)
+        case "GetSecrets":
+            try expect(call, "aoo")
+            guard let paths = SecretValues.paths(call.arguments[0]), case .objectPath(let sessionPath) = call.arguments[1] else {
+                throw .invalid("GetSecrets takes item paths (ao) and a session (o).")
+            }
+            let session = try session(sessionPath, caller: call.sender)
+            var entries: [DBusValue] = []
+            for path in paths {
+                guard case .item(let name, let id)? = SecretObjectPath(path), let collection = try visibleCollection(name, caller: caller),
+                      try isUnlocked(collection, for: caller) else { continue }
+                let secret: (value: Data, contentType: String)
+                do {
+                    secret = try store.secret(of: id, in: collection)
+                } catch {
+                    // Gone meanwhile, or unreadable (damaged): left out of the answer, as the spec has it, and logged.
+                    if error.code != .itemNotFound {
+                        logger.error("a Secret Service item's secret could not be read", metadata: ["item": "\(path)", "status": "\(error.status.rawValue)"])
+                    }
+                    continue
+                }
+                entries.append(.dictEntry(.objectPath(path), try encode(secret.value, contentType: secret.contentType, session: session, path: sessionPath)))
+            }
+            return [.array(elementSignature: "{o(oayays)}", entries)]
+        case "ReadAlias":
+            try expect(call, "s")
+            guard case .string(let alias) = call.arguments[0] else { throw .invalid("ReadAlias takes a name (s).") }
+            guard SecretObjectPath.isElement(alias), let collection = try visibleCollection(.alias(alias), caller: caller) else { return [Self.none] }
+            return [.objectPath(collection.path)]
+        case "SetAlias":
+            try expect(call, "so")
+            guard case .string(let alias) = call.arguments[0], case .objectPath(let path) = call.arguments[1] else { throw .invalid("SetAlias takes a name (s) and a collection (o).") }
+            guard SecretObjectPath.isElement(alias) else { throw .invalid("An alias is 1 to 255 of A-Z, a-z, 0-9 and _.") }
+            if let current = try visibleCollection(.alias(alias), caller: caller) { try requireUnlocked(current, for: caller) }
+            if path == "/" {
+                try keychain { () throws(KeychainError) in try store.setAlias(alias, to: nil) }
+                return []
+            }
+            guard case .collection(let name)? = SecretObjectPath(path), let target = try visibleCollection(name, caller: caller) else { throw .noObject(path) }
+            try requireUnlocked(target, for: caller)
+            try keychain { () throws(KeychainError) in try store.setAlias(alias, to: target.id) }
+            return []
+        default:
+            throw unknownMethod(call)
+        }
+    }
+
+    func createCollection(label: String, alias: String, caller: SecretServiceCaller) throws(SecretServiceError) -> SecretCollection {
+        if !alias.isEmpty {
+            guard SecretObjectPath.isElement(alias) else { throw .invalid("An alias is 1 to 255 of A-Z, a-z, 0-9 and _.") }
+            if let existing = try visibleCollection(.alias(alias), caller: caller) { return existing }
+        }
+        var group: String?
+        if let registered = caller.registeredGroups?.first(where: { $0 != "*" }) {
+            group = registered
+        } else if access.policy == .deny {
+            throw SecretServiceError(name: SecretServiceError.accessDenied, message: "Programs that are not registered may not create collections here (\(UnregisteredCallerPolicy.environmentVariable)=deny). Register \(caller.description) with `security app add`.")
+        }
+        let collection = try keychain { () throws(KeychainError) in
+            let made = try store.createCollection(label: label, group: group)
+            if !alias.isEmpty { try store.setAlias(alias, to: made.id) }
+            return made
+        }
+        access.grantOnce(caller, collection)
+        signal(SecretObjectPath.root, Self.serviceInterface, "CollectionCreated", [.objectPath(collection.path)])
+        return collection
+    }
+
+    /// The collections of `paths` (collections or items) the caller may see.
+    private func collections(of paths: [String], caller: SecretServiceCaller) throws(SecretServiceError) -> [(String, SecretCollection)] {
+        var out: [(String, SecretCollection)] = []
+        for path in paths {
+            switch SecretObjectPath(path) {
+            case .collection(let name)?, .item(let name, _)?:
+                if let collection = try visibleCollection(name, caller: caller) { out.append((path, collection)) }
+            default: continue
+            }
+        }
+        return out
+    }
+
+    func unlock(_ paths: [String], caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
+        var unlocked: [String] = []
+        var waiting: [(String, SecretCollection)] = []
+        for (path, collection) in try collections(of: paths, caller: caller) {
+            if try isUnlocked(collection, for: caller) { unlocked.append(path) } else { waiting.append((path, collection)) }
+        }
+        guard !waiting.isEmpty else { return [SecretValues.paths(unlocked), Self.none] }
+        for (_, collection) in waiting {
+            if let refusal = access.refusal(caller, collection) { throw SecretServiceError(name: SecretServiceError.accessDenied, message: refusal) }
+        }
+        guard access.canPrompt(caller) else {
+            throw SecretServiceError(name: SecretServiceError.accessDenied, message: "\(caller.description) needs the person's permission, and no prompt can be shown here (no pinentry). Register the program with `security app add`, set \(UnregisteredCallerPolicy.environmentVariable)=allow, or install pinentry.")
+        }
+        let engine = store.engine
+        let prompter = access.prompters.prompter(for: engine.location)
+        let pending = waiting
+        guard let id = prompts.add(owner: caller.busName, action: { [self] in
+            var done: [String] = []
+            if engine.lockState == .locked || engine.lockState == .beforeFirstUnlock {
+                guard case .answered(let passcode) = prompter.askSecret(PromptText(
+                    title: "Unlock the keychain", description: "\(caller.description) wants to use the keychain's Secret Service collections.", prompt: "Passcode:")),
+                      let text = String(data: passcode, encoding: .utf8) else { return nil }
+                do throws(KeychainError) { try engine.unlock(passcode: text) } catch { logger.notice("unlock from a Secret Service prompt failed", metadata: ["status": "\(error.status.rawValue)"]); return nil }
+            }
+            for (path, collection) in pending {
+                do throws(KeychainError) {
+                    try access.ask(caller, collection)
+                    done.append(path)
+                } catch {
+                    logger.notice("Secret Service access refused", metadata: ["program": "\(caller.description)", "collection": "\(collection.id)", "reason": "\(error.message)"])
+                }
+            }
+            return done.isEmpty ? nil : SecretValues.paths(done)
+        }) else {
+            throw SecretServiceError(name: SecretServiceError.limitsExceeded, message: "Too many prompts waiting for this connection; complete or dismiss them first.")
+        }
+        return [SecretValues.paths(unlocked), .objectPath(SecretObjectPath.prompt(id).path)]
+    }
+
+    func lock(_ paths: [String], caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
+        let found = try collections(of: paths, caller: caller)
+        access.revokeOnce(caller, Set(found.map(\.1.id)))
+        // With a passcode, locking is the keychain's own lock (what `security lock-keychain` does); without one there
+        // is nothing to lock but this connection's one-time permissions.
+        if store.engine.lockState == .unlocked { store.engine.lock() }
+        var locked: [String] = []
+        for (path, collection) in found where try !isUnlocked(collection, for: caller) { locked.append(path) }
+        return [SecretValues.paths(locked), Self.none]
+    }
+
+    // MARK: Sessions and secrets
+
+    func session(_ path: String, caller: String) throws(SecretServiceError) -> SecretSessionCrypto {
+        guard case .session(let id)? = SecretObjectPath(path), let session = sessions.session(id, caller: caller) else {
+            throw SecretServiceError(name: SecretServiceError.noSession, message: "No session \(path) for this connection. Open one with OpenSession.")
+        }
+        return session
+    }
+
+    func encode(_ secret: Data, contentType: String, session: SecretSessionCrypto, path: String) throws(SecretServiceError) -> DBusValue {
+        do {
+            let (parameters, value) = try session.seal(Array(secret))
+            return SecretValues.Secret(session: path, parameters: parameters, value: value, contentType: contentType).encoded
+        } catch {
+            throw SecretServiceError(name: error.dbusErrorName, message: error.message)
+        }
+    }
+
+    func decode(_ value: DBusValue, caller: String) throws(SecretServiceError) -> (Data, String) {
+        guard let secret = SecretValues.Secret(value) else { throw .invalid("A secret is (oayays): session, parameters, value, content type.") }
+        let session = try session(secret.session, caller: caller)
+        do {
+            return (Data(try session.open(parameters: secret.parameters, value: secret.value)), secret.contentType)
+        } catch {
+            throw SecretServiceError(name: error.dbusErrorName, message: error.message)
+        }
+    }
+
+    func sessionMethod(_ call: DBusMethodCall, id: String, caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
+        guard on(call, Self.sessionInterface), call.member == "Close" else { throw unknownMethod(call) }
+        try expect(call, "")
+        guard sessions.close(id, caller: call.sender) else { throw .noObject(call.path) }
+        return []
+    }
+
+    // MARK: Prompts
+
+    func promptMethod(_ call: DBusMethodCall, id: String, caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
+        guard on(call, Self.promptInterface) else { throw unknownMethod(call) }
+        switch call.member {
+        case "Prompt":
+            try expect(call, "s")
+            guard let action = prompts.start(id, caller: call.sender) else { throw .noObject(call.path) }
+            let path = call.path
+            DispatchQueue.global().async { [self] in
+                let result = action()
+                // Dismissed meanwhile (Dismiss, or the client left): nothing more to say.
+                guard prompts.remove(id) else { return }
+                signal(path, Self.promptInterface, "Completed", [.bool(result == nil), .variant(result ?? .string(""))])
+            }
+            return []
+        case "Dismiss":
+            try expect(call, "")
+            guard prompts.remove(id, caller: call.sender) else { throw .noObject(call.path) }
+            signal(call.path, Self.promptInterface, "Completed", [.bool(true), .variant(.string(""))])
+            return []
+        default:
+            throw unknownMethod(call)
+        }
+    }
+
+    // MARK: Collection
+
+    func collectionMethod(_ call: DBusMethodCall, name: SecretObjectPath.CollectionName, caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
+        guard on(call, Self.collectionInterface) else { throw unknownMethod(call) }
+        guard let collection = try visibleCollection(name, caller: caller) else { throw .noObject(call.path) }
+        switch call.member {
+        case "Delete":
+            try expect(call, "")
+            try requireUnlocked(collection, for: caller)
+            let items = try keychain { () throws(KeychainError) in try store.deleteCollection(collection) }
+            for item in items { signal(collection.path, Self.collectionInterface, "ItemDeleted", [.objectPath(item.path)]) }
+            signal(SecretObjectPath.root, Self.serviceInterface, "CollectionDeleted", [.objectPath(collection.path)])
+            return [Self.none]
+        case "SearchItems":
+            try expect(call, "a{ss}")
+            guard let attributes = SecretValues.stringDictionary(call.arguments[0]) else { throw .invalid("SearchItems takes attributes (a{ss}).") }
+            let found = try keychain { () throws(KeychainError) in try store.items(in: collection, matching: attributes) }
+            return [SecretValues.paths(found.map(\.path))]
+        case "CreateItem":
+            try expect(call, "a{sv}(oayays)b")
+            guard let properties = SecretValues.propertyDictionary(call.arguments[0]), case .bool(let replace) = call.arguments[2] else {
+                throw .invalid("CreateItem takes properties (a{sv}), a secret ((oayays)) and replace (b).")
+            }
+            try requireUnlocked(collection, for: caller)
+            let label = properties["org.freedesktop.Secret.Item.Label"]?.string ?? ""
+            var attributes: [String: String] = [:]
+            if let given = properties["org.freedesktop.Secret.Item.Attributes"] {
+                guard let parsed = SecretValues.stringDictionary(given) else { throw .invalid("org.freedesktop.Secret.Item.Attributes is a{ss}.") }
+                attributes = parsed
+            }
+            let (secret, contentType) = try decode(call.arguments[1], caller: call.sender)
+            let (item, created) = try keychain { () throws(KeychainError) in
+                try store.createItem(in: collection, label: label, attributes: attributes, secret: secret,
+                                     contentType: contentType, replace: replace)
+            }
+            signal(collection.path, Self.collectionInterface, created ? "ItemCreated" : "ItemChanged", [.objectPath(item.path)])
+            return [.objectPath(item.path), Self.none]
+        default:
+            throw unknownMethod(call)
+        }
+    }
+
+    // MARK: Item
+
+    func itemMethod(_ call: DBusMethodCall, collection name: SecretObjectPath.CollectionName, item id: String,
+                    caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
+        guard on(call, Self.itemInterface) else { throw unknownMethod(call) }
+        guard let collection = try visibleCollection(name, caller: caller),
+              let item = try keychain({ () throws(KeychainError) in try store.item(id, in: collection) }) else { throw .noObject(call.path) }
+        switch call.member {
+        case "Delete":
+            try expect(call, "")
+            try requireUnlocked(collection, for: caller)
+            try keychain { () throws(KeychainError) in try store.deleteItem(id, in: collection) }
+            signal(collection.path, Self.collectionInterface, "ItemDeleted", [.objectPath(item.path)])
+            return [Self.none]
+        case "GetSecret":
+            try expect(call, "o")
+            guard case .objectPath(let sessionPath) = call.arguments[0] else { throw .invalid("GetSecret takes a session (o).") }
+            let session = try session(sessionPath, caller: call.sender)
+            try requireUnlocked(collection, for: caller)
+            let secret = try keychain { () throws(KeychainError) in try store.secret(of: id, in: collection) }
+            return [try encode(secret.value, contentType: secret.contentType, session: session, path: sessionPath)]
+        case "SetSecret":
+            try expect(call, "(oayays)")
+            try requireUnlocked(collection, for: caller)
+            let (secret, contentType) = try decode(call.arguments[0], caller: call.sender)
+            try keychain { () throws(KeychainError) in try store.setSecret(secret, contentType: contentType, of: id, in: collection) }
+            signal(collection.path, Self.collectionInterface, "ItemChanged", [.objectPath(item.path)])
+            return []
+        default:
+            throw unknownMethod(call)
+        }
+    }
+}

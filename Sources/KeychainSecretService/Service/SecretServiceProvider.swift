@@ -1,0 +1,217 @@
+import Dispatch
+import Foundation
+import KeychainCore
+import KeychainDBus
+import Logging
+import Synchronization
+
+/// The freedesktop Secret Service (`org.freedesktop.secrets`, specification 0.2) served from keychaind.
+///
+/// Calls arrive from ``DBusServerConnection`` (its bus thread parses them); each is answered on a worker thread,
+/// after the caller was identified from the bus daemon's credentials for its connection (``SecretServiceAccess``).
+/// Sessions and prompts belong to the connection that made them and end when it leaves the bus.
+package final class SecretServiceProvider: Sendable {
+    /// The well-known name.
+    package static let busName = "org.freedesktop.secrets"
+
+    let bus: DBusServerConnection
+    let store: SecretStore
+    let access: SecretServiceAccess
+    let sessions = SecretSessions()
+    let prompts = SecretPrompts()
+    let logger: Logger
+    /// The process ID and user ID the bus gave for each connection seen (a unique name is never reused).
+    private let credentials = Mutex<[String: (pid: UInt32?, uid: UInt32?)]>([:])
+    private let workers = DispatchQueue(label: "keychaind.secret-service", attributes: .concurrent)
+
+    /// A provider answering on `bus` from `store`, deciding access with `access`.
+    package init(bus: DBusServerConnection, store: SecretStore, access: SecretServiceAccess, logger: Logger) {
+        self.bus = bus
+        self.store = store
+        self.access = access
+        self.logger = logger
+    }
+
+    /// Why the provider could not take the name.
+    package struct NameTaken: Error, CustomStringConvertible {
+        /// The current owner's unique name, when the bus says.
+        package var owner: String?
+        /// What to do.
+        package var description: String {
+            "Another Secret Service provider\(owner.map { " (\($0))" } ?? "") owns org.freedesktop.secrets on this bus (gnome-keyring or KeePassXC?). Stop it, or start keychaind with --secret-service-replace to take the name over."
+        }
+    }
+
+    /// Takes `org.freedesktop.secrets` (replacing its owner when `replace`, if the owner allows it); throws
+    /// ``NameTaken`` when another provider keeps it.
+    package func claimName(replace: Bool) async throws {
+        let result = try await bus.requestName(Self.busName, replaceExisting: replace, allowReplacement: true)
+        switch result {
+        case .primaryOwner, .alreadyOwner:
+            logger.info("serving the Secret Service", metadata: ["bus": "\(bus.address)"])
+        case .exists:
+            let owner = try? await bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                            interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string(Self.busName)]).first?.string
+            throw NameTaken(owner: owner)
+        }
+    }
+
+    /// Serves calls until the bus connection ends (or the task is cancelled).
+    package func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in
+                for await change in bus.peerDepartures where change.newOwner.isEmpty {
+                    forget(change.name)
+                }
+            }
+            group.addTask { [self] in
+                for await event in bus.events {
+                    if case .nameLost(let name) = event, name == Self.busName {
+                        logger.notice("another provider took org.freedesktop.secrets; no longer serving it")
+                    }
+                }
+            }
+            for await call in bus.calls {
+                group.addTask { [self] in await serve(call) }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Forgets everything of a connection that left the bus.
+    func forget(_ name: String) {
+        _ = credentials.withLock { $0.removeValue(forKey: name) }
+        sessions.closeAll(owner: name)
+        prompts.removeAll(owner: name)
+        access.forget(busName: name)
+    }
+
+    private func serve(_ call: DBusMethodCall) async {
+        let known = credentials.withLock { $0[call.sender] }
+        var pid = known?.pid
+        var uid = known?.uid
+        if known == nil {
+            do {
+                let found = try await bus.credentials(of: call.sender)
+                pid = found.processID
+                uid = found.userID
+                credentials.withLock { cache in
+                    if cache.count >= 16_384 { cache.removeAll() }
+                    cache[call.sender] = (pid, uid)
+                }
+            } catch {
+                return bus.replyError(to: call, name: SecretServiceError.accessDenied, message: "The bus could not say which process is calling: \(error)")
+            }
+        }
+        workers.async { [self, pid, uid] in
+            let result: Result<[DBusValue], SecretServiceError>
+            do throws(KeychainError) {
+                let caller = try access.caller(busName: call.sender, pid: pid, uid: uid)
+                result = Result { () throws(SecretServiceError) in try dispatch(call, caller: caller) }
+            } catch {
+                result = .failure(SecretServiceError(error))
+            }
+            finish(call, result)
+        }
+    }
+
+    private func finish(_ call: DBusMethodCall, _ result: Result<[DBusValue], SecretServiceError>) {
+        switch result {
+        case .success(let values): bus.reply(to: call, values)
+        case .failure(let error):
+            logger.debug("secret service call failed", metadata: ["member": "\(call.member)", "error": "\(error.name)"])
+            bus.replyError(to: call, name: error.name, message: error.message)
+        }
+    }
+
+    /// Runs `body`, turning a keychain failure into its D-Bus error.
+    func keychain<T>(_ body: () throws(KeychainError) -> T) throws(SecretServiceError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw SecretServiceError(error)
+        }
+    }
+
+    /// Checks a call's signature.
+    func expect(_ call: DBusMethodCall, _ signature: String) throws(SecretServiceError) {
+        guard call.signature == signature else {
+            throw .invalid("\(call.interface ?? "").\(call.member) takes (\(signature)), not (\(call.signature)).")
+        }
+    }
+
+    /// Emits a signal (without waiting for it to be sent).
+    func signal(_ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue]) {
+        bus.emitSignal(path: path, interface: interface, member: member, arguments)
+    }
+
+    private func dispatch(_ call: DBusMethodCall, caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
+        if call.interface == "org.freedesktop.DBus.Introspectable" {
+            guard call.member == "Introspect" else { throw unknownMethod(call) }
+            try expect(call, "")
+            return [.string(try introspect(call.path, caller: caller))]
+        }
+        guard let object = SecretObjectPath(call.path) else {
+            throw SecretServiceError(name: SecretServiceError.unknownObject, message: "No object at \(call.path).")
+        }
+        if call.interface == "org.freedesktop.DBus.Properties" {
+            return try properties(call, object: object, caller: caller)
+        }
+        if call.interface == "org.freedesktop.DBus.Peer" {
+            switch call.member {
+            case "Ping": return []
+            default: throw SecretServiceError(name: SecretServiceError.unknownMethod, message: "org.freedesktop.DBus.Peer.\(call.member) is not answered.")
+            }
+        }
+        switch object {
+        case .service: return try serviceMethod(call, caller: caller)
+        case .collection(let name): return try collectionMethod(call, name: name, caller: caller)
+        case .item(let name, let id): return try itemMethod(call, collection: name, item: id, caller: caller)
+        case .session(let id): return try sessionMethod(call, id: id, caller: caller)
+        case .prompt(let id): return try promptMethod(call, id: id, caller: caller)
+        }
+    }
+
+    /// Whether `interface` is `expected` (a call without an interface matches any).
+    func on(_ call: DBusMethodCall, _ expected: String) -> Bool { call.interface == nil || call.interface == expected }
+
+    func unknownMethod(_ call: DBusMethodCall) -> SecretServiceError {
+        SecretServiceError(name: SecretServiceError.unknownMethod, message: "No method \(call.interface.map { $0 + "." } ?? "")\(call.member) at \(call.path).")
+    }
+
+    // MARK: Collections as the caller sees them
+
+    /// The collection `name` names, as `caller` may see it: nil when there is none, or it belongs to a group the
+    /// caller is not registered for.
+    func visibleCollection(_ name: SecretObjectPath.CollectionName, caller: SecretServiceCaller) throws(SecretServiceError) -> SecretCollection? {
+        let id: String?
+        switch name {
+        case .id(let given): id = given
+        case .alias(let alias): id = try keychain { () throws(KeychainError) in try store.resolve(alias: alias) }
+        }
+        guard let id, let collection = try keychain({ () throws(KeychainError) in try store.collection(id: id) }) else { return nil }
+        return isVisible(collection, to: caller) ? collection : nil
+    }
+
+    /// Every collection `caller` may see.
+    func visibleCollections(_ caller: SecretServiceCaller) throws(SecretServiceError) -> [SecretCollection] {
+        try keychain { () throws(KeychainError) in try store.collections() }.filter { isVisible($0, to: caller) }
+    }
+
+    func isVisible(_ collection: SecretCollection, to caller: SecretServiceCaller) -> Bool {
+        if let groups = caller.registeredGroups, groups.contains("*") || groups.contains(collection.group) { return true }
+        return access.refusal(caller, collection) == nil
+    }
+
+    /// Whether `collection` is open to `caller` now: the keychain unlocked and the caller allowed.
+    func isUnlocked(_ collection: SecretCollection, for caller: SecretServiceCaller) throws(SecretServiceError) -> Bool {
+        let state = store.engine.lockState
+        guard state == .unlocked || state == .noPasscode else { return false }
+        return try keychain { () throws(KeychainError) in try access.isGranted(caller, collection) }
+    }
+
+    /// `collection`, or IsLocked when it is not open to `caller`.
+    func requireUnlocked(_ collection: SecretCollection, for caller: SecretServiceCaller) throws(SecretServiceError) {
+        guard try isUnlocked(collection, for: caller) else { throw .locked("Collection '\(collection.label)'") }
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import KeychainDBus
+import Synchronization
+
+/// The open sessions (`/org/freedesktop/secrets/session/ID`): each belongs to the bus connection that opened it,
+/// carries its transfer keys, and ends with `Close`, or when that connection leaves the bus.
+final class SecretSessions: Sendable {
+    struct Entry: Sendable {
+        var owner: String
+        var crypto: SecretSessionCrypto
+    }
+
+    private let state = Mutex<(entries: [String: Entry], next: UInt64)>(([:], 1))
+    /// The most sessions one connection may hold, and all connections together.
+    static let maximumPerOwner = 64
+    static let maximum = 4_096
+
+    /// Adds a session for `owner`; nil when a limit is reached.
+    func open(owner: String, crypto: SecretSessionCrypto) -> String? {
+        state.withLock { state in
+            guard state.entries.count < Self.maximum,
+                  state.entries.values.lazy.filter({ $0.owner == owner }).count < Self.maximumPerOwner else { return nil }
+            let id = "s\(state.next)"
+            state.next += 1
+            state.entries[id] = Entry(owner: owner, crypto: crypto)
+            return id
+        }
+    }
+
+    /// The session `id` if `caller` owns it.
+    func session(_ id: String, caller: String) -> SecretSessionCrypto? {
+        state.withLock { state in
+            guard let entry = state.entries[id], entry.owner == caller else { return nil }
+            return entry.crypto
+        }
+    }
+
+    /// Ends session `id` if `caller` owns it; whether it did.
+    func close(_ id: String, caller: String) -> Bool {
+        state.withLock { state in
+            guard state.entries[id]?.owner == caller else { return false }
+            state.entries[id] = nil
+            return true
+        }
+    }
+
+    /// Ends every session of `owner`.
+    func closeAll(owner: String) {
+        state.withLock { state in state.entries = state.entries.filter { $0.value.owner != owner } }
+    }
+
+    /// How many sessions are open.
+    var count: Int { state.withLock { $0.entries.count } }
+}
+
+/// The prompts waiting for their owner to call `Prompt` (`/org/freedesktop/secrets/prompt/ID`).
+final class SecretPrompts: Sendable {
+    /// What a prompt does once shown: returns the result (`v`) of `Completed`, or nil when dismissed.
+    typealias Action = @Sendable () -> DBusValue?
+
+    struct Entry: Sendable {
+        var owner: String
+        var action: Action
+        var started = false
+    }
+
+    private let state = Mutex<(entries: [String: Entry], next: UInt64)>(([:], 1))
+    static let maximumPerOwner = 16
+    static let maximum = 1_024
+
+    /// Adds a prompt for `owner`; nil when a limit is reached.
+    func add(owner: String, action: @escaping Action) -> String? {
+        state.withLock { state in
+            guard state.entries.count < Self.maximum,
+                  state.entries.values.lazy.filter({ $0.owner == owner }).count < Self.maximumPerOwner else { return nil }
+            let id = "p\(state.next)"
+            state.next += 1
+            state.entries[id] = Entry(owner: owner, action: action)
+            return id
+        }
+    }
+
+    /// Marks prompt `id` of `caller` as started and returns its action (nil: no such prompt, another's, or already
+    /// started).
+    func start(_ id: String, caller: String) -> Action? {
+        state.withLock { state in
+            guard var entry = state.entries[id], entry.owner == caller, !entry.started else { return nil }
+            entry.started = true
+            state.entries[id] = entry
+            return entry.action
+        }
+    }
+
+    /// Removes prompt `id` (of `caller`, when given); whether it was there.
+    @discardableResult
+    func remove(_ id: String, caller: String? = nil) -> Bool {
+        state.withLock { state in
+            guard let entry = state.entries[id], caller == nil || entry.owner == caller else { return false }
+            state.entries[id] = nil
+            return true
+        }
+    }
+
+    /// Whether prompt `id` exists.
+    func exists(_ id: String) -> Bool { state.withLock { $0.entries[id] != nil } }
+
+    /// Removes every prompt of `owner`.
+    func removeAll(owner: String) {
+        state.withLock { state in state.entries = state.entries.filter { $0.value.owner != owner } }
+    }
+
+    /// How many prompts are waiting.
+    var count: Int { state.withLock { $0.entries.count } }
+}

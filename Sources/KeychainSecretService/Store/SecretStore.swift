@@ -1,0 +1,320 @@
+import Foundation
+import KeychainCore
+
+/// A Secret Service collection as stored: its identifier (the last element of its object path), label, the access
+/// group its items live in, and its dates.
+package struct SecretCollection: Sendable, Hashable {
+    /// The identifier in its object path (`login`).
+    package var id: String
+    /// The label people see.
+    package var label: String
+    /// The access group of its items (and who may reach it: see ``SecretServiceAccess``).
+    package var group: String
+    /// When it was created.
+    package var created: Date
+    /// When its label last changed.
+    package var modified: Date
+
+    /// The object path.
+    package var path: String { SecretObjectPath.collection(id) }
+}
+
+/// A Secret Service item as stored: a generic password of its collection's access group.
+package struct SecretItem: Sendable, Hashable {
+    /// The collection's identifier.
+    package var collection: String
+    /// The identifier in its object path.
+    package var id: String
+    /// The label people see.
+    package var label: String
+    /// The application's free-form attributes, as given.
+    package var attributes: [String: String]
+    /// When it was created and last modified.
+    package var created: Date
+    package var modified: Date
+
+    /// The object path.
+    package var path: String { SecretObjectPath.item(collection, id) }
+}
+
+/// The Secret Service's collections, aliases and items, kept as keychain items in the engine.
+///
+/// - A collection is a generic password in the reserved access group ``metadataGroup``, service `collection`,
+///   account its identifier, label its label, and its items' access group as its generic attribute (`gena`).
+/// - An alias is one there too: service `alias`, account the alias, generic attribute the collection's identifier.
+/// - An item is a generic password in its collection's group: service `secret-service:COLLECTION`, account its
+///   identifier (16 hex digits), label its label, free-form attributes ``ExtendedAttributes`` (searched through
+///   their blind index), the content type in `xcty` and the secret as the item's data. `security dump-keychain`
+///   and the Swift API see it like any other item.
+///
+/// Every call runs as the engine's unrestricted caller: who may reach which collection is decided before, by
+/// ``SecretServiceAccess``.
+package struct SecretStore: Sendable {
+    /// The access group of collection and alias records; no program is given it.
+    package static let metadataGroup = "keychain.secret-service"
+    /// The prefix of the access groups of collections created by programs that are not registered.
+    package static let groupPrefix = "org.freedesktop.secrets."
+    /// The default collection's identifier and label.
+    package static let loginID = "login"
+    /// The most collections kept.
+    package static let maximumCollections = 256
+
+    /// The engine.
+    package let engine: KeychainEngine
+    private let random: @Sendable (Int) -> [UInt8]
+
+    /// A store over `engine`.
+    package init(engine: KeychainEngine, random: @escaping @Sendable (Int) -> [UInt8] = SecretStore.systemRandom) {
+        self.engine = engine
+        self.random = random
+    }
+
+    /// Random bytes from the kernel.
+    package static func systemRandom(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    private var everything: AccessPolicy { AccessPolicy(groups: [Self.metadataGroup, "*"]) }
+
+    private func query(group: String, service: String, account: String? = nil) -> ItemQuery {
+        var q = ItemQuery(itemClass: .genericPassword)
+        q.attributes["agrp"] = .string(group)
+        q.attributes["svce"] = .string(service)
+        if let account { q.attributes["acct"] = .string(account) }
+        return q
+    }
+
+    /// A new collection or alias record: readable while the keychain is locked (labels and identifiers only), so
+    /// that a locked collection can still be listed and unlocked.
+    private func record(service: String, account: String) -> ItemQuery {
+        var q = query(group: Self.metadataGroup, service: service, account: account)
+        q.attributes["pdmn"] = .string(ProtectionClass.always.rawValue)
+        return q
+    }
+
+    private static func itemService(_ collection: String) -> String { "secret-service:" + collection }
+
+    // MARK: Collections
+
+    /// Every collection, the default one (`login`) made first when there is none.
+    package func collections() throws(KeychainError) -> [SecretCollection] {
+        var q = query(group: Self.metadataGroup, service: "collection")
+        q.limit = .all
+        q.returns.attributes = true
+        var found: [SecretCollection]
+        do {
+            found = try engine.find(q, caller: everything).compactMap(Self.collection(from:))
+        } catch where error.code == .itemNotFound {
+            found = []
+        }
+        if found.isEmpty {
+            let login = try createCollection(label: "Login", id: Self.loginID, group: Self.groupPrefix + Self.loginID)
+            try setAlias("default", to: login.id)
+            found = [login]
+        }
+        return found.sorted { $0.id < $1.id }
+    }
+
+    /// The collection named `id`, or nil.
+    package func collection(id: String) throws(KeychainError) -> SecretCollection? {
+        try collections().first { $0.id == id }
+    }
+
+    private static func collection(from item: FoundItem) -> SecretCollection? {
+        guard let id = item.attributes["acct"]?.stringValue, let group = item.attributes["gena"]?.stringValue,
+              case .date(let created)? = item.attributes["cdat"], case .date(let modified)? = item.attributes["mdat"] else { return nil }
+        return SecretCollection(id: id, label: item.attributes["labl"]?.stringValue ?? id, group: group,
+                                created: created, modified: modified)
+    }
+
+    /// Makes a collection labelled `label` whose items go to `group` (the identifier made from the label, unique,
+    /// unless `id` is given).
+    package func createCollection(label: String, id: String? = nil, group: String? = nil) throws(KeychainError) -> SecretCollection {
+        var existing: Set<String> = []
+        if id == nil {
+            existing = Set(try collections().map(\.id))
+            guard existing.count < Self.maximumCollections else {
+                throw KeychainError(code: .invalidParameter, message: "At most \(Self.maximumCollections) collections are kept. Delete one first.")
+            }
+        }
+        var chosen = id ?? SecretObjectPath.element(fromLabel: label, fallback: "collection")
+        if id == nil, existing.contains(chosen) {
+            var n = 1
+            while existing.contains("\(chosen)_\(n)") { n += 1 }
+            chosen = "\(chosen)_\(n)"
+        }
+        var q = record(service: "collection", account: chosen)
+        q.attributes["labl"] = .string(label)
+        q.attributes["gena"] = .string(group ?? Self.groupPrefix + chosen)
+        let item = try engine.add(q, caller: everything)
+        guard let made = Self.collection(from: item) else {
+            throw KeychainError(code: .internal, message: "A new collection's record could not be read back.")
+        }
+        return made
+    }
+
+    /// Relabels collection `id`.
+    package func setLabel(_ label: String, ofCollection id: String) throws(KeychainError) {
+        try engine.update(query(group: Self.metadataGroup, service: "collection", account: id),
+                          attributes: ["labl": .string(label)], sync: nil, data: nil, caller: everything)
+    }
+
+    /// Deletes collection `id`, its items, and the aliases that named it; returns the items deleted.
+    package func deleteCollection(_ collection: SecretCollection) throws(KeychainError) -> [SecretItem] {
+        let items = try self.items(in: collection)
+        do {
+            var q = query(group: collection.group, service: Self.itemService(collection.id))
+            q.limit = .all
+            _ = try engine.delete(q, caller: everything)
+        } catch where error.code == .itemNotFound {}
+        for (alias, target) in try aliases() where target == collection.id {
+            try setAlias(alias, to: nil)
+        }
+        _ = try engine.delete(query(group: Self.metadataGroup, service: "collection", account: collection.id), caller: everything)
+        return items
+    }
+
+    // MARK: Aliases
+
+    /// Every alias and the collection it names.
+    package func aliases() throws(KeychainError) -> [String: String] {
+        var q = query(group: Self.metadataGroup, service: "alias")
+        q.limit = .all
+        q.returns.attributes = true
+        do {
+            var out: [String: String] = [:]
+            for item in try engine.find(q, caller: everything) {
+                if let alias = item.attributes["acct"]?.stringValue, let target = item.attributes["gena"]?.stringValue {
+                    out[alias] = target
+                }
+            }
+            return out
+        } catch where error.code == .itemNotFound {
+            return [:]
+        }
+    }
+
+    /// The collection `alias` names, or nil.
+    package func resolve(alias: String) throws(KeychainError) -> String? {
+        if alias == "default" { _ = try collections() }
+        return try aliases()[alias]
+    }
+
+    /// Points `alias` at collection `id`, or removes it (nil).
+    package func setAlias(_ alias: String, to id: String?) throws(KeychainError) {
+        let q = query(group: Self.metadataGroup, service: "alias", account: alias)
+        do {
+            _ = try engine.delete(q, caller: everything)
+        } catch where error.code == .itemNotFound {}
+        guard let id else { return }
+        var add = record(service: "alias", account: alias)
+        add.attributes["gena"] = .string(id)
+        _ = try engine.add(add, caller: everything)
+    }
+
+    // MARK: Items
+
+    private static func item(from found: FoundItem, collection: String) -> SecretItem? {
+        guard let id = found.attributes["acct"]?.stringValue,
+              case .date(let created)? = found.attributes["cdat"], case .date(let modified)? = found.attributes["mdat"] else { return nil }
+        var attributes: [String: String] = [:]
+        if case .data(let encoded)? = found.attributes[ExtendedAttributes.code] {
+            guard let decoded = try? ExtendedAttributes(encoded: encoded) else { return nil }
+            attributes = decoded.values
+        }
+        return SecretItem(collection: collection, id: id, label: found.attributes["labl"]?.stringValue ?? "",
+                          attributes: attributes, created: created, modified: modified)
+    }
+
+    /// The items of `collection` whose attributes include every pair of `matching` (all of them when empty).
+    package func items(in collection: SecretCollection, matching: [String: String] = [:]) throws(KeychainError) -> [SecretItem] {
+        var q = query(group: collection.group, service: Self.itemService(collection.id))
+        q.limit = .all
+        q.returns.attributes = true
+        q.extendedMatch = matching
+        do {
+            return try engine.find(q, caller: everything).compactMap { Self.item(from: $0, collection: collection.id) }
+        } catch where error.code == .itemNotFound {
+            return []
+        }
+    }
+
+    /// Item `id` of `collection`, or nil.
+    package func item(_ id: String, in collection: SecretCollection) throws(KeychainError) -> SecretItem? {
+        var q = query(group: collection.group, service: Self.itemService(collection.id), account: id)
+        q.returns.attributes = true
+        do {
+            return try engine.find(q, caller: everything).first.flatMap { Self.item(from: $0, collection: collection.id) }
+        } catch where error.code == .itemNotFound {
+            return nil
+        }
+    }
+
+    /// The secret of item `id` and its content type.
+    package func secret(of id: String, in collection: SecretCollection) throws(KeychainError) -> (value: Data, contentType: String) {
+        var q = query(group: collection.group, service: Self.itemService(collection.id), account: id)
+        q.returns.data = true
+        q.returns.attributes = true
+        guard let found = try engine.find(q, caller: everything).first else {
+            throw KeychainError(code: .itemNotFound, message: "The item is gone.")
+        }
+        return (found.data ?? Data(), found.attributes["xcty"]?.stringValue ?? "text/plain")
+    }
+
+    /// Adds an item to `collection`, or with `replace`, replaces the secret and label of the item whose attributes
+    /// are exactly `attributes` (the spec's CreateItem). Returns the item and whether it was new.
+    package func createItem(in collection: SecretCollection, label: String, attributes: [String: String],
+                            secret: Data, contentType: String, replace: Bool) throws(KeychainError) -> (SecretItem, created: Bool) {
+        let extended = ExtendedAttributes(attributes)
+        try extended.validate()
+        if replace, let existing = try items(in: collection, matching: attributes).first(where: { $0.attributes == attributes }) {
+            try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: existing.id),
+                              attributes: ["labl": .string(label), "xcty": .string(contentType)], sync: nil, data: secret,
+                              caller: everything)
+            return (try item(existing.id, in: collection) ?? existing, false)
+        }
+        let id = random(8).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        var q = query(group: collection.group, service: Self.itemService(collection.id), account: id)
+        q.attributes["labl"] = .string(label)
+        q.attributes[ExtendedAttributes.code] = .data(extended.encoded)
+        q.attributes["xcty"] = .string(contentType)
+        q.valueData = secret
+        let found = try engine.add(q, caller: everything)
+        guard let made = Self.item(from: found, collection: collection.id) else {
+            throw KeychainError(code: .internal, message: "A new item could not be read back.")
+        }
+        return (made, true)
+    }
+
+    /// Changes item `id`'s secret and content type.
+    package func setSecret(_ secret: Data, contentType: String, of id: String, in collection: SecretCollection) throws(KeychainError) {
+        try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: id),
+                          attributes: ["xcty": .string(contentType)], sync: nil, data: secret, caller: everything)
+    }
+
+    /// Changes item `id`'s label.
+    package func setLabel(_ label: String, ofItem id: String, in collection: SecretCollection) throws(KeychainError) {
+        try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: id),
+                          attributes: ["labl": .string(label)], sync: nil, data: nil, caller: everything)
+    }
+
+    /// Replaces item `id`'s free-form attributes.
+    package func setAttributes(_ attributes: [String: String], ofItem id: String, in collection: SecretCollection) throws(KeychainError) {
+        let extended = ExtendedAttributes(attributes)
+        try extended.validate()
+        try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: id),
+                          attributes: [ExtendedAttributes.code: .data(extended.encoded)], sync: nil, data: nil, caller: everything)
+    }
+
+    /// Deletes item `id`.
+    package func deleteItem(_ id: String, in collection: SecretCollection) throws(KeychainError) {
+        _ = try engine.delete(query(group: collection.group, service: Self.itemService(collection.id), account: id), caller: everything)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
