@@ -164,7 +164,7 @@ extension SecretServiceProvider {
         let engine = store.engine
         let prompter = access.prompters.prompter(for: engine.location)
         let pending = waiting
-        guard let id = prompts.add(owner: caller.busName, action: { [self] in
+        guard let id = prompts.add(owner: caller.busName, dismissedResult: SecretValues.paths([]), action: { [self] in
             var done: [String] = []
             if engine.lockState == .locked || engine.lockState == .beforeFirstUnlock {
                 guard case .answered(let passcode) = prompter.askSecret(PromptText(
@@ -240,19 +240,19 @@ extension SecretServiceProvider {
         switch call.member {
         case "Prompt":
             try expect(call, "s")
-            guard let action = prompts.start(id, caller: call.sender) else { throw .noObject(call.path) }
+            guard let (action, dismissedResult) = prompts.start(id, caller: call.sender) else { throw .noObject(call.path) }
             let path = call.path
             DispatchQueue.global().async { [self] in
                 let result = action()
                 // Dismissed meanwhile (Dismiss, or the client left): nothing more to say.
-                guard prompts.remove(id) else { return }
-                signal(path, Self.promptInterface, "Completed", [.bool(result == nil), .variant(result ?? .string(""))])
+                guard prompts.remove(id) != nil else { return }
+                signal(path, Self.promptInterface, "Completed", [.bool(result == nil), .variant(result ?? dismissedResult)])
             }
             return []
         case "Dismiss":
             try expect(call, "")
-            guard prompts.remove(id, caller: call.sender) else { throw .noObject(call.path) }
-            signal(call.path, Self.promptInterface, "Completed", [.bool(true), .variant(.string(""))])
+            guard let dismissedResult = prompts.remove(id, caller: call.sender) else { throw .noObject(call.path) }
+            signal(call.path, Self.promptInterface, "Completed", [.bool(true), .variant(dismissedResult)])
             return []
         default:
             throw unknownMethod(call)

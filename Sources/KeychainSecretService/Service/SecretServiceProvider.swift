@@ -80,10 +80,15 @@ package final class SecretServiceProvider: Sendable {
 
     /// Forgets everything of a connection that left the bus.
     func forget(_ name: String) {
-        _ = credentials.withLock { $0.removeValue(forKey: name) }
-        sessions.closeAll(owner: name)
-        prompts.removeAll(owner: name)
+        let known = credentials.withLock({ $0.removeValue(forKey: name) }) != nil
+        let closed = sessions.closeAll(owner: name)
+        let dismissed = prompts.removeAll(owner: name)
         access.forget(busName: name)
+        guard known || closed > 0 || dismissed > 0 else { return }
+        logger.debug("secret service client left the bus", metadata: [
+            "client": "\(name)", "sessions closed": "\(closed)", "prompts dropped": "\(dismissed)",
+            "sessions open": "\(sessions.count)", "prompts waiting": "\(prompts.count)",
+        ])
     }
 
     private func serve(_ call: DBusMethodCall) async {
