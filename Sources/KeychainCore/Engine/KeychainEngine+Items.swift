@@ -191,7 +191,10 @@ extension KeychainEngine {
         }
         let groups = try visibleGroups(q, caller: caller)
         let gate = presenceGate(q.authentication, caller: caller)
-        let newExtended: [Data]? = changes[ExtendedAttributes.code] == nil ? nil : try extendedHashes(cls, changes)
+        // Only generic passwords have free-form attributes: another class's rowid would name some generic password's
+        // index rows, which re-indexing would replace.
+        let newExtended: [Data]? = cls != .genericPassword || changes[ExtendedAttributes.code] == nil
+            ? nil : try extendedHashes(cls, changes)
         let newControl = changes["accc"].flatMap { value -> AccessControl? in
             guard case .data(let bytes) = value else { return nil }
             return AccessControl(encoded: bytes)
