@@ -184,6 +184,10 @@ import Testing
             ("surrogate in a name", Self.bytes("010001" + "00000003" + "eda080" + "00000001" + "62")),
             ("truncated sequence in a name", Self.bytes("010001" + "00000002" + "e282" + "00000001" + "62")),
             ("count 0xffff", Self.bytes("01ffff")),
+            // The writer puts names in ascending order, each once.
+            ("names out of order", Self.bytes("010002" + "00000001" + "62" + "00000001" + "31" + "00000001" + "61" + "00000001" + "32")),
+            ("a name twice", Self.bytes("010002" + "00000001" + "61" + "00000001" + "31" + "00000001" + "61" + "00000001" + "32")),
+            ("one name in two Unicode forms", Self.bytes("010002" + "00000002" + "c3a9" + "00000001" + "31" + "00000003" + "65cc81" + "00000001" + "32")),
         ]
         // Every proper prefix of the golden vector is truncated.
         for length in 0 ..< golden.count { cases.append(("prefix of \(length) bytes", golden.prefix(length))) }

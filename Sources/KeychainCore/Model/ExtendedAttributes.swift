@@ -68,9 +68,13 @@ package struct ExtendedAttributes: Sendable, Hashable {
         guard count <= Self.maximumCount else { throw damaged }
         var values: [String: String] = [:]
         values.reserveCapacity(count)
+        var previous: String?
         for _ in 0..<count {
             guard let name = String(validating: try reader.lengthPrefixed(), as: UTF8.self),
                   let value = String(validating: try reader.lengthPrefixed(), as: UTF8.self) else { throw damaged }
+            // The writer puts names in ascending order, each once: anything else was not written by it.
+            if let previous, !(previous < name) { throw damaged }
+            previous = name
             values[name] = value
         }
         guard reader.isAtEnd else { throw damaged }

@@ -23,7 +23,8 @@ enum SecretValues {
         .bytes(Array(bytes))
     }
 
-    /// The entries of an `a{ss}`; nil for any other value.
+    /// The entries of an `a{ss}`; nil for any other value, and for two keys Swift takes for the same text (the
+    /// same name in two Unicode normalization forms), which a dictionary would silently merge.
     static func stringDictionary(_ value: DBusValue) -> [String: String]? {
         guard case .array(let element, let entries) = value, element == "{ss}" else {
             if case .variant(let inner) = value { return stringDictionary(inner) }
@@ -31,7 +32,7 @@ enum SecretValues {
         }
         var out: [String: String] = [:]
         for entry in entries {
-            guard case .dictEntry(.string(let key), .string(let text)) = entry else { return nil }
+            guard case .dictEntry(.string(let key), .string(let text)) = entry, out[key] == nil else { return nil }
             out[key] = text
         }
         return out

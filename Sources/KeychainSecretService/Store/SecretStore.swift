@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import Synchronization
 
 /// A Secret Service collection as stored: its identifier (the last element of its object path), label, the access
 /// group its items live in, and its dates.
@@ -62,6 +63,15 @@ package struct SecretStore: Sendable {
     /// The engine.
     package let engine: KeychainEngine
     private let random: @Sendable (Int) -> [UInt8]
+    /// The collections and aliases as last read, dropped by every change made through this store. (Their records
+    /// are in a group no program is given; only the admin tool, with every group, could change them otherwise,
+    /// and a change it makes is seen after keychaind restarts.)
+    private let metadata = MetadataCache()
+
+    final class MetadataCache: Sendable {
+        let state = Mutex<(collections: [SecretCollection]?, aliases: [String: String]?)>((nil, nil))
+        func invalidate() { state.withLock { $0 = (nil, nil) } }
+    }
 
     /// A store over `engine`.
     package init(engine: KeychainEngine, random: @escaping @Sendable (Int) -> [UInt8] = SecretStore.systemRandom) {
@@ -99,6 +109,7 @@ package struct SecretStore: Sendable {
 
     /// Every collection, the default one (`login`) made first when there is none.
     package func collections() throws(KeychainError) -> [SecretCollection] {
+        if let cached = metadata.state.withLock({ $0.collections }) { return cached }
         var q = query(group: Self.metadataGroup, service: "collection")
         q.limit = .all
         q.returns.attributes = true
@@ -113,7 +124,9 @@ package struct SecretStore: Sendable {
             try setAlias("default", to: login.id)
             found = [login]
         }
-        return found.sorted { $0.id < $1.id }
+        let sorted = found.sorted { $0.id < $1.id }
+        metadata.state.withLock { $0.collections = sorted }
+        return sorted
     }
 
     /// The collection named `id`, or nil.
@@ -147,7 +160,9 @@ package struct SecretStore: Sendable {
         var q = record(service: "collection", account: chosen)
         q.attributes["labl"] = .string(label)
         q.attributes["gena"] = .string(group ?? Self.groupPrefix + chosen)
+        metadata.invalidate()
         let item = try engine.add(q, caller: everything)
+        metadata.invalidate()
         guard let made = Self.collection(from: item) else {
             throw KeychainError(code: .internal, message: "A new collection's record could not be read back.")
         }
@@ -156,12 +171,14 @@ package struct SecretStore: Sendable {
 
     /// Relabels collection `id`.
     package func setLabel(_ label: String, ofCollection id: String) throws(KeychainError) {
+        defer { metadata.invalidate() }
         try engine.update(query(group: Self.metadataGroup, service: "collection", account: id),
                           attributes: ["labl": .string(label)], sync: nil, data: nil, caller: everything)
     }
 
     /// Deletes collection `id`, its items, and the aliases that named it; returns the items deleted.
     package func deleteCollection(_ collection: SecretCollection) throws(KeychainError) -> [SecretItem] {
+        defer { metadata.invalidate() }
         let items = try self.items(in: collection)
         do {
             var q = query(group: collection.group, service: Self.itemService(collection.id))
@@ -179,6 +196,7 @@ package struct SecretStore: Sendable {
 
     /// Every alias and the collection it names.
     package func aliases() throws(KeychainError) -> [String: String] {
+        if let cached = metadata.state.withLock({ $0.aliases }) { return cached }
         var q = query(group: Self.metadataGroup, service: "alias")
         q.limit = .all
         q.returns.attributes = true
@@ -189,6 +207,7 @@ package struct SecretStore: Sendable {
                     out[alias] = target
                 }
             }
+            metadata.state.withLock { $0.aliases = out }
             return out
         } catch where error.code == .itemNotFound {
             return [:]
@@ -203,6 +222,7 @@ package struct SecretStore: Sendable {
 
     /// Points `alias` at collection `id`, or removes it (nil).
     package func setAlias(_ alias: String, to id: String?) throws(KeychainError) {
+        defer { metadata.invalidate() }
         let q = query(group: Self.metadataGroup, service: "alias", account: alias)
         do {
             _ = try engine.delete(q, caller: everything)
