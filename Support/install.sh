@@ -17,6 +17,9 @@
 #   --destdir DIR    stage everything under DIR (for packaging); nothing is enabled, no user is created
 #   --build-path DIR build in DIR instead of .build (swift build --scratch-path)
 #   --strip          strip the installed binaries (about 120 MB each with symbols, 70 MB without)
+#   --secret-service with --user: keychaind also serves the freedesktop Secret Service (org.freedesktop.secrets) on
+#                    the session bus, started by D-Bus activation (keychaind.service.d/secret-service.conf and
+#                    ~/.local/share/dbus-1/services/org.freedesktop.secrets.service)
 #
 # Without a running systemd (a container, CI), --system creates the keychain user with useradd and the folders with
 # install -d, and says how to start keychaind by hand.
@@ -29,6 +32,7 @@ enable=yes
 destdir=""
 scratch=""
 strip=""
+secretservice=no
 while [ $# -gt 0 ]; do
     case "$1" in
         --system) mode=system ;;
@@ -40,6 +44,7 @@ while [ $# -gt 0 ]; do
         --build-path) scratch="$2"; shift ;;
         --build-path=*) scratch="${1#--build-path=}" ;;
         --strip) strip=-s ;;
+        --secret-service) secretservice=yes ;;
         --no-build) build=no ;;
         --no-enable) enable=no ;;
         -h|--help) sed -n '2,/^set -eu$/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -48,6 +53,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 [ -n "$mode" ] || { echo "install.sh: say --system or --user (see --help)" >&2; exit 2; }
+[ "$secretservice" = no ] || [ "$mode" = user ] || { echo "install.sh: --secret-service goes with --user (a --system keychaind serves every user and no session bus)" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -105,6 +111,15 @@ if [ "$mode" = user ]; then
     sed "s|%h/.local/bin/keychaind|$bindir/keychaind|" "$here/systemd/keychaind.service" > "$destdir$units/keychaind.service"
     chmod 0644 "$destdir$units/keychaind.service"
     echo "Installed keychaind.socket and keychaind.service in $destdir$units"
+    if [ "$secretservice" = yes ]; then
+        install -d -m 0755 "$destdir$units/keychaind.service.d"
+        sed "s|%h/.local/bin/keychaind|$bindir/keychaind|" "$here/systemd/keychaind.service.d/secret-service.conf" > "$destdir$units/keychaind.service.d/secret-service.conf"
+        chmod 0644 "$destdir$units/keychaind.service.d/secret-service.conf"
+        services="${XDG_DATA_HOME:-$HOME/.local/share}/dbus-1/services"
+        install -d -m 0755 "$destdir$services"
+        install -m 0644 "$here/dbus/org.freedesktop.secrets.service" "$destdir$services/org.freedesktop.secrets.service"
+        echo "Installed the Secret Service: keychaind.service.d/secret-service.conf and $services/org.freedesktop.secrets.service"
+    fi
     if [ "$enable" = yes ] && systemctl --user show-environment >/dev/null 2>&1; then
         systemctl --user daemon-reload
         systemctl --user enable --now keychaind.socket

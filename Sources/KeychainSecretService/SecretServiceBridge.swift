@@ -31,6 +31,8 @@ package struct SecretServiceBridge: Service {
     /// The session bus address from `environment`, or a message saying how to give one.
     package static func sessionBusAddress(_ environment: [String: String]) throws(KeychainError) -> String {
         if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }
+        // Started by the bus itself (D-Bus activation without systemd): the bus that started it.
+        if environment["DBUS_STARTER_BUS_TYPE"] == "session", let address = environment["DBUS_STARTER_ADDRESS"], !address.isEmpty { return address }
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty,
            FileManager.default.fileExists(atPath: runtime + "/bus") { return "unix:path=" + runtime + "/bus" }
         throw KeychainError(code: .notAvailable, message: "--secret-service needs the session bus: DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist. Start keychaind from the desktop session (systemd --user does), or set DBUS_SESSION_BUS_ADDRESS.")

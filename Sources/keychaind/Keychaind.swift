@@ -69,6 +69,9 @@ struct Keychaind: AsyncParsableCommand {
     @Flag(name: .customLong("secret-service-replace"), help: "With --secret-service: take the name over from another provider that allows it (gnome-keyring), instead of refusing to start.")
     var secretServiceReplace = false
 
+    /// The exit status when another program owns org.freedesktop.secrets.
+    static let nameTakenStatus: Int32 = 3
+
     mutating func run() async throws {
         // No core dumps, no ptrace or /proc/PID/mem by other processes of this user: the class keys live here.
         if ckeychain_set_nondumpable() != 0 {
@@ -106,9 +109,15 @@ struct Keychaind: AsyncParsableCommand {
                 return [SecretServiceBridge(address: address, replace: replace, policy: policy, engine: served.engine, context: context)]
             }
         }
-        try await launcher.run {
-            // Tests and scripts wait for this line on stderr before connecting.
-            FileHandle.standardError.write(Data("keychaind: ready\n".utf8))
+        do {
+            try await launcher.run {
+                // Tests and scripts wait for this line on stderr before connecting.
+                FileHandle.standardError.write(Data("keychaind: ready\n".utf8))
+            }
+        } catch let taken as SecretServiceProvider.NameTaken {
+            // Its own status, so that systemd does not restart into the same refusal (RestartPreventExitStatus=3).
+            FileHandle.standardError.write(Data("keychaind: \(taken)\n".utf8))
+            throw ExitCode(Self.nameTakenStatus)
         }
     }
 }

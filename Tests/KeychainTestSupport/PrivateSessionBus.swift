@@ -21,11 +21,36 @@ public final class PrivateSessionBus: Sendable {
     private let process: Process
 
     /// Starts dbus-daemon and reads the address it prints once it listens (within `timeout`).
-    public init(timeout: Duration = .seconds(10)) throws {
+    ///
+    /// With `serviceDirectory`, the bus activates the services whose `.service` files are there (and only those),
+    /// starting them with `environment`.
+    public init(timeout: Duration = .seconds(10), serviceDirectory: String? = nil, environment: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.daemonPath)
-        process.arguments = ["--session", "--print-address", "--nofork", "--nopidfile", "--nosyslog"]
-        process.environment = ["PATH": "/usr/bin:/bin"]
+        var arguments = ["--print-address", "--nofork", "--nopidfile", "--nosyslog"]
+        if let serviceDirectory {
+            let config = serviceDirectory + "/bus.conf"
+            try Data("""
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:tmpdir=/tmp</listen>
+              <servicedir>\(serviceDirectory)</servicedir>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+
+            """.utf8).write(to: URL(fileURLWithPath: config))
+            arguments.append("--config-file=" + config)
+        } else {
+            arguments.append("--session")
+        }
+        process.arguments = arguments
+        process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { _, given in given }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
