@@ -1,4 +1,5 @@
 import Foundation
+import KeychainDBus
 import KeychainTestSupport
 import Testing
 
@@ -76,10 +77,18 @@ struct SecretServiceClientTests {
         #expect(unknown.stderr.contains("No such object"))
     }
 
-    @Test("A Secret Service item is a keychain item: security sees it, and a delete through security is seen on the bus")
+    @Test("A Secret Service item is a keychain item: security sees it, and a delete through security is seen on the bus, signal included")
     func itemsAreKeychainItems() throws {
         let rig = try SecretServiceRig()
+        let watcher = try DBusConnection(address: rig.bus.address)
+        let provider = try watcher.nameOwner(of: "org.freedesktop.secrets")
+        let signals = try watcher.subscribe(sender: provider, path: "/org/freedesktop/secrets/collection/login",
+                                            interface: "org.freedesktop.Secret.Collection", member: nil)
         #expect(try rig.run("/usr/bin/secret-tool", ["store", "--label=Shared label", "app", "demo"], input: "visible").status == 0)
+        let created = try #require(try watcher.nextSignal(from: signals, until: .now + .seconds(10)))
+        #expect(created.member == "ItemCreated")
+        let path = try #require(created.arguments.first?.string)
+        #expect(path.hasPrefix("/org/freedesktop/secrets/collection/login/"))
         let dump = try rig.security(["dump-keychain"])
         #expect(dump.status == 0, "\(dump.stderr)")
         #expect(dump.stdout.contains("Shared label"))
@@ -90,6 +99,9 @@ struct SecretServiceClientTests {
         #expect(database.range(of: Data("demo".utf8)) == nil)
         let deleted = try rig.security(["delete-generic-password", "-s", "secret-service:login", "-l", "Shared label"])
         #expect(deleted.status == 0, "\(deleted.stderr)")
+        let gone = try #require(try watcher.nextSignal(from: signals, until: .now + .seconds(10)))
+        #expect(gone.member == "ItemDeleted")
+        #expect(gone.arguments.first?.string == path)
         #expect(try rig.run("/usr/bin/secret-tool", ["lookup", "app", "demo"]).status == 1)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Crypto
 import GRDB
 import Logging
+import Synchronization
 
 /// Apple's four item operations on typed queries: add, find, update, delete.
 extension KeychainEngine {
@@ -52,6 +53,7 @@ extension KeychainEngine {
             }
         }
         logger.debug("add", metadata: ["class": "\(cls.rawValue)"])
+        changeObservers.notify([ItemChange(kind: .added, itemClass: cls, attributes: attributes)])
         return FoundItem(itemClass: cls, uuid: uuid, attributes: attributes, data: q.valueData)
     }
 
@@ -199,7 +201,10 @@ extension KeychainEngine {
             guard case .data(let bytes) = value else { return nil }
             return AccessControl(encoded: bytes)
         }
+        let observed = changeObservers.isObserved
+        let changed = Mutex<[ItemChange]>([])
         let count = try write { db in
+            changed.withLock { $0 = [] }
             let rows = try matchingRows(db, q, groups: groups, includeSecret: true, limit: nil, damaged: .skipUnlessNoneIntact)
             guard !rows.isEmpty else { throw KeychainError.notFound() }
             // An item whose secret needs presence is changed only with the proof (Apple decrypts the item to
@@ -275,10 +280,12 @@ extension KeychainEngine {
                 if let newExtended {
                     try KeychainEngine.indexExtendedAttributes(db, item: stored.rowid, hashes: newExtended, replacing: true)
                 }
+                if observed { changed.withLock { $0.append(ItemChange(kind: .updated, itemClass: cls, attributes: attributes)) } }
             }
             return rows.count
         }
         logger.debug("update", metadata: ["class": "\(cls.rawValue)", "count": "\(count)"])
+        changeObservers.notify(changed.withLock { $0 })
     }
 
     /// Deletes every matching item (Apple's `SecItemDelete`), leaving tombstones for synchronizable ones.
@@ -307,9 +314,12 @@ extension KeychainEngine {
             return identities.count
         }
         let groups = try visibleGroups(q, caller: caller)
+        let observed = changeObservers.isObserved
+        let deleted = Mutex<[ItemChange]>([])
         let count = try write { db in
             let rows = try matchingRows(db, q, groups: groups, includeSecret: false, limit: nil, damaged: .skipUnlessNoneIntact)
             guard !rows.isEmpty else { throw KeychainError.notFound() }
+            if observed { deleted.withLock { $0 = rows.map { ItemChange(kind: .deleted, itemClass: cls, attributes: $0.1.attributes) } } }
             for (stored, item) in rows {
                 if stored.identity.sync {
                     var attributes = item.attributes
@@ -327,6 +337,7 @@ extension KeychainEngine {
             return rows.count
         }
         logger.debug("delete", metadata: ["class": "\(cls.rawValue)", "count": "\(count)"])
+        changeObservers.notify(deleted.withLock { $0 })
         return count
     }
 }

@@ -40,6 +40,8 @@ package final class KeychainEngine: Sendable {
     let selectStatements = Mutex<[SelectShape: String]>([:])
     /// The proofs of presence this engine holds (emptied by every lock).
     let presence = PresenceLedger()
+    /// Who hears of committed item changes (see ``observeChanges(_:)``).
+    let changeObservers = ChangeObservers()
 
     /// The keys usable right now.
     var crypto: ItemCrypto { keys.crypto }

@@ -268,8 +268,7 @@ extension SecretServiceProvider {
         case "Delete":
             try expect(call, "")
             try requireUnlocked(collection, for: caller)
-            let items = try keychain { () throws(KeychainError) in try store.deleteCollection(collection) }
-            for item in items { signal(collection.path, Self.collectionInterface, "ItemDeleted", [.objectPath(item.path)]) }
+            _ = try keychain { () throws(KeychainError) in try store.deleteCollection(collection) }
             signal(SecretObjectPath.root, Self.serviceInterface, "CollectionDeleted", [.objectPath(collection.path)])
             return [Self.none]
         case "SearchItems":
@@ -290,11 +289,11 @@ extension SecretServiceProvider {
                 attributes = parsed
             }
             let (secret, contentType) = try decode(call.arguments[1], caller: call.sender)
-            let (item, created) = try keychain { () throws(KeychainError) in
+            // ItemCreated or ItemChanged is told by the engine's change observer (see itemChanges(_:)).
+            let (item, _) = try keychain { () throws(KeychainError) in
                 try store.createItem(in: collection, label: label, attributes: attributes, secret: secret,
                                      contentType: contentType, replace: replace)
             }
-            signal(collection.path, Self.collectionInterface, created ? "ItemCreated" : "ItemChanged", [.objectPath(item.path)])
             return [.objectPath(item.path), Self.none]
         default:
             throw unknownMethod(call)
@@ -307,13 +306,12 @@ extension SecretServiceProvider {
                     caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
         guard on(call, Self.itemInterface) else { throw unknownMethod(call) }
         guard let collection = try visibleCollection(name, caller: caller),
-              let item = try keychain({ () throws(KeychainError) in try store.item(id, in: collection) }) else { throw .noObject(call.path) }
+              try keychain({ () throws(KeychainError) in try store.item(id, in: collection) }) != nil else { throw .noObject(call.path) }
         switch call.member {
         case "Delete":
             try expect(call, "")
             try requireUnlocked(collection, for: caller)
             try keychain { () throws(KeychainError) in try store.deleteItem(id, in: collection) }
-            signal(collection.path, Self.collectionInterface, "ItemDeleted", [.objectPath(item.path)])
             return [Self.none]
         case "GetSecret":
             try expect(call, "o")
@@ -327,7 +325,6 @@ extension SecretServiceProvider {
             try requireUnlocked(collection, for: caller)
             let (secret, contentType) = try decode(call.arguments[0], caller: call.sender)
             try keychain { () throws(KeychainError) in try store.setSecret(secret, contentType: contentType, of: id, in: collection) }
-            signal(collection.path, Self.collectionInterface, "ItemChanged", [.objectPath(item.path)])
             return []
         default:
             throw unknownMethod(call)

@@ -91,7 +91,7 @@ extension SecretServiceProvider {
             signal(SecretObjectPath.root, Self.serviceInterface, "CollectionChanged", [.objectPath(collection.path)])
         case (.item(let collectionName, let id), Self.itemInterface, "Label"), (.item(let collectionName, let id), Self.itemInterface, "Attributes"):
             guard let collection = try visibleCollection(collectionName, caller: caller),
-                  let item = try keychain({ () throws(KeychainError) in try store.item(id, in: collection) }) else { throw .noObject(path) }
+                  try keychain({ () throws(KeychainError) in try store.item(id, in: collection) }) != nil else { throw .noObject(path) }
             try requireUnlocked(collection, for: caller)
             if name == "Label" {
                 guard case .string(let label) = value else { throw .invalid("Label is a string.") }
@@ -100,7 +100,6 @@ extension SecretServiceProvider {
                 guard let attributes = SecretValues.stringDictionary(value) else { throw .invalid("Attributes is a{ss}.") }
                 try keychain { () throws(KeychainError) in try store.setAttributes(attributes, ofItem: id, in: collection) }
             }
-            signal(collection.path, Self.collectionInterface, "ItemChanged", [.objectPath(item.path)])
         default:
             _ = try values(of: object, interface: interface, caller: caller, path: path)
             throw SecretServiceError(name: SecretServiceError.propertyReadOnly, message: "\(interface).\(name) cannot be set at \(path).")

@@ -32,6 +32,27 @@ package final class SecretServiceProvider: Sendable {
         self.logger = logger
     }
 
+    /// Reports item changes on the bus, whoever made them (a client here, SecItem or `security` through keychaind):
+    /// `ItemCreated`, `ItemChanged` and `ItemDeleted` on the item's collection.
+    func observeItemChanges() {
+        let bus = self.bus
+        store.engine.observeChanges { changes in
+            for change in changes where change.itemClass == .genericPassword {
+                guard let service = change.attributes["svce"]?.stringValue, service.hasPrefix(SecretStore.itemServicePrefix),
+                      let id = change.attributes["acct"]?.stringValue else { continue }
+                let collection = String(service.dropFirst(SecretStore.itemServicePrefix.count))
+                guard SecretObjectPath.isElement(collection), SecretObjectPath.isElement(id) else { continue }
+                let member = switch change.kind {
+                case .added: "ItemCreated"
+                case .updated: "ItemChanged"
+                case .deleted: "ItemDeleted"
+                }
+                bus.emitSignal(path: SecretObjectPath.collection(collection), interface: Self.collectionInterface, member: member,
+                               [.objectPath(SecretObjectPath.item(collection, id))])
+            }
+        }
+    }
+
     /// Why the provider could not take the name.
     package struct NameTaken: Error, CustomStringConvertible {
         /// The current owner's unique name, when the bus says.
@@ -58,6 +79,7 @@ package final class SecretServiceProvider: Sendable {
 
     /// Serves calls until the bus connection ends (or the task is cancelled).
     package func run() async {
+        observeItemChanges()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 for await change in bus.peerDepartures where change.newOwner.isEmpty {

@@ -103,7 +103,10 @@ package struct SecretStore: Sendable {
         return q
     }
 
-    private static func itemService(_ collection: String) -> String { "secret-service:" + collection }
+    /// The service (`svce`) of a collection's items is this prefix and the collection's identifier.
+    package static let itemServicePrefix = "secret-service:"
+
+    private static func itemService(_ collection: String) -> String { itemServicePrefix + collection }
 
     // MARK: Collections
 
