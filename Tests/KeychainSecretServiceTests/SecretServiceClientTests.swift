@@ -104,4 +104,23 @@ struct SecretServiceClientTests {
         #expect(gone.arguments.first?.string == path)
         #expect(try rig.run("/usr/bin/secret-tool", ["lookup", "app", "demo"]).status == 1)
     }
+
+    @Test("The session collection keeps items in memory only: found while keychaind runs, gone after a restart")
+    func sessionCollection() throws {
+        let rig = try SecretServiceRig()
+        let stored = try rig.run("/usr/bin/secret-tool", ["store", "--label=temporary", "--collection=/org/freedesktop/secrets/aliases/session", "kind", "session"], input: "in memory")
+        #expect(stored.status == 0, "\(stored.stderr)")
+        #expect(try rig.run("/usr/bin/secret-tool", ["store", "--label=kept", "kind", "login"], input: "on disk").status == 0)
+        #expect(try rig.run("/usr/bin/secret-tool", ["lookup", "kind", "session"]).stdout == "in memory")
+        let search = try rig.run("/usr/bin/secret-tool", ["search", "--all", "kind", "session"])
+        #expect(search.stdout.contains("label = temporary"))
+        let introspected = try rig.run("/usr/bin/busctl", ["--user", "introspect", "org.freedesktop.secrets", "/org/freedesktop/secrets/collection/session"])
+        #expect(introspected.stdout.contains("org.freedesktop.Secret.Collection"))
+        // Nothing of it reaches the disk.
+        let database = try Data(contentsOf: URL(fileURLWithPath: rig.home + "/keychain-2.db"))
+        #expect(database.range(of: Data("temporary".utf8)) == nil)
+        try rig.restart()
+        #expect(try rig.run("/usr/bin/secret-tool", ["lookup", "kind", "session"]).status == 1)
+        #expect(try rig.run("/usr/bin/secret-tool", ["lookup", "kind", "login"]).stdout == "on disk")
+    }
 }

@@ -36,6 +36,15 @@ package final class SecretServiceProvider: Sendable {
     /// `ItemCreated`, `ItemChanged` and `ItemDeleted` on the item's collection.
     func observeItemChanges() {
         let bus = self.bus
+        store.session.observe { kind, item in
+            let member = switch kind {
+            case .added: "ItemCreated"
+            case .updated: "ItemChanged"
+            case .deleted: "ItemDeleted"
+            }
+            bus.emitSignal(path: SecretObjectPath.collection(item.collection), interface: Self.collectionInterface, member: member,
+                           [.objectPath(item.path)])
+        }
         store.engine.observeChanges { changes in
             for change in changes where change.itemClass == .genericPassword {
                 guard let service = change.attributes["svce"]?.stringValue, service.hasPrefix(SecretStore.itemServicePrefix),

@@ -67,6 +67,8 @@ package struct SecretStore: Sendable {
     /// are in a group no program is given; only the admin tool, with every group, could change them otherwise,
     /// and a change it makes is seen after keychaind restarts.)
     private let metadata = MetadataCache()
+    /// The `session` collection, kept in memory.
+    let session = SessionCollection()
 
     final class MetadataCache: Sendable {
         let state = Mutex<(collections: [SecretCollection]?, aliases: [String: String]?)>((nil, nil))
@@ -112,7 +114,7 @@ package struct SecretStore: Sendable {
 
     /// Every collection, the default one (`login`) made first when there is none.
     package func collections() throws(KeychainError) -> [SecretCollection] {
-        if let cached = metadata.state.withLock({ $0.collections }) { return cached }
+        if let cached = metadata.state.withLock({ $0.collections }) { return cached + [session.collection] }
         var q = query(group: Self.metadataGroup, service: "collection")
         q.limit = .all
         q.returns.attributes = true
@@ -127,15 +129,18 @@ package struct SecretStore: Sendable {
             try setAlias("default", to: login.id)
             found = [login]
         }
-        let sorted = found.sorted { $0.id < $1.id }
+        let sorted = found.filter { $0.id != SessionCollection.id }.sorted { $0.id < $1.id }
         metadata.state.withLock { $0.collections = sorted }
-        return sorted
+        return sorted + [session.collection]
     }
 
     /// The collection named `id`, or nil.
     package func collection(id: String) throws(KeychainError) -> SecretCollection? {
         try collections().first { $0.id == id }
     }
+
+    /// Whether `collection` is the in-memory `session` collection.
+    private func inMemory(_ collection: SecretCollection) -> Bool { collection.id == SessionCollection.id }
 
     private static func collection(from item: FoundItem) -> SecretCollection? {
         guard let id = item.attributes["acct"]?.stringValue, let group = item.attributes["gena"]?.stringValue,
@@ -155,7 +160,7 @@ package struct SecretStore: Sendable {
             }
         }
         var chosen = id ?? SecretObjectPath.element(fromLabel: label, fallback: "collection")
-        if id == nil, existing.contains(chosen) {
+        if id == nil, existing.contains(chosen) || chosen == SessionCollection.id {
             var n = 1
             while existing.contains("\(chosen)_\(n)") { n += 1 }
             chosen = "\(chosen)_\(n)"
@@ -174,6 +179,9 @@ package struct SecretStore: Sendable {
 
     /// Relabels collection `id`.
     package func setLabel(_ label: String, ofCollection id: String) throws(KeychainError) {
+        guard id != SessionCollection.id else {
+            throw KeychainError(code: .invalidParameter, message: "The session collection keeps its label.")
+        }
         defer { metadata.invalidate() }
         try engine.update(query(group: Self.metadataGroup, service: "collection", account: id),
                           attributes: ["labl": .string(label)], sync: nil, data: nil, caller: everything)
@@ -181,6 +189,7 @@ package struct SecretStore: Sendable {
 
     /// Deletes collection `id`, its items, and the aliases that named it; returns the items deleted.
     package func deleteCollection(_ collection: SecretCollection) throws(KeychainError) -> [SecretItem] {
+        if inMemory(collection) { return session.removeAll() }
         defer { metadata.invalidate() }
         let items = try self.items(in: collection)
         do {
@@ -219,6 +228,7 @@ package struct SecretStore: Sendable {
 
     /// The collection `alias` names, or nil.
     package func resolve(alias: String) throws(KeychainError) -> String? {
+        if alias == SessionCollection.id { return SessionCollection.id }
         if alias == "default" { _ = try collections() }
         return try aliases()[alias]
     }
@@ -252,6 +262,7 @@ package struct SecretStore: Sendable {
 
     /// The items of `collection` whose attributes include every pair of `matching` (all of them when empty).
     package func items(in collection: SecretCollection, matching: [String: String] = [:]) throws(KeychainError) -> [SecretItem] {
+        if inMemory(collection) { return session.items(matching: matching) }
         var q = query(group: collection.group, service: Self.itemService(collection.id))
         q.limit = .all
         q.returns.attributes = true
@@ -265,6 +276,7 @@ package struct SecretStore: Sendable {
 
     /// Item `id` of `collection`, or nil.
     package func item(_ id: String, in collection: SecretCollection) throws(KeychainError) -> SecretItem? {
+        if inMemory(collection) { return session.item(id) }
         var q = query(group: collection.group, service: Self.itemService(collection.id), account: id)
         q.returns.attributes = true
         do {
@@ -276,6 +288,7 @@ package struct SecretStore: Sendable {
 
     /// The secret of item `id` and its content type.
     package func secret(of id: String, in collection: SecretCollection) throws(KeychainError) -> (value: Data, contentType: String) {
+        if inMemory(collection) { return try session.secret(id) }
         var q = query(group: collection.group, service: Self.itemService(collection.id), account: id)
         q.returns.data = true
         q.returns.attributes = true
@@ -291,6 +304,10 @@ package struct SecretStore: Sendable {
                             secret: Data, contentType: String, replace: Bool) throws(KeychainError) -> (SecretItem, created: Bool) {
         let extended = ExtendedAttributes(attributes)
         try extended.validate()
+        if inMemory(collection) {
+            let id = random(8).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+            return try session.create(id: id, label: label, attributes: attributes, secret: secret, contentType: contentType, replace: replace)
+        }
         if replace, let existing = try items(in: collection, matching: attributes).first(where: { $0.attributes == attributes }) {
             try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: existing.id),
                               attributes: ["labl": .string(label), "xcty": .string(contentType)], sync: nil, data: secret,
@@ -312,12 +329,14 @@ package struct SecretStore: Sendable {
 
     /// Changes item `id`'s secret and content type.
     package func setSecret(_ secret: Data, contentType: String, of id: String, in collection: SecretCollection) throws(KeychainError) {
+        if inMemory(collection) { return try session.update(id) { $0.secret = secret; $0.contentType = contentType } }
         try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: id),
                           attributes: ["xcty": .string(contentType)], sync: nil, data: secret, caller: everything)
     }
 
     /// Changes item `id`'s label.
     package func setLabel(_ label: String, ofItem id: String, in collection: SecretCollection) throws(KeychainError) {
+        if inMemory(collection) { return try session.update(id) { $0.item.label = label } }
         try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: id),
                           attributes: ["labl": .string(label)], sync: nil, data: nil, caller: everything)
     }
@@ -326,12 +345,14 @@ package struct SecretStore: Sendable {
     package func setAttributes(_ attributes: [String: String], ofItem id: String, in collection: SecretCollection) throws(KeychainError) {
         let extended = ExtendedAttributes(attributes)
         try extended.validate()
+        if inMemory(collection) { return try session.update(id) { $0.item.attributes = attributes } }
         try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: id),
                           attributes: [ExtendedAttributes.code: .data(extended.encoded)], sync: nil, data: nil, caller: everything)
     }
 
     /// Deletes item `id`.
     package func deleteItem(_ id: String, in collection: SecretCollection) throws(KeychainError) {
+        if inMemory(collection) { return try session.delete(id) }
         _ = try engine.delete(query(group: collection.group, service: Self.itemService(collection.id), account: id), caller: everything)
     }
 }
