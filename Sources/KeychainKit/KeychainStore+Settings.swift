@@ -15,13 +15,28 @@ extension KeychainStore {
         public var pinentryProgram: String?
         /// Seconds after which an unanswered prompt is stopped and its request fails as cancelled (1–600); nil: 60.
         public var promptTimeout: Int?
+        /// What keychaind's Secret Service (`org.freedesktop.secrets`) does for programs that are not registered;
+        /// nil: ``SecretServicePolicy/ask``. `KEYCHAIN_SECRET_SERVICE_UNREGISTERED` overrides it.
+        public var secretServiceUnregistered: SecretServicePolicy?
+
+        /// What the Secret Service does for a program that is not registered (`security app add`).
+        public enum SecretServicePolicy: String, Sendable, Hashable, CaseIterable {
+            /// The person is asked once per program and collection: allow once, always, or deny.
+            case ask
+            /// Every program of the user reaches the collections of unregistered programs (gnome-keyring's behaviour).
+            case allow
+            /// Programs that are not registered are refused.
+            case deny
+        }
 
         /// Settings with these values.
-        public init(idleTimeout: Int? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Int? = nil) {
+        public init(idleTimeout: Int? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Int? = nil,
+                    secretServiceUnregistered: SecretServicePolicy? = nil) {
             self.idleTimeout = idleTimeout
             self.lockOnSleep = lockOnSleep
             self.pinentryProgram = pinentryProgram
             self.promptTimeout = promptTimeout
+            self.secretServiceUnregistered = secretServiceUnregistered
         }
 
         /// How long keychaind waits before locking when no settings were ever set (its `--idle-lock` default).
@@ -31,13 +46,15 @@ extension KeychainStore {
     /// The keychain's settings; nil when none were ever set (keychaind's own default applies).
     public func settings() throws(KeychainError) -> Settings? {
         try connection.settings().map {
-            Settings(idleTimeout: $0.idleTimeout, lockOnSleep: $0.lockOnSleep, pinentryProgram: $0.pinentryProgram, promptTimeout: $0.promptTimeout)
+            Settings(idleTimeout: $0.idleTimeout, lockOnSleep: $0.lockOnSleep, pinentryProgram: $0.pinentryProgram, promptTimeout: $0.promptTimeout,
+                     secretServiceUnregistered: $0.secretServiceUnregistered.flatMap(Settings.SecretServicePolicy.init(rawValue:)))
         }
     }
 
     /// Replaces the keychain's settings. Through keychaind only the admin tool may (see ``administrator(defaultAccessGroup:createIfMissing:)``).
     public func setSettings(_ settings: Settings) throws(KeychainError) {
         try connection.setSettings(KeychainSettings(idleTimeout: settings.idleTimeout, lockOnSleep: settings.lockOnSleep,
-                                                    pinentryProgram: settings.pinentryProgram, promptTimeout: settings.promptTimeout))
+                                                    pinentryProgram: settings.pinentryProgram, promptTimeout: settings.promptTimeout,
+                                                    secretServiceUnregistered: settings.secretServiceUnregistered?.rawValue))
     }
 }

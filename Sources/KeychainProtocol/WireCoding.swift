@@ -142,6 +142,7 @@ extension BinaryWriter {
         bool(s.lockOnSleep)
         optional(s.pinentryProgram) { $0.string($1) }
         optional(s.promptTimeout) { $0.int($1) }
+        optional(s.secretServiceUnregistered) { $0.string($1) }
     }
 
     mutating func lockState(_ state: LockState) {
@@ -315,7 +316,8 @@ extension BinaryReader {
     mutating func settings() throws(KeychainError) -> KeychainSettings {
         KeychainSettings(idleTimeout: try optional { (r) throws(KeychainError) in try r.int() }, lockOnSleep: try bool(),
                          pinentryProgram: try optional { (r) throws(KeychainError) in try r.string() },
-                         promptTimeout: try optional { (r) throws(KeychainError) in try r.int() })
+                         promptTimeout: try optional { (r) throws(KeychainError) in try r.int() },
+                         secretServiceUnregistered: try optional { (r) throws(KeychainError) in try r.string() })
     }
 
     mutating func lockState() throws(KeychainError) -> LockState {

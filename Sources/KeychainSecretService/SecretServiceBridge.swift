@@ -12,15 +12,15 @@ package struct SecretServiceBridge: Service {
     package var address: String
     /// Whether to take the name from a provider that allows it (gnome-keyring does).
     package var replace: Bool
-    /// The policy for programs that are not registered.
-    package var policy: UnregisteredCallerPolicy
+    /// The policy for programs that are not registered from the environment (nil: the keychain's settings decide).
+    package var policy: UnregisteredCallerPolicy?
     /// The served keychain's engine.
     package var engine: KeychainEngine
     /// keychaind's caller identification.
     package var context: DaemonLauncher.DaemonContext
 
     /// A bridge for `engine` on the bus at `address`.
-    package init(address: String, replace: Bool, policy: UnregisteredCallerPolicy, engine: KeychainEngine, context: DaemonLauncher.DaemonContext) {
+    package init(address: String, replace: Bool, policy: UnregisteredCallerPolicy?, engine: KeychainEngine, context: DaemonLauncher.DaemonContext) {
         self.address = address
         self.replace = replace
         self.policy = policy
@@ -47,7 +47,7 @@ package struct SecretServiceBridge: Service {
             throw KeychainError(code: .notAvailable, message: "The session bus at \(address) could not be reached: \(error.message)")
         }
         defer { bus.close() }
-        let access = SecretServiceAccess(authority: context.authority, policy: policy, prompters: context.prompters, logger: context.logger)
+        let access = SecretServiceAccess(authority: context.authority, environmentPolicy: policy, prompters: context.prompters, logger: context.logger)
         let provider = SecretServiceProvider(bus: bus, store: SecretStore(engine: engine), access: access, logger: context.logger)
         try await provider.claimName(replace: replace)
         // The default collection exists before the first call asks for it.

@@ -105,7 +105,7 @@ struct Keychaind: AsyncParsableCommand {
             let replace = secretServiceReplace
             launcher.additionalServices = { context in
                 guard let served = context.keychains.open.first else { return [] }
-                let policy = try UnregisteredCallerPolicy.resolve(environment: environment, settings: nil)
+                let policy = try UnregisteredCallerPolicy.fromEnvironment(environment)
                 return [SecretServiceBridge(address: address, replace: replace, policy: policy, engine: served.engine, context: context)]
             }
         }

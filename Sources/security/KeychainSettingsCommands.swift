@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import KeychainKit
 
+extension KeychainStore.Settings.SecretServicePolicy: ExpressibleByArgument {}
+
 /// `security show-keychain-info`: the keychain's lock settings, in macOS's one-line form.
 struct ShowKeychainInfo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -64,6 +66,9 @@ struct SetKeychainSettings: AsyncParsableCommand {
     @Option(name: .customLong("prompt-timeout"), help: ArgumentHelp("Seconds before an unanswered prompt is stopped and its request fails as cancelled (1-600; default 60). Kept when not given.", valueName: "seconds"))
     var promptTimeout: Int?
 
+    @Option(name: .customLong("secret-service-unregistered"), help: ArgumentHelp("What the Secret Service does for programs that are not registered: ask (the person allows once, always or denies), allow (every program of the user, as gnome-keyring), or deny. KEYCHAIN_SECRET_SERVICE_UNREGISTERED overrides it. Kept when not given.", valueName: "ask|allow|deny"))
+    var secretServiceUnregistered: KeychainStore.Settings.SecretServicePolicy?
+
     @OptionGroup var keychainNames: KeychainNames
 
     func validate() throws {
@@ -80,7 +85,8 @@ struct SetKeychainSettings: AsyncParsableCommand {
             let current = try store.settings()
             let settings = KeychainStore.Settings(idleTimeout: timeout ?? (useTimeout ? 300 : nil), lockOnSleep: lockOnSleep,
                                                   pinentryProgram: pinentry ?? current?.pinentryProgram,
-                                                  promptTimeout: promptTimeout ?? current?.promptTimeout)
+                                                  promptTimeout: promptTimeout ?? current?.promptTimeout,
+                                                  secretServiceUnregistered: secretServiceUnregistered ?? current?.secretServiceUnregistered)
             try store.setSettings(settings)
         } catch {
             throw ToolFailure(function, error)

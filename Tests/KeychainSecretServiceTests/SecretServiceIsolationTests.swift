@@ -129,4 +129,25 @@ struct SecretServiceIsolationTests {
         let strangerStores = try rig.run("/usr/bin/secret-tool", ["store", "--label=x", "k", "v"], input: "s")
         #expect(strangerStores.status != 0)
     }
+
+    @Test("The keychain's settings choose the policy (ask by default) and apply at once")
+    func policyFromSettings() throws {
+        let rig = try SecretServiceRig(policy: "")
+        let program = try rig.pythonCopy("settings-app")
+        // Nothing set: ask (the scripted pinentry cancels).
+        #expect(try rig.python(Self.storeAndRead, interpreter: program, arguments: ["a"]).stdout == "dismissed\nlocked\n")
+        #expect(rig.promptsShown == 1)
+        let allowed = try rig.security(["set-keychain-settings", "--secret-service-unregistered", "allow"])
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(try rig.python(Self.storeAndRead, interpreter: program, arguments: ["b"]).stdout == "read b\n")
+        #expect(try rig.security(["set-keychain-settings", "--secret-service-unregistered", "deny"]).status == 0)
+        let denied = try rig.run("/usr/bin/secret-tool", ["lookup", "app", "b"])
+        #expect(denied.status == 1)
+        #expect(denied.stdout == "")
+        let wrong = try rig.security(["set-keychain-settings", "--secret-service-unregistered", "maybe"])
+        #expect(wrong.status == 2)
+        #expect(wrong.stderr.contains("ask"))
+        // The pinentry setting was kept through both changes.
+        #expect(try String(contentsOfFile: rig.home + "/keychain.settings", encoding: .utf8).contains("pinentry-program"))
+    }
 }

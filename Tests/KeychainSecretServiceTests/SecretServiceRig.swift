@@ -52,10 +52,12 @@ final class SecretServiceRig: @unchecked Sendable {
     }
 
     /// The environment of keychaind and of every client.
+    /// (An empty `policy` leaves `KEYCHAIN_SECRET_SERVICE_UNREGISTERED` unset: the keychain's settings decide.)
     var environment: [String: String] {
-        ["KEYCHAIN_HOME": home, "HOME": root, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-         "DBUS_SESSION_BUS_ADDRESS": bus.address, "KEYCHAIN_SECRET_SERVICE_UNREGISTERED": policy,
-         "KEYCHAIN_DAEMON_SOCKET": socket]
+        var env = ["KEYCHAIN_HOME": home, "HOME": root, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+                   "DBUS_SESSION_BUS_ADDRESS": bus.address, "KEYCHAIN_DAEMON_SOCKET": socket]
+        if !policy.isEmpty { env["KEYCHAIN_SECRET_SERVICE_UNREGISTERED"] = policy }
+        return env
     }
 
     /// Starts keychaind and waits until it owns org.freedesktop.secrets.

@@ -15,13 +15,21 @@ package struct KeychainSettings: Sendable, Hashable {
     package var pinentryProgram: String?
     /// Seconds a prompt stays open before it is stopped (`prompt-timeout`); nil is the prompter's default (60).
     package var promptTimeout: Int?
+    /// What keychaind's Secret Service does for programs that are not registered (`secret-service-unregistered`):
+    /// `ask`, `allow` or `deny`; nil is `ask`. The environment's `KEYCHAIN_SECRET_SERVICE_UNREGISTERED` overrides it.
+    package var secretServiceUnregistered: String?
+
+    /// The values ``secretServiceUnregistered`` may take.
+    package static let secretServicePolicies = ["ask", "allow", "deny"]
 
     /// Settings from their values; each defaults to "not set" (never lock on idle or sleep, the prompter's defaults).
-    package init(idleTimeout: Int? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Int? = nil) {
+    package init(idleTimeout: Int? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Int? = nil,
+                 secretServiceUnregistered: String? = nil) {
         self.idleTimeout = idleTimeout
         self.lockOnSleep = lockOnSleep
         self.pinentryProgram = pinentryProgram
         self.promptTimeout = promptTimeout
+        self.secretServiceUnregistered = secretServiceUnregistered
     }
 
     /// How long keychaind waits before locking when no settings were ever set (its `--idle-lock` default).
@@ -41,7 +49,8 @@ package struct KeychainSettings: Sendable, Hashable {
         return KeychainSettings(idleTimeout: timeout.flatMap { $0 > 0 ? $0 : nil },
                                 lockOnSleep: (plist["lock-on-sleep"] as? Bool) ?? false,
                                 pinentryProgram: (plist["pinentry-program"] as? String).flatMap { $0.isEmpty ? nil : $0 },
-                                promptTimeout: promptTimeout.flatMap { $0 > 0 ? $0 : nil })
+                                promptTimeout: promptTimeout.flatMap { $0 > 0 ? $0 : nil },
+                                secretServiceUnregistered: (plist["secret-service-unregistered"] as? String).flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// Writes the settings atomically.
@@ -50,6 +59,7 @@ package struct KeychainSettings: Sendable, Hashable {
         if let idleTimeout { plist["idle-timeout"] = idleTimeout }
         if let pinentryProgram { plist["pinentry-program"] = pinentryProgram }
         if let promptTimeout { plist["prompt-timeout"] = promptTimeout }
+        if let secretServiceUnregistered { plist["secret-service-unregistered"] = secretServiceUnregistered }
         let data: Data
         do {
             data = try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)

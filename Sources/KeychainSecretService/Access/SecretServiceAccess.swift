@@ -18,17 +18,14 @@ package enum UnregisteredCallerPolicy: String, Sendable, Hashable, CaseIterable 
     /// The environment variable that overrides the keychain's setting.
     package static let environmentVariable = "KEYCHAIN_SECRET_SERVICE_UNREGISTERED"
 
-    /// The policy from `environment` (when set), else `settings`, else ``ask``; an unknown value is an error that
-    /// names the accepted ones.
-    package static func resolve(environment: [String: String], settings: String?) throws(KeychainError) -> UnregisteredCallerPolicy {
-        for value in [environment[environmentVariable], settings] {
-            guard let value, !value.isEmpty else { continue }
-            guard let policy = UnregisteredCallerPolicy(rawValue: value) else {
-                throw KeychainError(code: .invalidParameter, message: "\(environmentVariable) (or the keychain's secret-service setting) is '\(value)'; it must be ask, allow or deny.")
-            }
-            return policy
+    /// The policy `environment` sets, or nil when it sets none; an unknown value is an error that names the
+    /// accepted ones.
+    package static func fromEnvironment(_ environment: [String: String]) throws(KeychainError) -> UnregisteredCallerPolicy? {
+        guard let value = environment[environmentVariable], !value.isEmpty else { return nil }
+        guard let policy = UnregisteredCallerPolicy(rawValue: value) else {
+            throw KeychainError(code: .invalidParameter, message: "\(environmentVariable) is '\(value)'; it must be ask, allow or deny.")
         }
-        return .ask
+        return policy
     }
 }
 
@@ -60,17 +57,20 @@ package struct SecretServiceCaller: Sendable {
 /// daemon, which records it when the connection is made (see SECURITY.md).
 package final class SecretServiceAccess: Sendable {
     package let authority: Authority
-    package let policy: UnregisteredCallerPolicy
+    /// The policy the environment sets (`KEYCHAIN_SECRET_SERVICE_UNREGISTERED`), which overrides the settings.
+    package let environmentPolicy: UnregisteredCallerPolicy?
     package let prompters: PrompterCache
+    /// The settings' policy as last read, with the settings file's stamp then.
+    private let settingsPolicy = Mutex<(stamp: FileStamp?, policy: UnregisteredCallerPolicy)?>(nil)
     private let logger: Logger
     /// Collections allowed `once`, by bus connection.
     private let onceGrants = Mutex<[String: Set<String>]>([:])
     /// The most connections with `once` grants remembered (the oldest are forgotten past it).
     static let maximumGrantHolders = 4_096
 
-    package init(authority: Authority, policy: UnregisteredCallerPolicy, prompters: PrompterCache, logger: Logger) {
+    package init(authority: Authority, environmentPolicy: UnregisteredCallerPolicy?, prompters: PrompterCache, logger: Logger) {
         self.authority = authority
-        self.policy = policy
+        self.environmentPolicy = environmentPolicy
         self.prompters = prompters
         self.logger = logger
     }
@@ -88,11 +88,36 @@ package final class SecretServiceAccess: Sendable {
         return SecretServiceCaller(busName: busName, session: session, registeredGroups: groups)
     }
 
+    /// The policy for unregistered programs now: the environment's, else the keychain's settings (read again when
+    /// the file changes, so `security set-keychain-settings --secret-service-unregistered` applies at once), else
+    /// ``UnregisteredCallerPolicy/ask``. A value the settings file should not hold counts as `ask`, which never
+    /// grants anything without the person.
+    package func policy(for engine: KeychainEngine) -> UnregisteredCallerPolicy {
+        if let environmentPolicy { return environmentPolicy }
+        let path = KeychainSettings.path(engine.location)
+        let stamp = FileStamp(path: path)
+        if let known = settingsPolicy.withLock({ $0 }), known.stamp == stamp { return known.policy }
+        var policy = UnregisteredCallerPolicy.ask
+        do {
+            if let value = try KeychainSettings.load(engine.location)?.secretServiceUnregistered {
+                if let parsed = UnregisteredCallerPolicy(rawValue: value) {
+                    policy = parsed
+                } else {
+                    logger.warning("keychain.settings has an unknown secret-service-unregistered value; asking", metadata: ["value": "\(value.prefix(32))"])
+                }
+            }
+        } catch {
+            logger.warning("keychain.settings could not be read; the Secret Service asks unregistered programs", metadata: ["reason": "\(error.message)"])
+        }
+        settingsPolicy.withLock { $0 = (stamp, policy) }
+        return policy
+    }
+
     /// Whether `caller` may use `collection` now, without asking anyone.
     package func isGranted(_ caller: SecretServiceCaller, _ collection: SecretCollection) throws(KeychainError) -> Bool {
         if let groups = caller.registeredGroups, groups.contains("*") || groups.contains(collection.group) { return true }
         guard collection.group.hasPrefix(SecretStore.groupPrefix) else { return false }
-        switch policy {
+        switch policy(for: caller.session.engine) {
         case .allow: return true
         case .deny: return false
         case .ask:
@@ -108,7 +133,7 @@ package final class SecretServiceAccess: Sendable {
         guard collection.group.hasPrefix(SecretStore.groupPrefix) else {
             return "Collection '\(collection.label)' belongs to access group \(collection.group); only programs registered for it reach it (`security app add --group \(collection.group) PROGRAM`)."
         }
-        switch policy {
+        switch policy(for: caller.session.engine) {
         case .allow, .ask: return nil
         case .deny:
             return "Programs that are not registered may not use the Secret Service here (\(UnregisteredCallerPolicy.environmentVariable)=deny). Register \(caller.description) with `security app add`."

@@ -122,7 +122,7 @@ extension SecretServiceProvider {
         var group: String?
         if let registered = caller.registeredGroups?.first(where: { $0 != "*" }) {
             group = registered
-        } else if access.policy == .deny {
+        } else if access.policy(for: caller.session.engine) == .deny {
             throw SecretServiceError(name: SecretServiceError.accessDenied, message: "Programs that are not registered may not create collections here (\(UnregisteredCallerPolicy.environmentVariable)=deny). Register \(caller.description) with `security app add`.")
         }
         let collection = try keychain { () throws(KeychainError) in
