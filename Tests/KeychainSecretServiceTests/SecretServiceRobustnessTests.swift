@@ -96,4 +96,42 @@ struct SecretServiceRobustnessTests {
         #expect(try rig.run("/usr/bin/secret-tool", ["lookup", "keep", "me"]).stdout == "intact")
         #expect(try client.nameOwner(of: destination).hasPrefix(":"))
     }
+
+    @Test("Another connection cannot use a session or a prompt it did not open, even knowing its path")
+    func sessionsAndPromptsBelongToTheirConnection() throws {
+        let rig = try SecretServiceRig(policy: "ask")
+        #expect(try rig.run("/usr/bin/secret-tool", ["store", "--label=x", "k", "v"], input: "s").status != 0) // ask: locked, prompt cancelled
+        let result = try rig.python("""
+        import secretstorage, secretstorage.util
+        from secretstorage.util import DBusAddressWrapper
+        from jeepney.wrappers import DBusErrorResponse
+        from secretstorage.exceptions import ItemNotFoundException
+        owner, thief = secretstorage.dbus_init(), secretstorage.dbus_init()
+        session = secretstorage.util.open_session(owner)
+        service = DBusAddressWrapper("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", owner)
+        _, prompt = service.call("Unlock", "ao", ["/org/freedesktop/secrets/aliases/default"])
+        stolen = DBusAddressWrapper("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", thief)
+        def attempt(name, call):
+            try:
+                call()
+                print(name, "allowed")
+            except DBusErrorResponse as error:
+                print(name, error.name)
+            except ItemNotFoundException as error:  # secretstorage's name for NoSuchObject
+                print(name, error.__cause__.name)
+        attempt("GetSecrets", lambda: stolen.call("GetSecrets", "aoo", [], session.object_path))
+        attempt("Close", lambda: DBusAddressWrapper(session.object_path, "org.freedesktop.Secret.Session", thief).call("Close", ""))
+        attempt("Prompt", lambda: DBusAddressWrapper(prompt, "org.freedesktop.Secret.Prompt", thief).call("Prompt", "s", ""))
+        attempt("Dismiss", lambda: DBusAddressWrapper(prompt, "org.freedesktop.Secret.Prompt", thief).call("Dismiss", ""))
+        attempt("own Close", lambda: DBusAddressWrapper(session.object_path, "org.freedesktop.Secret.Session", owner).call("Close", ""))
+        """)
+        #expect(result.stdout == """
+        GetSecrets org.freedesktop.Secret.Error.NoSession
+        Close org.freedesktop.Secret.Error.NoSuchObject
+        Prompt org.freedesktop.Secret.Error.NoSuchObject
+        Dismiss org.freedesktop.Secret.Error.NoSuchObject
+        own Close allowed
+
+        """, "\(result.stderr)")
+    }
 }
