@@ -56,9 +56,11 @@ package struct SecretServiceCaller: Sendable {
 /// run with a different script or input) is that program; and keychaind learns the caller's process from the bus
 /// daemon, which records it when the connection is made (see SECURITY.md).
 package final class SecretServiceAccess: Sendable {
+    /// keychaind's identification of callers (and their registry).
     package let authority: Authority
     /// The policy the environment sets (`KEYCHAIN_SECRET_SERVICE_UNREGISTERED`), which overrides the settings.
     package let environmentPolicy: UnregisteredCallerPolicy?
+    /// What asks the person (pinentry, per the keychain's settings).
     package let prompters: PrompterCache
     /// The settings' policy as last read, with the settings file's stamp then.
     private let settingsPolicy = Mutex<(stamp: FileStamp?, policy: UnregisteredCallerPolicy)?>(nil)
@@ -68,6 +70,7 @@ package final class SecretServiceAccess: Sendable {
     /// The most connections with `once` grants remembered (the oldest are forgotten past it).
     static let maximumGrantHolders = 4_096
 
+    /// Access decided with `authority`'s identification, asking through `prompters`.
     package init(authority: Authority, environmentPolicy: UnregisteredCallerPolicy?, prompters: PrompterCache, logger: Logger) {
         self.authority = authority
         self.environmentPolicy = environmentPolicy

@@ -30,8 +30,9 @@ package struct SecretItem: Sendable, Hashable {
     package var label: String
     /// The application's free-form attributes, as given.
     package var attributes: [String: String]
-    /// When it was created and last modified.
+    /// When it was created.
     package var created: Date
+    /// When it was last modified.
     package var modified: Date
 
     /// The object path.
