@@ -40,6 +40,9 @@ package final class KeychainEngine: Sendable {
     let selectStatements = Mutex<[SelectShape: String]>([:])
     /// The proofs of presence this engine holds (emptied by every lock).
     let presence = PresenceLedger()
+    /// The Secret Service's collections and aliases as last read, shared by every ``SecretStore`` over this engine
+    /// (keychaind's provider and an import through its socket), so that a change made by one is seen by the others.
+    let secretServiceMetadata = SecretStore.MetadataCache()
 
     /// The keys usable right now.
     var crypto: ItemCrypto { keys.crypto }
