@@ -136,8 +136,11 @@ let package = Package(
         .executableTarget(
             name: "security",
             dependencies: [
-                // Public API only, as macOS's tool uses Security.framework.
+                // Public API only, as macOS's tool uses Security.framework; except import-secret-service, which reads
+                // another Secret Service provider with KeychainSecretService's client (Import/) and hands the items
+                // to KeychainKit's package-level importSecretServiceItems.
                 "KeychainKit",
+                "KeychainSecretService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -138,6 +138,12 @@ package struct DaemonKeychain: KeychainConnection {
         try expectCount(.revokeConsents(name, subject: subject))
     }
 
+    package func importSecretServiceItems(_ batch: SecretServiceImportBatch) throws(KeychainError) -> SecretServiceImportSummary {
+        let response = try client.call(.importSecretServiceItems(batch))
+        guard case .importSummary(let summary) = response else { throw unexpected(response, "import") }
+        return summary
+    }
+
     private func expectDone(_ request: KeychainRequest) throws(KeychainError) {
         let response = try client.call(request)
         guard case .done = response else { throw unexpected(response, request.name) }

@@ -136,4 +136,9 @@ package struct InProcessKeychain: KeychainConnection {
         engine.applyLockSettings()
         return try engine.revokeConsents(named: name, subject: subject)
     }
+
+    package func importSecretServiceItems(_ batch: SecretServiceImportBatch) throws(KeychainError) -> SecretServiceImportSummary {
+        engine.applyLockSettings()
+        return try SecretStore(engine: engine).importItems(batch)
+    }
 }

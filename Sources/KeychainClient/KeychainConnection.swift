@@ -95,6 +95,13 @@ package protocol KeychainConnection: Sendable {
     /// only its admin tool may revoke them.
     @discardableResult
     func revokeConsents(named name: String, subject: String?) throws(KeychainError) -> Int
+
+    // MARK: Import
+
+    /// Adds items read from another Secret Service provider to the Secret Service collection `batch` names,
+    /// keeping their dates and skipping those already there (``SecretStore/importItems(_:)``). Through keychaind
+    /// only its admin tool may import.
+    func importSecretServiceItems(_ batch: SecretServiceImportBatch) throws(KeychainError) -> SecretServiceImportSummary
 }
 
 extension KeychainConnection {

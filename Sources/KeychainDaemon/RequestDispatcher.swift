@@ -124,6 +124,12 @@ package struct RequestDispatcher: Sendable {
                 throw KeychainError(code: .invalidParameter, message: "The program's name or the subject is empty. Name the program by its path, Flatpak app ID or snap name, as `security app consents` shows it.")
             }
             return .count(try engine.revokeConsents(named: name, subject: subject))
+        case .importSecretServiceItems(let batch):
+            try authority.requireAdmin(session, for: "import Secret Service items")
+            let summary = try SecretStore(engine: engine).importItems(batch)
+            logger.info("imported Secret Service items", metadata: [
+                "added": "\(summary.added)", "skipped": "\(summary.skipped)", "failed": "\(summary.failed)"])
+            return .importSummary(summary)
         }
     }
 
@@ -135,6 +141,8 @@ package struct RequestDispatcher: Sendable {
         case .update(let query, let changes, _):
             try query.validate()
             try changes.validate(for: query.itemClass)
+        case .importSecretServiceItems(let batch):
+            try batch.validate()
         default:
             break
         }

@@ -55,6 +55,10 @@ package enum KeychainRequest: Sendable, Hashable {
     /// Forget the remembered answers for the program a path, Flatpak app ID or snap name names, only those about
     /// `subject` when given (admin tool only).
     case revokeConsents(String, subject: String?)
+    /// Add items read from another Secret Service provider to the collection the batch names, keeping their
+    /// dates; items already there with the same attributes and secret are skipped (admin tool only;
+    /// `security import-secret-service`).
+    case importSecretServiceItems(SecretServiceImportBatch)
 
     /// The request's name in logs (never its payload).
     package var name: String {
@@ -81,6 +85,7 @@ package enum KeychainRequest: Sendable, Hashable {
         case .resetAuthorizations: "resetAuthorizations"
         case .listConsents: "listConsents"
         case .revokeConsents: "revokeConsents"
+        case .importSecretServiceItems: "importSecretServiceItems"
         }
     }
 }

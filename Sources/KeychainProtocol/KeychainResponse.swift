@@ -27,6 +27,8 @@ package enum KeychainResponse: Sendable {
     case verification(KeychainVerification)
     /// The remembered answers to "allow PROGRAM to use SUBJECT?".
     case consents([ConsentDecision])
+    /// What an import of Secret Service items did.
+    case importSummary(SecretServiceImportSummary)
     /// The request failed: the error's code, `OSStatus` and message as keychaind reported them.
     case failure(KeychainError)
 }

@@ -45,6 +45,7 @@ extension KeychainRequest {
         case .resetAuthorizations: w.u8(24)
         case .listConsents: w.u8(30)
         case .revokeConsents(let name, let subject): w.u8(31); w.string(name); w.optional(subject) { $0.string($1) }
+        case .importSecretServiceItems(let batch): w.u8(40); w.importBatch(batch)
         }
     }
 
@@ -96,6 +97,7 @@ extension KeychainRequest {
         case 24: return .resetAuthorizations
         case 30: return .listConsents
         case 31: return .revokeConsents(try r.string(), subject: try r.optional { (r) throws(KeychainError) in try r.string() })
+        case 40: return .importSecretServiceItems(try r.importBatch())
         default: throw malformedMessage
         }
     }
@@ -152,6 +154,9 @@ extension KeychainResponse {
             w.u8(30)
             w.u32(UInt32(decisions.count))
             for decision in decisions { w.consent(decision) }
+        case .importSummary(let s):
+            w.u8(40)
+            w.int(s.added); w.int(s.skipped); w.int(s.failed)
         case .failure(let error):
             // Tag 254: a failure followed by what each protected item needs (errSecAuthNeeded).
             w.u8(error.presenceNeeded.isEmpty ? 255 : 254)
@@ -226,6 +231,8 @@ extension KeychainResponse {
             decisions.reserveCapacity(n)
             for _ in 0 ..< n { decisions.append(try r.consent()) }
             return .consents(decisions)
+        case 40:
+            return .importSummary(SecretServiceImportSummary(added: try count(&r), skipped: try count(&r), failed: try count(&r)))
         case let tag where tag == 255 || tag == 254:
             let status = KeychainStatus(rawValue: Int32(bitPattern: try r.u32()))
             let code = KeychainError.Code(rawValue: try r.string())

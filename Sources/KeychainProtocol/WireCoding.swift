@@ -18,6 +18,11 @@ import KeychainCore
 //   program: u8 kind (1 executable | string path | string sha256, 2 flatpak | string id, 3 snap | string name)
 //   consent: program | string subject | string description | u8 verdict (1 always, 2 deny) |
 //            u64 date (IEEE-754 bits of seconds since 2001-01-01)
+//   import batch: string collection label | u8 default | optional (date created | date modified) | u32 count |
+//                 import item…
+//   import item: string label | string content type | data secret | date created | date modified |
+//                u32 count | (string name | string value)…, names ascending, each once
+//                (a date here: u64, IEEE-754 bits of seconds since 2001-01-01)
 
 /// Why a message does not decode: the connection that sent it is closed.
 let malformedMessage = KeychainError(code: .corruptData, message: "A keychaind message is malformed; the connection is closed. Install keychaind and its clients from the same build.")
@@ -135,6 +140,28 @@ extension BinaryWriter {
         case .deny: u8(2)
         }
         u64(decision.date.timeIntervalSinceReferenceDate.bitPattern)
+    }
+
+    mutating func date(_ d: Date) { u64(d.timeIntervalSinceReferenceDate.bitPattern) }
+
+    mutating func dates(_ d: ItemDates) { date(d.created); date(d.modified) }
+
+    mutating func importBatch(_ batch: SecretServiceImportBatch) {
+        string(batch.collectionLabel)
+        bool(batch.isDefault)
+        optional(batch.collectionDates) { $0.dates($1) }
+        u32(UInt32(batch.items.count))
+        for item in batch.items {
+            string(item.label)
+            string(item.contentType)
+            bytes(item.secret)
+            dates(item.dates)
+            u32(UInt32(item.attributes.count))
+            for (name, value) in item.attributes.sorted(by: { $0.key < $1.key }) {
+                string(name)
+                string(value)
+            }
+        }
     }
 
     mutating func settings(_ s: KeychainSettings) {
@@ -311,6 +338,41 @@ extension BinaryReader {
         guard seconds.isFinite else { throw malformedMessage }
         return ConsentDecision(program: identified, subject: subject, subjectDescription: description, verdict: verdict,
                                date: Date(timeIntervalSinceReferenceDate: seconds))
+    }
+
+    mutating func date() throws(KeychainError) -> Date {
+        let seconds = Double(bitPattern: try u64())
+        guard seconds.isFinite else { throw malformedMessage }
+        return Date(timeIntervalSinceReferenceDate: seconds)
+    }
+
+    mutating func dates() throws(KeychainError) -> ItemDates {
+        ItemDates(created: try date(), modified: try date())
+    }
+
+    mutating func importBatch() throws(KeychainError) -> SecretServiceImportBatch {
+        let label = try string(), isDefault = try bool()
+        let collectionDates = try optional { (r) throws(KeychainError) in try r.dates() }
+        // An item takes at least 36 bytes: three lengths, two dates and a count.
+        let n = try count(minimumSize: 36)
+        var items: [SecretServiceImportItem] = []
+        items.reserveCapacity(n)
+        for _ in 0 ..< n {
+            let itemLabel = try string(), contentType = try string(), secret = try bytes(), dates = try dates()
+            let pairs = try count(minimumSize: 8)
+            var attributes: [String: String] = [:]
+            var previous: String?
+            for _ in 0 ..< pairs {
+                let name = try string(), value = try string()
+                // Only what the writer writes: names ascending, each once.
+                if let previous, !(previous < name) { throw malformedMessage }
+                previous = name
+                attributes[name] = value
+            }
+            items.append(SecretServiceImportItem(label: itemLabel, attributes: attributes, secret: secret,
+                                                 contentType: contentType, dates: dates))
+        }
+        return SecretServiceImportBatch(collectionLabel: label, isDefault: isDefault, collectionDates: collectionDates, items: items)
     }
 
     mutating func settings() throws(KeychainError) -> KeychainSettings {

@@ -20,7 +20,7 @@ struct SecurityTool: AsyncParsableCommand {
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self, VerifyKeychain.self, UnlockKeychain.self, LockKeychain.self, SetKeychainPassword.self,
-            BackupKeychain.self, RestoreKeychain.self, ExportCommand.self, ImportCommand.self, AppCommand.self, DaemonCommand.self,
+            BackupKeychain.self, RestoreKeychain.self, ExportCommand.self, ImportCommand.self, ImportSecretService.self, AppCommand.self, DaemonCommand.self,
             ShowKeychainInfo.self, SetKeychainSettings.self, ErrorCommand.self, Authorize.self,
             AddCertificates.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self, VerifyCert.self,
         ]

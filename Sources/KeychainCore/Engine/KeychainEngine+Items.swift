@@ -9,7 +9,13 @@ extension KeychainEngine {
     // MARK: Operations
 
     /// Inserts an item (Apple's `SecItemAdd`), returning it as stored.
-    package func add(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> FoundItem {
+    ///
+    /// - Parameters:
+    ///   - q: The item to add.
+    ///   - caller: The access groups the caller acts as.
+    ///   - keepingDates: The creation and modification dates to store instead of now. Only an import of items
+    ///     made elsewhere passes them (``SecretStore/importItems(_:)``); no request a client sends can.
+    package func add(_ q: ItemQuery, caller: AccessPolicy, keepingDates: ItemDates? = nil) throws(KeychainError) -> FoundItem {
         let cls = q.itemClass
         guard cls != .identity else { throw .param("Identities cannot be added by attributes.") }
         var attributes = q.attributes
@@ -35,8 +41,8 @@ extension KeychainEngine {
             if let value = descriptor.defaultValue, descriptor.primaryKey { attributes[descriptor.code] = value }
         }
         let timestamp = now()
-        attributes["cdat"] = .date(timestamp)
-        attributes["mdat"] = .date(timestamp)
+        attributes["cdat"] = .date(keepingDates?.created ?? timestamp)
+        attributes["mdat"] = .date(keepingDates?.modified ?? timestamp)
         let applicationPassword = try applicationPasswordForAdd(attributes, sync: sync, caller: caller, options: q.authentication)
         let row = try prepareInsert(cls, attributes: attributes, secret: q.valueData, applicationPassword: applicationPassword)
         let uuid = row.uuid

@@ -42,6 +42,11 @@ package final class KeychainEngine: Sendable {
     let presence = PresenceLedger()
     /// Who hears of committed item changes (see ``observeChanges(_:)``).
     let changeObservers = ChangeObservers()
+    /// The Secret Service's collections and aliases as last read, shared by every ``SecretStore`` over this engine
+    /// (keychaind's provider and an import through its socket), so that a change made by one is seen by the others.
+    let secretServiceMetadata = SecretStore.MetadataCache()
+    /// The Secret Service's in-memory `session` collection, shared by every ``SecretStore`` over this engine.
+    let secretServiceSession = SessionCollection()
 
     /// The keys usable right now.
     var crypto: ItemCrypto { keys.crypto }

@@ -144,3 +144,46 @@ package struct SecretSessionCrypto: Sendable {
         return Array(secret)
     }
 }
+
+// MARK: The client's side
+
+/// A client's half of a `dh-ietf1024-sha256-aes128-cbc-pkcs7` exchange in progress: its private exponent and the
+/// public key to send in `OpenSession`. ``finish(serverPublicKey:)`` makes the session from the service's answer;
+/// the exponent goes with this value, which the caller drops once the session is made.
+///
+/// `security import-secret-service` is such a client of another provider (gnome-keyring, KeePassXC).
+package struct SecretSessionClientExchange: Sendable {
+    /// This side's private exponent x, big-endian.
+    let privateExponent: [UInt8]
+    /// This side's public key, 2^x mod p as 128 big-endian bytes: `OpenSession`'s input, as a byte array (`ay`).
+    package let publicKey: [UInt8]
+
+    /// The session both sides derive: the same HKDF-SHA256 of the shared secret as the service's side.
+    ///
+    /// - Parameter serverPublicKey: `OpenSession`'s output, the service's public key, big-endian.
+    /// - Returns: The session's cryptography.
+    /// - Throws: ``SecretTransferError/invalidPublicKey(_:)`` for a too long or out-of-range key;
+    ///   ``SecretTransferError/cryptoLibraryUnavailable(_:)`` or ``SecretTransferError/cryptoFailed(_:)`` as
+    ///   the exponentiation fails.
+    package func finish(serverPublicKey: [UInt8]) throws(SecretTransferError) -> SecretSessionCrypto {
+        // The computation is symmetric: (g^y)^x with the peer's key and this side's exponent.
+        try SecretSessionCrypto.openDiffieHellman(clientPublicKey: serverPublicKey, privateExponent: privateExponent).0
+    }
+}
+
+extension SecretSessionCrypto {
+    /// Starts a client's `dh-ietf1024-sha256-aes128-cbc-pkcs7` exchange with a fresh 256-bit private exponent.
+    ///
+    /// - Returns: The exchange: send its ``SecretSessionClientExchange/publicKey`` in `OpenSession`, then call
+    ///   ``SecretSessionClientExchange/finish(serverPublicKey:)`` with the answer.
+    /// - Throws: ``SecretTransferError/cryptoLibraryUnavailable(_:)`` or ``SecretTransferError/cryptoFailed(_:)``.
+    package static func beginClientExchange() throws(SecretTransferError) -> SecretSessionClientExchange {
+        try beginClientExchange(privateExponent: OakleyGroup2.randomPrivateExponent())
+    }
+
+    /// ``beginClientExchange()`` with a given private exponent (tests pass a fixed one).
+    static func beginClientExchange(privateExponent: [UInt8]) throws(SecretTransferError) -> SecretSessionClientExchange {
+        SecretSessionClientExchange(privateExponent: privateExponent,
+                                    publicKey: try OakleyGroup2.power(OakleyGroup2.generator, privateExponent))
+    }
+}

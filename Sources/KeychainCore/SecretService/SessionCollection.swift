@@ -1,11 +1,10 @@
 import Foundation
-import KeychainCore
 import Synchronization
 
 /// The `session` collection: items kept in keychaind's memory only (never written to disk), gone when keychaind
 /// stops, as gnome-keyring's. Clients reach it at `/org/freedesktop/secrets/collection/session` or through the
 /// `session` alias.
-final class SessionCollection: Sendable {
+package final class SessionCollection: Sendable {
     /// Its identifier and alias.
     static let id = "session"
     /// Its access group (who may reach it is decided as for any collection of unregistered programs).
@@ -23,14 +22,15 @@ final class SessionCollection: Sendable {
     private let entries = Mutex<[String: Entry]>([:])
     /// When it came to be (keychaind's start).
     let created = Date()
-    /// Told of every change (the provider reports them on the bus).
+    /// Told of every change.
     private let observers = Mutex<[@Sendable (ItemChange.Kind, SecretItem) -> Void]>([])
 
     var collection: SecretCollection {
         SecretCollection(id: Self.id, label: "Session", group: Self.group, created: created, modified: created)
     }
 
-    func observe(_ observer: @escaping @Sendable (ItemChange.Kind, SecretItem) -> Void) {
+    /// Calls `observer` after each change of an item (the provider reports them on the bus).
+    package func observe(_ observer: @escaping @Sendable (ItemChange.Kind, SecretItem) -> Void) {
         observers.withLock { $0.append(observer) }
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import KeychainCore
 import Synchronization
 
 /// A Secret Service collection as stored: its identifier (the last element of its object path), label, the access
@@ -64,13 +63,14 @@ package struct SecretStore: Sendable {
     /// The engine.
     package let engine: KeychainEngine
     private let random: @Sendable (Int) -> [UInt8]
-    /// The collections and aliases as last read, dropped by every change made through this store. (Their records
-    /// are in a group no program is given; only the admin tool, with every group, could change them otherwise,
-    /// and a change it makes is seen after keychaind restarts.)
-    private let metadata = MetadataCache()
-    /// The `session` collection, kept in memory.
-    let session = SessionCollection()
+    /// The collections and aliases as last read, dropped by every change made through a store over this engine.
+    /// (Their records are in a group no program is given; only the admin tool, with every group, could change them
+    /// otherwise, and a change it makes through item calls is seen after keychaind restarts.)
+    private var metadata: MetadataCache { engine.secretServiceMetadata }
+    /// The `session` collection, kept in memory; one per engine.
+    package var session: SessionCollection { engine.secretServiceSession }
 
+    /// The collections and aliases as last read; one per engine.
     final class MetadataCache: Sendable {
         let state = Mutex<(collections: [SecretCollection]?, aliases: [String: String]?)>((nil, nil))
         func invalidate() { state.withLock { $0 = (nil, nil) } }
@@ -152,7 +152,9 @@ package struct SecretStore: Sendable {
 
     /// Makes a collection labelled `label` whose items go to `group` (the identifier made from the label, unique,
     /// unless `id` is given).
-    package func createCollection(label: String, id: String? = nil, group: String? = nil) throws(KeychainError) -> SecretCollection {
+    /// `dates` are the collection's dates when it is imported from another provider (now otherwise).
+    package func createCollection(label: String, id: String? = nil, group: String? = nil,
+                                  dates: ItemDates? = nil) throws(KeychainError) -> SecretCollection {
         var existing: Set<String> = []
         if id == nil {
             existing = Set(try collections().map(\.id))
@@ -170,7 +172,7 @@ package struct SecretStore: Sendable {
         q.attributes["labl"] = .string(label)
         q.attributes["gena"] = .string(group ?? Self.groupPrefix + chosen)
         metadata.invalidate()
-        let item = try engine.add(q, caller: everything)
+        let item = try engine.add(q, caller: everything, keepingDates: dates)
         metadata.invalidate()
         guard let made = Self.collection(from: item) else {
             throw KeychainError(code: .internal, message: "A new collection's record could not be read back.")
@@ -315,17 +317,77 @@ package struct SecretStore: Sendable {
                               caller: everything)
             return (try item(existing.id, in: collection) ?? existing, false)
         }
+        return (try addItem(to: collection, label: label, extended: extended, secret: secret, contentType: contentType), true)
+    }
+
+    /// Adds an item with a new identifier; `dates` are kept instead of now when given (an import).
+    private func addItem(to collection: SecretCollection, label: String, extended: ExtendedAttributes, secret: Data,
+                         contentType: String, dates: ItemDates? = nil) throws(KeychainError) -> SecretItem {
         let id = random(8).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
         var q = query(group: collection.group, service: Self.itemService(collection.id), account: id)
         q.attributes["labl"] = .string(label)
         q.attributes[ExtendedAttributes.code] = .data(extended.encoded)
         q.attributes["xcty"] = .string(contentType)
         q.valueData = secret
-        let found = try engine.add(q, caller: everything)
+        let found = try engine.add(q, caller: everything, keepingDates: dates)
         guard let made = Self.item(from: found, collection: collection.id) else {
             throw KeychainError(code: .internal, message: "A new item could not be read back.")
         }
-        return (made, true)
+        return made
+    }
+
+    // MARK: Import
+
+    /// Adds items read from another Secret Service provider (`security import-secret-service`), keeping their
+    /// labels, attributes, content types, secrets and dates.
+    ///
+    /// The items go to our default collection (the one `default` names, `login` unless changed) when the batch
+    /// comes from the source's default collection, else to the first of ours labelled like the source's (by
+    /// identifier), made with the source's label and dates when there is none. An item the collection already has
+    /// with exactly the same attributes and secret is skipped, so importing twice adds nothing. An item that
+    /// exceeds a bound or whose attributes a keychain item cannot carry counts as failed and keeps no other out;
+    /// any other error (the keychain is locked, the disk is full) stops the batch and is thrown.
+    ///
+    /// - Parameter batch: The items of one source collection.
+    /// - Returns: How many were added, skipped and refused.
+    /// - Throws: `KeychainError` from ``SecretServiceImportBatch/validate()`` or the engine.
+    package func importItems(_ batch: SecretServiceImportBatch) throws(KeychainError) -> SecretServiceImportSummary {
+        try batch.validate()
+        let collection = try importTarget(for: batch)
+        var summary = SecretServiceImportSummary()
+        for record in batch.items {
+            do throws(KeychainError) {
+                try record.validate()
+            } catch {
+                summary.failed += 1
+                continue
+            }
+            let candidates = try items(in: collection, matching: record.attributes).filter { $0.attributes == record.attributes }
+            var present = false
+            for candidate in candidates where try secret(of: candidate.id, in: collection).value == record.secret {
+                present = true
+                break
+            }
+            if present {
+                summary.skipped += 1
+                continue
+            }
+            _ = try addItem(to: collection, label: record.label, extended: ExtendedAttributes(record.attributes),
+                            secret: record.secret, contentType: record.contentType, dates: record.dates)
+            summary.added += 1
+        }
+        return summary
+    }
+
+    /// The collection a batch goes to (see ``importItems(_:)``), made when missing.
+    private func importTarget(for batch: SecretServiceImportBatch) throws(KeychainError) -> SecretCollection {
+        let all = try collections()
+        if batch.isDefault {
+            let id = try resolve(alias: "default") ?? Self.loginID
+            if let found = all.first(where: { $0.id == id }) { return found }
+        }
+        if let found = all.first(where: { $0.label == batch.collectionLabel }) { return found }
+        return try createCollection(label: batch.collectionLabel, dates: batch.collectionDates)
     }
 
     /// Changes item `id`'s secret and content type.
