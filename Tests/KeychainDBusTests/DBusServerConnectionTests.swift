@@ -399,11 +399,3 @@ extension Result where Failure == DBusError {
         return nil
     }
 }
-
-/// Runs blocking `body` (sd-bus client calls) on a thread of its own, off Swift's small cooperative pool.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try body() }) }
-        thread.start()
-    }
-}

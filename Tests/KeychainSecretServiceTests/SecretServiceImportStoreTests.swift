@@ -49,7 +49,7 @@ struct SecretServiceImportStoreTests {
         #expect(try store.importItems(workBatch) == SecretServiceImportSummary(skipped: 1))
 
         let collections = try store.collections()
-        #expect(collections.map(\.label).sorted() == ["Login", "Work"])
+        #expect(collections.map(\.label).sorted() == ["Login", "Session", "Work"]) // the in-memory session collection is always there
         let loginCollection = try #require(collections.first { $0.id == SecretStore.loginID })
         let items = try store.items(in: loginCollection).sorted { $0.label < $1.label }
         #expect(items.map(\.label) == ["Mail", "Mail 2"])

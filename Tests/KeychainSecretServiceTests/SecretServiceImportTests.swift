@@ -218,37 +218,45 @@ struct SecretServiceImportTests {
     }
 
     @Test("Imports every collection in this process, keeping labels, attributes, secrets, content types and dates; a second run adds nothing")
-    func inProcess() throws {
-        try importAndCompare(throughKeychaind: false)
+    func inProcess() async throws {
+        try await onThread {
+            try importAndCompare(throughKeychaind: false)
+        }
     }
 
     @Test("Imports through keychaind (an admin-only request), and keychaind's provider sees the new collection at once")
-    func throughKeychaind() throws {
-        try importAndCompare(throughKeychaind: true)
+    func throughKeychaind() async throws {
+        try await onThread {
+            try importAndCompare(throughKeychaind: true)
+        }
     }
 
     @Test("With no provider on the bus: a clear error and status 1; without a bus address: another")
-    func noProvider() throws {
-        let home = try Self.folder()
-        defer { try? FileManager.default.removeItem(atPath: home) }
-        let bus = try PrivateSessionBus()
-        let run = try Self.security(["import-secret-service"], environment: Self.toolEnvironment(home: home, address: bus.address, socket: nil), scratch: home)
-        #expect(run.status == 1)
-        #expect(run.stdout == "")
-        #expect(run.stderr == "security: import-secret-service: No Secret Service provider runs on the session bus (nobody owns org.freedesktop.secrets). Start the one to import from (gnome-keyring-daemon, KeePassXC with its Secret Service integration on), then run the import again.\n")
+    func noProvider() async throws {
+        try await onThread {
+            let home = try Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: home) }
+            let bus = try PrivateSessionBus()
+            let run = try Self.security(["import-secret-service"], environment: Self.toolEnvironment(home: home, address: bus.address, socket: nil), scratch: home)
+            #expect(run.status == 1)
+            #expect(run.stdout == "")
+            #expect(run.stderr == "security: import-secret-service: No Secret Service provider runs on the session bus (nobody owns org.freedesktop.secrets). Start the one to import from (gnome-keyring-daemon, KeePassXC with its Secret Service integration on), then run the import again.\n")
 
-        let unset = try Self.security(["import-secret-service"], environment: Self.toolEnvironment(home: home, address: nil, socket: nil), scratch: home)
-        #expect(unset.status == 1)
-        #expect(unset.stderr == "security: import-secret-service: The session bus is not known: DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist. Run the import from your desktop session, or set DBUS_SESSION_BUS_ADDRESS to the bus of the provider to import from.\n")
+            let unset = try Self.security(["import-secret-service"], environment: Self.toolEnvironment(home: home, address: nil, socket: nil), scratch: home)
+            #expect(unset.status == 1)
+            #expect(unset.stderr == "security: import-secret-service: The session bus is not known: DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist. Run the import from your desktop session, or set DBUS_SESSION_BUS_ADDRESS to the bus of the provider to import from.\n")
+        }
     }
 
     @Test("keychaind's own Secret Service is refused as a source")
-    func refusesKeychaind() throws {
-        let rig = try SecretServiceRig()
-        let run = try rig.security(["import-secret-service"])
-        #expect(run.status == 1)
-        #expect(run.stdout == "")
-        #expect(run.stderr.hasPrefix("security: import-secret-service: The Secret Service on the session bus is keychaind (PID "))
-        #expect(run.stderr.hasSuffix("), which serves a keychain already: there is nothing to import from it. Stop it and start the provider to import from (gnome-keyring-daemon, KeePassXC), run the import, then start keychaind --secret-service again.\n"))
+    func refusesKeychaind() async throws {
+        try await onThread {
+            let rig = try SecretServiceRig()
+            let run = try rig.security(["import-secret-service"])
+            #expect(run.status == 1)
+            #expect(run.stdout == "")
+            #expect(run.stderr.hasPrefix("security: import-secret-service: The Secret Service on the session bus is keychaind (PID "))
+            #expect(run.stderr.hasSuffix("), which serves a keychain already: there is nothing to import from it. Stop it and start the provider to import from (gnome-keyring-daemon, KeePassXC), run the import, then start keychaind --secret-service again.\n"))
+        }
     }
 }

@@ -17,36 +17,38 @@ struct SecretServiceStartTests {
     }
 
     @Test("The first client's call starts keychaind through the bus's activation file")
-    func activation() throws {
-        let root = try Self.folder()
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let services = root + "/services"
-        try FileManager.default.createDirectory(atPath: services, withIntermediateDirectories: true)
-        let keychaind = try BuiltProducts.path(of: "keychaind")
-        // Our activation file as installed, with keychaind started by the bus instead of by systemd.
-        let installed = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../Support/dbus/org.freedesktop.secrets.service").standardized.path, encoding: .utf8)
-        #expect(installed.contains("Name=org.freedesktop.secrets"))
-        #expect(installed.contains("SystemdService=keychaind.service"))
-        let file = installed.replacingOccurrences(of: "Exec=/bin/false", with: "Exec=\(keychaind) --foreground --socket \(root)/d.sock --secret-service")
-            .replacingOccurrences(of: "SystemdService=keychaind.service\n", with: "")
-        try Data(file.utf8).write(to: URL(fileURLWithPath: services + "/org.freedesktop.secrets.service"))
-        let bus = try PrivateSessionBus(serviceDirectory: services, environment: [
-            "KEYCHAIN_HOME": root + "/keychain", "HOME": root, "KEYCHAIN_SECRET_SERVICE_UNREGISTERED": "allow",
-        ])
-        let client = try DBusConnection(address: bus.address)
-        #expect(throws: DBusError.self) { try client.nameOwner(of: "org.freedesktop.secrets") }
-        let env = ["DBUS_SESSION_BUS_ADDRESS": bus.address, "HOME": root, "PATH": "/usr/bin:/bin"]
-        let stored = try ProgramRun.run("/usr/bin/secret-tool", ["store", "--label=first", "activated", "yes"], environment: env,
-                                        input: Data("by activation".utf8), scratch: root)
-        #expect(stored.status == 0, "\(stored.stderr)")
-        let owner = try client.nameOwner(of: "org.freedesktop.secrets")
-        let pid = try #require(try client.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                               member: "GetConnectionUnixProcessID", [.string(owner)]).first?.uint32)
-        defer { kill(pid_t(pid), SIGTERM) }
-        #expect(try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8).hasPrefix("keychaind"))
-        #expect(try ProgramRun.run("/usr/bin/secret-tool", ["lookup", "activated", "yes"], environment: env, scratch: root).stdout == "by activation")
-        #expect(FileManager.default.fileExists(atPath: root + "/keychain/keychain-2.db"))
+    func activation() async throws {
+        try await onThread {
+            let root = try Self.folder()
+            defer { try? FileManager.default.removeItem(atPath: root) }
+            let services = root + "/services"
+            try FileManager.default.createDirectory(atPath: services, withIntermediateDirectories: true)
+            let keychaind = try BuiltProducts.path(of: "keychaind")
+            // Our activation file as installed, with keychaind started by the bus instead of by systemd.
+            let installed = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .appendingPathComponent("../../Support/dbus/org.freedesktop.secrets.service").standardized.path, encoding: .utf8)
+            #expect(installed.contains("Name=org.freedesktop.secrets"))
+            #expect(installed.contains("SystemdService=keychaind.service"))
+            let file = installed.replacingOccurrences(of: "Exec=/bin/false", with: "Exec=\(keychaind) --foreground --socket \(root)/d.sock --secret-service")
+                .replacingOccurrences(of: "SystemdService=keychaind.service\n", with: "")
+            try Data(file.utf8).write(to: URL(fileURLWithPath: services + "/org.freedesktop.secrets.service"))
+            let bus = try PrivateSessionBus(serviceDirectory: services, environment: [
+                "KEYCHAIN_HOME": root + "/keychain", "HOME": root, "KEYCHAIN_SECRET_SERVICE_UNREGISTERED": "allow",
+            ])
+            let client = try DBusConnection(address: bus.address)
+            #expect(throws: DBusError.self) { try client.nameOwner(of: "org.freedesktop.secrets") }
+            let env = ["DBUS_SESSION_BUS_ADDRESS": bus.address, "HOME": root, "PATH": "/usr/bin:/bin"]
+            let stored = try ProgramRun.run("/usr/bin/secret-tool", ["store", "--label=first", "activated", "yes"], environment: env,
+                                            input: Data("by activation".utf8), scratch: root)
+            #expect(stored.status == 0, "\(stored.stderr)")
+            let owner = try client.nameOwner(of: "org.freedesktop.secrets")
+            let pid = try #require(try client.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                                   member: "GetConnectionUnixProcessID", [.string(owner)]).first?.uint32)
+            defer { kill(pid_t(pid), SIGTERM) }
+            #expect(try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8).hasPrefix("keychaind"))
+            #expect(try ProgramRun.run("/usr/bin/secret-tool", ["lookup", "activated", "yes"], environment: env, scratch: root).stdout == "by activation")
+            #expect(FileManager.default.fileExists(atPath: root + "/keychain/keychain-2.db"))
+        }
     }
 
     @Test("keychaind refuses to start beside another provider (status 3), and replaces one that allows it when told to")

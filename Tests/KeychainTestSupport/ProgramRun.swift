@@ -94,3 +94,12 @@ public func writeExecutable(_ bytes: Data, to path: String) throws {
 public func copyExecutable(from source: String, to path: String) throws {
     try writeExecutable(Data(contentsOf: URL(fileURLWithPath: source)), to: path)
 }
+
+/// Runs blocking `body` (a program run, sd-bus client calls, waits) on a thread of its own, off Swift's small
+/// cooperative pool: a test that blocks a pool thread for seconds starves the async tests running beside it.
+public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.start()
+    }
+}
