@@ -3,7 +3,8 @@
 
     Benchmarks/Scripts/secret_service_bench.py --keychaind .build/release/keychaind [--sizes 100,1000,10000]
         [--lookups 500] [--creates 200] [--min-lookups 50] [--min-creates 30] [--budget 90] [--seed 1]
-        [--gnome-keyring /usr/bin/gnome-keyring-daemon] [--gnome-keyring-password bench] [--json FILE] [--keep]
+        [--gnome-keyring /usr/bin/gnome-keyring-daemon] [--gnome-keyring-password bench]
+        [--gnome-keyring-cache DIR] [--batch 25] [--json FILE] [--keep]
 
 Each provider runs on its own private session bus (`dbus-daemon --session --print-address --nofork --nopidfile`,
 started here) with its own temporary HOME, so your own keyrings and keychain are never touched:
@@ -25,6 +26,13 @@ from size to size, so that noise on the machine falls on both:
   dh-ietf1024-sha256-aes128-cbc-pkcs7 session opened beforehand (as libsecret keeps its session).
 - create: Collection.CreateItem of a new item (replace = false): one call, answered once the item is stored.
 - RSS: VmRSS of the provider's process (/proc/PID/status) after filling the store, in MiB.
+
+gnome-keyring rewrites its whole keyring file on every change, so filling it takes time quadratic in the size
+(about half an hour for 10,000 items on 2 cores). With --gnome-keyring-cache DIR the login keyring is copied to DIR
+once filled and later runs start gnome-keyring from that file (same password, same items: secrets are derived from
+the index), checked before measuring; the table says so. keychaind is always filled through the bus.
+
+If one provider fails (exits, or answers wrongly), the run goes on with the other and the table says why.
 
 An operation stops at its count (--lookups, --creates), or once --budget seconds went by and at least --min-lookups
 or --min-creates calls were made. p50/p99 are nearest-rank percentiles of the calls made (with 30 calls p99 is the
@@ -166,8 +174,11 @@ def rss_mib(pid):
 class Provider:
     """One provider on its own bus, in its own temporary folder, and one client connection with one session."""
 
-    def __init__(self, name, children, folder, args):
+    def __init__(self, name, children, folder, args, size):
         self.name = name
+        self.size = size
+        self.failed = None
+        self.cached = None
         self.children = children
         self.folder = folder
         self.args = args
@@ -199,6 +210,12 @@ class Provider:
         out = open(os.path.join(self.folder, "provider.out"), "wb")
         err = open(os.path.join(self.folder, "provider.err"), "wb")
         if self.name == GNOME:
+            cache = self.cache_file()
+            if cache and os.path.exists(cache):
+                keyrings = os.path.join(env["XDG_DATA_HOME"], "keyrings")
+                os.makedirs(keyrings, mode=0o700)
+                shutil.copyfile(cache, os.path.join(keyrings, "login.keyring"))
+                self.cached = cache
             self.process = self.children.start(
                 [self.args.gnome_keyring, "--foreground", "--components=secrets", "--unlock"],
                 env=env, stdin=subprocess.PIPE, stdout=out, stderr=err)
@@ -236,6 +253,22 @@ class Provider:
         self.collection = DBusAddressWrapper(path, COLLECTION_IFACE, self.connection)
         if self.collection.get_property("Locked"):
             raise Bench(f"{self.name}'s default collection {path} is locked")
+
+    def cache_file(self):
+        if self.name != GNOME or not self.args.gnome_keyring_cache:
+            return None
+        password = hashlib.sha256(self.args.gnome_keyring_password.encode()).hexdigest()[:8]
+        return os.path.join(self.args.gnome_keyring_cache, f"login-{self.size}-{password}.keyring")
+
+    def save_cache(self):
+        """Keeps gnome-keyring's login keyring, just filled, for the next runs (--gnome-keyring-cache)."""
+        cache = self.cache_file()
+        if cache and not self.cached:
+            os.makedirs(self.args.gnome_keyring_cache, exist_ok=True)
+            source = os.path.join(self.folder, "home", ".local", "share", "keyrings", "login.keyring")
+            shutil.copyfile(source, cache + ".part")
+            os.replace(cache + ".part", cache)
+            log(f"  kept gnome-keyring's {self.size:,}-item keyring in {cache}")
 
     @staticmethod
     def tail(path, lines=5):
@@ -289,25 +322,53 @@ def attributes(index, prefix=""):
 
 # MARK: Measuring
 
+def guarded(provider, what, action):
+    """Runs action(); if it fails, marks `provider` failed (the run goes on with the other one) and returns None."""
+    try:
+        return action()
+    except Exception as error:  # noqa: BLE001 - any failure of one provider, not Ctrl-C
+        died = provider.process.poll() if provider.process is not None else None
+        provider.failed = f"{what}: {type(error).__name__}: {error}" + \
+            (f" ({provider.name} exited with {died}: {provider.tail(os.path.join(provider.folder, 'provider.err'))})"
+             if died is not None else "")
+        log(f"\n  {provider.name} failed, {provider.failed}")
+        return None
+
+
 def fill(providers, size):
-    """Makes items 0..size-1 in each provider's default collection, one provider after the other."""
+    """Makes items 0..size-1 in each provider's default collection, one provider after the other (a gnome-keyring
+    started from a --gnome-keyring-cache file has them already)."""
     result = {}
     tty = sys.stderr.isatty()
     for provider in providers:
-        started = time.monotonic()
-        last = started
-        for index in range(size):
-            provider.create(attributes(index), provider.secret(index), f"bench item {index}")
-            now = time.monotonic()
-            if index + 1 == size or now - last >= (0.5 if tty else 10.0):
-                last = now
-                done = index + 1
-                rate = done / max(now - started, 1e-9)
-                eta = (size - done) / rate if rate > 0 else 0
-                log(("\r" if tty else "") + f"  filling {provider.name} to {size:,}: {done:,}/{size:,} items "
-                    f"({rate:,.0f}/s, {now - started:,.0f} s, ETA {eta:,.0f} s)    ", end="" if tty and done < size else "\n")
-        elapsed = time.monotonic() - started
-        result[provider.name] = {"items": size, "seconds": elapsed, "calls_per_second": size / elapsed if elapsed else 0}
+        if provider.failed:
+            continue
+        if provider.cached:
+            result[provider.name] = {"items": size, "from_cache": provider.cached}
+            log(f"  {provider.name} at {size:,}: the store filled in an earlier run, from {provider.cached}")
+            continue
+
+        def run():
+            started = time.monotonic()
+            last = started
+            for index in range(size):
+                provider.create(attributes(index), provider.secret(index), f"bench item {index}")
+                now = time.monotonic()
+                if index + 1 == size or now - last >= (0.5 if tty else 10.0):
+                    last = now
+                    done = index + 1
+                    rate = done / max(now - started, 1e-9)
+                    eta = (size - done) / rate if rate > 0 else 0
+                    log(("\r" if tty else "") + f"  filling {provider.name} to {size:,}: {done:,}/{size:,} items "
+                        f"({rate:,.0f}/s, {now - started:,.0f} s, ETA {eta:,.0f} s)    ",
+                        end="" if tty and done < size else "\n")
+            elapsed = time.monotonic() - started
+            return {"items": size, "seconds": elapsed, "calls_per_second": size / elapsed if elapsed else 0}
+
+        filled = guarded(provider, f"filling to {size:,}", run)
+        if filled is not None:
+            result[provider.name] = filled
+            provider.save_cache()
     return result
 
 
@@ -333,9 +394,11 @@ def summarize(durations_ns, seconds):
     }
 
 
-def take_turns(providers, operation, count, minimum, budget, batch):
+def take_turns(providers, what, operation, count, minimum, budget, batch):
     """Runs operation(provider, k) for k = 0, 1, ... on each provider, batch by batch in turn, until each has made
-    `count` calls or has spent `budget` seconds and made at least `minimum`. Returns the durations (ns) by name."""
+    `count` calls or has spent `budget` seconds and made at least `minimum`. Returns the summaries by name (of the
+    providers that did not fail)."""
+    providers = [p for p in providers if not p.failed]
     durations = {p.name: [] for p in providers}
     spent = {p.name: 0.0 for p in providers}
     done = {p.name: False for p in providers}
@@ -347,21 +410,26 @@ def take_turns(providers, operation, count, minimum, budget, batch):
                 if done[provider.name]:
                     continue
                 mine = durations[provider.name]
+
+                def run():
+                    for _ in range(batch):
+                        k = len(mine)
+                        before = time.perf_counter_ns()
+                        operation(provider, k)
+                        mine.append(time.perf_counter_ns() - before)
+                        if len(mine) >= count:
+                            break
+                    return True
+
                 started = time.monotonic()
-                for _ in range(batch):
-                    k = len(mine)
-                    before = time.perf_counter_ns()
-                    operation(provider, k)
-                    mine.append(time.perf_counter_ns() - before)
-                    if len(mine) >= count:
-                        break
+                ok = guarded(provider, what, run)
                 spent[provider.name] += time.monotonic() - started
-                if len(mine) >= count or (spent[provider.name] >= budget and len(mine) >= minimum):
+                if not ok or len(mine) >= count or (spent[provider.name] >= budget and len(mine) >= minimum):
                     done[provider.name] = True
     finally:
         if gc_was_enabled:
             gc.enable()
-    return {name: summarize(durations[name], spent[name]) for name in durations}
+    return {p.name: summarize(durations[p.name], spent[p.name]) for p in providers if not p.failed}
 
 
 def measure(args, children, root, size, order):
@@ -371,47 +439,57 @@ def measure(args, children, root, size, order):
         for name in order:
             folder = os.path.join(root, f"{name}-{size}")
             os.makedirs(folder)
-            provider = Provider(name, children, folder, args)
+            provider = Provider(name, children, folder, args, size)
             providers.append(provider)
             log(f"  starting {name} (bus and provider)")
-            provider.start()
+            guarded(provider, "starting", provider.start)
         filled = fill(providers, size)
         picks = random.Random(args.seed * 1_000_003 + size)
         for provider in providers:
-            # Checked before measuring: one item found, its secret the one stored.
-            probe = picks.randrange(size)
-            secret, found = provider.lookup(attributes(probe))
-            if secret != provider.secret(probe) or found != 1:
-                raise Bench(f"{provider.name}: looking item {probe} up found {found} item(s) and "
-                            f"{'the wrong' if secret is not None else 'no'} secret")
-            results[(provider.name, "rss")] = {"rss_mib": rss_mib(provider.process.pid)}
-            results[(provider.name, "fill")] = filled[provider.name]
+            if provider.failed:
+                continue
+
+            def check():
+                # Checked before measuring: one item found, its secret the one stored; the last one there, no more.
+                for probe, expected in ((picks.randrange(size), 1), (size - 1, 1), (size, 0)):
+                    secret, found = provider.lookup(attributes(probe))
+                    if found != expected or (expected and secret != provider.secret(probe)):
+                        raise Bench(f"looking item {probe} up found {found} item(s), not {expected}, and "
+                                    f"{'the wrong' if secret is not None else 'no'} secret")
+                return True
+
+            if guarded(provider, "checking the store", check):
+                results[(provider.name, "rss")] = {"rss_mib": rss_mib(provider.process.pid)}
+                results[(provider.name, "fill")] = filled[provider.name]
 
         lookup_indexes = [picks.randrange(size) for _ in range(args.lookups)]
-        wrong = []
 
         def lookup(provider, k):
             secret, found = provider.lookup(attributes(lookup_indexes[k]))
             if secret != provider.secret(lookup_indexes[k]):
-                wrong.append((provider.name, lookup_indexes[k], found))
+                raise Bench(f"looking item {lookup_indexes[k]} up found {found} item(s) and "
+                            f"{'the wrong' if secret is not None else 'no'} secret")
 
         log(f"  lookups at {size:,} items ({' then '.join(order)} in turns of {args.batch})")
-        for name, summary in take_turns(providers, lookup, args.lookups, args.min_lookups, args.budget, args.batch).items():
+        for name, summary in take_turns(providers, "lookups", lookup, args.lookups, args.min_lookups, args.budget,
+                                        args.batch).items():
             results[(name, "lookup")] = summary
-        if wrong:
-            raise Bench(f"{len(wrong)} lookups found a wrong or no secret, the first {wrong[0]}")
 
         def create(provider, k):
             provider.create(attributes(k, prefix="new-"), provider.secret(size + k), f"new bench item {k}")
 
         log(f"  durable creates at {size:,} items")
-        for name, summary in take_turns(providers, create, args.creates, args.min_creates, args.budget, args.batch).items():
+        for name, summary in take_turns(providers, "creates", create, args.creates, args.min_creates, args.budget,
+                                        args.batch).items():
             results[(name, "create")] = summary
         for provider in providers:
-            results[(provider.name, "rss_after")] = {"rss_mib": rss_mib(provider.process.pid)}
+            if not provider.failed:
+                results[(provider.name, "rss_after")] = {"rss_mib": rss_mib(provider.process.pid)}
     finally:
         for provider in reversed(providers):
             provider.stop()
+            if provider.failed:
+                results[(provider.name, "failed")] = {"reason": provider.failed}
     return results
 
 
@@ -429,7 +507,7 @@ def fmt(value, digits=2):
 
 OPERATIONS = [("lookup", "lookup (SearchItems + GetSecrets)"), ("create", "durable create (CreateItem)"),
               ("fill", "filling the store (CreateItem)"), ("rss", "RSS after filling"),
-              ("rss_after", "RSS after measuring")]
+              ("rss_after", "RSS after measuring"), ("failed", "failed")]
 
 
 def markdown_table(results, sizes):
@@ -443,6 +521,11 @@ def markdown_table(results, sizes):
                     continue
                 if key.startswith("rss"):
                     lines.append(f"| {name} | {size:,} | {label} | | | | | | {fmt(row['rss_mib'], 1)} |")
+                elif key == "failed":
+                    lines.append(f"| {name} | {size:,} | **failed**: {row['reason'].replace('|', '/')} | | | | | | |")
+                elif key == "fill" and "from_cache" in row:
+                    lines.append(f"| {name} | {size:,} | {label}: loaded from an earlier run's file | {row['items']:,} "
+                                 f"| | | | | |")
                 elif key == "fill":
                     lines.append(f"| {name} | {size:,} | {label} | {row['items']:,} | {fmt(row['calls_per_second'], 1)} "
                                  f"| | | | |")
@@ -522,6 +605,9 @@ def main():
     parser.add_argument("--budget", type=float, default=90.0,
                         help="seconds per provider, size and operation after which it stops at its minimum (default %(default)s)")
     parser.add_argument("--batch", type=int, default=25, help="calls per turn (default %(default)s)")
+    parser.add_argument("--gnome-keyring-cache", metavar="DIR",
+                        help="keep gnome-keyring's login keyring in DIR once filled, and start from it in later runs "
+                             "instead of filling it again (filling 10,000 items takes gnome-keyring half an hour)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE (- for standard output)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, keyrings, keychains)")
