@@ -548,7 +548,7 @@ def targets(results):
             return
         met = value >= limit if better == "higher" else value <= limit
         out.append({"target": text, "status": "met" if met else "missed", "value": value, "limit": limit,
-                    "unit": unit})
+                    "better": better, "unit": unit})
 
     ours, theirs = get(OURS, 1000, "lookup", "calls_per_second"), get(GNOME, 1000, "lookup", "calls_per_second")
     target("lookups ≥ 2× gnome-keyring's rate at 1,000 items", ours / theirs if ours and theirs else None, 2.0,
@@ -571,7 +571,7 @@ def markdown_targets(checks, results):
             continue
         value = check["value"]
         if check["unit"] == "×":
-            measured = f"{value:.2f}× (target {'≥' if 'creates' in check['target'] or 'lookups ≥' in check['target'] else '≤'} {check['limit']:g}×)"
+            measured = f"{value:.2f}× (target {'≥' if check['better'] == 'higher' else '≤'} {check['limit']:g}×)"
         else:
             measured = f"{value:.1f} MiB ({value / check['limit'] * 100:.0f}% of {check['limit']:g} MiB)"
         lines.append(f"| {check['target']} | **{check['status']}** | {measured} |")
@@ -668,6 +668,8 @@ def main():
              f"{getattr(secretstorage, '__version__', '?')} (dh-ietf1024-sha256-aes128-cbc-pkcs7 session) · "
              f"{os.path.basename(args.keychaind)} {args.keychaind} · {args.gnome_keyring} · "
              f"{time.monotonic() - started:,.0f} s",
+             "",
+             "`" + " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]) + "`",
              "",
              markdown_table(results, sizes),
              "",
