@@ -158,4 +158,29 @@ struct SecretServiceIsolationTests {
             #expect(try String(contentsOfFile: rig.home + "/keychain.settings", encoding: .utf8).contains("pinentry-program"))
         }
     }
+
+    @Test("A registered program traced after its first call loses its identity at the next call",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"), "needs strace"))
+    func tracedAfterTheFirstCall() async throws {
+        try await onThread {
+            let rig = try SecretServiceRig(policy: "deny")
+            let program = try rig.pythonCopy("traced-app")
+            #expect(try rig.security(["app", "add", "-g", "TEAM.t", program]).status == 0)
+            let result = try rig.python("""
+            import os, subprocess, time, secretstorage
+            connection = secretstorage.dbus_init()
+            secretstorage.create_collection(connection, "Mine", alias="mine")
+            print("before", [c.get_label() for c in secretstorage.get_all_collections(connection)], flush=True)
+            tracer = subprocess.Popen(["/usr/bin/strace", "-p", str(os.getpid()), "-o", "/dev/null"])
+            for _ in range(200):
+                with open("/proc/self/status") as status:
+                    if any(line.startswith("TracerPid:") and line.split()[1] != "0" for line in status):
+                        break
+                time.sleep(0.02)
+            print("after", [c.get_label() for c in secretstorage.get_all_collections(connection)], flush=True)
+            tracer.kill()
+            """, interpreter: program)
+            #expect(result.stdout == "before ['Mine']\nafter []\n", "\(result.stderr)")
+        }
+    }
 }

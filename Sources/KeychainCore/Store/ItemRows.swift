@@ -109,8 +109,11 @@ extension KeychainEngine {
         if let groups = shape.groups {
             clauses.append("h_agrp IN (\(Array(repeating: "?", count: groups).joined(separator: ",")))")
         }
+        // With free-form attributes, the search starts from their index (a few rows), not from a column index such as
+        // service + account that every item of a Secret Service collection shares: `+` keeps SQLite off the latter.
+        let noIndex = shape.extended > 0 ? "+" : ""
         for code in shape.codes {
-            clauses.append(code == "pdmn" ? "pdmn = ?" : "\(KeychainEngine.column(code)) = ?")
+            clauses.append(code == "pdmn" ? "pdmn = ?" : "\(noIndex)\(KeychainEngine.column(code)) = ?")
         }
         for _ in 0..<shape.extended {
             clauses.append("rowid IN (SELECT item FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ?)")

@@ -5,6 +5,10 @@ import KeychainPrompt
 import Logging
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What the Secret Service does for a program that is not registered (`security app add`).
 package enum UnregisteredCallerPolicy: String, Sendable, Hashable, CaseIterable {
     /// Ask the person once per program and collection (allow once / always / deny), through the prompter.
@@ -78,12 +82,51 @@ package final class SecretServiceAccess: Sendable {
         self.logger = logger
     }
 
+    /// A connection's process as identified at its first call, with its `/proc/PID/status` held open (the open file
+    /// stays with that process: once it is gone, reading fails, even if another process has the pid by then).
+    final class Identified: Sendable {
+        let session: Session
+        let pid: UInt32
+        let status: Int32
+
+        init(session: Session, pid: UInt32, status: Int32) {
+            self.session = session
+            self.pid = pid
+            self.status = status
+        }
+
+        deinit { if status >= 0 { close(status) } }
+    }
+
+    /// Identified connections, by unique bus name (never reused by the bus); forgotten when they leave the bus.
+    private let identified = Mutex<[String: Identified]>([:])
+    private let inspector = PeerInspector()
+    /// The most connections kept identified (past it, the table starts again).
+    static let maximumIdentified = 16_384
+
     /// Identifies the process behind `busName` from the bus daemon's process ID and user ID for it.
+    ///
+    /// As keychaind does for its own socket, the process is identified once, at the connection's first call, and
+    /// checked at every call after: still the same process (its status file, opened before it was identified, still
+    /// reads) and not traced since (a tracer makes it untrusted, and it is identified again). Its registration is
+    /// looked up at every call, so `security app add` and `remove` apply at once.
     package func caller(busName: String, pid: UInt32?, uid: UInt32?) throws(KeychainError) -> SecretServiceCaller {
         guard let pid, let uid, pid > 0, pid <= UInt32(Int32.max) else {
             throw KeychainError(code: .missingEntitlement, message: "The bus did not say which process is behind \(busName); it cannot be identified.")
         }
-        let session = try authority.session(pid: Int32(pid), uid: uid)
+        let session: Session
+        if let known = identified.withLock({ $0[busName] }), known.pid == pid, known.status >= 0,
+           let tracer = inspector.tracer(status: known.status), tracer == 0 || known.session.identity.untrusted != nil {
+            session = known.session
+        } else {
+            let status = inspector.openStatus(of: Int32(pid))
+            let fresh = Identified(session: try authority.session(pid: Int32(pid), uid: uid), pid: pid, status: status)
+            identified.withLock { table in
+                if table.count >= Self.maximumIdentified, table[busName] == nil { table.removeAll() }
+                table[busName] = fresh
+            }
+            session = fresh.session
+        }
         var groups: [String]?
         if session.identity.untrusted == nil, let registration = try session.keychain.registry().registration(for: session.identity) {
             groups = registration.groups
@@ -198,5 +241,6 @@ package final class SecretServiceAccess: Sendable {
     /// Forgets what was granted to a bus connection that is gone.
     package func forget(busName: String) {
         _ = onceGrants.withLock { $0.removeValue(forKey: busName) }
+        _ = identified.withLock { $0.removeValue(forKey: busName) }
     }
 }
