@@ -42,7 +42,7 @@ extension KeychainEngine {
     }
 
     /// Builds the SQL filter for a query and the checks that must run on decrypted attributes.
-    func selectSQL(_ q: ItemQuery, groups: [String]?, columns: String) -> (sql: String, arguments: [BoundValue]) {
+    func selectSQL(_ q: ItemQuery, groups: [String]?, columns: String, db: Database? = nil) -> (sql: String, arguments: [BoundValue]) {
         let cls = q.itemClass
         var shape = SelectShape(table: cls.table, columns: columns, tombstones: .hidden, byReference: q.persistentRef != nil,
                                 sync: q.sync, groups: groups?.count, codes: [])
@@ -73,10 +73,12 @@ extension KeychainEngine {
         }
         if cls == .genericPassword && !q.extendedMatch.isEmpty {
             shape.extended = q.extendedMatch.count
-            for (name, value) in q.extendedMatch {
-                args.append(.blob(crypto.attributeHash(table: cls.table, code: ExtendedAttributes.code,
-                                                       value: ExtendedAttributes.indexTerm(name: name, value: value))))
+            var hashes = q.extendedMatch.map { name, value in
+                crypto.attributeHash(table: cls.table, code: ExtendedAttributes.code,
+                                     value: ExtendedAttributes.indexTerm(name: name, value: value))
             }
+            if hashes.count > 1, let db { hashes = Self.bySelectivity(hashes, db) }
+            args += hashes.map { .blob($0) }
         }
         let sql = selectStatements.withLock { cache in
             if let sql = cache[shape] { return sql }
@@ -87,6 +89,19 @@ extension KeychainEngine {
             return sql
         }
         return (sql, args)
+    }
+
+    /// Free-form attribute hashes, rarest first: each is counted in the index up to a small cap (a bounded walk of
+    /// its range), so that the search starts from the pair with the fewest items whatever the store's size.
+    static func bySelectivity(_ hashes: [Data], _ db: Database) -> [Data] {
+        let cap = 64
+        let sql = "SELECT count(*) FROM (SELECT 1 FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ? LIMIT \(cap))"
+        let counted = hashes.map { hash -> (Data, Int) in
+            // A failed count only loses the ordering, never a result: the query itself checks every pair.
+            let count = (try? Int.fetchOne(db.cachedStatement(sql: sql), arguments: [hash])) ?? cap
+            return (hash, count)
+        }
+        return counted.sorted { $0.1 < $1.1 }.map(\.0)
     }
 
     /// The SQL text of a query's form.
@@ -115,8 +130,13 @@ extension KeychainEngine {
         for code in shape.codes {
             clauses.append(code == "pdmn" ? "pdmn = ?" : "\(noIndex)\(KeychainEngine.column(code)) = ?")
         }
-        for _ in 0..<shape.extended {
-            clauses.append("rowid IN (SELECT item FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ?)")
+        // The first pair (the rarest, see bySelectivity) gives the candidate rows; each other pair is one lookup in
+        // the index's primary key per candidate. (An IN list for every pair would build each pair's whole set: an
+        // `xdg:schema` that every item shares would cost as many rows as the collection has.)
+        for index in 0..<shape.extended {
+            clauses.append(index == 0
+                ? "rowid IN (SELECT item FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ?)"
+                : "EXISTS (SELECT 1 FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ? AND item = \"\(shape.table)\".rowid)")
         }
         let whereClause = clauses.isEmpty ? "" : " WHERE " + clauses.joined(separator: " AND ")
         return "SELECT \(shape.columns) FROM \"\(shape.table)\"\(whereClause) ORDER BY rowid"
@@ -140,7 +160,7 @@ extension KeychainEngine {
                       gate: PresenceGate? = nil) throws -> [(StoredRow, FoundItem)] {
         let cls = q.itemClass
         let columns = KeychainEngine.rowColumns + (includeSecret ? ", secret" : "")
-        let (sql, arguments) = selectSQL(q, groups: groups, columns: columns)
+        let (sql, arguments) = selectSQL(q, groups: groups, columns: columns, db: db)
         let rows = try RowStatement(db.cachedStatement(sql: sql), in: db, binding: arguments)
         defer { rows.finish() }
         var keeping: [String]?
