@@ -305,28 +305,38 @@ extension SecretServiceProvider {
     func itemMethod(_ call: DBusMethodCall, collection name: SecretObjectPath.CollectionName, item id: String,
                     caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
         guard on(call, Self.itemInterface) else { throw unknownMethod(call) }
-        guard let collection = try visibleCollection(name, caller: caller),
-              try keychain({ () throws(KeychainError) in try store.item(id, in: collection) }) != nil else { throw .noObject(call.path) }
+        guard let collection = try visibleCollection(name, caller: caller) else { throw .noObject(call.path) }
+        // Each method finds the item itself (one engine call, not a look first): a missing one is NoSuchObject.
+        func onItem<T>(_ body: () throws(KeychainError) -> T) throws(SecretServiceError) -> T {
+            do {
+                return try body()
+            } catch where error.code == .itemNotFound {
+                throw .noObject(call.path)
+            } catch {
+                throw SecretServiceError(error)
+            }
+        }
         switch call.member {
         case "Delete":
             try expect(call, "")
             try requireUnlocked(collection, for: caller)
-            try keychain { () throws(KeychainError) in try store.deleteItem(id, in: collection) }
+            try onItem { () throws(KeychainError) in try store.deleteItem(id, in: collection) }
             return [Self.none]
         case "GetSecret":
             try expect(call, "o")
             guard case .objectPath(let sessionPath) = call.arguments[0] else { throw .invalid("GetSecret takes a session (o).") }
             let session = try session(sessionPath, caller: call.sender)
             try requireUnlocked(collection, for: caller)
-            let secret = try keychain { () throws(KeychainError) in try store.secret(of: id, in: collection) }
+            let secret = try onItem { () throws(KeychainError) in try store.secret(of: id, in: collection) }
             return [try encode(secret.value, contentType: secret.contentType, session: session, path: sessionPath)]
         case "SetSecret":
             try expect(call, "(oayays)")
             try requireUnlocked(collection, for: caller)
             let (secret, contentType) = try decode(call.arguments[0], caller: call.sender)
-            try keychain { () throws(KeychainError) in try store.setSecret(secret, contentType: contentType, of: id, in: collection) }
+            try onItem { () throws(KeychainError) in try store.setSecret(secret, contentType: contentType, of: id, in: collection) }
             return []
         default:
+            guard try keychain({ () throws(KeychainError) in try store.item(id, in: collection) }) != nil else { throw .noObject(call.path) }
             throw unknownMethod(call)
         }
     }
