@@ -26,7 +26,7 @@ struct DBusServerConnectionTests {
         ]
         let address = bus.address
         let (reply, described, clientName) = try await onThread {
-            let client = try DBusConnection(address: address)
+            let client = try DBusConnection(address: address, timeout: .seconds(100))
             let reply = try client.call(destination: Self.name, path: "/org/example/Echo/item", interface: Self.name,
                                         member: "Echo", arguments)
             let described = try client.call(destination: Self.name, path: "/org/example/Echo/item", interface: Self.name,
@@ -67,7 +67,7 @@ struct DBusServerConnectionTests {
         let server = try await EchoServer(bus)
         let address = bus.address
         let (refused, invalid) = try await onThread { () -> (DBusError?, DBusError?) in
-            let client = try DBusConnection(address: address)
+            let client = try DBusConnection(address: address, timeout: .seconds(100))
             func failure(_ member: String) -> DBusError? {
                 do {
                     try client.call(destination: Self.name, path: "/", interface: Self.name, member: member)
@@ -332,6 +332,8 @@ struct DBusServerConnectionTests {
 /// A server owning ``DBusServerConnectionTests/name`` that answers `Echo` with its arguments, `Describe` with the
 /// call's signature, sender, path and interface, `Fail` with an error, `FailBadly` with an invalid error name,
 /// holds `Hold` calls until `Release`, and answers anything else UnknownMethod.
+/// Its calls are taken by a task on Swift's cooperative pool, which the suite's blocking tests may hold for seconds:
+/// clients of it wait with long timeouts (the point of each test is the answer, not its speed).
 final class EchoServer: Sendable {
     let connection: DBusServerConnection
     private let serving: Task<Void, Never>

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Testing
 @testable import KeychainProtocol
 
@@ -49,10 +50,10 @@ import Testing
         let b = try #require(swapped.lastIndex(of: UInt8(ascii: "b")))
         swapped[a] = UInt8(ascii: "b")
         swapped[b] = UInt8(ascii: "a")
-        #expect(throws: KeychainError.self) { try Frame.decode(body: swapped.dropFirst(4)) }
+        expectKeychainError(.corruptData) { try Frame.decode(body: swapped.dropFirst(4)) }
         var twice = good
         twice[b] = UInt8(ascii: "a")
-        #expect(throws: KeychainError.self) { try Frame.decode(body: twice.dropFirst(4)) }
+        expectKeychainError(.corruptData) { try Frame.decode(body: twice.dropFirst(4)) }
     }
 
     @Test func aCountLargerThanTheBytesLeftIsRefused() throws {
@@ -61,6 +62,6 @@ import Testing
         let countOffset = 4 + 6 + 1 + 5 + 1 + 1 + 16
         #expect(bytes[countOffset ..< countOffset + 4].elementsEqual([0, 0, 0, 1]))
         bytes[countOffset + 1] = 1
-        #expect(throws: KeychainError.self) { try Frame.decode(body: bytes.dropFirst(4)) }
+        expectKeychainError(.corruptData) { try Frame.decode(body: bytes.dropFirst(4)) }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Testing
 @testable import KeychainSecretService
 
@@ -18,7 +19,7 @@ struct SecretServiceImportStoreTests {
         let back = try session.seal(Array("from the client".utf8))
         #expect(try service.open(parameters: back.parameters, value: back.value) == Array("from the client".utf8))
         // A service key out of range is refused, as the service refuses a client's.
-        #expect(throws: SecretTransferError.self) { try client.finish(serverPublicKey: [1]) }
+        #expect(throws: SecretTransferError.invalidPublicKey(.outOfRange)) { try client.finish(serverPublicKey: [1]) }
     }
 
     static func item(_ label: String, _ attributes: [String: String], _ secret: String, created: TimeInterval, modified: TimeInterval) -> SecretServiceImportItem {
@@ -76,9 +77,9 @@ struct SecretServiceImportStoreTests {
     func batchBounds() throws {
         let items = Array(repeating: Self.item("x", [:], "x", created: 0, modified: 0), count: SecretServiceImportBatch.maximumItems + 1)
         let batch = SecretServiceImportBatch(collectionLabel: "c", isDefault: false, collectionDates: nil, items: items)
-        #expect(throws: KeychainError.self) { try batch.validate() }
+        expectKeychainError(.invalidParameter) { try batch.validate() }
         let late = SecretServiceImportBatch(collectionLabel: "c", isDefault: false,
                                             collectionDates: ItemDates(created: Date(timeIntervalSince1970: 3e11), modified: Date(timeIntervalSince1970: 3e11)), items: [])
-        #expect(throws: KeychainError.self) { try late.validate() }
+        expectKeychainError(.invalidParameter) { try late.validate() }
     }
 }

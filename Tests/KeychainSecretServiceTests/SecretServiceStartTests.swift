@@ -36,7 +36,7 @@ struct SecretServiceStartTests {
                 "KEYCHAIN_HOME": root + "/keychain", "HOME": root, "KEYCHAIN_SECRET_SERVICE_UNREGISTERED": "allow",
             ])
             let client = try DBusConnection(address: bus.address)
-            #expect(throws: DBusError.self) { try client.nameOwner(of: "org.freedesktop.secrets") }
+            #expect(throws: DBusError.remote(name: "org.freedesktop.DBus.Error.NameHasNoOwner", message: "Could not get owner of name 'org.freedesktop.secrets': no such name")) { try client.nameOwner(of: "org.freedesktop.secrets") }
             let env = ["DBUS_SESSION_BUS_ADDRESS": bus.address, "HOME": root, "PATH": "/usr/bin:/bin"]
             let stored = try ProgramRun.run("/usr/bin/secret-tool", ["store", "--label=first", "activated", "yes"], environment: env,
                                             input: Data("by activation".utf8), scratch: root)
