@@ -15,7 +15,8 @@ import Glibc
 package final class Authority: Sendable {
     /// The keychains this keychaind serves, by user.
     package let keychains: ServedKeychains
-    let inspector: PeerInspector
+    /// Reads what the kernel says of a process (`/proc`): the one every identification here uses.
+    package let inspector: PeerInspector
     /// The admin tool's path and SHA-256, recorded at start-up.
     let adminTool: (path: String, sha256: String)?
     let logger: Logger

@@ -100,7 +100,6 @@ package final class SecretServiceAccess: Sendable {
 
     /// Identified connections, by unique bus name (never reused by the bus); forgotten when they leave the bus.
     private let identified = Mutex<[String: Identified]>([:])
-    private let inspector = PeerInspector()
     /// The most connections kept identified (past it, the table starts again).
     static let maximumIdentified = 16_384
 
@@ -116,10 +115,10 @@ package final class SecretServiceAccess: Sendable {
         }
         let session: Session
         if let known = identified.withLock({ $0[busName] }), known.pid == pid, known.status >= 0,
-           let tracer = inspector.tracer(status: known.status), tracer == 0 || known.session.identity.untrusted != nil {
+           let tracer = authority.inspector.tracer(status: known.status), tracer == 0 || known.session.identity.untrusted != nil {
             session = known.session
         } else {
-            let status = inspector.openStatus(of: Int32(pid))
+            let status = authority.inspector.openStatus(of: Int32(pid))
             let fresh = Identified(session: try authority.session(pid: Int32(pid), uid: uid), pid: pid, status: status)
             identified.withLock { table in
                 if table.count >= Self.maximumIdentified, table[busName] == nil { table.removeAll() }

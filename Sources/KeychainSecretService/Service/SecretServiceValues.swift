@@ -4,15 +4,10 @@ import KeychainDBus
 /// Reading and building the Secret Service's D-Bus values: attribute dictionaries (`a{ss}`), property
 /// dictionaries (`a{sv}`), secrets (`(oayays)`), object path lists (`ao`).
 enum SecretValues {
-    /// The bytes of an `ay`.
+    /// The bytes of an `ay` (which KeychainDBus always reads as one ``DBusValue/bytes(_:)``).
     static func bytes(_ value: DBusValue) -> [UInt8]? {
         switch value {
         case .bytes(let bytes): return bytes
-        case .array(let element, let values) where element == "y":
-            var out: [UInt8] = []
-            out.reserveCapacity(values.count)
-            for case .byte(let byte) in values { out.append(byte) }
-            return out.count == values.count ? out : nil
         case .variant(let inner): return bytes(inner)
         default: return nil
         }
