@@ -17,7 +17,8 @@ import Glibc
 /// Method calls arrive on ``calls``, read on the bus thread within ``limits``; the bus thread answers by itself,
 /// without delivering the call, when a sender (or everyone) has too many calls waiting (`LimitsExceeded`) or the
 /// arguments cannot be read within the limits (`InvalidArgs`). `org.freedesktop.DBus.Peer` (`Ping`,
-/// `GetMachineId`) is answered by sd-bus. A call delivered is kept (its message referenced) until it is answered,
+/// `GetMachineId`) is answered by sd-bus. A handler set with ``answerOnBusThread(_:)`` may answer quick calls on
+/// the bus thread itself before they are delivered. A call delivered is kept (its message referenced) until it is answered,
 /// its consumer stops taking calls, ``DBusServerLimits/unansweredCallLifetime`` passes (then the server answers
 /// `Failed`), or the connection closes.
 ///
@@ -70,6 +71,9 @@ package final class DBusServerConnection: Sendable {
         let sinks = DBusServerSinks(calls: callSink, events: eventSink, departures: departureSink)
         let startup = DBusServerStartup()
         let thread = Thread {
+            // Named from inside: swift-corelibs-foundation does not pass a name set before start to the system, and
+            // the thread would show (in perf, top -H) under the name of the thread that made it.
+            Thread.current.name = "D-Bus server"
             DBusServerLoop.run(address: address, timeout: timeout, limits: limits, shared: shared, sinks: sinks, startup: startup)
         }
         thread.name = "D-Bus server"
@@ -105,6 +109,18 @@ package final class DBusServerConnection: Sendable {
     }
 
     // MARK: Answering calls
+
+    /// Has `handler` look at each method call first, on the bus thread, before it is delivered on ``calls``: a call
+    /// it answers (non-nil) is replied to right there, without waking another thread; one it returns nil for goes
+    /// on to ``calls`` as usual. Replaces any handler set before; nil removes it.
+    ///
+    /// For quick answers only (reads from memory or a local database): while `handler` runs, the connection reads
+    /// nothing else, so it must never wait on a peer, a prompt, a lock held for long, or on this connection (a
+    /// ``call(destination:path:interface:member:_:timeout:)`` from it would wait forever). Calls over the limits
+    /// or unreadable are refused before it sees them.
+    package func answerOnBusThread(_ handler: DBusInlineHandler?) {
+        shared.inlineHandler.withLock { $0 = handler.map(DBusInlineHandlerBox.init) }
+    }
 
     /// Answers `call` with `values` (the method's out arguments). Queued to the bus thread; returns at once.
     ///
@@ -361,6 +377,10 @@ final class DBusServerShared: Sendable {
     let state = Mutex(State())
     /// The eventfd written to wake the bus thread; closed at deinit, after the thread and every handle let go.
     let wakeDescriptor: Int32
+    /// ``DBusServerConnection/answerOnBusThread(_:)``'s handler. Boxed: an optional function type held in a
+    /// generic `Mutex` is re-abstracted on every `inout` access, and each read through `withLock` would wrap the
+    /// stored function in two more thunks (seen growing without bound under perf).
+    let inlineHandler = Mutex<DBusInlineHandlerBox?>(nil)
 
     /// Shares `wakeDescriptor` (an eventfd, owned from now on).
     init(wakeDescriptor: Int32) {
@@ -411,6 +431,12 @@ final class DBusServerShared: Sendable {
             return work
         }
     }
+}
+
+/// An inline handler, boxed so that it keeps one representation in the `Mutex` that holds it.
+struct DBusInlineHandlerBox: Sendable {
+    /// The handler.
+    let answer: DBusInlineHandler
 }
 
 /// The streams' ends the bus thread yields to.
@@ -641,20 +667,7 @@ final class DBusServerLoop {
         case .reply(let token, let values):
             guard let call = takePending(token) else { return }
             defer { sd_bus_message_unref(call.message) }
-            var built: OpaquePointer?
-            let made = sd_bus_message_new_method_return(call.message, &built)
-            guard made >= 0, let reply = built else {
-                sendError(to: call.message, name: DBusErrorName.failed, message: "the reply could not be built")
-                return
-            }
-            defer { sd_bus_message_unref(reply) }
-            do throws(DBusError) {
-                for value in values { try value.append(to: reply) }
-            } catch {
-                sendError(to: call.message, name: DBusErrorName.failed, message: "the reply could not be sent: \(error.message)")
-                return
-            }
-            _ = sd_bus_send(bus, reply, nil)
+            sendReply(to: call.message, values)
         case .replyError(let token, let name, let message):
             guard let call = takePending(token) else { return }
             defer { sd_bus_message_unref(call.message) }
@@ -673,6 +686,24 @@ final class DBusServerLoop {
         let left = (pendingPerSender[call.sender] ?? 1) - 1
         pendingPerSender[call.sender] = left > 0 ? left : nil
         return call
+    }
+
+    /// Answers `call` with `values`, or `Failed` when they cannot be sent.
+    func sendReply(to call: OpaquePointer, _ values: [DBusValue]) {
+        var built: OpaquePointer?
+        let made = sd_bus_message_new_method_return(call, &built)
+        guard made >= 0, let reply = built else {
+            sendError(to: call, name: DBusErrorName.failed, message: "the reply could not be built")
+            return
+        }
+        defer { sd_bus_message_unref(reply) }
+        do throws(DBusError) {
+            for value in values { try value.append(to: reply) }
+        } catch {
+            sendError(to: call, name: DBusErrorName.failed, message: "the reply could not be sent: \(error.message)")
+            return
+        }
+        _ = sd_bus_send(bus, reply, nil)
     }
 
     /// Answers `call` with the error `name` (`Failed` when `name` is not a valid error name) and `message`.
@@ -825,6 +856,14 @@ final class DBusServerLoop {
                                   member: text(sd_bus_message_get_member(message)) ?? "",
                                   signature: text(sd_bus_message_get_signature(message, 1)) ?? "",
                                   arguments: arguments, noReplyExpected: !expectsReply, token: token)
+        if let handler = shared.inlineHandler.withLock({ $0 }), let answer = handler.answer(call) {
+            guard expectsReply else { return }
+            switch answer {
+            case .reply(let values): sendReply(to: message, values)
+            case .error(let name, let text): sendError(to: message, name: name, message: text)
+            }
+            return
+        }
         if expectsReply {
             pending[token] = Pending(message: sd_bus_message_ref(message), sender: sender, received: .now)
             pendingPerSender[sender, default: 0] += 1

@@ -7,6 +7,18 @@ import Glibc
 /// Answer it once, from any thread or task, with ``DBusServerConnection/reply(to:_:)`` or
 /// ``DBusServerConnection/replyError(to:name:message:)`` (unless ``noReplyExpected``). Everything here came from the
 /// peer except ``sender``, which the bus daemon sets.
+/// How a handler on the bus thread answers a call it can answer at once (see
+/// ``DBusServerConnection/answerOnBusThread(_:)``).
+package enum DBusInlineAnswer: Sendable, Hashable {
+    /// The method's out arguments.
+    case reply([DBusValue])
+    /// The D-Bus error `name` with `message` (an invalid name is sent as `org.freedesktop.DBus.Error.Failed`).
+    case error(name: String, message: String)
+}
+
+/// Answers a call on the bus thread, or returns nil to have it delivered on ``DBusServerConnection/calls``.
+package typealias DBusInlineHandler = @Sendable (DBusMethodCall) -> DBusInlineAnswer?
+
 package struct DBusMethodCall: Sendable, Hashable {
     /// The caller's unique name (`:1.42`), set by the bus: the peer cannot choose it.
     package var sender: String

@@ -39,6 +39,49 @@ struct DBusServerConnectionTests {
         _ = server
     }
 
+    @Test func aHandlerOnTheBusThreadAnswersWhatItTakesAndPassesTheRestOn() async throws {
+        let bus = try PrivateSessionBus()
+        let server = try await EchoServer(bus)
+        let threads = Mutex<Set<String>>([])
+        server.connection.answerOnBusThread { call in
+            threads.withLock { _ = $0.insert(Thread.current.name ?? "") }
+            switch call.member {
+            case "Quick": return .reply([.string("inline"), .string(call.sender)])
+            case "QuickFail": return .error(name: "org.example.Error.Quick", message: "refused inline")
+            default: return nil
+            }
+        }
+        let address = bus.address
+        let (quick, failed, echoed, clientName) = try await onThread {
+            let client = try DBusConnection(address: address, timeout: .seconds(100))
+            // Many calls through the same handler: each is answered from it, not from the stream.
+            var quick: [DBusValue] = []
+            for _ in 0..<200 {
+                quick = try client.call(destination: Self.name, path: "/", interface: Self.name, member: "Quick")
+            }
+            let failed = Result { () throws(DBusError) in
+                try client.call(destination: Self.name, path: "/", interface: Self.name, member: "QuickFail")
+            }
+            let echoed = try client.call(destination: Self.name, path: "/", interface: Self.name, member: "Echo", [.uint32(5)])
+            return (quick, failed, echoed, client.uniqueName)
+        }
+        #expect(quick == [.string("inline"), .string(clientName)])
+        #expect(failed.failureName == "org.example.Error.Quick")
+        #expect(failed.failureMessage?.hasSuffix("refused inline") == true)
+        #expect(echoed == [.uint32(5)])
+        #expect(threads.withLock { $0 } == ["D-Bus server"])
+
+        // Without the handler, the same call reaches the stream (the echo server does not know it).
+        server.connection.answerOnBusThread(nil)
+        let unknown = try await onThread {
+            let client = try DBusConnection(address: address, timeout: .seconds(100))
+            return Result { () throws(DBusError) in
+                try client.call(destination: Self.name, path: "/", interface: Self.name, member: "Quick")
+            }
+        }
+        #expect(unknown.failureName == "org.freedesktop.DBus.Error.UnknownMethod")
+    }
+
     @Test func busctlCallsTheServerAndPingsIt() async throws {
         let bus = try PrivateSessionBus()
         let server = try await EchoServer(bus)

@@ -114,9 +114,8 @@ package final class SecretServiceAccess: Sendable {
             throw KeychainError(code: .missingEntitlement, message: "The bus did not say which process is behind \(busName); it cannot be identified.")
         }
         let session: Session
-        if let known = identified.withLock({ $0[busName] }), known.pid == pid, known.status >= 0,
-           let tracer = authority.inspector.tracer(status: known.status), tracer == 0 || known.session.identity.untrusted != nil {
-            session = known.session
+        if let known = stillIdentified(busName, pid: pid) {
+            session = known
         } else {
             let status = authority.inspector.openStatus(of: Int32(pid))
             let fresh = Identified(session: try authority.session(pid: Int32(pid), uid: uid), pid: pid, status: status)
@@ -126,6 +125,29 @@ package final class SecretServiceAccess: Sendable {
             }
             session = fresh.session
         }
+        return try caller(busName: busName, session: session)
+    }
+
+    /// The caller behind `busName` when it was identified before and is still that process, untraced (the checks
+    /// ``caller(busName:pid:uid:)`` makes at every call); nil when it would have to be identified now (reading and
+    /// hashing its executable), which is not quick.
+    package func identifiedCaller(busName: String, pid: UInt32?) throws(KeychainError) -> SecretServiceCaller? {
+        guard let pid, let session = stillIdentified(busName, pid: pid) else { return nil }
+        return try caller(busName: busName, session: session)
+    }
+
+    /// The session of `busName` identified before, when it is still process `pid` (its status file reads) and not
+    /// traced since (or was untrusted already).
+    private func stillIdentified(_ busName: String, pid: UInt32) -> Session? {
+        guard let known = identified.withLock({ $0[busName] }), known.pid == pid, known.status >= 0,
+              let tracer = authority.inspector.tracer(status: known.status), tracer == 0 || known.session.identity.untrusted != nil else {
+            return nil
+        }
+        return known.session
+    }
+
+    /// `session` as a caller of `busName`, with its registration looked up now.
+    private func caller(busName: String, session: Session) throws(KeychainError) -> SecretServiceCaller {
         var groups: [String]?
         if session.identity.untrusted == nil, let registration = try session.keychain.registry().registration(for: session.identity) {
             groups = registration.groups

@@ -8,7 +8,8 @@ import Synchronization
 /// The freedesktop Secret Service (`org.freedesktop.secrets`, specification 0.2) served from keychaind.
 ///
 /// Calls arrive from ``DBusServerConnection`` (its bus thread parses them); each is answered on a worker thread,
-/// after the caller was identified from the bus daemon's credentials for its connection (``SecretServiceAccess``).
+/// after the caller was identified from the bus daemon's credentials for its connection (``SecretServiceAccess``),
+/// except quick reads from a caller identified before, which the bus thread answers itself (``quickAnswer(_:)``).
 /// Sessions and prompts belong to the connection that made them and end when it leaves the bus.
 package final class SecretServiceProvider: Sendable {
     /// The well-known name.
@@ -89,6 +90,8 @@ package final class SecretServiceProvider: Sendable {
     /// Serves calls until the bus connection ends (or the task is cancelled).
     package func run() async {
         observeItemChanges()
+        bus.answerOnBusThread { [self] call in quickAnswer(call) }
+        defer { bus.answerOnBusThread(nil) }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 for await change in bus.peerDepartures where change.newOwner.isEmpty {
@@ -120,6 +123,49 @@ package final class SecretServiceProvider: Sendable {
             "client": "\(name)", "sessions closed": "\(closed)", "prompts dropped": "\(dismissed)",
             "sessions open": "\(sessions.count)", "prompts waiting": "\(prompts.count)",
         ])
+    }
+
+    /// The calls answered on the bus thread when their caller is known already: reads of the store and of memory,
+    /// which never prompt, never write and never wait on the bus. (A hop to another thread and back costs more than
+    /// the work of such a call.) Everything else, and a caller's first call, goes to a worker.
+    static let quickMembers: Set<String> = [
+        "org.freedesktop.Secret.Service.SearchItems", "org.freedesktop.Secret.Service.GetSecrets",
+        "org.freedesktop.Secret.Service.ReadAlias", "org.freedesktop.Secret.Collection.SearchItems",
+        "org.freedesktop.Secret.Item.GetSecret", "org.freedesktop.DBus.Properties.Get",
+        "org.freedesktop.DBus.Properties.GetAll",
+    ]
+
+    /// The most attributes a search, or items a GetSecrets, answered on the bus thread may name: a bigger call
+    /// (legal, but not what clients send) goes to a worker, so that one client cannot hold the bus thread, and with
+    /// it every other client, for long.
+    static let maximumQuickElements = 32
+
+    /// Whether `call`'s arrays are small enough for the bus thread.
+    static func isSmall(_ call: DBusMethodCall) -> Bool {
+        call.arguments.allSatisfy { argument in
+            if case .array(_, let elements) = argument { return elements.count <= maximumQuickElements }
+            return true
+        }
+    }
+
+    /// `call` answered at once (on the bus thread), or nil to have it served by ``serve(_:)``: only one of
+    /// ``quickMembers`` from a connection whose process was identified before and still checks out.
+    func quickAnswer(_ call: DBusMethodCall) -> DBusInlineAnswer? {
+        guard let interface = call.interface, Self.quickMembers.contains("\(interface).\(call.member)"),
+              Self.isSmall(call), let known = credentials.withLock({ $0[call.sender] }) else { return nil }
+        let result: Result<[DBusValue], SecretServiceError>
+        do throws(KeychainError) {
+            guard let caller = try access.identifiedCaller(busName: call.sender, pid: known.pid) else { return nil }
+            result = Result { () throws(SecretServiceError) in try dispatch(call, caller: caller) }
+        } catch {
+            result = .failure(SecretServiceError(error))
+        }
+        switch result {
+        case .success(let values): return .reply(values)
+        case .failure(let error):
+            logger.debug("secret service call failed", metadata: ["member": "\(call.member)", "error": "\(error.name)"])
+            return .error(name: error.name, message: error.message)
+        }
     }
 
     private func serve(_ call: DBusMethodCall) async {
