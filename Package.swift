@@ -61,6 +61,13 @@ let package = Package(
         ),
         // What travels between a client and keychaind: typed requests and responses, one frame rule.
         .target(name: "KeychainProtocol", dependencies: ["KeychainCore"], swiftSettings: strictSwift),
+        // End-to-end-encrypted sync, the device's side of the cryptography: device keys, zone keys wrapped to devices
+        // (HPKE), records sealed at their address, signed device lists, join codes, the conflict rule.
+        .target(
+            name: "KeychainSync",
+            dependencies: ["KeychainCore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strictSwift
+        ),
         // The seam: a keychain this process can talk to, in-process (the engine) or keychaind (its client),
         // and the one place that chooses between them.
         .target(
@@ -200,6 +207,13 @@ let package = Package(
         .testTarget(
             name: "KeychainCoreTests",
             dependencies: ["KeychainTestSupport", "KeychainCore", "KeychainClient", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "KeychainSyncTests",
+            dependencies: ["KeychainSync", "KeychainCore", .product(name: "Crypto", package: "swift-crypto")],
+            // How the golden vectors were computed (hashlib and Python's cryptography), kept beside them.
+            exclude: ["Vectors"],
             swiftSettings: strictSwift
         ),
         .testTarget(
