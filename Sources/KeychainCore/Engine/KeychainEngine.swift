@@ -45,6 +45,8 @@ package final class KeychainEngine: Sendable {
     /// The Secret Service's collections and aliases as last read, shared by every ``SecretStore`` over this engine
     /// (keychaind's provider and an import through its socket), so that a change made by one is seen by the others.
     let secretServiceMetadata = SecretStore.MetadataCache()
+    /// The Secret Service's searches as last answered, shared by every ``SecretStore`` over this engine.
+    let secretServiceSearches = SecretStore.SearchCache()
     /// The Secret Service's in-memory `session` collection, shared by every ``SecretStore`` over this engine.
     let secretServiceSession = SessionCollection()
 
@@ -108,6 +110,9 @@ package final class KeychainEngine: Sendable {
             throw mapError(error)
         }
     }
+
+    /// Changes whenever a write transaction of this engine ends (see ``GroupCommitWriter/generation``).
+    var writeGeneration: UInt64 { writer.generation }
 
     func write<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
         do {

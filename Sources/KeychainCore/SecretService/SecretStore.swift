@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Synchronization
 
@@ -74,6 +75,24 @@ package struct SecretStore: Sendable {
     final class MetadataCache: Sendable {
         let state = Mutex<(collections: [SecretCollection]?, aliases: [String: String]?)>((nil, nil))
         func invalidate() { state.withLock { $0 = (nil, nil) } }
+    }
+
+    /// The identifiers of the items each search of a collection found, while nothing was written since: a search
+    /// by attributes otherwise costs blind-index hashes, several index lookups and decrypting each match, for an
+    /// answer that changes only with a write. One per engine. Valid while the engine's write generation and the
+    /// database's write-ahead log are as they were when it was filled (the log catches another process writing
+    /// the same keychain, which keychaind does not expect); used only while the keychain is unlocked, emptied
+    /// when it is not. Keys are SHA-256 digests of the collection and the attributes, never the attributes.
+    final class SearchCache: Sendable {
+        struct State {
+            /// When the entries were valid: the write generation and the log's stamp.
+            var validity: (generation: UInt64, log: FileStamp?)?
+            /// Item identifiers by search digest.
+            var entries: [Data: [String]] = [:]
+        }
+        let state = Mutex(State())
+        /// The most searches kept; past it, the cache starts again.
+        static let maximumEntries = 4_096
     }
 
     /// A store over `engine`.
@@ -275,6 +294,48 @@ package struct SecretStore: Sendable {
         } catch where error.code == .itemNotFound {
             return []
         }
+    }
+
+    /// The identifiers of `collection`'s items whose attributes include `matching` (every item for none), as
+    /// ``items(in:matching:)`` finds them, answered from ``SearchCache`` when nothing was written since.
+    package func itemIDs(in collection: SecretCollection, matching: [String: String]) throws(KeychainError) -> [String] {
+        if inMemory(collection) { return session.items(matching: matching).map(\.id) }
+        let cache = engine.secretServiceSearches
+        let state = engine.lockState
+        guard state == .unlocked || state == .noPasscode else {
+            cache.state.withLock { $0 = SearchCache.State() }
+            return try items(in: collection, matching: matching).map(\.id)
+        }
+        // Read before searching: a write that ends meanwhile changes it, and the answer is not kept.
+        let validity = (generation: engine.writeGeneration, log: FileStamp(path: engine.location.databasePath + "-wal"))
+        var key = SHA256()
+        key.update(data: Data(collection.id.utf8))
+        for (name, value) in matching.sorted(by: { $0.key < $1.key }) {
+            for text in [name, value] {
+                withUnsafeBytes(of: UInt32(text.utf8.count).bigEndian) { key.update(bufferPointer: $0) }
+                key.update(data: Data(text.utf8))
+            }
+        }
+        let digest = Data(key.finalize())
+        let cached = cache.state.withLock { state -> [String]? in
+            guard let valid = state.validity, valid.generation == validity.generation, valid.log == validity.log else {
+                state = SearchCache.State()
+                return nil
+            }
+            return state.entries[digest]
+        }
+        if let cached { return cached }
+        let ids = try items(in: collection, matching: matching).map(\.id)
+        cache.state.withLock { state in
+            if state.validity == nil {
+                state.validity = validity
+            } else if let valid = state.validity, valid.generation != validity.generation || valid.log != validity.log {
+                return
+            }
+            if state.entries.count >= SearchCache.maximumEntries { state.entries.removeAll() }
+            state.entries[digest] = ids
+        }
+        return ids
     }
 
     /// Item `id` of `collection`, or nil.

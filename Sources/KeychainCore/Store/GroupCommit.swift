@@ -31,6 +31,9 @@ final class GroupCommitWriter: Sendable {
     private let pool: DatabasePool
     private let queue = Mutex(Queue())
     private let committedTransactions = Atomic<Int>(0)
+    /// Counts transactions that ended (committed or not), raised after each: a reader that saw one value before it
+    /// read knows nothing was written since when it still sees it (see ``generation``).
+    private let ended = Atomic<UInt64>(0)
     private let committedWrites = Atomic<Int>(0)
 
     /// Transactions committed and the writes they held, since the writer was made: their ratio is how many
@@ -38,6 +41,10 @@ final class GroupCommitWriter: Sendable {
     var statistics: (transactions: Int, writes: Int) {
         (committedTransactions.load(ordering: .relaxed), committedWrites.load(ordering: .relaxed))
     }
+    /// How many write transactions have ended. Read it before reading the database: while it has not changed,
+    /// no write made through this writer can have changed what was read (caches over the store check it).
+    var generation: UInt64 { ended.load(ordering: .acquiring) }
+
     /// The most writes one transaction holds; a longer queue is split so no transaction grows unbounded.
     let maximumBatch: Int
 
@@ -95,6 +102,7 @@ final class GroupCommitWriter: Sendable {
     }
 
     private func commit(_ batch: [Job]) {
+        defer { ended.add(1, ordering: .releasing) }
         do {
             try pool.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {

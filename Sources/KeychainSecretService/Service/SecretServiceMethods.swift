@@ -56,7 +56,8 @@ extension SecretServiceProvider {
             guard let attributes = SecretValues.stringDictionary(call.arguments[0]) else { throw .invalid("SearchItems takes attributes (a{ss}).") }
             var unlocked: [String] = [], locked: [String] = []
             for collection in try visibleCollections(caller) {
-                let found = try keychain { () throws(KeychainError) in try store.items(in: collection, matching: attributes) }.map(\.path)
+                let found = try keychain { () throws(KeychainError) in try store.itemIDs(in: collection, matching: attributes) }
+                    .map { SecretObjectPath.item(collection.id, $0) }
                 if try isUnlocked(collection, for: caller) { unlocked += found } else { locked += found }
             }
             return [SecretValues.paths(unlocked), SecretValues.paths(locked)]
@@ -274,8 +275,8 @@ extension SecretServiceProvider {
         case "SearchItems":
             try expect(call, "a{ss}")
             guard let attributes = SecretValues.stringDictionary(call.arguments[0]) else { throw .invalid("SearchItems takes attributes (a{ss}).") }
-            let found = try keychain { () throws(KeychainError) in try store.items(in: collection, matching: attributes) }
-            return [SecretValues.paths(found.map(\.path))]
+            let found = try keychain { () throws(KeychainError) in try store.itemIDs(in: collection, matching: attributes) }
+            return [SecretValues.paths(found.map { SecretObjectPath.item(collection.id, $0) })]
         case "CreateItem":
             try expect(call, "a{sv}(oayays)b")
             guard let properties = SecretValues.propertyDictionary(call.arguments[0]), case .bool(let replace) = call.arguments[2] else {
