@@ -115,6 +115,7 @@ package final class SecretServiceProvider: Sendable {
     /// Forgets everything of a connection that left the bus.
     func forget(_ name: String) {
         let known = credentials.withLock({ $0.removeValue(forKey: name) }) != nil
+        slowSenders.withLock { _ = $0.removeValue(forKey: name) }
         let closed = sessions.closeAll(owner: name)
         let dismissed = prompts.removeAll(owner: name)
         access.forget(busName: name)
@@ -140,19 +141,58 @@ package final class SecretServiceProvider: Sendable {
     /// it every other client, for long.
     static let maximumQuickElements = 32
 
-    /// Whether `call`'s arrays are small enough for the bus thread.
+    /// Whether `call` is small enough for the bus thread: its arrays short, and not one of the reads whose cost
+    /// grows with the collection (a search by no attribute, a collection's `Items`, `GetAll` of a collection).
     static func isSmall(_ call: DBusMethodCall) -> Bool {
-        call.arguments.allSatisfy { argument in
+        let shortArrays = call.arguments.allSatisfy { argument in
             if case .array(_, let elements) = argument { return elements.count <= maximumQuickElements }
             return true
         }
+        guard shortArrays else { return false }
+        switch call.member {
+        case "SearchItems":
+            if case .array(_, let attributes)? = call.arguments.first { return !attributes.isEmpty }
+            return false
+        case "Get":
+            return call.arguments.count == 2 && call.arguments[1] != .string("Items")
+        case "GetAll":
+            return call.arguments.first != .string(collectionInterface)
+        default:
+            return true
+        }
     }
+
+    /// How long a call answered on the bus thread may take before its sender's next calls go to workers.
+    static let slowQuickAnswer: Duration = .milliseconds(5)
+    /// How long a sender whose call was slow is kept off the bus thread.
+    static let slowSenderPenalty: Duration = .seconds(10)
+    /// Senders kept off the bus thread, until when: a client whose searches match thousands of items (or that
+    /// makes them so, writing between searches) would otherwise hold every other client up.
+    private let slowSenders = Mutex<[String: ContinuousClock.Instant]>([:])
 
     /// `call` answered at once (on the bus thread), or nil to have it served by ``serve(_:)``: only one of
     /// ``quickMembers`` from a connection whose process was identified before and still checks out.
     func quickAnswer(_ call: DBusMethodCall) -> DBusInlineAnswer? {
         guard let interface = call.interface, Self.quickMembers.contains("\(interface).\(call.member)"),
               Self.isSmall(call), let known = credentials.withLock({ $0[call.sender] }) else { return nil }
+        let started = ContinuousClock.now
+        let keptOff = slowSenders.withLock { slow -> Bool in
+            guard let until = slow[call.sender] else { return false }
+            if until > started { return true }
+            slow[call.sender] = nil
+            return false
+        }
+        guard !keptOff else { return nil }
+        defer {
+            if ContinuousClock.now - started > Self.slowQuickAnswer {
+                slowSenders.withLock { slow in
+                    if slow.count >= 4_096 { slow.removeAll() }
+                    slow[call.sender] = started + Self.slowSenderPenalty
+                }
+                logger.debug("a slow call was answered on the bus thread; this client's next calls go to workers",
+                             metadata: ["client": "\(call.sender)", "member": "\(call.member)"])
+            }
+        }
         let result: Result<[DBusValue], SecretServiceError>
         do throws(KeychainError) {
             guard let caller = try access.identifiedCaller(busName: call.sender, pid: known.pid) else { return nil }
