@@ -65,7 +65,7 @@ let package = Package(
         // (HPKE), records sealed at their address, signed device lists, join codes, the conflict rule.
         .target(
             name: "KeychainSync",
-            dependencies: ["KeychainCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["KeychainCore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSwift
         ),
         // The seam: a keychain this process can talk to, in-process (the engine) or keychaind (its client),
@@ -211,7 +211,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainSyncTests",
-            dependencies: ["KeychainSync", "KeychainCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             // How the golden vectors were computed (hashlib and Python's cryptography), kept beside them.
             exclude: ["Vectors"],
             swiftSettings: strictSwift

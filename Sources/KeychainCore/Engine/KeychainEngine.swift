@@ -153,7 +153,7 @@ extension KeychainError {
 /// can contain hashes but never values; only the result code and message are kept.
 package struct DescribedError: Error, Sendable, CustomStringConvertible {
     package let description: String
-    init(_ error: any Error) {
+    package init(_ error: any Error) {
         if let db = error as? DatabaseError {
             description = "SQLite error \(db.resultCode.rawValue): \(db.message ?? "")"
         } else {
