@@ -91,6 +91,34 @@ struct SyncReplicaTests {
         #expect(try b.replica.apply(itemID: itemID, version: 0, payload: payload) == .unchanged)
     }
 
+    @Test("Killed after the server took a write and before it was acknowledged: the retry names the same item, nothing is doubled")
+    func killedBeforeAcknowledging() throws {
+        let world = try World(devices: 2)
+        let (a, b) = (world.devices[0], world.devices[1])
+        try a.add("mail", "ann", secret: "one")
+        try a.round(acknowledging: false)
+        a.clock.advance(1)
+        try a.update("mail", "ann", secret: "two")
+        try a.round(acknowledging: false)
+        try world.settle()
+        #expect(world.store.itemCount == 1)
+        #expect(try b.secret("mail", "ann") == "two")
+        #expect(try world.identical())
+    }
+
+    @Test("An item made not synchronizable is deleted on the other devices, and stays here")
+    func leavesSync() throws {
+        let world = try World(devices: 2)
+        let (a, b) = (world.devices[0], world.devices[1])
+        try a.add("mail", "ann", secret: "one")
+        try world.settle()
+        a.clock.advance(1)
+        try a.engine.update(a.query("mail", "ann"), attributes: [:], sync: false, data: nil, caller: SyncReplicaTests.everything)
+        try world.settle()
+        #expect(try b.secret("mail", "ann") == nil)
+        #expect(try a.secret("mail", "ann") == "one")
+    }
+
     @Test("Three devices making 200 edits each while apart (the same items edited, deleted, made again) end identical",
           arguments: [1, 2, 3, 4, 5, 6])
     func partitionHeals(seed: UInt64) throws {
@@ -213,8 +241,9 @@ final class Device: @unchecked Sendable {
         }.sorted()
     }
 
-    /// Reads the feed, then uploads what is pending (a stale write waits for the next round).
-    func round() throws {
+    /// Reads the feed, then uploads what is pending (a stale write waits for the next round); without
+    /// `acknowledging`, as if killed after each upload and before recording it.
+    func round(acknowledging: Bool = true) throws {
         for (itemID, entry) in world.store.changes(since: cursor) {
             try replica.apply(itemID: itemID, version: entry.record.address.version, payload: try world.open(entry))
             cursor = entry.seq
@@ -223,7 +252,7 @@ final class Device: @unchecked Sendable {
             let address = SyncRecordAddress(account: SyncVectors.account, zone: "keychain", itemID: change.itemID,
                                             version: change.expectedVersion + 1)
             let sealed = try SyncRecordSeal.seal(change.payload.encoded, at: address, zoneKey: world.zoneKey)
-            if world.store.write(sealed, expected: change.expectedVersion) {
+            if world.store.write(sealed, expected: change.expectedVersion), acknowledging {
                 try replica.acknowledge(change, version: address.version)
             }
         }

@@ -132,7 +132,11 @@ public final class SyncReplica: Sendable {
     }
 
     /// Every local change the server does not have: new synchronizable items, items changed or deleted since the
-    /// last agreement, and items whose incoming change lost to a local one.
+    /// last agreement, items that left sync (made not synchronizable), and records that lost to another.
+    ///
+    /// A new item gets its identifier here, and the mirror keeps it at once (version 0, nothing agreed), so that a
+    /// retry after a crash between the upload and its acknowledgement names the same item: the server then
+    /// answers that it has it, and the client applies that answer like any change.
     public func outgoingChanges() throws(KeychainError) -> [OutgoingChange] {
         var changes: [OutgoingChange] = []
         var seen: Set<Data> = []
@@ -144,17 +148,27 @@ public final class SyncReplica: Sendable {
                 changes.append(OutgoingChange(itemID: row.itemID, expectedVersion: row.version, payload: payload(of: item),
                                               uuid: item.uuid, itemClass: item.itemClass, contentDigest: digest))
             } else if !item.deleted {
-                changes.append(OutgoingChange(itemID: newItemID(), expectedVersion: 0, payload: payload(of: item),
-                                              uuid: item.uuid, itemClass: item.itemClass, contentDigest: digest))
+                let change = OutgoingChange(itemID: newItemID(), expectedVersion: 0, payload: payload(of: item),
+                                            uuid: item.uuid, itemClass: item.itemClass, contentDigest: digest)
+                try mirror.save(SyncMirror.Row(itemID: change.itemID, itemClass: item.itemClass, uuid: item.uuid, version: 0,
+                                               stamp: change.payload.stamp, contentDigest: Data()))
+                changes.append(change)
             }
         }
-        // Items the mirror knows that are no longer here (made not synchronizable, or replaced by another device's
-        // item that won a clash), and incoming items that lost: their records are deleted.
-        for row in try mirror.rows() where !row.stamp.deleted && (row.uuid.map { !seen.contains($0) } ?? true) {
-            guard row.uuid != nil || row.contentDigest.isEmpty else { continue }
-            let deletion = SyncItemPayload(deletionOf: row.itemClass, modified: max(nowMilliseconds, row.stamp.modified + 1), device: device)
+        // Records with no local item behind them.
+        for row in try mirror.rows() where row.uuid.map({ !seen.contains($0) }) ?? true {
+            let deletion: SyncItemPayload
+            if row.stamp.deleted {
+                // An agreed deletion stays agreed; one the server lost sight of is said again, unchanged.
+                guard row.contentDigest.isEmpty else { continue }
+                deletion = SyncItemPayload(deletionOf: row.itemClass, modified: row.stamp.modified, device: row.stamp.device)
+            } else {
+                // The item left sync or lost its key to another (its record is deleted), or this record lost a clash.
+                guard row.uuid != nil || row.contentDigest.isEmpty else { continue }
+                deletion = SyncItemPayload(deletionOf: row.itemClass, modified: max(nowMilliseconds, row.stamp.modified + 1), device: device)
+            }
             changes.append(OutgoingChange(itemID: row.itemID, expectedVersion: row.version, payload: deletion, uuid: nil,
-                                          itemClass: row.itemClass, contentDigest: Data()))
+                                          itemClass: row.itemClass, contentDigest: Data([0])))
         }
         return changes
     }
@@ -190,6 +204,7 @@ public final class SyncReplica: Sendable {
             next.version = version
             switch SyncConflictRule.resolve(local: localStamp, incoming: payload.stamp) {
             case .same:
+                if let local { next.contentDigest = local.contentDigest }
                 try mirror.save(next)
                 return .unchanged
             case .keepLocal:
