@@ -47,7 +47,8 @@ struct SyncDeviceListTests {
             #expect(error?.code == .verifyFailed)
         }
         // A first list must be version 1, for this account, signed by a device it lists.
-        #expect(throws: KeychainError.self) { try byOutsider.verifiedFirst(account: account) }
+        let outsiderFirst = #expect(throws: KeychainError.self) { try byOutsider.verifiedFirst(account: account) }
+        #expect(outsiderFirst?.code == .verifyFailed)
         let notListed = try SyncDeviceList(account: account, version: 1, devices: [entry(second, "desktop")]).signed(by: first)
         let error = #expect(throws: KeychainError.self) { try notListed.verifiedFirst(account: account) }
         #expect(error?.code == .verifyFailed)
@@ -66,8 +67,12 @@ struct SyncDeviceListTests {
             let error = #expect(throws: KeychainError.self) { try SyncDeviceList(canonicalBytes: data) }
             #expect(error?.code == .corruptData)
         }
-        #expect(throws: KeychainError.self) { try SyncDeviceList(account: account, version: 1, devices: []) }
-        #expect(throws: KeychainError.self) { try SyncDeviceList(account: account, version: 1, devices: [entry(first, "a"), entry(first, "b")]) }
+        let empty = #expect(throws: KeychainError.self) { try SyncDeviceList(account: account, version: 1, devices: []) }
+        #expect(empty?.code == .invalidParameter)
+        let twice = #expect(throws: KeychainError.self) {
+            try SyncDeviceList(account: account, version: 1, devices: [entry(first, "a"), entry(first, "b")])
+        }
+        #expect(twice?.code == .invalidParameter)
     }
 
     @Test("A join code is read as people type it; anything else says what a code looks like")
