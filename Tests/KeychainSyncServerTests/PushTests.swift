@@ -38,15 +38,9 @@ struct PushTests {
             let received = Mutex<[String]>([])
             let (connected, connectedContinuation) = AsyncStream.makeStream(of: Void.self)
             let socketTask = Task {
-                var headers: [(String, String)] = []
-                headers = try SyncTestClient.signatureHeaders(method: "GET", path: path, body: [], device: device)
-                var fields = HTTPFields()
-                for (name, value) in headers {
-                    if let field = HTTPField.Name(name) { fields[field] = value }
-                }
                 try await WebSocketClient.connect(
                     url: "ws://127.0.0.1:\(servers.ports[0])\(path)",
-                    configuration: .init(additionalHeaders: fields),
+                    configuration: .init(additionalHeaders: try signedUpgradeFields(path: path, device: device)),
                     logger: TestPostgres.logger
                 ) { inbound, _, _ in
                     connectedContinuation.yield()
@@ -70,10 +64,28 @@ struct PushTests {
             socketTask.cancel()
             _ = try? await socketTask.value
 
-            // The upgrade is signed like any request: without a signature there is no socket.
+            // The upgrade is signed like any request: without a signature, or from a pending device, there is no socket.
             await #expect(throws: (any Error).self) {
                 try await WebSocketClient.connect(url: "ws://127.0.0.1:\(servers.ports[0])\(path)", logger: TestPostgres.logger) { _, _, _ in }
             }
+            let pending = TestDevice()
+            try await join(pending, account: account, client: servers.client(0))
+            let pendingFields = try signedUpgradeFields(path: path, device: pending)
+            await #expect(throws: (any Error).self) {
+                try await WebSocketClient.connect(
+                    url: "ws://127.0.0.1:\(servers.ports[0])\(path)", configuration: .init(additionalHeaders: pendingFields),
+                    logger: TestPostgres.logger
+                ) { _, _, _ in }
+            }
         }
     }
+}
+
+/// The signature headers of a WebSocket upgrade request (a GET with no body).
+func signedUpgradeFields(path: String, device: TestDevice) throws -> HTTPFields {
+    var fields = HTTPFields()
+    for (name, value) in try SyncTestClient.signatureHeaders(method: "GET", path: path, body: [], device: device) {
+        if let field = HTTPField.Name(name) { fields[field] = value }
+    }
+    return fields
 }

@@ -43,6 +43,17 @@ struct TestServers: Sendable {
                 for group in running {
                     tasks.addTask { try await group.run() }
                 }
+                /// Shuts the instances down gracefully, waiting at most 20 seconds for them to finish.
+                func shutDown() async throws {
+                    for group in running { await group.triggerGracefulShutdown() }
+                    tasks.addTask {
+                        try await Task.sleep(for: .seconds(20))
+                        throw ShutdownTimeout()
+                    }
+                    for _ in running { _ = try await tasks.next() }
+                    tasks.cancelAll()
+                }
+                let result: T
                 do {
                     var ports = [Int](repeating: 0, count: count)
                     var seen = 0
@@ -51,18 +62,19 @@ struct TestServers: Sendable {
                         seen += 1
                         if seen == count { break }
                     }
-                    let result = try await body(TestServers(database: database, ports: ports))
-                    for group in running { await group.triggerGracefulShutdown() }
-                    try await tasks.waitForAll()
-                    return result
+                    result = try await body(TestServers(database: database, ports: ports))
                 } catch {
-                    for group in running { await group.triggerGracefulShutdown() }
-                    tasks.cancelAll()
+                    try? await shutDown()
                     throw error
                 }
+                try await shutDown()
+                return result
             }
         }
     }
+
+    /// The instances did not finish within the time allowed after a graceful shutdown.
+    struct ShutdownTimeout: Error {}
 
     /// A client of instance `index`.
     func client(_ index: Int = 0) -> SyncTestClient { SyncTestClient(port: ports[index]) }

@@ -51,14 +51,16 @@ package enum SyncServer {
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger
         )
+        let (schemaReady, schemaReadyContinuation) = AsyncStream.makeStream(of: Void.self)
         app.beforeServerStarts {
             try await SchemaMigrations.run(on: database, logger: logger)
+            schemaReadyContinuation.finish()
         }
         app.addServices(
             PushListener(client: database, hub: hub, logger: logger),
             MaintenanceService(
                 store: store, tombstoneHorizonSeconds: configuration.tombstoneHorizonSeconds, interval: configuration.maintenanceInterval,
-                logger: logger
+                logger: logger, schemaReady: schemaReady
             )
         )
         return app

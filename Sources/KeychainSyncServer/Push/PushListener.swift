@@ -6,13 +6,15 @@ import ServiceLifecycle
 /// ``PushHub``: every instance on the database hears every committed write, whichever instance took it.
 ///
 /// When the connection fails it marks the hub as not listening and tries again after a second.
-struct PushListener: Service {
+struct PushListener: Service, CustomStringConvertible {
     /// The database.
     let client: PostgresClient
     /// Where notifications go.
     let hub: PushHub
     /// Where the listener logs.
     let logger: Logger
+
+    var description: String { "PushListener" }
 
     func run() async throws {
         await cancelWhenGracefulShutdown {

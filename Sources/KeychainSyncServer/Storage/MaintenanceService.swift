@@ -1,9 +1,9 @@
 import Logging
 import ServiceLifecycle
 
-/// The service that runs ``SyncStore/runMaintenance(tombstoneHorizon:)`` at start-up and then periodically.
-/// Several instances may run it at once: each pass is idempotent.
-struct MaintenanceService: Service {
+/// The service that runs ``SyncStore/runMaintenance(tombstoneHorizon:)`` once the schema is current (at start-up)
+/// and then periodically. Several instances may run it at once: each pass is idempotent.
+struct MaintenanceService: Service, CustomStringConvertible {
     /// The storage.
     let store: SyncStore
     /// The tombstone horizon, in seconds.
@@ -12,9 +12,14 @@ struct MaintenanceService: Service {
     let interval: Duration
     /// Where passes log.
     let logger: Logger
+    /// Ends when the migrations have run (the service's only reader).
+    let schemaReady: AsyncStream<Void>
+
+    var description: String { "MaintenanceService" }
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
+            for await _ in schemaReady {}
             while !Task.isCancelled {
                 do {
                     let report = try await store.runMaintenance(tombstoneHorizon: tombstoneHorizonSeconds)
