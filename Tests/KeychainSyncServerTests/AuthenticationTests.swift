@@ -4,8 +4,7 @@ import KeychainSyncServer
 import Testing
 
 /// Request signatures against a real server and PostgreSQL: what is accepted and each way a request is refused.
-@Suite(.enabled(if: TestPostgres.isAvailable, "needs PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
-       .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(2)))
 struct AuthenticationTests {
     @Test func anAccountIsCreatedAndASignedRequestWorks() async throws {
         try await TestServers.with { servers in
@@ -28,10 +27,7 @@ struct AuthenticationTests {
 
     @Test func wrongSignatureReplayStaleTimestampAndUnknownDeviceAreRefused() async throws {
         try await TestServers.with { servers in
-            let client = servers.client()
-            let device = TestDevice()
-            let account = newAccountID()
-            #expect(try await client.createAccount(account, device: device).status == 201)
+            let (client, device, account) = try await servers.newAccount()
             let path = "/v1/accounts/\(account)/device-list"
 
             let forged = try await client.send(.GET, path, as: device, signing: Signing(corruptSignature: true))

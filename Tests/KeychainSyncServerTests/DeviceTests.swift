@@ -4,8 +4,7 @@ import KeychainSyncServer
 import Testing
 
 /// Joining, approval through the device list, zone keys, and the device list's rules, against a real server.
-@Suite(.enabled(if: TestPostgres.isAvailable, "needs PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
-       .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(2)))
 struct DeviceTests {
     @Test func aJoiningDeviceIsApprovedThenWritesAndFetchesItsZoneKey() async throws {
         try await TestServers.with { servers in

@@ -8,8 +8,7 @@ import Synchronization
 import Testing
 
 /// Several instances on one database, and push over WebSockets across them.
-@Suite(.enabled(if: TestPostgres.isAvailable, "needs PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
-       .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(2)))
 struct PushTests {
     @Test func twoInstancesOnOneDatabaseBothServe() async throws {
         try await TestServers.with(count: 2) { servers in

@@ -5,15 +5,11 @@ import Logging
 import Testing
 
 /// Writes, conflicts, the change feed and tombstone purging against a real server and PostgreSQL.
-@Suite(.enabled(if: TestPostgres.isAvailable, "needs PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
-       .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(2)))
 struct RecordTests {
     @Test func writtenRecordsComeBackThroughTheFeedPageByPage() async throws {
         try await TestServers.with { servers in
-            let client = servers.client()
-            let device = TestDevice()
-            let account = newAccountID()
-            #expect(try await client.createAccount(account, device: device).status == 201)
+            let (client, device, account) = try await servers.newAccount()
 
             let written = try await client.write(account, (0..<5).map { recordWrite("item\($0)", expected: 0) }, as: device)
             #expect(written.status == 200)
@@ -51,10 +47,7 @@ struct RecordTests {
 
     @Test func aStaleVersionWritesNothingOfTheBatchAndAnswersTheCurrentRecords() async throws {
         try await TestServers.with { servers in
-            let client = servers.client()
-            let device = TestDevice()
-            let account = newAccountID()
-            #expect(try await client.createAccount(account, device: device).status == 201)
+            let (client, device, account) = try await servers.newAccount()
             #expect(try await client.write(account, [recordWrite("a", expected: 0), recordWrite("b", expected: 0)], as: device).status == 200)
 
             let conflicting = try await client.write(
@@ -124,10 +117,7 @@ struct RecordTests {
 
     @Test func purgedTombstonesSendOldReadersBackToZero() async throws {
         try await TestServers.with { servers in
-            let client = servers.client()
-            let device = TestDevice()
-            let account = newAccountID()
-            #expect(try await client.createAccount(account, device: device).status == 201)
+            let (client, device, account) = try await servers.newAccount()
             #expect(try await client.write(account, [recordWrite("keep", expected: 0), recordWrite("gone", expected: 0)], as: device).status == 200)
             #expect(try await client.write(account, [recordWrite("gone", expected: 1, deleted: true, text: "tombstone")], as: device).status == 200)
             #expect(try await client.write(account, [recordWrite("later", expected: 0)], as: device).status == 200)
@@ -152,10 +142,7 @@ struct RecordTests {
 
     @Test func limitsAreEnforcedWithMessages() async throws {
         try await TestServers.with { servers in
-            let client = servers.client()
-            let device = TestDevice()
-            let account = newAccountID()
-            #expect(try await client.createAccount(account, device: device).status == 201)
+            let (client, device, account) = try await servers.newAccount()
 
             let tooMany = try await client.write(account, (0..<501).map { recordWrite("i\($0)", expected: 0) }, as: device)
             #expect(tooMany.status == 400)

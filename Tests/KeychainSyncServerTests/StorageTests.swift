@@ -3,8 +3,7 @@ import PostgresNIO
 import Testing
 
 /// The schema migrations against a real PostgreSQL.
-@Suite(.enabled(if: TestPostgres.isAvailable, "needs PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
-       .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(2)))
 struct StorageTests {
     @Test func instancesMigratingAtOnceApplyEachStepOnce() async throws {
         try await TestPostgres.withDatabase { database in

@@ -2,6 +2,14 @@ import Foundation
 import KeychainSyncServer
 import Logging
 import PostgresNIO
+import Testing
+
+extension Trait where Self == ConditionTrait {
+    /// Runs a suite only where the environment gives a PostgreSQL (see ``TestPostgres``).
+    static var needsPostgres: Self {
+        .enabled(if: TestPostgres.isAvailable, "needs PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does")
+    }
+}
 
 /// The PostgreSQL the environment gives the tests: `KEYCHAIN_TEST_POSTGRES_SOCKET` (the server's socket folder) and
 /// `KEYCHAIN_TEST_POSTGRES_USER` (a superuser, default `postgres`). `.ci/run` starts a throwaway cluster and sets both.

@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
+import Testing
 
 /// Real sync server instances for a test: each its own `PostgresClient` and Hummingbird application on one new
 /// database, listening on 127.0.0.1 at a port the system chose.
@@ -75,6 +76,15 @@ struct TestServers: Sendable {
 
     /// The instances did not finish within the time allowed after a graceful shutdown.
     struct ShutdownTimeout: Error {}
+
+    /// A new account on instance 0 with one trusted device: a client, the device and the account id.
+    func newAccount() async throws -> (SyncTestClient, TestDevice, String) {
+        let device = TestDevice()
+        let account = newAccountID()
+        let created = try await client().createAccount(account, device: device)
+        try #require(created.status == 201)
+        return (client(), device, account)
+    }
 
     /// A client of instance `index`.
     func client(_ index: Int = 0) -> SyncTestClient { SyncTestClient(port: ports[index]) }
