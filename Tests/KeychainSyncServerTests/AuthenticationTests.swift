@@ -104,6 +104,26 @@ struct AuthenticationTests {
     }
 }
 
+extension AuthenticationTests {
+    @Test func healthSays503WhenTheDatabaseDoesNotAnswer() async throws {
+        try await TestServers.with { servers in
+            let client = servers.client()
+            #expect(try await client.send(.GET, "/health", as: nil).status == 200)
+            // Cut the server off its database: no new connections, and the open ones ended.
+            try await TestPostgres.withClient(database: "postgres") { admin in
+                try await admin.query("ALTER DATABASE \(unescaped: servers.database) ALLOW_CONNECTIONS false")
+                try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(servers.database)")
+            }
+            let down = try await client.send(.GET, "/health", as: nil)
+            #expect(down.status == 503)
+            #expect(try down.decode(Components.Schemas.Health.self).status == "unavailable")
+            try await TestPostgres.withClient(database: "postgres") { admin in
+                try await admin.query("ALTER DATABASE \(unescaped: servers.database) ALLOW_CONNECTIONS true")
+            }
+        }
+    }
+}
+
 /// Makes `device` a pending device of the account.
 func join(_ device: TestDevice, account: String, client: SyncTestClient, code: [UInt8] = Array("code-hash".utf8)) async throws {
     let response = try await client.send(

@@ -92,4 +92,33 @@ struct DeviceTests {
             #expect(try await client.send(.PUT, path, json: try first.deviceList(version: 2, trusted: [first.id, pending.id]), as: first).status == 200)
         }
     }
+
+    @Test func joinsAreBoundedAndSignedByTheKeyTheyCarry() async throws {
+        try await TestServers.with { servers in
+            let (client, _, account) = try await servers.newAccount()
+            for _ in 0..<16 {
+                try await join(TestDevice(), account: account, client: client)
+            }
+            let seventeenth = TestDevice()
+            let refused = try await client.send(
+                .POST, "/v1/accounts/\(account)/joins",
+                json: Components.Schemas.JoinRequest(device: seventeenth.keys, codeHash: .init([1])), as: seventeenth
+            )
+            #expect(refused.status == 409 && refused.errorCode == "too_many_pending")
+
+            // The body's key must be the signer's: a request signed by one key carrying another is refused.
+            let signer = TestDevice()
+            let mismatched = try await client.send(
+                .POST, "/v1/accounts/\(account)/joins",
+                json: Components.Schemas.JoinRequest(device: TestDevice().keys, codeHash: .init([1])), as: signer
+            )
+            #expect(mismatched.status == 401 && mismatched.errorCode == "device_key_mismatch")
+
+            let noAccount = try await client.send(
+                .POST, "/v1/accounts/\(newAccountID())/joins",
+                json: Components.Schemas.JoinRequest(device: signer.keys, codeHash: .init([1])), as: signer
+            )
+            #expect(noAccount.status == 404 && noAccount.errorCode == "no_such_account")
+        }
+    }
 }
