@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "security", targets: ["security"]),
         .executable(name: "keychaind", targets: ["keychaind"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
+        .executable(name: "keychain-sync-server", targets: ["keychain-sync-server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -27,6 +28,17 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         // `swift package generate-documentation` builds the DocC catalogs of KeychainServices and KeychainKit.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The sync server: HTTP and WebSockets (Hummingbird), its API generated from an OpenAPI document,
+        // PostgreSQL storage, Prometheus metrics; the tests talk to it with AsyncHTTPClient.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
+        .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred, glibc's _GNU_SOURCE spawn extensions).
@@ -173,6 +185,48 @@ let package = Package(
             dependencies: ["KeychainServices"],
             swiftSettings: strictSwift
         ),
+        // The sync server's HTTP API: one OpenAPI document (served as is at /openapi.yaml) from which the server's
+        // and the clients' code is generated.
+        .target(
+            name: "KeychainSyncAPI",
+            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            resources: [.embedInCode("openapi.yaml")],
+            // The generated files import Foundation and OpenAPIRuntime with `package import` whether they use them or not,
+            // which Swift 6.3 warns about in every file; the generator silences that itself from Swift 6.4 on
+            // (`@diagnose(UnusedImportAccess, as: ignored)`). The module holds generated code only (and one constant).
+            swiftSettings: strictSwift + [.unsafeFlags(["-suppress-warnings"])],
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
+        ),
+        // The end-to-end-encrypted sync server as a library: request signatures, PostgreSQL storage and
+        // migrations, the change feed, push over WebSockets, metrics. It stores opaque bytes only.
+        .target(
+            name: "KeychainSyncServer",
+            dependencies: [
+                "KeychainSyncAPI",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // The sync server's command line; everything else is in KeychainSyncServer.
+        .executableTarget(
+            name: "keychain-sync-server",
+            dependencies: [
+                "KeychainSyncServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
         // A small program the tests run as a separate process (crash durability, multi-process races,
         // entitlements read from the environment).
         .executableTarget(
@@ -264,6 +318,20 @@ let package = Package(
             name: "KeychainSecretServiceTests",
             dependencies: ["KeychainSecretService", "KeychainTestSupport", "KeychainDBus", "KeychainCore", "CKeychainPKCS12", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
             exclude: ["Scripts"],
+            swiftSettings: strictSwift
+        ),
+        // The sync server against a real PostgreSQL (KEYCHAIN_TEST_POSTGRES_SOCKET), over real HTTP and WebSockets.
+        .testTarget(
+            name: "KeychainSyncServerTests",
+            dependencies: [
+                "KeychainSyncServer",
+                "KeychainSyncAPI",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -1,0 +1,37 @@
+/// The bounds the server enforces on what clients send; the OpenAPI document lists the same numbers.
+package enum SyncLimits {
+    /// The largest request body, in bytes (8 MiB).
+    package static let maximumBodyBytes = 8 * 1024 * 1024
+    /// The most writes in one batch.
+    package static let maximumWritesPerBatch = 500
+    /// The longest item id, in UTF-8 bytes.
+    package static let maximumItemIDLength = 128
+    /// The longest zone name or key id, in UTF-8 bytes.
+    package static let maximumNameLength = 64
+    /// The largest record ciphertext, in bytes (256 KiB).
+    package static let maximumCiphertextBytes = 256 * 1024
+    /// The largest wrapped record key, in bytes (1 KiB).
+    package static let maximumWrappedKeyBytes = 1024
+    /// The largest wrapped zone key, in bytes (4 KiB).
+    package static let maximumWrappedZoneKeyBytes = 4 * 1024
+    /// The most zone keys in one upload.
+    package static let maximumZoneKeysPerUpload = 256
+    /// The largest join code hash, in bytes.
+    package static let maximumCodeHashBytes = 64
+    /// The largest device list blob, in bytes (64 KiB).
+    package static let maximumDeviceListBytes = 64 * 1024
+    /// The most device ids in a device list.
+    package static let maximumDevicesPerList = 256
+    /// The most pending devices per account.
+    package static let maximumPendingDevices = 16
+    /// How long a join request stays pending, in seconds (24 hours).
+    package static let pendingLifetimeSeconds: Int64 = 24 * 60 * 60
+    /// The most records on one change-feed page.
+    package static let maximumPageSize = 1000
+    /// The page size when the client names none.
+    package static let defaultPageSize = 500
+    /// The most push sockets per account on one server instance.
+    package static let maximumSocketsPerAccount = 64
+    /// The most push sockets on one server instance.
+    package static let maximumSockets = 10_000
+}

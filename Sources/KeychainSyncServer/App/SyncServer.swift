@@ -1,0 +1,68 @@
+import Hummingbird
+import HummingbirdWebSocket
+import KeychainSyncAPI
+import Logging
+import NIOCore
+import OpenAPIHummingbird
+import OpenAPIRuntime
+import PostgresNIO
+
+/// Builds the sync server: the Hummingbird application with the OpenAPI routes, the push WebSocket route, the
+/// middleware (observation, then authentication) and its background services (push listener, maintenance).
+///
+/// The application runs beside the `PostgresClient` in one `ServiceGroup` (the client must run for the queries and
+/// the migrations to proceed); migrations run before the server binds. Instances share nothing but the database.
+package enum SyncServer {
+    /// The application of one server instance.
+    /// - Parameters:
+    ///   - configuration: Address, horizon and maintenance period.
+    ///   - database: The PostgreSQL client (run it in the same service group).
+    ///   - logger: Where the server logs.
+    ///   - onRunning: Called with the bound port once the server listens (useful with port 0).
+    /// - Returns: The application, a `Service`.
+    package static func makeApplication(
+        configuration: SyncServerConfiguration,
+        database: PostgresClient,
+        logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) throws -> some ApplicationProtocol {
+        let store = SyncStore(client: database, logger: logger)
+        let metrics = SyncMetrics()
+        let hub = PushHub()
+
+        let router = Router(context: SyncRequestContext.self)
+        router.add(middleware: RequestObservationMiddleware(metrics: metrics))
+        router.add(middleware: AuthenticationMiddleware(store: store))
+        let api = SyncAPI(store: store, metrics: metrics, logger: logger)
+        try api.registerHandlers(on: router, middlewares: [RequestErrorMiddleware(logger: logger)])
+
+        let webSocketRouter = Router(context: SyncRequestContext.self)
+        webSocketRouter.add(middleware: RequestObservationMiddleware(metrics: metrics))
+        webSocketRouter.add(middleware: AuthenticationMiddleware(store: store))
+        PushRoute.add(to: webSocketRouter, hub: hub, metrics: metrics)
+
+        var app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: webSocketRouter,
+                configuration: .init(ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: .seconds(30))))
+            ),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "keychain-sync-server"),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? configuration.port) },
+            logger: logger
+        )
+        let (schemaReady, schemaReadyContinuation) = AsyncStream.makeStream(of: Void.self)
+        app.beforeServerStarts {
+            try await SchemaMigrations.run(on: database, logger: logger)
+            schemaReadyContinuation.finish()
+        }
+        app.addServices(
+            PushListener(client: database, hub: hub, logger: logger),
+            MaintenanceService(
+                store: store, tombstoneHorizonSeconds: configuration.tombstoneHorizonSeconds, interval: configuration.maintenanceInterval,
+                logger: logger, schemaReady: schemaReady
+            )
+        )
+        return app
+    }
+}

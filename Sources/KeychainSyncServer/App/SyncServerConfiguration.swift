@@ -1,0 +1,24 @@
+/// What an operator chooses about a sync server instance.
+package struct SyncServerConfiguration: Sendable {
+    /// The address to listen on.
+    package var host: String
+    /// The port to listen on (0: any free port, see ``SyncServer/makeApplication(configuration:database:logger:onRunning:)``).
+    package var port: Int
+    /// How long tombstones stay before they are purged, in seconds (30 days by default).
+    package var tombstoneHorizonSeconds: Int64
+    /// How often the maintenance pass (purge, expired nonces, lapsed joins) runs, after the one at start-up.
+    package var maintenanceInterval: Duration
+
+    /// A configuration; the defaults suit production.
+    package init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        tombstoneHorizonSeconds: Int64 = 30 * 24 * 60 * 60,
+        maintenanceInterval: Duration = .seconds(300)
+    ) {
+        self.host = host
+        self.port = port
+        self.tombstoneHorizonSeconds = tombstoneHorizonSeconds
+        self.maintenanceInterval = maintenanceInterval
+    }
+}

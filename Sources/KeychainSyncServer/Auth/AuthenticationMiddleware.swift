@@ -1,0 +1,162 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// Verifies every request's signature before any route sees it, and tells the routes which device signed.
+///
+/// It reads the whole body (at most ``SyncLimits/maximumBodyBytes``, else 413) because the signature covers its
+/// hash, checks the clock skew, the signature and the nonce (in PostgreSQL, so a replay to another instance fails
+/// too), and refuses removed devices. The device is then in ``SyncRequestContext/device`` and, for the OpenAPI
+/// handlers, in ``AuthenticatedDevice/current``.
+package struct AuthenticationMiddleware: RouterMiddleware {
+    /// The context of the sync routers.
+    package typealias Context = SyncRequestContext
+
+    /// Where devices and nonces are.
+    let store: SyncStore
+    /// The current Unix time in seconds (a parameter for the tests of skew).
+    let now: @Sendable () -> Int64
+
+    /// A middleware on a store, reading the system clock.
+    package init(store: SyncStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+        self.store = store
+        self.now = now
+    }
+
+    /// The paths anyone may read without a signature.
+    static let openPaths: Set<String> = ["/health", "/metrics", "/openapi.yaml"]
+
+    /// Authenticates the request, then hands it on.
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if request.method == .get && Self.openPaths.contains(request.uri.path) {
+            return try await next(request, context)
+        }
+        var request = request
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > SyncLimits.maximumBodyBytes {
+            throw SyncFailure.bodyTooLarge
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: SyncLimits.maximumBodyBytes)
+        } catch is NIOTooManyBytesError {
+            throw SyncFailure.bodyTooLarge
+        }
+        let device = try await authenticate(request, body: body)
+        var context = context
+        context.device = device
+        return try await AuthenticatedDevice.$current.withValue(device) {
+            try await next(request, context)
+        }
+    }
+
+    private func authenticate(_ request: Request, body: ByteBuffer) async throws -> AuthenticatedDevice {
+        func header(_ name: String) throws -> String {
+            guard let field = HTTPField.Name(name), let value = request.headers[field], !value.isEmpty else {
+                throw SyncFailure(
+                    .unauthorized, "missing_signature",
+                    "The request has no \(name) header: sign every request with the device key (see the API document's description)."
+                )
+            }
+            return value
+        }
+        let deviceID = try header(RequestSignature.deviceHeader)
+        let timestampText = try header(RequestSignature.timestampHeader)
+        let nonce = try header(RequestSignature.nonceHeader)
+        let signatureText = try header(RequestSignature.signatureHeader)
+        guard DeviceIdentity.isWellFormed(deviceID) else {
+            throw SyncFailure(.unauthorized, "bad_device_id", "Keychain-Device must be 32 lowercase hex characters (the device id).")
+        }
+        guard let timestamp = Int64(timestampText) else {
+            throw SyncFailure(.unauthorized, "bad_timestamp", "Keychain-Timestamp must be whole Unix seconds in decimal.")
+        }
+        let skew = now() - timestamp
+        guard abs(skew) <= RequestSignature.maximumClockSkew else {
+            throw SyncFailure(
+                .unauthorized, "clock_skew",
+                "The request's timestamp is \(abs(skew)) seconds \(skew > 0 ? "behind" : "ahead of") the server's clock (at most \(RequestSignature.maximumClockSkew) allowed): correct the device's clock and sign again."
+            )
+        }
+        guard RequestSignature.isWellFormedNonce(nonce) else {
+            throw SyncFailure(.unauthorized, "bad_nonce", "Keychain-Nonce must be 16 to 64 base64url characters without padding.")
+        }
+        guard let signature = Data(base64Encoded: signatureText) else {
+            throw SyncFailure(.unauthorized, "bad_signature", "Keychain-Signature must be standard base64.")
+        }
+
+        let path = request.uri.path
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        // "", "v1", "accounts", account, ...
+        let account = segments.count >= 4 && segments[1] == "v1" && segments[2] == "accounts" ? String(segments[3]) : ""
+        let keyInBody =
+            request.method == .post
+            && (path == "/v1/accounts" || (segments.count == 5 && segments[1] == "v1" && segments[2] == "accounts" && segments[4] == "joins"))
+
+        var device = AuthenticatedDevice(accountID: account, deviceID: deviceID, signingKey: [], state: nil)
+        if keyInBody {
+            guard let key = Self.signingKeyInBody(body) else {
+                throw SyncFailure(
+                    .badRequest, "bad_request",
+                    "The body must be JSON with device.signing_key, the device's raw 32-byte Ed25519 public key in base64."
+                )
+            }
+            guard DeviceIdentity.deviceID(signingKey: key) == deviceID else {
+                throw SyncFailure(
+                    .unauthorized, "device_key_mismatch",
+                    "Keychain-Device is not the id of device.signing_key: send the hex of the first 16 bytes of SHA-256 over the raw key."
+                )
+            }
+            device.signingKey = key
+            if !account.isEmpty, let known = try await store.credentials(account: account, device: deviceID) {
+                device.state = known.state
+            }
+        } else {
+            guard !account.isEmpty, let known = try await store.credentials(account: account, device: deviceID) else {
+                throw SyncFailure(
+                    .unauthorized, "unknown_device",
+                    "This device is not a member of the account (or its join request lapsed): ask to join the account first."
+                )
+            }
+            device.signingKey = known.signingKey
+            device.state = known.state
+        }
+
+        let message = RequestSignature.canonicalString(
+            method: request.method.rawValue,
+            pathWithQuery: request.head.path ?? path,
+            body: body.readableBytesView,
+            timestamp: timestampText,
+            nonce: nonce
+        )
+        guard DeviceIdentity.verify(signature: signature, of: message, signingKey: device.signingKey) else {
+            throw SyncFailure(
+                .unauthorized, "bad_signature",
+                "The signature does not verify with this device's key: sign the canonical string described in the API document."
+            )
+        }
+        guard try await store.recordNonce(device: deviceID, nonce: nonce) else {
+            throw SyncFailure(
+                .unauthorized, "replayed_request",
+                "This nonce was already used by this device (a replayed request): sign again with a fresh random nonce."
+            )
+        }
+        if device.state == .removed { throw SyncFailure.deviceRemoved }
+        return device
+    }
+
+    private struct KeyProbe: Decodable {
+        struct Device: Decodable {
+            var signing_key: String
+        }
+        var device: Device
+    }
+
+    /// The `device.signing_key` of a JSON body, when it is 32 bytes of base64.
+    static func signingKeyInBody(_ body: ByteBuffer) -> [UInt8]? {
+        guard let probe = try? JSONDecoder().decode(KeyProbe.self, from: Data(body.readableBytesView)),
+            let key = Data(base64Encoded: probe.device.signing_key), key.count == DeviceIdentity.publicKeyLength
+        else { return nil }
+        return Array(key)
+    }
+}

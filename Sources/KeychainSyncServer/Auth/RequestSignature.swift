@@ -1,0 +1,103 @@
+import Crypto
+import Foundation
+
+/// The signature rule every sync request follows: which headers carry it and what string it signs.
+///
+/// Clients build the canonical string with ``canonicalString(method:pathWithQuery:body:timestamp:nonce:)`` and
+/// sign it with their Ed25519 key; the server rebuilds it from what it received and verifies. The OpenAPI
+/// document (`info.description`) states the same rule for other clients.
+package enum RequestSignature {
+    /// The first line of every canonical string: the rule's version.
+    package static let domain = "keychain-sync-v1"
+    /// The header naming the signing device.
+    package static let deviceHeader = "Keychain-Device"
+    /// The header carrying the Unix time of signing, in seconds.
+    package static let timestampHeader = "Keychain-Timestamp"
+    /// The header carrying the request's single-use nonce.
+    package static let nonceHeader = "Keychain-Nonce"
+    /// The header carrying the base64 Ed25519 signature.
+    package static let signatureHeader = "Keychain-Signature"
+    /// How far a timestamp may be from the server's clock, in seconds.
+    package static let maximumClockSkew: Int64 = 300
+    /// How long the server remembers a nonce, in seconds (longer than the skew on either side).
+    package static let nonceLifetime: Int64 = 600
+
+    /// The bytes a request's signature covers.
+    /// - Parameters:
+    ///   - method: The HTTP method, upper case.
+    ///   - pathWithQuery: The request target exactly as sent (path and query).
+    ///   - body: The body bytes exactly as sent (empty when there is none).
+    ///   - timestamp: The `Keychain-Timestamp` header's value.
+    ///   - nonce: The `Keychain-Nonce` header's value.
+    /// - Returns: The UTF-8 bytes of the canonical string.
+    package static func canonicalString(
+        method: String,
+        pathWithQuery: String,
+        body: some Sequence<UInt8>,
+        timestamp: String,
+        nonce: String
+    ) -> [UInt8] {
+        let bodyHash = SHA256.hash(data: Array(body)).hexString
+        let lines = [domain, method.uppercased(), pathWithQuery, bodyHash, timestamp, nonce]
+        return Array(lines.joined(separator: "\n").utf8)
+    }
+
+    /// Whether a nonce has the allowed form: 16 to 64 base64url characters, no padding.
+    /// - Parameter nonce: The `Keychain-Nonce` header's value.
+    /// - Returns: `true` when the server accepts its form.
+    package static func isWellFormedNonce(_ nonce: String) -> Bool {
+        (16...64).contains(nonce.utf8.count)
+            && nonce.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                    true
+                default:
+                    false
+                }
+            }
+    }
+}
+
+/// A device's identity as the sync service names it.
+package enum DeviceIdentity {
+    /// The length of an Ed25519 or X25519 public key in raw form.
+    package static let publicKeyLength = 32
+
+    /// A device's id: lowercase hex of the first 16 bytes of SHA-256 over its raw Ed25519 public key.
+    /// - Parameter signingKey: The raw 32-byte public signing key.
+    /// - Returns: 32 lowercase hex characters.
+    package static func deviceID(signingKey: some Sequence<UInt8>) -> String {
+        Array(SHA256.hash(data: Array(signingKey)).prefix(16)).hexString
+    }
+
+    /// Whether a string has the form of a device id (32 lowercase hex characters).
+    /// - Parameter id: The string to check.
+    /// - Returns: `true` for a well-formed id.
+    package static func isWellFormed(_ id: String) -> Bool {
+        id.utf8.count == 32
+            && id.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+
+    /// Verifies an Ed25519 signature with a raw public key.
+    /// - Parameters:
+    ///   - signature: The signature bytes.
+    ///   - message: The signed bytes.
+    ///   - signingKey: The raw 32-byte public key.
+    /// - Returns: `false` when the key is malformed or the signature does not verify.
+    package static func verify(signature: some DataProtocol, of message: some DataProtocol, signingKey: [UInt8]) -> Bool {
+        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: signingKey) else { return false }
+        return key.isValidSignature(signature, for: message)
+    }
+}
+
+extension Sequence<UInt8> {
+    /// The bytes as lowercase hex.
+    package var hexString: String {
+        var result = ""
+        for byte in self {
+            result += String(byte >> 4, radix: 16) + String(byte & 0x0f, radix: 16)
+        }
+        return result
+    }
+}

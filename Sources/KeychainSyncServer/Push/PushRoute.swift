@@ -1,0 +1,56 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+
+/// The WebSocket route `GET /v1/accounts/{account}/push`: trusted devices only, signed like any request (the
+/// authentication middleware runs on the upgrade request), bounded by ``PushHub``.
+enum PushRoute {
+    /// The route's path pattern.
+    static let path: RouterPath = "/v1/accounts/:account/push"
+
+    /// Adds the route to the WebSocket router.
+    static func add(to router: Router<SyncRequestContext>, hub: PushHub, metrics: SyncMetrics) {
+        router.ws(path) { request, context in
+            let account = context.parameters.get("account") ?? ""
+            guard let device = context.device, device.accountID == account, device.state == .trusted else {
+                throw SyncFailure.notTrusted
+            }
+            guard hub.isListening else {
+                throw SyncFailure(
+                    .serviceUnavailable, "push_unavailable", "The server cannot hear the database's notifications right now: retry in a few seconds."
+                )
+            }
+            guard hub.hasRoom(for: account) else {
+                throw SyncFailure(
+                    .tooManyRequests, "too_many_sockets", "Too many push sockets are open for this account or this server: close unused ones."
+                )
+            }
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, context in
+            let account = context.requestContext.parameters.get("account") ?? ""
+            guard let subscription = hub.subscribe(account: account) else {
+                try await outbound.close(.policyViolation, reason: "too many push sockets")
+                return
+            }
+            metrics.socketsChanged(by: 1)
+            defer {
+                hub.unsubscribe(account: account, id: subscription.id)
+                metrics.socketsChanged(by: -1)
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // Read until the client closes; clients have nothing to say.
+                    for try await _ in inbound {}
+                }
+                group.addTask {
+                    for await message in subscription.messages {
+                        try await outbound.write(.text(message.json))
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+}

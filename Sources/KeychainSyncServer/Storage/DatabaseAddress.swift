@@ -1,0 +1,62 @@
+import Foundation
+import PostgresNIO
+
+/// Where the server's PostgreSQL is and how to log in, from a libpq-style URL or a Unix socket folder.
+package enum DatabaseAddress {
+    /// A refused address, with what to fix.
+    package struct Invalid: Error, CustomStringConvertible {
+        /// What is wrong and what to do.
+        package var description: String
+    }
+
+    /// A client configuration from a URL such as `postgres://user:password@host:5432/database?sslmode=require`.
+    ///
+    /// `sslmode` may be `disable` (the default), `prefer`, `require` or `verify-full` (the last two verify the
+    /// server's certificate against the system's roots). A `host` query item naming a folder (libpq's form for Unix
+    /// sockets, as in `postgres:///db?host=/run/postgresql`) connects through that folder's socket. The password may
+    /// instead come from `PGPASSWORD`, which keeps it off the command line.
+    /// - Parameters:
+    ///   - url: The URL.
+    ///   - environment: The process environment (for `PGPASSWORD`, `PGUSER`).
+    package static func configuration(url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws
+        -> PostgresClient.Configuration
+    {
+        guard let components = URLComponents(string: url), components.scheme == "postgres" || components.scheme == "postgresql" else {
+            throw Invalid(description: "--postgres must be a URL such as postgres://user@host:5432/database (scheme postgres or postgresql).")
+        }
+        let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }) { _, last in last }
+        guard let user = components.user.flatMap({ $0.removingPercentEncoding }) ?? query["user"] ?? environment["PGUSER"], !user.isEmpty else {
+            throw Invalid(description: "The PostgreSQL URL names no user: write postgres://USER@host/database (or set PGUSER).")
+        }
+        let password = components.password.flatMap { $0.removingPercentEncoding } ?? environment["PGPASSWORD"]
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        let database = path.isEmpty ? (query["dbname"] ?? user) : (path.removingPercentEncoding ?? path)
+        if let socketFolder = query["host"], socketFolder.hasPrefix("/") {
+            let port = components.port ?? query["port"].flatMap(Int.init) ?? 5432
+            return socket(folder: socketFolder, port: port, user: user, database: database, password: password)
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw Invalid(description: "The PostgreSQL URL names no host: write postgres://user@HOST/database, or ?host=/socket/folder.")
+        }
+        let tls: PostgresClient.Configuration.TLS
+        switch query["sslmode"] ?? "disable" {
+        case "disable": tls = .disable
+        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
+        case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
+        case let other:
+            throw Invalid(description: "sslmode=\(other) is not supported: use disable, prefer, require or verify-full.")
+        }
+        return PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: password, database: database, tls: tls
+        )
+    }
+
+    /// A client configuration for the server's Unix socket in `folder` (as libpq's `host=/folder`).
+    package static func socket(folder: String, port: Int = 5432, user: String, database: String, password: String? = nil)
+        -> PostgresClient.Configuration
+    {
+        PostgresClient.Configuration(
+            unixSocketPath: "\(folder)/.s.PGSQL.\(port)", username: user, password: password, database: database
+        )
+    }
+}

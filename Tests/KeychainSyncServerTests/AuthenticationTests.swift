@@ -1,0 +1,133 @@
+import Foundation
+import KeychainSyncAPI
+import KeychainSyncServer
+import Testing
+
+/// Request signatures against a real server and PostgreSQL: what is accepted and each way a request is refused.
+@Suite(.needsPostgres, .timeLimit(.minutes(2)))
+struct AuthenticationTests {
+    @Test func anAccountIsCreatedAndASignedRequestWorks() async throws {
+        try await TestServers.with { servers in
+            let client = servers.client()
+            let device = TestDevice()
+            let account = newAccountID()
+            let created = try await client.createAccount(account, device: device)
+            #expect(created.status == 201)
+            let list = try created.decode(Components.Schemas.DeviceList.self)
+            #expect(list.deviceListVersion == 1 && list.trustedDeviceIds == [device.id] && list.signer == device.id)
+
+            let fetched = try await client.send(.GET, "/v1/accounts/\(account)/device-list", as: device)
+            #expect(fetched.status == 200)
+            #expect(try fetched.decode(Components.Schemas.DeviceList.self) == list)
+
+            let again = try await client.createAccount(account, device: device)
+            #expect(again.status == 409 && again.errorCode == "account_exists")
+        }
+    }
+
+    @Test func wrongSignatureReplayStaleTimestampAndUnknownDeviceAreRefused() async throws {
+        try await TestServers.with { servers in
+            let (client, device, account) = try await servers.newAccount()
+            let path = "/v1/accounts/\(account)/device-list"
+
+            let forged = try await client.send(.GET, path, as: device, signing: Signing(corruptSignature: true))
+            #expect(forged.status == 401 && forged.errorCode == "bad_signature")
+
+            let unsigned = try await client.send(.GET, path, as: device, signing: Signing(unsigned: true))
+            #expect(unsigned.status == 401 && unsigned.errorCode == "missing_signature")
+
+            let nonce = SyncTestClient.freshNonce()
+            #expect(try await client.send(.GET, path, as: device, signing: Signing(nonce: nonce)).status == 200)
+            let replayed = try await client.send(.GET, path, as: device, signing: Signing(nonce: nonce))
+            #expect(replayed.status == 401 && replayed.errorCode == "replayed_request")
+            // The nonce is in PostgreSQL: another instance refuses it too (checked in multiInstance tests).
+
+            let stale = try await client.send(.GET, path, as: device, signing: Signing(timestamp: Int64(Date().timeIntervalSince1970) - 301))
+            #expect(stale.status == 401 && stale.errorCode == "clock_skew")
+            let message = try stale.decode(Components.Schemas._Error.self).message
+            #expect(message.contains("clock"))
+
+            let stranger = try await client.send(.GET, path, as: TestDevice())
+            #expect(stranger.status == 401 && stranger.errorCode == "unknown_device")
+
+            // A body changed after signing no longer verifies.
+            let body = Array(try JSONEncoder().encode(Components.Schemas.WriteBatch(writes: [recordWrite("a", expected: 0)])))
+            let tampered = try await client.send(
+                .POST, "/v1/accounts/\(account)/zones/keychain/records", bytes: body + Array(" ".utf8), as: device,
+                signing: Signing(signedBody: body)
+            )
+            #expect(tampered.status == 401 && tampered.errorCode == "bad_signature")
+        }
+    }
+
+    @Test func aRemovedDeviceGets403() async throws {
+        try await TestServers.with { servers in
+            let client = servers.client()
+            let first = TestDevice()
+            let second = TestDevice()
+            let account = newAccountID()
+            #expect(try await client.createAccount(account, device: first).status == 201)
+            try await join(second, account: account, client: client)
+            let approve = try first.deviceList(version: 2, trusted: [first.id, second.id])
+            #expect(try await client.send(.PUT, "/v1/accounts/\(account)/device-list", json: approve, as: first).status == 200)
+            #expect(try await client.changes(account, since: 0, as: second).status == 200)
+
+            let remove = try first.deviceList(version: 3, trusted: [first.id])
+            #expect(try await client.send(.PUT, "/v1/accounts/\(account)/device-list", json: remove, as: first).status == 200)
+            let refused = try await client.changes(account, since: 0, as: second)
+            #expect(refused.status == 403 && refused.errorCode == "device_removed")
+            let write = try await client.write(account, [recordWrite("x", expected: 0)], as: second)
+            #expect(write.status == 403)
+        }
+    }
+
+    @Test func theOpenRoutesNeedNoSignature() async throws {
+        try await TestServers.with { servers in
+            let client = servers.client()
+            let health = try await client.send(.GET, "/health", as: nil)
+            #expect(health.status == 200)
+            #expect(try health.decode(Components.Schemas.Health.self).status == "ok")
+
+            let document = try await client.send(.GET, "/openapi.yaml", as: nil)
+            #expect(document.status == 200)
+            #expect(document.body == SyncAPIDocument.bytes)
+
+            let device = TestDevice()
+            #expect(try await client.createAccount(newAccountID(), device: device).status == 201)
+            let metrics = try await client.send(.GET, "/metrics", as: nil)
+            #expect(metrics.status == 200)
+            let text = String(decoding: metrics.body, as: UTF8.self)
+            #expect(text.contains("keychain_sync_requests_total"))
+            #expect(text.contains(#"route="/v1/accounts""#))
+            #expect(text.contains("keychain_sync_request_duration_seconds"))
+        }
+    }
+}
+
+extension AuthenticationTests {
+    @Test func healthSays503WhenTheDatabaseDoesNotAnswer() async throws {
+        try await TestServers.with { servers in
+            let client = servers.client()
+            #expect(try await client.send(.GET, "/health", as: nil).status == 200)
+            // Cut the server off its database: no new connections, and the open ones ended.
+            try await TestPostgres.withClient(database: "postgres") { admin in
+                try await admin.query("ALTER DATABASE \(unescaped: servers.database) ALLOW_CONNECTIONS false")
+                try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(servers.database)")
+            }
+            let down = try await client.send(.GET, "/health", as: nil)
+            #expect(down.status == 503)
+            #expect(try down.decode(Components.Schemas.Health.self).status == "unavailable")
+            try await TestPostgres.withClient(database: "postgres") { admin in
+                try await admin.query("ALTER DATABASE \(unescaped: servers.database) ALLOW_CONNECTIONS true")
+            }
+        }
+    }
+}
+
+/// Makes `device` a pending device of the account.
+func join(_ device: TestDevice, account: String, client: SyncTestClient, code: [UInt8] = Array("code-hash".utf8)) async throws {
+    let response = try await client.send(
+        .POST, "/v1/accounts/\(account)/joins", json: Components.Schemas.JoinRequest(device: device.keys, codeHash: .init(code)), as: device
+    )
+    #expect(response.status == 202)
+}

@@ -1,0 +1,90 @@
+import Foundation
+import HTTPTypes
+import HummingbirdWSClient
+import KeychainSyncAPI
+import KeychainSyncServer
+import Logging
+import Synchronization
+import Testing
+
+/// Several instances on one database, and push over WebSockets across them.
+@Suite(.needsPostgres, .timeLimit(.minutes(2)))
+struct PushTests {
+    @Test func twoInstancesOnOneDatabaseBothServe() async throws {
+        try await TestServers.with(count: 2) { servers in
+            let device = TestDevice()
+            let account = newAccountID()
+            #expect(try await servers.client(0).createAccount(account, device: device).status == 201)
+            #expect(try await servers.client(1).write(account, [recordWrite("a", expected: 0)], as: device).status == 200)
+            let feed = try await servers.client(0).changes(account, since: 0, as: device).decode(Components.Schemas.Changes.self)
+            #expect(feed.records.map(\.itemId) == ["a"])
+            #expect(try await servers.client(1).send(.GET, "/health", as: nil).status == 200)
+
+            // A nonce used on one instance is refused by the other.
+            let nonce = SyncTestClient.freshNonce()
+            let path = "/v1/accounts/\(account)/device-list"
+            #expect(try await servers.client(0).send(.GET, path, as: device, signing: Signing(nonce: nonce)).status == 200)
+            #expect(try await servers.client(1).send(.GET, path, as: device, signing: Signing(nonce: nonce)).status == 401)
+        }
+    }
+
+    @Test func aSocketOnOneInstanceHearsAWriteThroughAnotherWithinASecond() async throws {
+        try await TestServers.with(count: 2) { servers in
+            let device = TestDevice()
+            let account = newAccountID()
+            #expect(try await servers.client(0).createAccount(account, device: device).status == 201)
+            let path = "/v1/accounts/\(account)/push"
+            let received = Mutex<[String]>([])
+            let (connected, connectedContinuation) = AsyncStream.makeStream(of: Void.self)
+            let socketTask = Task {
+                try await WebSocketClient.connect(
+                    url: "ws://127.0.0.1:\(servers.ports[0])\(path)",
+                    configuration: .init(additionalHeaders: try signedUpgradeFields(path: path, device: device)),
+                    logger: TestPostgres.logger
+                ) { inbound, _, _ in
+                    connectedContinuation.yield()
+                    for try await message in inbound.messages(maxSize: 1 << 16) {
+                        if case .text(let text) = message {
+                            received.withLock { $0.append(text) }
+                        }
+                        if received.withLock({ $0.count }) >= 1 { return }
+                    }
+                }
+            }
+            for await _ in connected { break }
+            let start = ContinuousClock.now
+            let write = try await servers.client(1).write(account, zone: "keychain", [recordWrite("a", expected: 0)], as: device)
+            #expect(write.status == 200)
+            while received.withLock({ $0.isEmpty }) && ContinuousClock.now - start < .seconds(1) {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let messages = received.withLock { $0 }
+            #expect(messages == [#"{"zone":"keychain","seq":1}"#])
+            socketTask.cancel()
+            _ = try? await socketTask.value
+
+            // The upgrade is signed like any request: without a signature, or from a pending device, there is no socket.
+            await #expect(throws: (any Error).self) {
+                try await WebSocketClient.connect(url: "ws://127.0.0.1:\(servers.ports[0])\(path)", logger: TestPostgres.logger) { _, _, _ in }
+            }
+            let pending = TestDevice()
+            try await join(pending, account: account, client: servers.client(0))
+            let pendingFields = try signedUpgradeFields(path: path, device: pending)
+            await #expect(throws: (any Error).self) {
+                try await WebSocketClient.connect(
+                    url: "ws://127.0.0.1:\(servers.ports[0])\(path)", configuration: .init(additionalHeaders: pendingFields),
+                    logger: TestPostgres.logger
+                ) { _, _, _ in }
+            }
+        }
+    }
+}
+
+/// The signature headers of a WebSocket upgrade request (a GET with no body).
+func signedUpgradeFields(path: String, device: TestDevice) throws -> HTTPFields {
+    var fields = HTTPFields()
+    for (name, value) in try SyncTestClient.signatureHeaders(method: "GET", path: path, body: [], device: device) {
+        if let field = HTTPField.Name(name) { fields[field] = value }
+    }
+    return fields
+}
