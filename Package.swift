@@ -39,6 +39,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
         // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred, glibc's _GNU_SOURCE spawn extensions).
@@ -216,6 +217,18 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // The device's side of sync over the network: the client generated from the API document, every request
+        // signed by the device's key, and the session (account, joining, approving, sync rounds).
+        .target(
+            name: "KeychainSyncClient",
+            dependencies: [
+                "KeychainSync", "KeychainSyncAPI", "KeychainCore",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSwift
+        ),
         // The sync server's command line; everything else is in KeychainSyncServer.
         .executableTarget(
             name: "keychain-sync-server",
@@ -326,6 +339,9 @@ let package = Package(
             dependencies: [
                 "KeychainSyncServer",
                 "KeychainSyncAPI",
+                "KeychainSyncClient",
+                "KeychainSync",
+                "KeychainCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -7,7 +7,8 @@ import KeychainCore
 /// only those wrappings. Removing a device makes a new zone key, wrapped to the devices that remain, so the removed
 /// one can open nothing written afterwards.
 public struct SyncZoneKey: Sendable {
-    /// Names the key in records (`key_id`) and wrappings: 32 lowercase hex digits, random.
+    /// Names the key in records (`key_id`) and wrappings: 32 lowercase hex digits, the first 12 the time it was
+    /// made (milliseconds since 1970), the rest random, so that the newest key sorts last.
     public let keyID: String
     /// The 256-bit key.
     public let key: SymmetricKey
@@ -17,10 +18,12 @@ public struct SyncZoneKey: Sendable {
     /// The length of an X25519 encapsulated key, which begins a wrapping.
     static let encapsulatedKeyLength = 32
 
-    /// A new random zone key.
-    public init() {
+    /// A new random zone key, made at `now`.
+    public init(now: Date = Date()) {
         key = SymmetricKey(size: .bits256)
-        keyID = SyncDevicePublicKeys.hex(SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) })
+        let milliseconds = UInt64(max(0, now.timeIntervalSince1970 * 1000)) & 0xFFFF_FFFF_FFFF
+        let time = String(milliseconds, radix: 16).leftPadded(toLength: 12)
+        keyID = time + SyncDevicePublicKeys.hex(SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }).prefix(20)
     }
 
     /// A zone key from its parts (as a device stored it).

@@ -50,6 +50,7 @@ public final class SyncMirror: Sendable {
                         content BLOB NOT NULL
                     );
                     CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
+                    CREATE TABLE IF NOT EXISTS documents (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
                     """)
             }
         } catch {
@@ -97,6 +98,18 @@ public final class SyncMirror: Sendable {
     public func setSetting(_ name: String, _ value: Int64) throws(KeychainError) {
         try write { db in
             try db.execute(sql: "INSERT OR REPLACE INTO settings (name, value) VALUES (?, ?)", arguments: [name, value])
+        }
+    }
+
+    /// A stored document (the trusted device list, the account's identifier), or nil.
+    public func document(_ name: String) throws(KeychainError) -> Data? {
+        try read { db in try Data.fetchOne(db, sql: "SELECT value FROM documents WHERE name = ?", arguments: [name]) }
+    }
+
+    /// Stores a document.
+    public func setDocument(_ name: String, _ value: Data) throws(KeychainError) {
+        try write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO documents (name, value) VALUES (?, ?)", arguments: [name, value])
         }
     }
 
