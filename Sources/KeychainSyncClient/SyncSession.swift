@@ -273,9 +273,7 @@ package final class SyncSession: Sendable {
             }
             switch try await server.write(account, zone: Self.zone, sealed) {
             case .written(let versions):
-                for change in batch {
-                    try replica.acknowledge(change, version: versions[change.itemID] ?? change.expectedVersion + 1)
-                }
+                try replica.acknowledge(batch.map { ($0, versions[$0.itemID] ?? $0.expectedVersion + 1) })
                 summary.uploaded += batch.count
             case .conflict(let stale):
                 // Nothing of the batch was written; the stale items' current records are applied now, and the

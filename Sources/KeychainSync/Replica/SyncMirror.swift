@@ -35,7 +35,17 @@ public final class SyncMirror: Sendable {
         try FileSystem.refuseSymbolicLinks([path, path + "-journal", path + "-wal", path + "-shm"])
         try FileSystem.createPrivateFile(path)
         do {
-            database = try DatabaseQueue(path: path)
+            var configuration = Configuration()
+            // The mirror can lose its last writes to a power cut without harm (an unrecorded acknowledgement makes
+            // the next upload meet a version conflict, which the replica resolves), so it is not synced at every
+            // write; WAL keeps it whole.
+            configuration.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.writeWithoutTransaction { db in
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            }
             try database.write { db in
                 try db.execute(sql: """
                     CREATE TABLE IF NOT EXISTS items (
@@ -75,17 +85,26 @@ public final class SyncMirror: Sendable {
 
     /// Writes `row` (inserting or replacing the row of its item).
     public func save(_ row: Row) throws(KeychainError) {
+        try save([row])
+    }
+
+    /// Writes `rows`, in one transaction.
+    public func save(_ rows: [Row]) throws(KeychainError) {
+        guard !rows.isEmpty else { return }
         try write { db in
-            // A UUID belongs to one item: a row that had it (an item replaced by another) lets it go.
-            if let uuid = row.uuid {
-                try db.execute(sql: "UPDATE items SET uuid = NULL WHERE uuid = ? AND item_id != ?", arguments: [uuid, row.itemID])
+            for row in rows {
+                // A UUID belongs to one item: a row that had it (an item replaced by another) lets it go.
+                if let uuid = row.uuid {
+                    try db.cachedStatement(sql: "UPDATE items SET uuid = NULL WHERE uuid = ? AND item_id != ?")
+                        .execute(arguments: [uuid, row.itemID])
+                }
+                try db.cachedStatement(sql: """
+                    INSERT OR REPLACE INTO items (item_id, class, uuid, version, modified, device, deleted, digest, content)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """).execute(arguments: [row.itemID, row.itemClass.rawValue, row.uuid, Int64(bitPattern: row.version),
+                                             Int64(bitPattern: row.stamp.modified), row.stamp.device, row.stamp.deleted,
+                                             row.stamp.digest, row.contentDigest])
             }
-            try db.execute(sql: """
-                INSERT OR REPLACE INTO items (item_id, class, uuid, version, modified, device, deleted, digest, content)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [row.itemID, row.itemClass.rawValue, row.uuid, Int64(bitPattern: row.version),
-                                 Int64(bitPattern: row.stamp.modified), row.stamp.device, row.stamp.deleted, row.stamp.digest,
-                                 row.contentDigest])
         }
     }
 

@@ -140,23 +140,27 @@ public final class SyncReplica: Sendable {
     public func outgoingChanges() throws(KeychainError) -> [OutgoingChange] {
         var changes: [OutgoingChange] = []
         var seen: Set<Data> = []
+        var newRows: [SyncMirror.Row] = []
+        let rows = try mirror.rows()
+        let byUUID = Dictionary(rows.compactMap { row in row.uuid.map { ($0, row) } }, uniquingKeysWith: { first, _ in first })
         for item in try localItems() {
             seen.insert(item.uuid)
             let digest = item.contentDigest
-            if let row = try mirror.row(uuid: item.uuid) {
+            if let row = byUUID[item.uuid] {
                 guard row.contentDigest != digest else { continue }
                 changes.append(OutgoingChange(itemID: row.itemID, expectedVersion: row.version, payload: payload(of: item),
                                               uuid: item.uuid, itemClass: item.itemClass, contentDigest: digest))
             } else if !item.deleted {
                 let change = OutgoingChange(itemID: newItemID(), expectedVersion: 0, payload: payload(of: item),
                                             uuid: item.uuid, itemClass: item.itemClass, contentDigest: digest)
-                try mirror.save(SyncMirror.Row(itemID: change.itemID, itemClass: item.itemClass, uuid: item.uuid, version: 0,
-                                               stamp: change.payload.stamp, contentDigest: Data()))
+                newRows.append(SyncMirror.Row(itemID: change.itemID, itemClass: item.itemClass, uuid: item.uuid, version: 0,
+                                              stamp: change.payload.stamp, contentDigest: Data()))
                 changes.append(change)
             }
         }
+        try mirror.save(newRows)
         // Records with no local item behind them.
-        for row in try mirror.rows() where row.uuid.map({ !seen.contains($0) }) ?? true {
+        for row in rows where row.uuid.map({ !seen.contains($0) }) ?? true {
             let deletion: SyncItemPayload
             if row.stamp.deleted {
                 // An agreed deletion stays agreed; one the server lost sight of is said again, unchanged.
@@ -175,8 +179,15 @@ public final class SyncReplica: Sendable {
 
     /// Records that the server took `change` as `version`.
     public func acknowledge(_ change: OutgoingChange, version: UInt64) throws(KeychainError) {
-        try mirror.save(SyncMirror.Row(itemID: change.itemID, itemClass: change.itemClass, uuid: change.uuid, version: version,
-                                       stamp: change.payload.stamp, contentDigest: change.contentDigest))
+        try acknowledge([(change, version)])
+    }
+
+    /// Records that the server took each change at its version (one write to the mirror).
+    public func acknowledge(_ taken: [(change: OutgoingChange, version: UInt64)]) throws(KeychainError) {
+        try mirror.save(taken.map { change, version in
+            SyncMirror.Row(itemID: change.itemID, itemClass: change.itemClass, uuid: change.uuid, version: version,
+                           stamp: change.payload.stamp, contentDigest: change.contentDigest)
+        })
     }
 
     // MARK: Coming in
