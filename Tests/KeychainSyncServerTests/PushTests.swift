@@ -78,6 +78,37 @@ struct PushTests {
             }
         }
     }
+
+    @Test func socketsPerAccountAreBounded() async throws {
+        let configuration = SyncServerConfiguration(host: "127.0.0.1", port: 0, pushSocketsPerAccount: 1)
+        try await TestServers.with(configuration: configuration) { servers in
+            let (_, device, account) = try await servers.newAccount()
+            let path = "/v1/accounts/\(account)/push"
+            let url = "ws://127.0.0.1:\(servers.ports[0])\(path)"
+            let (opened, openedContinuation) = AsyncStream.makeStream(of: Void.self)
+            let (release, releaseContinuation) = AsyncStream.makeStream(of: Void.self)
+            let first = Task {
+                try await WebSocketClient.connect(
+                    url: url, configuration: .init(additionalHeaders: try signedUpgradeFields(path: path, device: device)),
+                    logger: TestPostgres.logger
+                ) { _, _, _ in
+                    openedContinuation.yield()
+                    for await _ in release { break }
+                }
+            }
+            for await _ in opened { break }
+            // The account's one socket is open: the next upgrade is refused (429), the socket never opens.
+            await #expect(throws: (any Error).self) {
+                try await WebSocketClient.connect(
+                    url: url, configuration: .init(additionalHeaders: try signedUpgradeFields(path: path, device: device)),
+                    logger: TestPostgres.logger
+                ) { _, _, _ in }
+            }
+            releaseContinuation.yield()
+            releaseContinuation.finish()
+            _ = try? await first.value
+        }
+    }
 }
 
 /// The signature headers of a WebSocket upgrade request (a GET with no body).
