@@ -109,6 +109,49 @@ struct PushTests {
             _ = try? await first.value
         }
     }
+
+    @Test func aRemovedDevicesSocketIsClosed() async throws {
+        try await TestServers.with(count: 2) { servers in
+            let (client, first, account) = try await servers.newAccount()
+            let second = TestDevice()
+            try await join(second, account: account, client: client)
+            let approve = try first.deviceList(version: 2, trusted: [first.id, second.id])
+            #expect(try await client.send(.PUT, "/v1/accounts/\(account)/device-list", json: approve, as: first).status == 200)
+
+            let path = "/v1/accounts/\(account)/push"
+            let (opened, openedContinuation) = AsyncStream.makeStream(of: Void.self)
+            let socket = Task {
+                try await WebSocketClient.connect(
+                    url: "ws://127.0.0.1:\(servers.ports[0])\(path)",
+                    configuration: .init(additionalHeaders: try signedUpgradeFields(path: path, device: second)),
+                    logger: TestPostgres.logger
+                ) { inbound, _, _ in
+                    openedContinuation.yield()
+                    for try await _ in inbound {}
+                }
+            }
+            for await _ in opened { break }
+            // Removed through the other instance: the socket on this one is closed by the server.
+            let remove = try first.deviceList(version: 3, trusted: [first.id])
+            #expect(try await servers.client(1).send(.PUT, "/v1/accounts/\(account)/device-list", json: remove, as: first).status == 200)
+            let closed = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    let frame = try await socket.value
+                    return frame?.closeCode == .policyViolation
+                }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(5))
+                    return false
+                }
+                defer {
+                    group.cancelAll()
+                    socket.cancel()
+                }
+                return try await group.next() ?? false
+            }
+            #expect(closed)
+        }
+    }
 }
 
 /// The signature headers of a WebSocket upgrade request (a GET with no body).
