@@ -29,7 +29,8 @@ let package = Package(
         // `swift package generate-documentation` builds the DocC catalogs of KeychainServices and KeychainKit.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // The sync server: HTTP and WebSockets (Hummingbird), its API generated from an OpenAPI document,
-        // PostgreSQL storage, Prometheus metrics; the tests talk to it with AsyncHTTPClient.
+        // PostgreSQL storage, Prometheus metrics; the tests talk to it with AsyncHTTPClient, directly and through
+        // the generated client.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
@@ -39,6 +40,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
         // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred, glibc's _GNU_SOURCE spawn extensions).
@@ -313,6 +315,9 @@ let package = Package(
                 "KeychainSyncServer",
                 "KeychainSyncAPI",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // The generated client over AsyncHTTPClient, as the keychain's sync client will use it.
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
