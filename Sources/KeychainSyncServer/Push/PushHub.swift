@@ -1,5 +1,13 @@
 import Synchronization
 
+/// What a push socket is handed.
+enum PushDelivery: Sendable, Equatable {
+    /// A text frame to send.
+    case frame(String)
+    /// The device was removed from the account: close the socket.
+    case removed
+}
+
 /// The push sockets of this server instance, by account and device, and the fan-out of notifications to them.
 ///
 /// Each socket subscribes an `AsyncStream` of text frames; the listener hands every notification to the hub, which
@@ -8,7 +16,7 @@ import Synchronization
 package final class PushHub: Sendable {
     private struct Subscriber {
         var device: String
-        var continuation: AsyncStream<String>.Continuation
+        var continuation: AsyncStream<PushDelivery>.Continuation
     }
 
     private struct State {
@@ -39,9 +47,10 @@ package final class PushHub: Sendable {
         state.withLock { $0.count < total && ($0.subscribers[account]?.count ?? 0) < perAccount }
     }
 
-    /// Subscribes a socket of a device; `nil` when the bounds are reached. The stream ends when the device is removed.
-    func subscribe(account: String, device: String) -> (id: UInt64, frames: AsyncStream<String>)? {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(64))
+    /// Subscribes a socket of a device; `nil` when the bounds are reached. The stream ends after ``PushDelivery/removed``
+    /// when the device is removed, and without it at shutdown.
+    func subscribe(account: String, device: String) -> (id: UInt64, deliveries: AsyncStream<PushDelivery>)? {
+        let (stream, continuation) = AsyncStream.makeStream(of: PushDelivery.self, bufferingPolicy: .bufferingNewest(64))
         let id: UInt64? = state.withLock { state in
             guard state.count < total, (state.subscribers[account]?.count ?? 0) < perAccount else { return nil }
             state.nextID += 1
@@ -70,9 +79,12 @@ package final class PushHub: Sendable {
         switch notification {
         case .changed(_, let zone, let seq):
             let frame = PushNotification.frame(zone: zone, seq: seq)
-            for subscriber in subscribers { subscriber.continuation.yield(frame) }
+            for subscriber in subscribers { subscriber.continuation.yield(.frame(frame)) }
         case .removed(_, let device):
-            for subscriber in subscribers where subscriber.device == device { subscriber.continuation.finish() }
+            for subscriber in subscribers where subscriber.device == device {
+                subscriber.continuation.yield(.removed)
+                subscriber.continuation.finish()
+            }
         }
     }
 

@@ -46,11 +46,13 @@ enum PushRoute {
                     return false
                 }
                 group.addTask {
-                    for await frame in subscription.frames {
-                        try await outbound.write(.text(frame))
+                    for await delivery in subscription.deliveries {
+                        switch delivery {
+                        case .frame(let frame): try await outbound.write(.text(frame))
+                        case .removed: return true
+                        }
                     }
-                    // The stream ends only when the device was removed (or at shutdown).
-                    return !Task.isCancelled
+                    return false
                 }
                 defer { group.cancelAll() }
                 return try await group.next() ?? false
