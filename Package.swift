@@ -29,7 +29,8 @@ let package = Package(
         // `swift package generate-documentation` builds the DocC catalogs of KeychainServices and KeychainKit.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // The sync server: HTTP and WebSockets (Hummingbird), its API generated from an OpenAPI document,
-        // PostgreSQL storage, Prometheus metrics; the tests talk to it with AsyncHTTPClient.
+        // PostgreSQL storage, Prometheus metrics; the tests talk to it with AsyncHTTPClient, directly and through
+        // the generated client.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
@@ -343,6 +344,9 @@ let package = Package(
                 "KeychainSync",
                 "KeychainCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // The generated client over AsyncHTTPClient, as the keychain's sync client will use it.
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -40,7 +40,7 @@ struct AuthenticationTests {
             #expect(try await client.send(.GET, path, as: device, signing: Signing(nonce: nonce)).status == 200)
             let replayed = try await client.send(.GET, path, as: device, signing: Signing(nonce: nonce))
             #expect(replayed.status == 401 && replayed.errorCode == "replayed_request")
-            // The nonce is in PostgreSQL: another instance refuses it too (checked in multiInstance tests).
+            // The nonce is in PostgreSQL: another instance refuses it too (PushTests.twoInstancesOnOneDatabaseBothServe).
 
             let stale = try await client.send(.GET, path, as: device, signing: Signing(timestamp: Int64(Date().timeIntervalSince1970) - 301))
             #expect(stale.status == 401 && stale.errorCode == "clock_skew")

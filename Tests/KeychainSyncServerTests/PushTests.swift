@@ -37,11 +37,7 @@ struct PushTests {
             let received = Mutex<[String]>([])
             let (connected, connectedContinuation) = AsyncStream.makeStream(of: Void.self)
             let socketTask = Task {
-                try await WebSocketClient.connect(
-                    url: "ws://127.0.0.1:\(servers.ports[0])\(path)",
-                    configuration: .init(additionalHeaders: try signedUpgradeFields(path: path, device: device)),
-                    logger: TestPostgres.logger
-                ) { inbound, _, _ in
+                try await openPushSocket(port: servers.ports[0], account: account, as: device) { inbound, _, _ in
                     connectedContinuation.yield()
                     for try await message in inbound.messages(maxSize: 1 << 16) {
                         if case .text(let text) = message {
@@ -69,22 +65,89 @@ struct PushTests {
             }
             let pending = TestDevice()
             try await join(pending, account: account, client: servers.client(0))
-            let pendingFields = try signedUpgradeFields(path: path, device: pending)
             await #expect(throws: (any Error).self) {
-                try await WebSocketClient.connect(
-                    url: "ws://127.0.0.1:\(servers.ports[0])\(path)", configuration: .init(additionalHeaders: pendingFields),
-                    logger: TestPostgres.logger
-                ) { _, _, _ in }
+                try await openPushSocket(port: servers.ports[0], account: account, as: pending) { _, _, _ in }
             }
+        }
+    }
+
+    @Test func socketsPerAccountAreBounded() async throws {
+        let configuration = SyncServerConfiguration(host: "127.0.0.1", port: 0, pushSocketsPerAccount: 1)
+        try await TestServers.with(configuration: configuration) { servers in
+            let (_, device, account) = try await servers.newAccount()
+            let (opened, openedContinuation) = AsyncStream.makeStream(of: Void.self)
+            let (release, releaseContinuation) = AsyncStream.makeStream(of: Void.self)
+            let first = Task {
+                try await openPushSocket(port: servers.ports[0], account: account, as: device) { _, _, _ in
+                    openedContinuation.yield()
+                    for await _ in release { break }
+                }
+            }
+            for await _ in opened { break }
+            // The account's one socket is open: the next upgrade is refused (429), the socket never opens.
+            await #expect(throws: (any Error).self) {
+                try await openPushSocket(port: servers.ports[0], account: account, as: device) { _, _, _ in }
+            }
+            releaseContinuation.yield()
+            releaseContinuation.finish()
+            _ = try? await first.value
+        }
+    }
+
+    @Test func aRemovedDevicesSocketIsClosed() async throws {
+        try await TestServers.with(count: 2) { servers in
+            let (client, first, account) = try await servers.newAccount()
+            let second = TestDevice()
+            try await join(second, account: account, client: client)
+            let approve = try first.deviceList(version: 2, trusted: [first.id, second.id])
+            #expect(try await client.send(.PUT, "/v1/accounts/\(account)/device-list", json: approve, as: first).status == 200)
+
+            let (opened, openedContinuation) = AsyncStream.makeStream(of: Void.self)
+            let socket = Task {
+                try await openPushSocket(port: servers.ports[0], account: account, as: second) { inbound, _, _ in
+                    openedContinuation.yield()
+                    for try await _ in inbound {}
+                }
+            }
+            for await _ in opened { break }
+            // Removed through the other instance: the socket on this one is closed by the server.
+            let remove = try first.deviceList(version: 3, trusted: [first.id])
+            #expect(try await servers.client(1).send(.PUT, "/v1/accounts/\(account)/device-list", json: remove, as: first).status == 200)
+            let closed = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    let frame = try await socket.value
+                    return frame?.closeCode == .policyViolation
+                }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(5))
+                    return false
+                }
+                defer {
+                    group.cancelAll()
+                    socket.cancel()
+                }
+                return try await group.next() ?? false
+            }
+            #expect(closed)
         }
     }
 }
 
-/// The signature headers of a WebSocket upgrade request (a GET with no body).
-func signedUpgradeFields(path: String, device: TestDevice) throws -> HTTPFields {
+/// Opens the account's push socket on an instance, the upgrade signed by `device`, and runs `handler` on it.
+/// - Returns: The server's close frame, if it sent one.
+@discardableResult
+func openPushSocket(
+    port: Int,
+    account: String,
+    as device: TestDevice,
+    handler: @escaping WebSocketDataHandler<WebSocketClient.Context>
+) async throws -> WebSocketCloseFrame? {
+    let path = "/v1/accounts/\(account)/push"
     var fields = HTTPFields()
     for (name, value) in try SyncTestClient.signatureHeaders(method: "GET", path: path, body: [], device: device) {
         if let field = HTTPField.Name(name) { fields[field] = value }
     }
-    return fields
+    return try await WebSocketClient.connect(
+        url: "ws://127.0.0.1:\(port)\(path)", configuration: .init(additionalHeaders: fields), logger: TestPostgres.logger, handler: handler
+    )
 }

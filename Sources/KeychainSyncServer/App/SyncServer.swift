@@ -28,7 +28,7 @@ package enum SyncServer {
     ) throws -> some ApplicationProtocol {
         let store = SyncStore(client: database, logger: logger)
         let metrics = SyncMetrics()
-        let hub = PushHub()
+        let hub = PushHub(perAccount: configuration.pushSocketsPerAccount, total: configuration.pushSockets)
 
         let router = Router(context: SyncRequestContext.self)
         router.add(middleware: RequestObservationMiddleware(metrics: metrics))

@@ -8,17 +8,25 @@ package struct SyncServerConfiguration: Sendable {
     package var tombstoneHorizonSeconds: Int64
     /// How often the maintenance pass (purge, expired nonces, lapsed joins) runs, after the one at start-up.
     package var maintenanceInterval: Duration
+    /// The most push sockets one account may open on this instance.
+    package var pushSocketsPerAccount: Int
+    /// The most push sockets on this instance.
+    package var pushSockets: Int
 
     /// A configuration; the defaults suit production.
     package init(
         host: String = "127.0.0.1",
         port: Int = 8080,
         tombstoneHorizonSeconds: Int64 = 30 * 24 * 60 * 60,
-        maintenanceInterval: Duration = .seconds(300)
+        maintenanceInterval: Duration = .seconds(300),
+        pushSocketsPerAccount: Int = SyncLimits.maximumSocketsPerAccount,
+        pushSockets: Int = SyncLimits.maximumSockets
     ) {
         self.host = host
         self.port = port
         self.tombstoneHorizonSeconds = tombstoneHorizonSeconds
         self.maintenanceInterval = maintenanceInterval
+        self.pushSocketsPerAccount = pushSocketsPerAccount
+        self.pushSockets = pushSockets
     }
 }

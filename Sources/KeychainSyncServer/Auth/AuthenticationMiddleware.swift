@@ -147,7 +147,11 @@ package struct AuthenticationMiddleware: RouterMiddleware {
 
     private struct KeyProbe: Decodable {
         struct Device: Decodable {
-            var signing_key: String
+            var signingKey: String
+
+            enum CodingKeys: String, CodingKey {
+                case signingKey = "signing_key"
+            }
         }
         var device: Device
     }
@@ -155,7 +159,7 @@ package struct AuthenticationMiddleware: RouterMiddleware {
     /// The `device.signing_key` of a JSON body, when it is 32 bytes of base64.
     static func signingKeyInBody(_ body: ByteBuffer) -> [UInt8]? {
         guard let probe = try? JSONDecoder().decode(KeyProbe.self, from: Data(body.readableBytesView)),
-            let key = Data(base64Encoded: probe.device.signing_key), key.count == DeviceIdentity.publicKeyLength
+            let key = Data(base64Encoded: probe.device.signingKey), key.count == DeviceIdentity.publicKeyLength
         else { return nil }
         return Array(key)
     }

@@ -1,45 +1,26 @@
 import Synchronization
 
-/// A change the push sockets announce: the zone changed and its feed reaches at least `seq`.
-package struct PushMessage: Sendable, Equatable {
-    /// The account written to.
-    package var account: String
-    /// The zone written to.
-    package var zone: String
-    /// The account's sequence number after the write.
-    package var seq: Int64
-
-    /// The message as it travels in a PostgreSQL notification: `account:zone:seq`.
-    var notificationPayload: String { "\(account):\(zone):\(seq)" }
-
-    /// Parses a notification payload; `nil` when it is not `account:zone:seq`.
-    init?(notificationPayload payload: String) {
-        let parts = payload.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 3, let seq = Int64(parts[2]) else { return nil }
-        self.init(account: String(parts[0]), zone: String(parts[1]), seq: seq)
-    }
-
-    /// A message with every field given.
-    package init(account: String, zone: String, seq: Int64) {
-        self.account = account
-        self.zone = zone
-        self.seq = seq
-    }
-
-    /// The text frame a socket receives: `{"zone": "...", "seq": N}`.
-    var json: String {
-        // Zones are limited to A-Z a-z 0-9 . _ - (RequestValidation.name), nothing to escape.
-        #"{"zone":"\#(zone)","seq":\#(seq)}"#
-    }
+/// What a push socket is handed.
+enum PushDelivery: Sendable, Equatable {
+    /// A text frame to send.
+    case frame(String)
+    /// The device was removed from the account: close the socket.
+    case removed
 }
 
-/// The push sockets of this server instance, by account, and the fan-out of notifications to them.
+/// The push sockets of this server instance, by account and device, and the fan-out of notifications to them.
 ///
-/// Each socket subscribes an `AsyncStream`; the listener publishes every notification to the streams of its
-/// account. Bounded per account and in all (``SyncLimits``).
+/// Each socket subscribes an `AsyncStream` of text frames; the listener hands every notification to the hub, which
+/// sends a change to the account's sockets and ends the streams of a removed device (its sockets then close).
+/// Bounded per account and in all.
 package final class PushHub: Sendable {
+    private struct Subscriber {
+        var device: String
+        var continuation: AsyncStream<PushDelivery>.Continuation
+    }
+
     private struct State {
-        var subscribers: [String: [UInt64: AsyncStream<PushMessage>.Continuation]] = [:]
+        var subscribers: [String: [UInt64: Subscriber]] = [:]
         var count = 0
         var nextID: UInt64 = 0
         var listening = false
@@ -66,13 +47,14 @@ package final class PushHub: Sendable {
         state.withLock { $0.count < total && ($0.subscribers[account]?.count ?? 0) < perAccount }
     }
 
-    /// Subscribes a socket of an account; `nil` when the bounds are reached.
-    func subscribe(account: String) -> (id: UInt64, messages: AsyncStream<PushMessage>)? {
-        let (stream, continuation) = AsyncStream.makeStream(of: PushMessage.self, bufferingPolicy: .bufferingNewest(64))
+    /// Subscribes a socket of a device; `nil` when the bounds are reached. The stream ends after ``PushDelivery/removed``
+    /// when the device is removed, and without it at shutdown.
+    func subscribe(account: String, device: String) -> (id: UInt64, deliveries: AsyncStream<PushDelivery>)? {
+        let (stream, continuation) = AsyncStream.makeStream(of: PushDelivery.self, bufferingPolicy: .bufferingNewest(64))
         let id: UInt64? = state.withLock { state in
             guard state.count < total, (state.subscribers[account]?.count ?? 0) < perAccount else { return nil }
             state.nextID += 1
-            state.subscribers[account, default: [:]][state.nextID] = continuation
+            state.subscribers[account, default: [:]][state.nextID] = Subscriber(device: device, continuation: continuation)
             state.count += 1
             return state.nextID
         }
@@ -82,29 +64,38 @@ package final class PushHub: Sendable {
 
     /// Ends a socket's subscription.
     func unsubscribe(account: String, id: UInt64) {
-        let continuation = state.withLock { state -> AsyncStream<PushMessage>.Continuation? in
-            guard let continuation = state.subscribers[account]?.removeValue(forKey: id) else { return nil }
+        let subscriber = state.withLock { state -> Subscriber? in
+            guard let subscriber = state.subscribers[account]?.removeValue(forKey: id) else { return nil }
             state.count -= 1
             if state.subscribers[account]?.isEmpty == true { state.subscribers[account] = nil }
-            return continuation
+            return subscriber
         }
-        continuation?.finish()
+        subscriber?.continuation.finish()
     }
 
-    /// Hands a message to every socket of its account.
-    func publish(_ message: PushMessage) {
-        let continuations = state.withLock { Array(($0.subscribers[message.account] ?? [:]).values) }
-        for continuation in continuations { continuation.yield(message) }
+    /// Hands a notification to the account's sockets.
+    func publish(_ notification: PushNotification) {
+        let subscribers = state.withLock { Array(($0.subscribers[notification.account] ?? [:]).values) }
+        switch notification {
+        case .changed(_, let zone, let seq):
+            let frame = PushNotification.frame(zone: zone, seq: seq)
+            for subscriber in subscribers { subscriber.continuation.yield(.frame(frame)) }
+        case .removed(_, let device):
+            for subscriber in subscribers where subscriber.device == device {
+                subscriber.continuation.yield(.removed)
+                subscriber.continuation.finish()
+            }
+        }
     }
 
     /// Ends every subscription (at shutdown).
     func finishAll() {
-        let continuations = state.withLock { state in
+        let subscribers = state.withLock { state in
             let all = state.subscribers.values.flatMap(\.values)
             state.subscribers = [:]
             state.count = 0
             return all
         }
-        for continuation in continuations { continuation.finish() }
+        for subscriber in subscribers { subscriber.continuation.finish() }
     }
 }

@@ -25,8 +25,8 @@ struct PushListener: Service, CustomStringConvertible {
                             hub.setListening(true)
                             logger.debug("Listening for committed writes")
                             for try await notification in notifications {
-                                if let message = PushMessage(notificationPayload: notification.payload) {
-                                    hub.publish(message)
+                                if let parsed = PushNotification(payload: notification.payload) {
+                                    hub.publish(parsed)
                                 }
                             }
                         }

@@ -29,7 +29,8 @@ enum PushRoute {
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             let account = context.requestContext.parameters.get("account") ?? ""
-            guard let subscription = hub.subscribe(account: account) else {
+            let device = context.requestContext.device?.deviceID ?? ""
+            guard let subscription = hub.subscribe(account: account, device: device) else {
                 try await outbound.close(.policyViolation, reason: "too many push sockets")
                 return
             }
@@ -38,18 +39,26 @@ enum PushRoute {
                 hub.unsubscribe(account: account, id: subscription.id)
                 metrics.socketsChanged(by: -1)
             }
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            let removed = try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask {
                     // Read until the client closes; clients have nothing to say.
                     for try await _ in inbound {}
+                    return false
                 }
                 group.addTask {
-                    for await message in subscription.messages {
-                        try await outbound.write(.text(message.json))
+                    for await delivery in subscription.deliveries {
+                        switch delivery {
+                        case .frame(let frame): try await outbound.write(.text(frame))
+                        case .removed: return true
+                        }
                     }
+                    return false
                 }
-                try await group.next()
-                group.cancelAll()
+                defer { group.cancelAll() }
+                return try await group.next() ?? false
+            }
+            if removed {
+                try await outbound.close(.policyViolation, reason: "device removed from the account")
             }
         }
     }

@@ -99,7 +99,7 @@ extension SyncStore {
                     written.append(WrittenRecord(itemID: write.itemID, version: version, seq: seq))
                 }
                 try await connection.query(
-                    "SELECT pg_notify(\(Self.notificationChannel), \("\(account):\(zone):\(last)"))",
+                    "SELECT pg_notify(\(Self.notificationChannel), \(PushNotification.changed(account: account, zone: zone, seq: last).payload))",
                     logger: logger
                 )
                 return .written(written, seq: last)

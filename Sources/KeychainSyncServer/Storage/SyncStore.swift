@@ -186,13 +186,24 @@ package struct SyncStore: Sendable {
                 "UPDATE devices SET state = 'trusted' WHERE account_id = \(account) AND id = ANY(\(list.trustedDeviceIDs))",
                 logger: logger
             )
-            try await connection.query(
+            var removed: [String] = []
+            for try await id in try await connection.query(
                 """
                 UPDATE devices SET state = 'removed'
                 WHERE account_id = \(account) AND state = 'trusted' AND NOT (id = ANY(\(list.trustedDeviceIDs)))
+                RETURNING id
                 """,
                 logger: logger
-            )
+            ).decode(String.self) {
+                removed.append(id)
+            }
+            // Every instance closes the removed devices' push sockets once this commits.
+            for id in removed {
+                try await connection.query(
+                    "SELECT pg_notify(\(Self.notificationChannel), \(PushNotification.removed(account: account, device: id).payload))",
+                    logger: logger
+                )
+            }
             var updated = list
             updated.trustedDeviceIDs = list.trustedDeviceIDs.sorted()
             return .updated(updated)
