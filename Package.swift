@@ -191,11 +191,11 @@ let package = Package(
         // and the clients' code is generated.
         .target(
             name: "KeychainSyncAPI",
-            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"), .product(name: "Crypto", package: "swift-crypto")],
             resources: [.embedInCode("openapi.yaml")],
             // The generated files import Foundation and OpenAPIRuntime with `package import` whether they use them or not,
             // which Swift 6.3 warns about in every file; the generator silences that itself from Swift 6.4 on
-            // (`@diagnose(UnusedImportAccess, as: ignored)`). The module holds generated code only (and one constant).
+            // (`@diagnose(UnusedImportAccess, as: ignored)`). The module holds generated code only (and the document itself and the signing rule, `RequestSignature`).
             swiftSettings: strictSwift + [.unsafeFlags(["-suppress-warnings"])],
             plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
         ),

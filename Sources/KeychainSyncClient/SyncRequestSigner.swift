@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import KeychainSync
+import KeychainSyncAPI
 import OpenAPIRuntime
 
 /// Signs every request to the sync server with the device's key, as the API document says: four headers
@@ -24,8 +25,9 @@ struct SyncRequestSigner: ClientMiddleware {
         let target = basePath + (request.path ?? "/")
         let timestamp = String(Int64(now().timeIntervalSince1970))
         let nonce = Self.nonce()
-        let signature = try keys.signing.signature(for: Self.canonicalString(method: request.method.rawValue, target: target,
-                                                                              body: bytes, timestamp: timestamp, nonce: nonce))
+        let message = RequestSignature.canonicalString(method: request.method.rawValue, pathWithQuery: target, body: bytes,
+                                                       timestamp: timestamp, nonce: nonce)
+        let signature = try keys.signing.signature(for: message)
         request.headerFields[Self.device] = keys.publicKeys.deviceID
         request.headerFields[Self.timestamp] = timestamp
         request.headerFields[Self.nonceField] = nonce
@@ -33,17 +35,11 @@ struct SyncRequestSigner: ClientMiddleware {
         return try await next(request, body == nil ? nil : HTTPBody(bytes), baseURL)
     }
 
-    static let device = HTTPField.Name("Keychain-Device")!
-    static let timestamp = HTTPField.Name("Keychain-Timestamp")!
-    static let nonceField = HTTPField.Name("Keychain-Nonce")!
-    static let signatureField = HTTPField.Name("Keychain-Signature")!
-
-    /// The bytes signed: `keychain-sync-v1`, the method, the request target, the body's SHA-256 in hex, the
-    /// timestamp and the nonce, one per line.
-    static func canonicalString(method: String, target: String, body: [UInt8], timestamp: String, nonce: String) -> Data {
-        let hash = SHA256.hash(data: body).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-        return Data(["keychain-sync-v1", method.uppercased(), target, hash, timestamp, nonce].joined(separator: "\n").utf8)
-    }
+    // The header names are constants of the protocol, valid field names: the initializer cannot fail on them.
+    static let device = HTTPField.Name(RequestSignature.deviceHeader)!
+    static let timestamp = HTTPField.Name(RequestSignature.timestampHeader)!
+    static let nonceField = HTTPField.Name(RequestSignature.nonceHeader)!
+    static let signatureField = HTTPField.Name(RequestSignature.signatureHeader)!
 
     /// 16 random bytes in base64url without padding (22 characters).
     static func nonce() -> String {

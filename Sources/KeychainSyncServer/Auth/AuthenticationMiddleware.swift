@@ -1,4 +1,5 @@
 import Foundation
+import KeychainSyncAPI
 import HTTPTypes
 import Hummingbird
 import Logging

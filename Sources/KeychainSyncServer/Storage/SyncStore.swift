@@ -1,4 +1,5 @@
 import Foundation
+import KeychainSyncAPI
 import Logging
 import NIOCore
 import PostgresNIO
