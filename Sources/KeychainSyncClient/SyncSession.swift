@@ -178,31 +178,29 @@ package final class SyncSession: Sendable {
         try mirror.setDocument("list", Self.encode(list))
     }
 
-    /// A signed list as stored in the mirror: the three parts, length-prefixed.
+    /// A signed list as stored in the mirror (`keychain-sync/stored-list/v1`: the list's bytes, its signer, its
+    /// signature).
     static func encode(_ list: SignedSyncDeviceList) -> Data {
-        var out = Data()
-        for part in [list.bytes, Data(list.signer.utf8), list.signature] {
-            withUnsafeBytes(of: UInt32(part.count).bigEndian) { out.append(contentsOf: $0) }
-            out.append(part)
-        }
-        return out
+        var fields = SyncFields(domain: storedListDomain)
+        fields.append(bytes: list.bytes)
+        fields.append(list.signer)
+        fields.append(bytes: list.signature)
+        return fields.data
     }
 
     static func decode(_ data: Data) throws(KeychainError) -> SignedSyncDeviceList {
-        var parts: [Data] = []
-        var offset = data.startIndex
-        while parts.count < 3, data.endIndex - offset >= 4 {
-            let length = data[offset ..< offset + 4].reduce(0) { $0 << 8 | Int($1) }
-            offset += 4
-            guard data.endIndex - offset >= length else { break }
-            parts.append(data[offset ..< offset + length])
-            offset += length
+        let parts: (bytes: [UInt8], signer: String, signature: [UInt8])
+        do throws(SyncFormatError) {
+            var reader = try SyncFieldReader(data, domain: storedListDomain)
+            parts = (try reader.field(), try reader.string(), try reader.field(maximum: 64))
+            try reader.finish()
+        } catch {
+            throw KeychainError(code: .corruptData, message: "The trusted sync device list kept by this device is damaged (\(error.reason)); run `security sync join` again.")
         }
-        guard parts.count == 3, offset == data.endIndex else {
-            throw KeychainError(code: .corruptData, message: "The trusted sync device list kept by this device is damaged; run `security sync join` again.")
-        }
-        return try SignedSyncDeviceList(bytes: parts[0], signer: String(decoding: parts[1], as: UTF8.self), signature: parts[2])
+        return try SignedSyncDeviceList(bytes: Data(parts.bytes), signer: parts.signer, signature: Data(parts.signature))
     }
+
+    static let storedListDomain = "keychain-sync/stored-list/v1"
 
     // MARK: Syncing
 

@@ -11,19 +11,6 @@ import KeychainCore
 import Glibc
 #endif
 
-/// A deterministic generator (SplitMix64), so a fuzzing failure can be replayed from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Calls `connect` or `bind` on `fd` with the Unix-socket address of `path` (shorter than `sun_path`).
 func withUnixAddress(_ path: String, _ fd: Int32, _ call: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
     var address = sockaddr_un()

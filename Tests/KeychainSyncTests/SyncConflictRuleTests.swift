@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import KeychainSync
+import KeychainTestSupport
 import Testing
 
 /// The conflict rule: every device keeps the same change whatever order changes arrive in.
@@ -24,7 +25,7 @@ struct SyncConflictRuleTests {
 
     @Test("Changes applied in any order leave every device with the same one", arguments: [1, 2, 3, 4, 5, 6, 7, 8])
     func converges(seed: UInt64) {
-        var random = SeededRandom(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let devices = ["a1", "b2", "c3"]
         let changes = (0 ..< 40).map { index in
             stamp(UInt64.random(in: 1 ... 12, using: &random), devices[Int.random(in: 0 ..< 3, using: &random)],
@@ -41,18 +42,5 @@ struct SyncConflictRuleTests {
         }
         #expect(outcomes.count == 1)
         #expect(outcomes.first == changes.max())
-    }
-}
-
-/// SplitMix64, so that each seed gives the same run.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainCore
 import KeychainSync
+import KeychainTestSupport
 import Synchronization
 import Testing
 
@@ -122,7 +123,7 @@ struct SyncReplicaTests {
     @Test("Three devices making 200 edits each while apart (the same items edited, deleted, made again) end identical",
           arguments: [1, 2, 3, 4, 5, 6])
     func partitionHeals(seed: UInt64) throws {
-        var random = SeededRandom(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let world = try World(devices: 3)
         for index in 0 ..< 6 { try world.devices[index % 3].add("svc\(index)", "acct", secret: "start") }
         try world.settle()

@@ -6,29 +6,29 @@ import Foundation
 ///
 /// The layouts built from it (record and item-key associated data, zone-key HPKE info, the device list) are fixed
 /// by golden vectors in `Tests/KeychainSyncTests`: changing one is a format change.
-struct SyncFields {
+package struct SyncFields {
     /// The bytes so far.
-    private(set) var bytes: [UInt8]
+    package private(set) var bytes: [UInt8]
 
     /// Starts with `domain` (`keychain-sync/record/v1`), itself length-prefixed.
-    init(domain: String) {
+    package init(domain: String) {
         bytes = []
         append(domain)
     }
 
     /// Appends `field`'s length and bytes.
-    mutating func append<Bytes: Collection>(bytes field: Bytes) where Bytes.Element == UInt8 {
+    package mutating func append<Bytes: Collection>(bytes field: Bytes) where Bytes.Element == UInt8 {
         appendLength(field.count)
         bytes.append(contentsOf: field)
     }
 
     /// Appends a string's UTF-8 bytes as a field.
-    mutating func append(_ text: String) {
+    package mutating func append(_ text: String) {
         append(bytes: Array(text.utf8))
     }
 
     /// Appends an unsigned integer as an 8-byte field.
-    mutating func append(_ value: UInt64) {
+    package mutating func append(_ value: UInt64) {
         appendLength(8)
         withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
     }
@@ -38,22 +38,22 @@ struct SyncFields {
     }
 
     /// The bytes as `Data`.
-    var data: Data { Data(bytes) }
+    package var data: Data { Data(bytes) }
 }
 
 /// Reads what ``SyncFields`` wrote, refusing anything else: every read is bounded by what is left.
-struct SyncFieldReader {
+package struct SyncFieldReader {
     private let bytes: [UInt8]
     private var offset = 0
 
     /// A reader of `data`, whose first field must be `domain`.
-    init(_ data: Data, domain: String) throws(SyncFormatError) {
+    package init(_ data: Data, domain: String) throws(SyncFormatError) {
         bytes = Array(data)
         guard try field() == Array(domain.utf8) else { throw SyncFormatError("it is not a \(domain)") }
     }
 
     /// The next field's bytes.
-    mutating func field(maximum: Int = 1 << 20) throws(SyncFormatError) -> [UInt8] {
+    package mutating func field(maximum: Int = 1 << 20) throws(SyncFormatError) -> [UInt8] {
         guard bytes.count - offset >= 4 else { throw SyncFormatError("it ends inside a field's length") }
         let length = bytes[offset ..< offset + 4].reduce(0) { $0 << 8 | Int($1) }
         offset += 4
@@ -64,7 +64,7 @@ struct SyncFieldReader {
     }
 
     /// The next field as UTF-8 text.
-    mutating func string(maximum: Int = 4_096) throws(SyncFormatError) -> String {
+    package mutating func string(maximum: Int = 4_096) throws(SyncFormatError) -> String {
         guard let text = String(validating: try field(maximum: maximum), as: UTF8.self) else {
             throw SyncFormatError("a text field is not UTF-8")
         }
@@ -72,21 +72,22 @@ struct SyncFieldReader {
     }
 
     /// The next field as an 8-byte unsigned integer.
-    mutating func uint64() throws(SyncFormatError) -> UInt64 {
+    package mutating func uint64() throws(SyncFormatError) -> UInt64 {
         let field = try field(maximum: 8)
         guard field.count == 8 else { throw SyncFormatError("an integer field is not 8 bytes") }
         return field.reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// Checks that nothing follows.
-    func finish() throws(SyncFormatError) {
+    package func finish() throws(SyncFormatError) {
         guard offset == bytes.count else { throw SyncFormatError("bytes follow its end") }
     }
 }
 
 /// Why bytes are not in a sync format.
-struct SyncFormatError: Error {
+package struct SyncFormatError: Error {
     /// What is wrong.
-    var reason: String
-    init(_ reason: String) { self.reason = reason }
+    package var reason: String
+    /// An error saying `reason`.
+    package init(_ reason: String) { self.reason = reason }
 }

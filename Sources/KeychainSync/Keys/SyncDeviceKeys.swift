@@ -61,8 +61,8 @@ public struct SyncDevicePublicKeys: Sendable, Hashable {
     /// The short code a joining device shows, for `security sync approve CODE` (see ``SyncJoinCode``).
     public var joinCode: SyncJoinCode { SyncJoinCode(keys: self) }
 
-    static func hex<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-        bytes.map { String($0, radix: 16).leftPadded(toLength: 2) }.joined()
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        FileDigest.hex(bytes)
     }
 }
 
@@ -100,12 +100,5 @@ public struct SyncDeviceKeys: Sendable {
     /// The public halves.
     public var publicKeys: SyncDevicePublicKeys {
         SyncDevicePublicKeys(signing: signing.publicKey, agreement: agreement.publicKey)
-    }
-}
-
-extension String {
-    /// The string with `"0"`s before it up to `length` characters.
-    func leftPadded(toLength length: Int) -> String {
-        count >= length ? self : String(repeating: "0", count: length - count) + self
     }
 }

@@ -22,7 +22,8 @@ public struct SyncZoneKey: Sendable {
     public init(now: Date = Date()) {
         key = SymmetricKey(size: .bits256)
         let milliseconds = UInt64(max(0, now.timeIntervalSince1970 * 1000)) & 0xFFFF_FFFF_FFFF
-        let time = String(milliseconds, radix: 16).leftPadded(toLength: 12)
+        // The time's 6 low bytes, big-endian: 12 hex digits that sort as the time does.
+        let time = SyncDevicePublicKeys.hex(withUnsafeBytes(of: milliseconds.bigEndian) { Array($0.suffix(6)) })
         keyID = time + SyncDevicePublicKeys.hex(SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }).prefix(20)
     }
 
