@@ -43,4 +43,6 @@ package struct KeychainLocation: Sendable, Hashable {
     package var deviceKeyPath: String { home + "/device.key" }
     /// The device key sealed to the machine's TPM 2.0 (see ``SealedDeviceKey``), in place of `device.key`.
     package var sealedDeviceKeyPath: String { home + "/device.key.tpm" }
+    /// What this device knows of its sync account and of each synced item (see `SyncMirror`); nothing secret.
+    package var syncMirrorPath: String { home + "/sync-mirror.sqlite" }
 }
