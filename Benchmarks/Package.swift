@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         // Stores, daemon and client threads the benchmarks share with the profiling probe.
@@ -29,6 +31,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),
@@ -41,6 +45,19 @@ let package = Package(
                 .product(name: "keychaind", package: "swift-keychain"),
             ],
             path: "Benchmarks/KeychainBenchmarks",
+            swiftSettings: strictSwift,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Sync between devices through the real server and a PostgreSQL of the benchmark's own (issue 18).
+        .executableTarget(
+            name: "SyncBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                // Built beside the benchmarks so they can start it.
+                .product(name: "keychain-sync-server", package: "swift-keychain"),
+            ],
+            path: "Benchmarks/SyncBenchmarks",
             swiftSettings: strictSwift,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
