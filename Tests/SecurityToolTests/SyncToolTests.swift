@@ -96,10 +96,15 @@ struct SyncToolTests {
             """)
         #expect(try beta.sync(["join", "--server", server.url, "--account", account]) == "join: joined account \(account)\n")
 
-        // An item added on the first appears on the second after a round on each.
+        // An item added on the first appears on the second after a round on each. keychaind's background rounds (after
+        // the write, on push) may carry it first: then a round finds nothing left to do, and its counts are zero.
         try alpha.addSynchronizable("shared", "s3cret")
-        #expect(try alpha.sync(["now"]).contains("uploaded: 1\n"))
-        #expect(try beta.sync(["now"]).contains("applied: 1\n"))
+        let uploaded = try alpha.sync(["now"])
+        let applied = try beta.sync(["now"])
+        if mode == .inProcess {
+            #expect(uploaded == "applied: 0\nuploaded: 1\nconflicts resolved: 0\nrejected: 0\n")
+            #expect(applied == "applied: 1\nuploaded: 0\nconflicts resolved: 0\nrejected: 0\n")
+        }
         let found = try beta.sandbox.run(["find-generic-password", "-s", "kit", "-a", "shared", "-w"])
         #expect(found.status == 0, "\(found.stderr)")
         #expect(found.stdout == "s3cret\n")
