@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -15,10 +16,22 @@ package struct SyncServerConnection: Sendable {
 
     /// A connection to the server at `url` (`https://sync.example.com`), signing as `keys`.
     package init(url: URL, keys: SyncDeviceKeys, now: @escaping @Sendable () -> Date = Date.init) {
-        client = Client(serverURL: url, transport: AsyncHTTPClientTransport(),
+        client = Client(serverURL: url, transport: AsyncHTTPClientTransport(configuration: .init(client: Self.httpClient, timeout: .seconds(60))),
                         middlewares: [SyncRequestSigner(keys: keys, now: now)])
         self.keys = keys
     }
+
+    /// The HTTP client every connection shares (made once, never shut down, like AsyncHTTPClient's own shared one).
+    /// A server that cannot be reached fails the call at once instead of after a minute of quiet retries: the
+    /// sync service retries with its own backoff, and a person running `security sync now` learns it at once.
+    static let httpClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        // A signed request is signed for its path: a redirect could only fail its signature.
+        configuration.redirectConfiguration = .disallow
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     // MARK: Accounts and devices
 
