@@ -138,6 +138,10 @@ let benchmarks: @Sendable () -> Void = {
         _ = try await owner.createSyncAccount(server: url, deviceName: "first")
         let upload = try await owner.syncNow()
         log("initial sync: the first device uploaded \(upload.uploaded) items")
+        if let database = initial.database {
+            let size = try database.value("SELECT pg_total_relation_size('records') / count(*) FROM records")
+            log("initial sync: the server's database holds \(size) bytes per record (table and indexes)")
+        }
     }, teardown: { initial.tearDown() })
 
     // MARK: A change's latency

@@ -36,6 +36,28 @@ public final class ThrowawayPostgres: @unchecked Sendable {
         try asPostgres(binaries + "/pg_ctl", ["-D", folder + "/data", "-l", folder + "/log", "-w", "-o", options, "start"])
     }
 
+    /// The first column of the first row `sql` gives, through `psql` (for what the benchmarks report beside their
+    /// timings, such as the bytes a record takes).
+    public func value(_ sql: String) throws -> String {
+        let output = Pipe()
+        let process = Process()
+        let psql = binaries + "/psql"
+        let arguments = ["-h", socketFolder, "-U", user, "-d", user, "-At", "-c", sql]
+        if getuid() == 0 {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+            process.arguments = ["-u", "postgres", "--", psql] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: psql)
+            process.arguments = arguments
+        }
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchmarkFailure("psql failed on: \(sql)") }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// Stops the cluster at once and removes its files.
     public func stop() {
         try? asPostgres(binaries + "/pg_ctl", ["-D", folder + "/data", "-m", "immediate", "stop"])
