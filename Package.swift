@@ -343,6 +343,8 @@ let package = Package(
                 "KeychainSyncClient",
                 "KeychainSync",
                 "KeychainCore",
+                // The seeded generator of the property tests.
+                "KeychainTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // The generated client over AsyncHTTPClient, as the keychain's sync client will use it.
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
