@@ -182,16 +182,12 @@ struct SyncPartitionTests {
 
             #expect(try await SyncTestDevice.settle(editorSyncsFirst ? [c, a] : [a, c]) != nil)
             #expect(try a.contents() == c.contents())
-            // Known bug when A uploads first: adding the item again replaced the engine's tombstone of the
-            // original, so A's deletion of it goes out stamped when it is uploaded (+10 s), not when it was made
-            // (+1 s). C first weighs A's new item (+2 s) against its edit (+3 s) and keeps its edit, marking A's
-            // item for deletion; then A's deletion (+10 s) beats its edit: the key ends empty on both devices,
-            // though its two newest changes are writes.
-            let kept = (try a.secret("vpn.example.com"), try c.secret("vpn.example.com"))
-            withKnownIssue("a deletion whose tombstone was replaced by a new item of the same key is stamped when it is uploaded, not when it was made") {
-                #expect(kept.0 == "edited on c, newest")
-                #expect(kept.1 == "edited on c, newest")
-            } when: { !editorSyncsFirst }
+            // Adding the item again took the place of the engine's tombstone of the original, and with it the
+            // original's identity: A uploads one change of the item (its new content, +2 s), which C's edit (+3 s)
+            // beats whichever device syncs first. (Before, the deletion went out as a change of its own stamped at
+            // upload, +10 s, and the key ended empty on both devices.)
+            #expect(try a.secret("vpn.example.com") == "edited on c, newest")
+            #expect(try c.secret("vpn.example.com") == "edited on c, newest")
         }
     }
 }
