@@ -33,8 +33,9 @@ extension SyncService {
                 _ = try await round()
                 next = .now + pollInterval
             } catch {
+                // At least a second: an error before the round began (a damaged device list) counts no failure.
                 let failures = state.withLock { $0.failures }
-                next = .now + Self.retryDelay(afterFailures: failures)
+                next = .now + Self.retryDelay(afterFailures: max(1, failures))
             }
         }
     }
