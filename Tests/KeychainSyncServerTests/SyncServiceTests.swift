@@ -20,7 +20,7 @@ struct SyncServiceTests {
     static let patience = Duration.seconds(20)
 
     static func service(_ device: Device) -> SyncService {
-        SyncService(engine: device.engine, mirrorPath: device.mirrorPath, pollInterval: .seconds(3600))
+        SyncService(engine: device.engine, mirrorPath: device.mirrorPath, pollInterval: .seconds(3600), logger: TestPostgres.logger)
     }
 
     static func server(_ port: Int) -> String { "http://127.0.0.1:\(port)" }
