@@ -23,16 +23,27 @@ struct SyncRequestSigner: ClientMiddleware {
         // The path as sent: the base URL's path (if any) before the operation's.
         let basePath = baseURL.path.hasSuffix("/") ? String(baseURL.path.dropLast()) : baseURL.path
         let target = basePath + (request.path ?? "/")
-        let timestamp = String(Int64(now().timeIntervalSince1970))
+        for field in try Self.signatureFields(method: request.method.rawValue, pathWithQuery: target, body: bytes, keys: keys, now: now()) {
+            request.headerFields[field.name] = field.value
+        }
+        return try await next(request, body == nil ? nil : HTTPBody(bytes), baseURL)
+    }
+
+    /// The four signature headers of a request: its method, its path with the query as sent (the base URL's path
+    /// included), its body's bytes, signed by `keys` at `now` with a fresh nonce. Used as well for the push
+    /// socket's upgrade request, which the generated client does not send.
+    static func signatureFields(method: String, pathWithQuery: String, body: [UInt8], keys: SyncDeviceKeys, now: Date) throws -> HTTPFields {
+        let timestamp = String(Int64(now.timeIntervalSince1970))
         let nonce = Self.nonce()
-        let message = RequestSignature.canonicalString(method: request.method.rawValue, pathWithQuery: target, body: bytes,
+        let message = RequestSignature.canonicalString(method: method, pathWithQuery: pathWithQuery, body: body,
                                                        timestamp: timestamp, nonce: nonce)
         let signature = try keys.signing.signature(for: message)
-        request.headerFields[Self.device] = keys.publicKeys.deviceID
-        request.headerFields[Self.timestamp] = timestamp
-        request.headerFields[Self.nonceField] = nonce
-        request.headerFields[Self.signatureField] = signature.base64EncodedString()
-        return try await next(request, body == nil ? nil : HTTPBody(bytes), baseURL)
+        var fields = HTTPFields()
+        fields[Self.device] = keys.publicKeys.deviceID
+        fields[Self.timestamp] = timestamp
+        fields[Self.nonceField] = nonce
+        fields[Self.signatureField] = signature.base64EncodedString()
+        return fields
     }
 
     // The header names are constants of the protocol, valid field names: the initializer cannot fail on them.

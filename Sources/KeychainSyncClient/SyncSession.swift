@@ -19,6 +19,8 @@ package final class SyncSession: Sendable {
     package let replica: SyncReplica
     package let server: SyncServerConnection
     package let account: String
+    /// The server's address (`https://sync.example.com`).
+    package let serverURL: URL
     private let now: @Sendable () -> Date
 
     var mirror: SyncMirror { replica.mirror }
@@ -30,6 +32,7 @@ package final class SyncSession: Sendable {
         replica = SyncReplica(engine: engine, mirror: mirror, device: keys.publicKeys.deviceID, now: now)
         server = SyncServerConnection(url: serverURL, keys: keys, now: now)
         self.account = account
+        self.serverURL = serverURL
         self.now = now
     }
 

@@ -112,7 +112,7 @@ package final class KeychainEngine: Sendable {
     }
 
     /// Changes whenever a write transaction of this engine ends (see ``GroupCommitWriter/generation``).
-    var writeGeneration: UInt64 { writer.generation }
+    package var writeGeneration: UInt64 { writer.generation }
 
     func write<T>(_ body: (Database) throws -> T) throws(KeychainError) -> T {
         do {

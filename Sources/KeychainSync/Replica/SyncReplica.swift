@@ -138,6 +138,17 @@ public final class SyncReplica: Sendable {
     /// retry after a crash between the upload and its acknowledgement names the same item: the server then
     /// answers that it has it, and the client applies that answer like any change.
     public func outgoingChanges() throws(KeychainError) -> [OutgoingChange] {
+        try outgoingChanges(keepingNewItems: true)
+    }
+
+    /// How many local changes the server does not have (what ``outgoingChanges()`` would list), without giving new
+    /// items their identifiers: nothing is written.
+    public func outgoingChangeCount() throws(KeychainError) -> Int {
+        try outgoingChanges(keepingNewItems: false).count
+    }
+
+    /// The local changes; `keepingNewItems` records the identifiers new items get in the mirror.
+    private func outgoingChanges(keepingNewItems: Bool) throws(KeychainError) -> [OutgoingChange] {
         var changes: [OutgoingChange] = []
         var seen: Set<Data> = []
         var newRows: [SyncMirror.Row] = []
@@ -158,7 +169,7 @@ public final class SyncReplica: Sendable {
                 changes.append(change)
             }
         }
-        try mirror.save(newRows)
+        if keepingNewItems { try mirror.save(newRows) }
         // Records with no local item behind them.
         for row in rows where row.uuid.map({ !seen.contains($0) }) ?? true {
             let deletion: SyncItemPayload
