@@ -64,10 +64,14 @@ struct SyncPartitionTests {
         var live: [[String: Int]]
         /// Each device's current content of each live key.
         var content: [[String: (secret: String, label: String)]]
+        /// Each device's tombstone of each deleted key (a lineage index): an add of the key takes its place and
+        /// goes on with that item (the engine gives it the deleted item's identity).
+        var tombstone: [[String: Int]]
 
         init(devices: Int) {
             live = Array(repeating: [:], count: devices)
             content = Array(repeating: [:], count: devices)
+            tombstone = Array(repeating: [:], count: devices)
         }
 
         /// What the rule leaves under `key`: of the items that end alive, the one whose winning change is newest
@@ -127,14 +131,22 @@ struct SyncPartitionTests {
                         try device.delete(key, account: "acct")
                         model.live[index][key] = nil
                         model.content[index][key] = nil
+                        model.tombstone[index][key] = lineage
                         model.lineages[lineage].last[index] = Change(stamp: Stamp(modified: now, device: ids[index], deleted: true))
                     }
                 } else {
                     let label = "added \(step)"
                     try device.add(key, account: "acct", label: label, secret: secret)
                     let change = Change(stamp: Stamp(modified: now, device: ids[index], deleted: false), secret: secret, label: label)
-                    model.lineages.append(Lineage(key: key, creator: index, first: change))
-                    model.live[index][key] = model.lineages.count - 1
+                    if let deleted = model.tombstone[index][key] {
+                        // Made again where it was deleted: the same item, written again.
+                        model.lineages[deleted].last[index] = change
+                        model.live[index][key] = deleted
+                        model.tombstone[index][key] = nil
+                    } else {
+                        model.lineages.append(Lineage(key: key, creator: index, first: change))
+                        model.live[index][key] = model.lineages.count - 1
+                    }
                     model.content[index][key] = (secret, label)
                 }
             }

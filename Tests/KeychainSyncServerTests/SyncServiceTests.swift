@@ -14,7 +14,7 @@ import Testing
 /// recovery from a server that was down.
 @Suite("The sync service", .needsPostgres, .timeLimit(.minutes(5)))
 struct SyncServiceTests {
-    typealias Device = SyncClientTests.Device
+    typealias Device = SyncTestDevice
 
     /// The longest any awaited event may take (generous: CI machines are slow and busy; nothing is timed).
     static let patience = Duration.seconds(20)
