@@ -315,7 +315,8 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainKitTests",
-            dependencies: ["KeychainTestSupport", "KeychainKit", "KeychainClient", "KeychainCore", "keychaind", .product(name: "InMemoryLogging", package: "swift-log")],
+            // keychain-sync-server: the sync API's tests run the real server (on a PostgreSQL the environment gives).
+            dependencies: ["KeychainTestSupport", "KeychainKit", "KeychainClient", "KeychainCore", "keychaind", "keychain-sync-server", .product(name: "InMemoryLogging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .testTarget(

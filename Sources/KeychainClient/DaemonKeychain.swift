@@ -145,6 +145,7 @@ package struct DaemonKeychain: KeychainConnection {
     }
 
     package func sync(_ command: SyncCommand) throws(KeychainError) -> SyncReply {
+        try command.checkWireLimits()
         let response = try client.call(.sync(command))
         guard case .sync(let reply) = response else { throw unexpected(response, "sync") }
         return reply
