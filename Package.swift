@@ -82,11 +82,11 @@ let package = Package(
             dependencies: ["KeychainCore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSwift
         ),
-        // The seam: a keychain this process can talk to, in-process (the engine) or keychaind (its client),
-        // and the one place that chooses between them.
+        // The seam: a keychain this process can talk to, in-process (the engine, and its sync engine) or keychaind
+        // (its client), and the one place that chooses between them.
         .target(
             name: "KeychainClient",
-            dependencies: ["KeychainPrompt", "KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["KeychainPrompt", "KeychainCore", "KeychainProtocol", "KeychainSyncClient", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         // Prompts for the user's presence through pinentry (GnuPG's PIN entry programs, over the Assuan protocol).
@@ -104,6 +104,8 @@ let package = Package(
                 "KeychainBiometry",
                 "KeychainCore",
                 "KeychainProtocol",
+                // The sync engine of each served keychain, run in the background and answering `security sync`.
+                "KeychainSyncClient",
                 "CKeychainLinux",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -313,12 +315,14 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainKitTests",
-            dependencies: ["KeychainTestSupport", "KeychainKit", "KeychainClient", "KeychainCore", "keychaind", .product(name: "InMemoryLogging", package: "swift-log")],
+            // keychain-sync-server: the sync API's tests run the real server (on a PostgreSQL the environment gives).
+            dependencies: ["KeychainTestSupport", "KeychainKit", "KeychainClient", "KeychainCore", "keychaind", "keychain-sync-server", .product(name: "InMemoryLogging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "SecurityToolTests",
-            dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "scripted-pinentry", "KeychainCore", "KeychainClient"],
+            // keychain-sync-server: the sync verbs' tests run the real server (on a PostgreSQL the environment gives).
+            dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "scripted-pinentry", "keychain-sync-server", "KeychainCore", "KeychainClient"],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -144,6 +144,16 @@ package struct DaemonKeychain: KeychainConnection {
         return summary
     }
 
+    package func sync(_ command: SyncCommand) throws(KeychainError) -> SyncReply {
+        try command.checkWireLimits()
+        let response = try client.call(.sync(command))
+        guard case .sync(let reply) = response else { throw unexpected(response, "sync") }
+        return reply
+    }
+
+    /// keychaind runs the sync engine of the keychain it serves: nothing to run here.
+    package func runSync() async {}
+
     private func expectDone(_ request: KeychainRequest) throws(KeychainError) {
         let response = try client.call(request)
         guard case .done = response else { throw unexpected(response, request.name) }

@@ -141,4 +141,14 @@ package struct InProcessKeychain: KeychainConnection {
         engine.applyLockSettings()
         return try SecretStore(engine: engine).importItems(batch)
     }
+
+    package func sync(_ command: SyncCommand) throws(KeychainError) -> SyncReply {
+        engine.applyLockSettings()
+        let service = SyncServices.shared.service(for: engine)
+        return try waitBlocking { () async throws(KeychainError) -> SyncReply in try await service.perform(command) }
+    }
+
+    package func runSync() async {
+        await SyncServices.shared.service(for: engine).run()
+    }
 }

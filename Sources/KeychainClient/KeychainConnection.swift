@@ -102,6 +102,19 @@ package protocol KeychainConnection: Sendable {
     /// keeping their dates and skipping those already there (``SecretStore/importItems(_:)``). Through keychaind
     /// only its admin tool may import.
     func importSecretServiceItems(_ batch: SecretServiceImportBatch) throws(KeychainError) -> SecretServiceImportSummary
+
+    // MARK: Sync
+
+    /// Answers a command of the keychain's sync engine (``SyncCommand``: make or join an account, approve or remove
+    /// a device, the status, a round now), from the engine that syncs this keychain: this process's, or keychaind's.
+    /// Blocks until it answers, which can take the server's round trips or a whole round: call it from a thread of
+    /// its own, never from Swift's cooperative pool (KeychainKit's async sync API does so). Through keychaind only
+    /// its admin tool may send anything but `.status`.
+    func sync(_ command: SyncCommand) throws(KeychainError) -> SyncReply
+    /// Runs the sync engine's background work (a round at start when in an account, then on the server's push, after
+    /// local writes and every poll interval) until the task is cancelled, when the engine runs in this process;
+    /// through keychaind, which runs it itself, returns at once.
+    func runSync() async
 }
 
 extension KeychainConnection {

@@ -11,7 +11,7 @@ import Glibc
 #endif
 
 /// Starts keychaind's services on a keychain and runs them until SIGTERM or SIGINT: the one keychaind per
-/// keychain folder, its socket, the request server, and the idle lock. In system mode (``DaemonMode/system(stateDirectory:maximumUsers:)``)
+/// keychain folder, its socket, the request server, the idle lock, and background sync. In system mode (``DaemonMode/system(stateDirectory:maximumUsers:)``)
 /// the same services serve every local user their own keychain.
 package struct DaemonLauncher: Sendable {
     /// The socket to listen on; nil: the one systemd passed, else `$XDG_RUNTIME_DIR/keychain/keychaind.sock`.
@@ -70,11 +70,13 @@ package struct DaemonLauncher: Sendable {
         let dispatcher = RequestDispatcher(authority: authority, logger: logger, prompters: prompters, biometrics: FprintdVerifier())
         let server = DaemonServer(listener: listener, dispatcher: dispatcher, limits: Self.fitting(limits), logger: logger, ready: ready)
         let idle = IdleLock(keychains: keychains)
+        let sync = BackgroundSync(keychains: keychains)
         let more = try additionalServices(DaemonContext(authority: authority, keychains: keychains, prompters: prompters, logger: logger))
         let group = ServiceGroup(configuration: .init(
             services: [
                 .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: idle, successTerminationBehavior: .ignore),
+                .init(service: sync, successTerminationBehavior: .ignore),
             ] + more.map { .init(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup) },
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger

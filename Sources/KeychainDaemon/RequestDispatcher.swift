@@ -2,6 +2,7 @@ import Foundation
 import KeychainCore
 import KeychainProtocol
 import KeychainPrompt
+import KeychainSyncClient
 import Logging
 
 /// Carries out one typed request for one session against its keychain's engine (its user's, ``Session/keychain``): the daemon's policy decides the access
@@ -130,6 +131,12 @@ package struct RequestDispatcher: Sendable {
             logger.info("imported Secret Service items", metadata: [
                 "added": "\(summary.added)", "skipped": "\(summary.skipped)", "failed": "\(summary.failed)"])
             return .importSummary(summary)
+        case .sync(let command):
+            // The account and its devices are the user's to manage, like the passcode and backups; where sync
+            // stands (no item data, no key) any caller of the keychain may read, as it may read the lock state.
+            if command != .status { try authority.requireAdmin(session, for: command.action) }
+            let service = session.keychain.sync
+            return .sync(try waitBlocking { () async throws(KeychainError) -> SyncReply in try await service.perform(command) })
         }
     }
 
@@ -156,5 +163,20 @@ package struct RequestDispatcher: Sendable {
         return ServiceStatus(home: engine.location.home, lockState: engine.lockState, daemon: .init(
             pid: getpid(), caller: session.identity.description, isAdminTool: session.isAdminTool,
             accessGroups: groups, transactions: statistics.transactions, writes: statistics.writes))
+    }
+}
+
+extension SyncCommand {
+    /// What the command does, as the admin-only refusal names it ("Only the security tool may … through keychaind").
+    var action: String {
+        switch self {
+        case .createAccount: "create a sync account"
+        case .join: "join a sync account"
+        case .approve: "approve a device for sync"
+        case .devices: "list the sync account's devices"
+        case .removeDevice: "remove a device from sync"
+        case .status: "read the sync status"
+        case .now: "sync now"
+        }
     }
 }

@@ -59,6 +59,9 @@ package enum KeychainRequest: Sendable, Hashable {
     /// dates; items already there with the same attributes and secret are skipped (admin tool only;
     /// `security import-secret-service`).
     case importSecretServiceItems(SecretServiceImportBatch)
+    /// A command for the keychain's sync engine, which keychaind runs (`security sync`, KeychainKit's sync API).
+    /// Only its admin tool may manage the account, devices and rounds; any caller may ask for the status.
+    case sync(SyncCommand)
 
     /// The request's name in logs (never its payload).
     package var name: String {
@@ -86,6 +89,7 @@ package enum KeychainRequest: Sendable, Hashable {
         case .listConsents: "listConsents"
         case .revokeConsents: "revokeConsents"
         case .importSecretServiceItems: "importSecretServiceItems"
+        case .sync: "sync"
         }
     }
 }

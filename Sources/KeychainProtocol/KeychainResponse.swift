@@ -29,6 +29,8 @@ package enum KeychainResponse: Sendable {
     case consents([ConsentDecision])
     /// What an import of Secret Service items did.
     case importSummary(SecretServiceImportSummary)
+    /// The sync engine's answer to a sync command.
+    case sync(SyncReply)
     /// The request failed: the error's code, `OSStatus` and message as keychaind reported them.
     case failure(KeychainError)
 }

@@ -46,6 +46,7 @@ extension KeychainRequest {
         case .listConsents: w.u8(30)
         case .revokeConsents(let name, let subject): w.u8(31); w.string(name); w.optional(subject) { $0.string($1) }
         case .importSecretServiceItems(let batch): w.u8(40); w.importBatch(batch)
+        case .sync(let command): w.u8(50); w.syncCommand(command)
         }
     }
 
@@ -98,6 +99,7 @@ extension KeychainRequest {
         case 30: return .listConsents
         case 31: return .revokeConsents(try r.string(), subject: try r.optional { (r) throws(KeychainError) in try r.string() })
         case 40: return .importSecretServiceItems(try r.importBatch())
+        case 50: return .sync(try r.syncCommand())
         default: throw malformedMessage
         }
     }
@@ -157,6 +159,7 @@ extension KeychainResponse {
         case .importSummary(let s):
             w.u8(40)
             w.int(s.added); w.int(s.skipped); w.int(s.failed)
+        case .sync(let reply): w.u8(50); w.syncReply(reply)
         case .failure(let error):
             // Tag 254: a failure followed by what each protected item needs (errSecAuthNeeded).
             w.u8(error.presenceNeeded.isEmpty ? 255 : 254)
@@ -233,6 +236,7 @@ extension KeychainResponse {
             return .consents(decisions)
         case 40:
             return .importSummary(SecretServiceImportSummary(added: try count(&r), skipped: try count(&r), failed: try count(&r)))
+        case 50: return .sync(try r.syncReply())
         case let tag where tag == 255 || tag == 254:
             let status = KeychainStatus(rawValue: Int32(bitPattern: try r.u32()))
             let code = KeychainError.Code(rawValue: try r.string())

@@ -14,13 +14,15 @@ struct SecurityTool: AsyncParsableCommand {
         with macOS's syntax and output. A failed keychain call prints "security: <function>: <message>" and \
         exits with the low byte of its OSStatus (44 when no item matched, 45 for a duplicate); bad flags exit 2. \
         `app` manages the programs keychaind gives access groups to, through keychaind when it runs; \
-        `daemon status` shows whether it does.
+        `daemon status` shows whether it does. `sync` syncs synchronizable items between your machines through a \
+        keychain-sync-server.
         """,
         subcommands: [
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self, VerifyKeychain.self, UnlockKeychain.self, LockKeychain.self, SetKeychainPassword.self,
             BackupKeychain.self, RestoreKeychain.self, ExportCommand.self, ImportCommand.self, ImportSecretService.self, AppCommand.self, DaemonCommand.self,
+            SyncToolCommand.self,
             ShowKeychainInfo.self, SetKeychainSettings.self, ErrorCommand.self, Authorize.self,
             AddCertificates.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self, VerifyCert.self,
         ]

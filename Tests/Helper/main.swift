@@ -22,6 +22,7 @@
 //   keychain-test-helper kit-set KEY VALUE                    → KeychainKit's default store: "ok" or "error=OSStatus"
 //   keychain-test-helper kit-keys                             → KeychainKit: every key of service "kit", comma-separated
 //   keychain-test-helper kit-get KEY                          → KeychainKit: "value=…", "none" or "error=OSStatus"
+//   keychain-test-helper kit-set-sync KEY VALUE               → kit-set, as a synchronizable item (it syncs)
 //   keychain-test-helper try-open PATH…                      → "errno=N PATH" for each: 0 when open(PATH, O_RDONLY)
 //                                                               succeeded (what this process's user may read)
 //   keychain-test-helper find-in-context ACCOUNT SERVICE CONTEXT → finds the data under the authentication context
@@ -56,6 +57,13 @@ switch args.first {
 case "kit-set" where args.count == 3:
     do {
         try kit.set(args[2], for: args[1])
+        flushLine("ok")
+    } catch {
+        flushLine("error=\(error.status.rawValue)")
+    }
+case "kit-set-sync" where args.count == 3:
+    do {
+        try kit.synchronizable(true).set(args[2], for: args[1])
         flushLine("ok")
     } catch {
         flushLine("error=\(error.status.rawValue)")

@@ -1,0 +1,28 @@
+import Dispatch
+import Synchronization
+
+/// Runs async work to completion for a synchronous API: `body` runs on a task of its own while the calling thread
+/// waits, the way every other ``KeychainEngine`` call blocks its caller.
+///
+/// The caller must not be a thread of Swift's cooperative pool: blocking one leaves the pool a thread short, and
+/// `body` could wait for it forever. keychaind's request threads and KeychainKit's async API (which moves a call to a
+/// thread of its own first) never are.
+package func waitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws(KeychainError) -> T) throws(KeychainError) -> T {
+    let outcome = Mutex<Result<T, KeychainError>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        let result: Result<T, KeychainError>
+        do throws(KeychainError) {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        outcome.withLock { $0 = result }
+        done.signal()
+    }
+    done.wait()
+    guard let result = outcome.withLock({ $0 }) else {
+        throw KeychainError(code: .internal, message: "A background task ended without an answer. Try again.")
+    }
+    return try result.get()
+}

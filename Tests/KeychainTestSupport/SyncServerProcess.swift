@@ -1,0 +1,123 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `keychain-sync-server` from the build products on a new database of the PostgreSQL the environment gives
+/// the tests (`KEYCHAIN_TEST_POSTGRES_SOCKET`, a folder holding its socket, and `KEYCHAIN_TEST_POSTGRES_USER`, a
+/// superuser, default `postgres`), listening on 127.0.0.1 at a port the system chose. The database is made with
+/// PostgreSQL's `createdb` and dropped with `dropdb` when the server stops (``stop()`` or deinit).
+public final class SyncServerProcess: @unchecked Sendable {
+    /// The server's address, `http://127.0.0.1:PORT`.
+    public let url: String
+    /// The database it serves.
+    public let database: String
+    private let process = Process()
+    private let errors = Pipe()
+    private let lock = NSLock()
+    private var stopped = false
+
+    /// The log the reader thread fills, shared without keeping the server object alive (its deinit stops it).
+    private final class Log: @unchecked Sendable {
+        let lock = NSLock()
+        var text = ""
+        let ready = DispatchSemaphore(value: 0)
+    }
+    private let log = Log()
+
+    /// The PostgreSQL socket folder the environment names, when it holds a socket.
+    public static var postgresSocket: String? {
+        guard let folder = ProcessInfo.processInfo.environment["KEYCHAIN_TEST_POSTGRES_SOCKET"], !folder.isEmpty,
+              FileManager.default.fileExists(atPath: "\(folder)/.s.PGSQL.5432") else { return nil }
+        return folder
+    }
+
+    /// The superuser the tests log in as.
+    public static var postgresUser: String { ProcessInfo.processInfo.environment["KEYCHAIN_TEST_POSTGRES_USER"] ?? "postgres" }
+
+    /// PostgreSQL's client program `name` (`createdb`, `dropdb`): on the `PATH`, else in Debian's versioned folders.
+    static func postgresProgram(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        var folders = path.split(separator: ":").map(String.init)
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        folders += versions.sorted().reversed().map { "/usr/lib/postgresql/\($0)/bin" }
+        return folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Whether a server can be started: a PostgreSQL socket, and `createdb` and `dropdb` to make its database.
+    public static var isAvailable: Bool {
+        postgresSocket != nil && postgresProgram("createdb") != nil && postgresProgram("dropdb") != nil
+    }
+
+    /// Makes a new database and starts the server on it; returns once it listens.
+    public init() throws {
+        guard let socket = Self.postgresSocket, let createdb = Self.postgresProgram("createdb") else {
+            throw TestProcessError("No PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET to the folder of its socket.")
+        }
+        database = "sync_tool_test_\(UInt64.random(in: 0 ... UInt64.max))"
+        let made = try ProgramRun.run(createdb, ["-h", socket, "-U", Self.postgresUser, database], environment: ["PATH": "/usr/bin:/bin"])
+        guard made.status == 0 else { throw TestProcessError("createdb \(database) failed: \(made.stderr)") }
+
+        let command = [try BuiltProducts.path(of: "keychain-sync-server"), "--host", "127.0.0.1", "--port", "0",
+                       "--postgres-socket", socket, "--postgres-user", Self.postgresUser, "--postgres-database", database,
+                       "--log-level", "info"]
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        process.environment = ["PATH": "/usr/bin:/bin"]
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let reader = errors.fileHandleForReading
+        let log = self.log
+        Thread.detachNewThread {
+            var signalled = false
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                log.lock.withLock { log.text += String(decoding: chunk, as: UTF8.self) }
+                if !signalled, log.lock.withLock({ Self.port(in: log.text) != nil }) {
+                    signalled = true
+                    log.ready.signal()
+                }
+            }
+            if !signalled { log.ready.signal() }
+        }
+        let started = log.ready.wait(timeout: .now() + 60) == .success
+        let text = log.lock.withLock { log.text }
+        guard started, let port = Self.port(in: text) else {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            Self.drop(database)
+            throw TestProcessError("keychain-sync-server did not start:\n\(text)")
+        }
+        url = "http://127.0.0.1:\(port)"
+    }
+
+    /// The port in Hummingbird's "Server started and listening on HOST:PORT" line.
+    static func port(in log: String) -> Int? {
+        let marker = "listening on 127.0.0.1:"
+        guard let range = log.range(of: marker) else { return nil }
+        let digits = log[range.upperBound...].prefix { $0.isNumber }
+        return Int(digits)
+    }
+
+    /// What the server wrote to stderr so far.
+    public var output: String { log.lock.withLock { log.text } }
+
+    /// SIGTERM, waits for the exit, and drops the database.
+    public func stop() {
+        guard lock.withLock({ () -> Bool in defer { stopped = true }; return !stopped }) else { return }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        Self.drop(database)
+    }
+
+    private static func drop(_ database: String) {
+        guard let socket = postgresSocket, let dropdb = postgresProgram("dropdb") else { return }
+        _ = try? ProgramRun.run(dropdb, ["-h", socket, "-U", postgresUser, "--force", "--if-exists", database], environment: ["PATH": "/usr/bin:/bin"])
+    }
+
+    deinit { stop() }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// `security sync`: two machines (two keychain homes) and the real `keychain-sync-server` on a real PostgreSQL, in
+/// the tool's own process and through a keychaind serving each home.
+@Suite("security sync")
+struct SyncToolTests {
+    /// One machine: its sandbox, and keychaind when the mode asks for one.
+    final class Machine {
+        var sandbox: Sandbox
+        let daemon: KeychaindProcess?
+
+        init(_ mode: ToolMode) throws {
+            sandbox = try Sandbox()
+            if mode == .keychaind {
+                let daemon = try KeychaindProcess(socketPath: sandbox.root + "/d.sock", environment: sandbox.environment([:]))
+                sandbox.shared = daemon.environment
+                self.daemon = daemon
+            } else {
+                daemon = nil
+            }
+        }
+
+        deinit {
+            daemon?.stop()
+            sandbox.remove()
+        }
+
+        /// Runs `security sync <arguments>`; a run that fails is recorded with its output.
+        func sync(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+            let result = try sandbox.run(["sync"] + arguments, timeout: 60)
+            #expect(result.status == 0, "security sync \(arguments) failed: \(result.stderr)", sourceLocation: sourceLocation)
+            #expect(result.stderr == "", sourceLocation: sourceLocation)
+            return result.stdout
+        }
+
+        /// Adds a synchronizable generic password (service "kit") with KeychainKit, as an app would.
+        func addSynchronizable(_ key: String, _ value: String) throws {
+            let result = try sandbox.launch(sandbox.products + "/keychain-test-helper", ["kit-set-sync", key, value])
+            #expect(result.stdout == "ok\n", "kit-set-sync: \(result.stdout) \(result.stderr)")
+        }
+    }
+
+    /// The value after `name: ` on one of `output`'s lines.
+    static func field(_ name: String, in output: String) -> String? {
+        output.split(separator: "\n").first { $0.hasPrefix(name + ": ") }.map { String($0.dropFirst(name.count + 2)) }
+    }
+
+    @Test(.enabled(if: SyncServerProcess.isAvailable, "needs PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
+          arguments: ToolMode.allCases)
+    func twoMachinesJoinSyncAndPartThroughTheServer(_ mode: ToolMode) throws {
+        let server = try SyncServerProcess()
+        defer { server.stop() }
+        let alpha = try Machine(mode), beta = try Machine(mode)
+
+        // The first machine makes the account.
+        let created = try alpha.sync(["create-account", "--server", server.url, "--name", "alpha"])
+        let account = try #require(Self.field("account", in: created))
+        #expect(account.count == 36)
+        #expect(created == """
+            account: \(account)
+            server: \(server.url)
+            To add another machine, run there: security sync join --server \(server.url) --account \(account)
+
+            """)
+
+        // The second asks to join and shows a code and its fingerprint.
+        let pending = try beta.sync(["join", "--server", server.url, "--account", account])
+        let code = try #require(Self.field("code", in: pending))
+        let fingerprint = try #require(Self.field("fingerprint", in: pending))
+        #expect(code.count == 11 && code.dropFirst(5).first == "-")
+        #expect(pending == """
+            join: waiting for approval
+            code: \(code)
+            fingerprint: \(fingerprint)
+            On a machine of the account run `security sync approve \(code)` and check that it prints this fingerprint; then run `security sync join --server \(server.url) --account \(account)` here again.
+
+            """)
+        #expect(Self.field("joined", in: try beta.sync(["status"])) == "no (waiting for approval: run `security sync join` again once approved)")
+
+        // A malformed code is refused with errSecParam, and says what a code looks like.
+        let malformed = try alpha.sandbox.run(["sync", "approve", "NOT-A-CODE!"])
+        #expect(malformed.status == 206)
+        #expect(malformed.stdout == "")
+        #expect(malformed.stderr.hasPrefix("security: sync approve: One or more parameters passed to a function were not valid.\nsecurity: "))
+        #expect(malformed.stderr.contains("XXXXX-XXXXX"))
+
+        // The first approves it, showing the same fingerprint; the second joins.
+        let approved = try alpha.sync(["approve", code, "--name", "beta"])
+        #expect(approved == """
+            approved: beta
+            fingerprint: \(fingerprint)
+            Check that the new machine printed this fingerprint; if it did not, remove it with `security sync remove-device ID` (`security sync devices` lists it).
+
+            """)
+        #expect(try beta.sync(["join", "--server", server.url, "--account", account]) == "join: joined account \(account)\n")
+
+        // An item added on the first appears on the second after a round on each. keychaind's background rounds (after
+        // the write, on push) may carry it first: then a round finds nothing left to do, and its counts are zero.
+        try alpha.addSynchronizable("shared", "s3cret")
+        let uploaded = try alpha.sync(["now"])
+        let applied = try beta.sync(["now"])
+        if mode == .inProcess {
+            #expect(uploaded == "applied: 0\nuploaded: 1\nconflicts resolved: 0\nrejected: 0\n")
+            #expect(applied == "applied: 1\nuploaded: 0\nconflicts resolved: 0\nrejected: 0\n")
+        }
+        let found = try beta.sandbox.run(["find-generic-password", "-s", "kit", "-a", "shared", "-w"])
+        #expect(found.status == 0, "\(found.stderr)")
+        #expect(found.stdout == "s3cret\n")
+
+        // Both machines list both devices, each marking itself.
+        let listed = try alpha.sync(["devices"])
+        let lines = listed.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3)
+        #expect(lines.first?.hasPrefix("ID") == true)
+        #expect(lines.first?.contains("NAME") == true && lines.first?.contains("ADDED") == true && lines.first?.contains("FINGERPRINT") == true)
+        let alphaLine = try #require(lines.first { $0.contains("  alpha  ") })
+        let betaLine = try #require(lines.first { $0.contains("  beta  ") })
+        #expect(alphaLine.hasSuffix("  this device"))
+        #expect(betaLine.hasSuffix(fingerprint))
+        let betaID = String(betaLine.prefix { $0 != " " })
+        #expect(betaID.count == 32)
+        let fromBeta = try beta.sync(["devices"])
+        #expect(fromBeta.split(separator: "\n").first { $0.hasPrefix(betaID) }?.hasSuffix("  this device") == true)
+
+        // The status says where sync stands.
+        let status = try alpha.sync(["status"])
+        #expect(Self.field("account", in: status) == account)
+        #expect(Self.field("server", in: status) == server.url)
+        #expect(Self.field("device", in: status)?.count == 32)
+        #expect(Self.field("joined", in: status) == "yes")
+        #expect(Self.field("last sync", in: status).flatMap { try? Date($0, strategy: .iso8601) } != nil)
+        #expect(Self.field("pending changes", in: status) == "0")
+        #expect(Self.field("conflicts resolved", in: status) == "0")
+        #expect(["connected", "not connected"].contains(Self.field("push", in: status) ?? ""))
+
+        // The first removes the second: the list holds only itself.
+        #expect(try alpha.sync(["remove-device", betaID]) == "removed: \(betaID)\n")
+        let after = try alpha.sync(["devices"]).split(separator: "\n")
+        #expect(after.count == 2)
+        #expect(after.last?.hasSuffix("  this device") == true)
+    }
+
+    /// A keychain in no account: `status` says so and how to make or join one; `now` fails with errSecItemNotFound
+    /// (exit 44) saying the same. No server is needed for either.
+    @Test(arguments: ToolMode.allCases)
+    func aKeychainInNoAccount(_ mode: ToolMode) throws {
+        let machine = try Machine(mode)
+        #expect(try machine.sync(["status"]) == """
+            account: none
+            Make an account with `security sync create-account --server URL`, or join one with `security sync join --server URL --account ID`.
+
+            """)
+        let now = try machine.sandbox.run(["sync", "now"])
+        #expect(now.status == 44)
+        #expect(now.stdout == "")
+        #expect(now.stderr.hasPrefix("security: sync now: The specified item could not be found in the keychain.\nsecurity: "))
+        #expect(now.stderr.contains("security sync create-account"))
+        #expect(now.stderr.contains("security sync join"))
+    }
+
+    /// An address that is not an http or https URL is refused before anything is sent: errSecParam.
+    @Test func aServerThatIsNotAURLIsRefused() throws {
+        let machine = try Machine(.inProcess)
+        let result = try machine.sandbox.run(["sync", "create-account", "--server", "ftp://example.com"])
+        #expect(result.status == 206)
+        #expect(result.stderr == """
+            security: sync create-account: One or more parameters passed to a function were not valid.
+            security: 'ftp://example.com' is not a sync server's address: give an https (or http) URL, like https://sync.example.com.
+
+            """)
+    }
+}
