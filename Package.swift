@@ -86,7 +86,7 @@ let package = Package(
         // (its client), and the one place that chooses between them.
         .target(
             name: "KeychainClient",
-            dependencies: ["KeychainPrompt", "KeychainCore", "KeychainProtocol", "KeychainSyncClient", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["KeychainPrompt", "KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         // Prompts for the user's presence through pinentry (GnuPG's PIN entry programs, over the Assuan protocol).
@@ -153,7 +153,9 @@ let package = Package(
         // What is ours alone: the Swift-native API.
         .target(
             name: "KeychainKit",
-            dependencies: ["KeychainCore", "KeychainClient", .product(name: "Logging", package: "swift-log")],
+            // KeychainSyncClient: the sync engine of keychains a program opens itself, registered with KeychainClient
+            // here so that programs on Keychain Services alone link no HTTP client.
+            dependencies: ["KeychainCore", "KeychainClient", "KeychainSyncClient", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .executableTarget(

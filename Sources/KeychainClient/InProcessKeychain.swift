@@ -144,11 +144,13 @@ package struct InProcessKeychain: KeychainConnection {
 
     package func sync(_ command: SyncCommand) throws(KeychainError) -> SyncReply {
         engine.applyLockSettings()
-        let service = SyncServices.shared.service(for: engine)
-        return try waitBlocking { () async throws(KeychainError) -> SyncReply in try await service.perform(command) }
+        let engines = try InProcessSyncEngineRegistry.engines()
+        let engine = self.engine
+        return try waitBlocking { () async throws(KeychainError) -> SyncReply in try await engines.perform(command, engine: engine) }
     }
 
     package func runSync() async {
-        await SyncServices.shared.service(for: engine).run()
+        guard let engines = try? InProcessSyncEngineRegistry.engines() else { return }
+        await engines.run(engine: engine)
     }
 }

@@ -221,6 +221,7 @@ extension KeychainStore {
     /// A program that opens its keychain itself (no keychaind) runs this for as long as it wants its keychain to sync.
     /// When keychaind serves the keychain it returns at once: keychaind syncs it.
     public func runSync() async {
+        SyncServices.register()
         await connection.runSync()
     }
 
@@ -275,6 +276,7 @@ extension KeychainStore {
 
     /// Sends `command` to the sync engine from a thread of its own: the seam's call blocks until the engine answers.
     func sync(_ command: SyncCommand) async throws(KeychainError) -> SyncReply {
+        SyncServices.register()
         let connection = self.connection
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<SyncReply, KeychainError>, Never>) in
             DispatchQueue.global().async {
