@@ -142,11 +142,9 @@ package struct InProcessKeychain: KeychainConnection {
         return try SecretStore(engine: engine).importItems(batch)
     }
 
-    package func sync(_ command: SyncCommand) throws(KeychainError) -> SyncReply {
+    package func sync(_ command: SyncCommand) async throws(KeychainError) -> SyncReply {
         engine.applyLockSettings()
-        let engines = try InProcessSyncEngineRegistry.engines()
-        let engine = self.engine
-        return try waitBlocking { () async throws(KeychainError) -> SyncReply in try await engines.perform(command, engine: engine) }
+        return try await InProcessSyncEngineRegistry.engines().perform(command, engine: engine)
     }
 
     package func runSync() async {

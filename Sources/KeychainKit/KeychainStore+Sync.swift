@@ -274,20 +274,10 @@ extension KeychainStore {
 
     // MARK: The seam
 
-    /// Sends `command` to the sync engine from a thread of its own: the seam's call blocks until the engine answers.
+    /// Sends `command` to the sync engine: this process's, or keychaind's.
     func sync(_ command: SyncCommand) async throws(KeychainError) -> SyncReply {
         SyncServices.register()
-        let connection = self.connection
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<SyncReply, KeychainError>, Never>) in
-            DispatchQueue.global().async {
-                do throws(KeychainError) {
-                    continuation.resume(returning: .success(try connection.sync(command)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try result.get()
+        return try await connection.sync(command)
     }
 
     static func check(server: URL) throws(KeychainError) {

@@ -87,7 +87,7 @@ struct SyncServiceTests {
 
             // Both change it; b's change is the later one and wins on b.
             try a.engine.update(a.query("vpn.example.com"), attributes: [:], sync: nil, data: Data("from a".utf8), caller: AccessPolicy(groups: ["*"]))
-            try await Task.sleep(for: .milliseconds(5)) // distinct modification times (milliseconds)
+            b.clock.advance(milliseconds: 5) // a later modification time on b (the test clocks move only when told)
             try b.engine.update(b.query("vpn.example.com"), attributes: [:], sync: nil, data: Data("from b".utf8), caller: AccessPolicy(groups: ["*"]))
             #expect(try await serviceA.perform(.now) == .round(SyncRoundReport(uploaded: 1)))
             guard case .status(let pending) = try await serviceB.perform(.status) else { throw Failure("no status") }
