@@ -245,7 +245,8 @@ let package = Package(
         // entitlements read from the environment).
         .executableTarget(
             name: "keychain-test-helper",
-            dependencies: ["KeychainServices", "KeychainKit", "KeychainClient", "KeychainCore"],
+            // KeychainSyncClient for sync-writer, the client the sync kill test kills.
+            dependencies: ["KeychainServices", "KeychainKit", "KeychainClient", "KeychainCore", "KeychainSync", "KeychainSyncClient", "KeychainTestSupport"],
             path: "Tests/Helper",
             swiftSettings: strictSwift
         ),
@@ -343,6 +344,10 @@ let package = Package(
                 "KeychainSyncClient",
                 "KeychainSync",
                 "KeychainCore",
+                "KeychainTestSupport",
+                // The processes the kill test starts and kills: the server, and sync-writer in the helper.
+                "keychain-sync-server",
+                "keychain-test-helper",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // The generated client over AsyncHTTPClient, as the keychain's sync client will use it.
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
