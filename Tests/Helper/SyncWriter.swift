@@ -8,20 +8,21 @@ import KeychainTestSupport
 /// killed — the client side of the kill test (`SyncKillTests`).
 ///
 /// It opens the keychain at HOME with the engine in this process, and the sync session recorded in HOME's mirror
-/// (the account and server were set up before). Each round makes 50 to 600 random edits to its own generic
+/// (the account and server were set up before). Each round makes 50 to 500 random edits to its own generic
 /// passwords (service `sync-writer`, account `PREFIX-n`, secret `rev:R` with R rising): adds of new ones, updates,
 /// deletes; then one `syncOnce()`. After each round that returns it prints, in one write, an `ack` line for every
 /// item whose current state the mirror now records as agreed with the server at a version > 0 (the item's
 /// change is not among the outgoing ones any more), unless it said so already:
 ///
 ///     ready items=N next=I rev=R        the keychain and the session opened (after any kill)
-///     round K edits=E                   the round's edits are made; syncing starts
+///     round K edits=E ms=T              the round's edits are made (in T ms); syncing starts
 ///     ack PREFIX-n rev:R|deleted ITEM_ID VERSION
 ///     lost-local PREFIX-n wrote=… holds=…  a round took back an edit of this process (never expected)
-///     synced K uploaded=U conflicts=C applied=A
+///     synced K uploaded=U conflicts=C applied=A ms=T   (T: the sync and the acknowledgements)
 ///     sync-error CODE                   the round failed (the server is down): tried again after 50 ms
 ///     settled                           (settle) nothing is left to upload; the program ends with status 0
-///     error CODE MESSAGE                the keychain or the session did not open; status 1
+///     error CODE MESSAGE                the keychain or the session did not open, or a local step failed;
+///                                       status 1 (3 when settling did not end within 10 rounds)
 ///
 /// With `settle` it makes no edits: it syncs until no local change is left, acknowledges, and exits.
 enum SyncWriter {
@@ -40,7 +41,7 @@ enum SyncWriter {
             try state.acknowledge(session, quietly: true)
             emit("ready items=\(state.live.count) next=\(state.nextIndex) rev=\(state.nextRevision)")
             if settle {
-                for _ in 0 ..< 50 {
+                for _ in 0 ..< 10 {
                     guard await syncRound(session) != nil else { continue }
                     try state.acknowledge(session)
                     if try session.replica.outgoingChanges().isEmpty {
@@ -48,27 +49,35 @@ enum SyncWriter {
                         return 0
                     }
                 }
-                emit("error unsettled 50 rounds left changes to upload")
+                emit("error unsettled: 10 rounds left changes to upload")
                 return 3
             }
             var round = 0
             while true {
                 round += 1
-                let edits = try state.edit(count: Int.random(in: 50 ... 600, using: &state.random))
-                emit("round \(round) edits=\(edits)")
+                let start = ContinuousClock.now
+                let edits = try state.edit(count: Int.random(in: 50 ... 500, using: &state.random))
+                emit("round \(round) edits=\(edits) ms=\(milliseconds(since: start))")
+                let syncStart = ContinuousClock.now
                 var summary: SyncSession.RoundSummary?
                 while summary == nil {
                     summary = await syncRound(session)
                 }
                 try state.acknowledge(session)
                 if let summary {
-                    emit("synced \(round) uploaded=\(summary.uploaded) conflicts=\(summary.conflicts) applied=\(summary.applied)")
+                    emit("synced \(round) uploaded=\(summary.uploaded) conflicts=\(summary.conflicts) applied=\(summary.applied) ms=\(milliseconds(since: syncStart))")
                 }
             }
         } catch {
             emit("error \(error.code) \(error.message)")
             return 1
         }
+    }
+
+    /// Milliseconds since `start`.
+    static func milliseconds(since start: ContinuousClock.Instant) -> Int64 {
+        let elapsed = (ContinuousClock.now - start).components
+        return elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000
     }
 
     /// One sync round, or nil (after a short pause) when it failed.
@@ -148,6 +157,7 @@ enum SyncWriter {
             return found
         }
 
+        /// The writer's item `account`.
         func query(_ account: String) -> ItemQuery {
             var q = ItemQuery(itemClass: .genericPassword)
             q.attributes = ["svce": .string(service), "acct": .string(account)]
@@ -156,13 +166,13 @@ enum SyncWriter {
         }
 
         /// Makes `count` random edits: adds while few items are live, else mostly updates, and some adds and
-        /// deletes, which keep about 200 items live.
+        /// deletes, which keep about 400 items live.
         mutating func edit(count: Int) throws(KeychainError) -> Int {
             for _ in 0 ..< count {
                 let roll = Int.random(in: 0 ..< 100, using: &random)
                 let revision = nextRevision
                 nextRevision += 1
-                if accounts.count < 50 || roll < 10 {
+                if accounts.count < 50 || roll < 15 {
                     let account = "\(prefix)-\(nextIndex)"
                     nextIndex += 1
                     var q = query(account)
@@ -176,7 +186,7 @@ enum SyncWriter {
                 }
                 let index = Int.random(in: 0 ..< accounts.count, using: &random)
                 let account = accounts[index]
-                if roll < 10 + (accounts.count > 200 ? 12 : 5) {
+                if roll < 15 + (accounts.count > 400 ? 20 : 5) {
                     _ = try engine.delete(query(account), caller: caller)
                     live[account] = nil
                     deleted.insert(account)

@@ -96,6 +96,10 @@ struct SyncKillTests {
         }
     }
 
+    static func median(_ durations: [Duration]) -> Duration {
+        durations.isEmpty ? .zero : durations.sorted()[durations.count / 2]
+    }
+
     /// A keychain on disk, opened in this process.
     static func engine(_ home: String) throws -> KeychainEngine {
         try KeychainEngine(location: KeychainLocation(home: home), tpm: nil, passcodePolicy: .testing)
@@ -161,29 +165,61 @@ struct SyncKillTests {
 
             var random = SeededGenerator(seed: Self.seed)
             var runs: [String] = []
+            var writerStarts: [Duration] = []
             func startWriter(settle: Bool = false) async throws -> KillableProcess {
                 let output = scratch + "/writer-\(runs.count).out"
                 runs.append(output)
+                let start = ContinuousClock.now
                 let writer = try KillableProcess(helper, ["sync-writer", homeA, "w", "\(random.next())"] + (settle ? ["settle"] : []),
                                                  outputPath: output)
                 // The keychain and the mirror a kill left open again.
                 _ = try await writer.waitForLine(containing: "ready")
+                writerStarts.append(ContinuousClock.now - start)
                 return writer
+            }
+
+            // Whether the server is inside a batch's transaction now (its INSERTs into records).
+            let watcher = PostgresClient(configuration: TestPostgres.configuration(database: database), backgroundLogger: TestPostgres.logger)
+            let watching = Task { await watcher.run() }
+            defer { watching.cancel() }
+            func batchInProgress() async throws -> Bool {
+                for try await count in try await watcher.query("""
+                    SELECT count(*) FROM pg_stat_activity WHERE datname = \(database) AND pid <> pg_backend_pid()
+                        AND state <> 'idle' AND query LIKE '%INSERT INTO records%'
+                    """).decode(Int64.self) {
+                    return count > 0
+                }
+                return false
             }
 
             var writer = try await startWriter()
             var kills: [Kill: Int] = [:]
             var midRound = 0
+            var midBatch = 0
+            var serverStarts: [Duration] = []
             for _ in 0 ..< Self.kills {
-                // Half the kills wait for the writer's next round to start uploading, the others land anywhere.
-                if Bool.random(using: &random) {
+                // A third of the kills land anywhere (mostly while the writer edits, or reads and seals a round);
+                // a third while the server writes a batch in its transaction (seen in pg_stat_activity), so that
+                // the batch is rolled back (server) or committed with its answer lost (client); a third after the
+                // writer's next round is acknowledged.
+                switch Int.random(in: 0 ..< 3, using: &random) {
+                case 0:
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 20 ... 400, using: &random)))
+                case 1:
+                    let deadline = ContinuousClock.now + .seconds(5)
+                    while try await !batchInProgress(), writer.isRunning, ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(2))
+                    }
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 0 ... 60, using: &random)))
+                    if try await batchInProgress() { midBatch += 1 }
+                default:
                     let seen = writer.lines.count
-                    let deadline = ContinuousClock.now + .seconds(20)
-                    while !writer.lines[seen...].contains(where: { $0.hasPrefix("round ") }), writer.isRunning, ContinuousClock.now < deadline {
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while !writer.lines[seen...].contains(where: { $0.hasPrefix("synced ") }), writer.isRunning, ContinuousClock.now < deadline {
                         try await Task.sleep(for: .milliseconds(3))
                     }
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 20 ... 400, using: &random)))
                 }
-                try await Task.sleep(for: .milliseconds(Int.random(in: 20 ... 400, using: &random)))
                 try #require(writer.isRunning, "the writer ended by itself: \(writer.lines.suffix(3)) \(writer.errorLines.suffix(3))")
                 if writer.lines.last?.hasPrefix("round ") == true { midRound += 1 }
                 let roll = Int.random(in: 0 ..< 100, using: &random)
@@ -192,7 +228,9 @@ struct SyncKillTests {
                 if kill != .server { try await writer.kill() }
                 if kill != .client {
                     try await server.kill()
+                    let start = ContinuousClock.now
                     try await server.start()
+                    serverStarts.append(ContinuousClock.now - start)
                 }
                 if kill != .server { writer = try await startWriter() }
             }
@@ -226,7 +264,8 @@ struct SyncKillTests {
             // Nor did a round take back an edit the writer had made (even one not yet acknowledged).
             let takenBack = lines.filter { $0.hasPrefix("lost-local ") }
             #expect(takenBack.isEmpty, "\(takenBack.count) local edits taken back, e.g. \(takenBack.prefix(5))")
-            #expect(a.live == b.live)
+            let differing = Set(a.live.keys).union(b.live.keys).filter { a.live[$0] != b.live[$0] }.sorted()
+            #expect(differing.isEmpty && !a.live.isEmpty, "\(differing.count) items differ between the devices, e.g. \(differing.prefix(5).map { "\($0): \(a.live[$0].map(String.init) ?? "none") / \(b.live[$0].map(String.init) ?? "none")" })")
             #expect(acks.count > 1000, "the writer should have had many changes acknowledged between kills")
 
             // The database: one record per item at the version both devices last saw, acknowledged versions never
@@ -259,8 +298,13 @@ struct SyncKillTests {
             for home in [homeA, homeB] {
                 let mirror = try SyncMirror(path: KeychainLocation(home: home).syncMirrorPath)
                 let seen = Dictionary(try mirror.rows().filter { $0.version > 0 }.map { ($0.itemID, Int64($0.version)) }, uniquingKeysWith: max)
-                #expect(seen == records.mapValues(\.version), "\(home)'s mirror differs from the server's records")
+                let versions = records.mapValues(\.version)
+                let apart = Set(seen.keys).union(versions.keys).filter { seen[$0] != versions[$0] }
+                #expect(apart.isEmpty, "\(apart.count) items of \(home)'s mirror are not at the server's version, e.g. \(apart.prefix(3).map { "\($0): \(seen[$0] ?? 0) / \(versions[$0] ?? 0)" })")
             }
+            // The writer's keychain, killed in the middle of its writes about a hundred times, is whole.
+            let verification = try engineA.verify()
+            #expect(verification.damaged.isEmpty && verification.notChecked == 0 && verification.verified > 0)
             try engineA.close()
             try await server.kill()
 
@@ -268,8 +312,9 @@ struct SyncKillTests {
             let failedRounds = lines.count(where: { $0.hasPrefix("sync-error ") })
             print("""
                 sync kills (seed \(Self.seed)): \(kills[.client, default: 0]) client, \(kills[.server, default: 0]) server, \
-                \(kills[.both, default: 0]) both; \(midRound) while a round was syncing; \(runs.count) writer runs, \
-                \(server.starts) server starts; \(rounds) rounds completed, \(failedRounds) failed; \(acks.count) acknowledgements \
+                \(kills[.both, default: 0]) both; \(midRound) while a round was syncing, \(midBatch) while the server wrote a batch; \(runs.count) writer runs (ready after \
+                \(Self.median(writerStarts)) median), \(server.starts) server starts (listening after \(Self.median(serverStarts)) median); \
+                \(rounds) rounds completed, \(failedRounds) failed; \(acks.count) acknowledgements \
                 of \(Set(acks.map(\.account)).count) items; \(records.count) records; \(ContinuousClock.now - started)
                 """)
         }
