@@ -253,7 +253,8 @@ let package = Package(
         // entitlements read from the environment).
         .executableTarget(
             name: "keychain-test-helper",
-            dependencies: ["KeychainServices", "KeychainKit", "KeychainClient", "KeychainCore"],
+            // KeychainSyncClient for sync-writer, the client the sync kill test kills.
+            dependencies: ["KeychainServices", "KeychainKit", "KeychainClient", "KeychainCore", "KeychainSync", "KeychainSyncClient", "KeychainTestSupport"],
             path: "Tests/Helper",
             swiftSettings: strictSwift
         ),
@@ -355,6 +356,9 @@ let package = Package(
                 "KeychainCore",
                 // The seeded generator of the property tests.
                 "KeychainTestSupport",
+                // The processes the kill test starts and kills: the server, and sync-writer in the helper.
+                "keychain-sync-server",
+                "keychain-test-helper",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // The generated client over AsyncHTTPClient, as the keychain's sync client will use it.
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
