@@ -86,7 +86,7 @@ let package = Package(
         // (its client), and the one place that chooses between them.
         .target(
             name: "KeychainClient",
-            dependencies: ["KeychainPrompt", "KeychainCore", "KeychainProtocol", "KeychainSyncClient", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["KeychainPrompt", "KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         // Prompts for the user's presence through pinentry (GnuPG's PIN entry programs, over the Assuan protocol).
@@ -153,7 +153,9 @@ let package = Package(
         // What is ours alone: the Swift-native API.
         .target(
             name: "KeychainKit",
-            dependencies: ["KeychainCore", "KeychainClient", .product(name: "Logging", package: "swift-log")],
+            // KeychainSyncClient: the sync engine of keychains a program opens itself, registered with KeychainClient
+            // here so that programs on Keychain Services alone link no HTTP client.
+            dependencies: ["KeychainCore", "KeychainClient", "KeychainSyncClient", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .executableTarget(
@@ -251,7 +253,8 @@ let package = Package(
         // entitlements read from the environment).
         .executableTarget(
             name: "keychain-test-helper",
-            dependencies: ["KeychainServices", "KeychainKit", "KeychainClient", "KeychainCore"],
+            // KeychainSyncClient for sync-writer, the client the sync kill test kills.
+            dependencies: ["KeychainServices", "KeychainKit", "KeychainClient", "KeychainCore", "KeychainSync", "KeychainSyncClient", "KeychainTestSupport"],
             path: "Tests/Helper",
             swiftSettings: strictSwift
         ),
@@ -315,7 +318,8 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainKitTests",
-            dependencies: ["KeychainTestSupport", "KeychainKit", "KeychainClient", "KeychainCore", "keychaind", .product(name: "InMemoryLogging", package: "swift-log")],
+            // keychain-sync-server: the sync API's tests run the real server (on a PostgreSQL the environment gives).
+            dependencies: ["KeychainTestSupport", "KeychainKit", "KeychainClient", "KeychainCore", "keychaind", "keychain-sync-server", .product(name: "InMemoryLogging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .testTarget(
@@ -350,6 +354,11 @@ let package = Package(
                 "KeychainSyncClient",
                 "KeychainSync",
                 "KeychainCore",
+                // The seeded generator of the property tests.
+                "KeychainTestSupport",
+                // The processes the kill test starts and kills: the server, and sync-writer in the helper.
+                "keychain-sync-server",
+                "keychain-test-helper",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // The generated client over AsyncHTTPClient, as the keychain's sync client will use it.
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),

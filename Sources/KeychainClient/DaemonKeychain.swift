@@ -144,8 +144,17 @@ package struct DaemonKeychain: KeychainConnection {
         return summary
     }
 
-    package func sync(_ command: SyncCommand) throws(KeychainError) -> SyncReply {
-        let response = try client.call(.sync(command))
+    package func sync(_ command: SyncCommand) async throws(KeychainError) -> SyncReply {
+        try command.checkWireLimits()
+        // The call blocks until keychaind answers (a round can take seconds): on a thread of its own, never one of
+        // Swift's cooperative pool.
+        let client = self.client
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<KeychainResponse, KeychainError>, Never>) in
+            Thread.detachNewThread {
+                continuation.resume(returning: Result { () throws(KeychainError) in try client.call(.sync(command)) })
+            }
+        }
+        let response = try result.get()
         guard case .sync(let reply) = response else { throw unexpected(response, "sync") }
         return reply
     }

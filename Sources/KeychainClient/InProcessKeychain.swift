@@ -142,13 +142,13 @@ package struct InProcessKeychain: KeychainConnection {
         return try SecretStore(engine: engine).importItems(batch)
     }
 
-    package func sync(_ command: SyncCommand) throws(KeychainError) -> SyncReply {
+    package func sync(_ command: SyncCommand) async throws(KeychainError) -> SyncReply {
         engine.applyLockSettings()
-        let service = SyncServices.shared.service(for: engine)
-        return try waitBlocking { () async throws(KeychainError) -> SyncReply in try await service.perform(command) }
+        return try await InProcessSyncEngineRegistry.engines().perform(command, engine: engine)
     }
 
     package func runSync() async {
-        await SyncServices.shared.service(for: engine).run()
+        guard let engines = try? InProcessSyncEngineRegistry.engines() else { return }
+        await engines.run(engine: engine)
     }
 }

@@ -107,10 +107,10 @@ package protocol KeychainConnection: Sendable {
 
     /// Answers a command of the keychain's sync engine (``SyncCommand``: make or join an account, approve or remove
     /// a device, the status, a round now), from the engine that syncs this keychain: this process's, or keychaind's.
-    /// Blocks until it answers, which can take the server's round trips or a whole round: call it from a thread of
-    /// its own, never from Swift's cooperative pool (KeychainKit's async sync API does so). Through keychaind only
-    /// its admin tool may send anything but `.status`.
-    func sync(_ command: SyncCommand) throws(KeychainError) -> SyncReply
+    /// Unlike the calls above it is asynchronous, since the engine's work is (the server's round trips, a whole
+    /// round): in this process it runs on the engine's own lane, through keychaind on a thread that waits for the
+    /// answer. Through keychaind only its admin tool may send anything but `.status`.
+    func sync(_ command: SyncCommand) async throws(KeychainError) -> SyncReply
     /// Runs the sync engine's background work (a round at start when in an account, then on the server's push, after
     /// local writes and every poll interval) until the task is cancelled, when the engine runs in this process;
     /// through keychaind, which runs it itself, returns at once.

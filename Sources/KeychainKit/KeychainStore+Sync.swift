@@ -221,6 +221,7 @@ extension KeychainStore {
     /// A program that opens its keychain itself (no keychaind) runs this for as long as it wants its keychain to sync.
     /// When keychaind serves the keychain it returns at once: keychaind syncs it.
     public func runSync() async {
+        SyncServices.register()
         await connection.runSync()
     }
 
@@ -273,19 +274,10 @@ extension KeychainStore {
 
     // MARK: The seam
 
-    /// Sends `command` to the sync engine from a thread of its own: the seam's call blocks until the engine answers.
+    /// Sends `command` to the sync engine: this process's, or keychaind's.
     func sync(_ command: SyncCommand) async throws(KeychainError) -> SyncReply {
-        let connection = self.connection
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<SyncReply, KeychainError>, Never>) in
-            DispatchQueue.global().async {
-                do throws(KeychainError) {
-                    continuation.resume(returning: .success(try connection.sync(command)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try result.get()
+        SyncServices.register()
+        return try await connection.sync(command)
     }
 
     static func check(server: URL) throws(KeychainError) {

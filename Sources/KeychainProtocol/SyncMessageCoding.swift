@@ -27,7 +27,7 @@ package enum SyncWireLimits {
     /// A server URL.
     package static let server = 2048
     /// An account identifier, a device identifier, a join code.
-    package static let identifier = 128
+    package static let identifier = 256
     /// A device's name.
     package static let deviceName = 512
     /// A key fingerprint.
@@ -36,6 +36,29 @@ package enum SyncWireLimits {
     package static let lastError = 4096
     /// The devices of one account.
     package static let devices = 1024
+}
+
+extension SyncCommand {
+    /// Refuses, before it is sent, a command with a string longer than keychaind reads (``SyncWireLimits``):
+    /// `errSecParam` with what to shorten, rather than a connection keychaind closes as malformed.
+    package func checkWireLimits() throws(KeychainError) {
+        let fields: [(value: String, limit: Int, what: String)]
+        switch self {
+        case .createAccount(let server, let name):
+            fields = [(server, SyncWireLimits.server, "sync server's address"), (name, SyncWireLimits.deviceName, "device name")]
+        case .join(let server, let account):
+            fields = [(server, SyncWireLimits.server, "sync server's address"), (account, SyncWireLimits.identifier, "account identifier")]
+        case .approve(let code, let name):
+            fields = [(code, SyncWireLimits.identifier, "join code"), (name, SyncWireLimits.deviceName, "device name")]
+        case .removeDevice(let id):
+            fields = [(id, SyncWireLimits.identifier, "device identifier")]
+        case .devices, .status, .now:
+            fields = []
+        }
+        for field in fields where field.value.utf8.count > field.limit {
+            throw KeychainError(code: .invalidParameter, message: "The \(field.what) is longer than \(field.limit) bytes; give a shorter one.")
+        }
+    }
 }
 
 extension BinaryWriter {

@@ -218,8 +218,25 @@ package struct SyncServerConnection: Sendable {
         return KeychainError(code: code, message: "The sync server refused (\(status) \(error?.error ?? "")): \(error?.message ?? "no reason given").")
     }
 
-    /// An answer the call does not expect (a refusal of the request, the device or its signature).
+    /// An answer the call does not expect (a refusal of the request, the device or its signature): the server's
+    /// own error and message when the answer carries them (`forbidden, device_removed: This device was removed…`).
     static func unexpected(_ output: some Sendable) -> KeychainError {
-        KeychainError(code: .authenticationFailed, message: "The sync server refused the request: \(String(describing: output).prefix(300))")
+        let answer = Mirror(reflecting: output).children.first
+        let kind = answer?.label ?? "an answer without a status"
+        if let error = answer.flatMap({ serverError(in: $0.value, depth: 0) }) {
+            return KeychainError(code: .authenticationFailed, message: "The sync server refused the request (\(kind), \(error.error.prefix(100))): \(error.message.prefix(300))")
+        }
+        return KeychainError(code: .authenticationFailed, message: "The sync server gave an answer this device does not expect (\(kind)); check the server's address, and that this device's software is as new as the server's.")
+    }
+
+    /// The error document somewhere in a generated answer (its body's JSON), found by reflection so that one
+    /// function serves every operation's answers.
+    static func serverError(in value: Any, depth: Int) -> Components.Schemas._Error? {
+        if let error = value as? Components.Schemas._Error { return error }
+        guard depth < 6 else { return nil }
+        for child in Mirror(reflecting: value).children {
+            if let error = serverError(in: child.value, depth: depth + 1) { return error }
+        }
+        return nil
     }
 }

@@ -7,10 +7,13 @@ extension SyncService {
     static let maximumPushMessage = 4096
     /// The longest wait between two attempts to open the push connection.
     static let longestPushRetry = Duration.seconds(60)
+    /// How long a push connection must have stayed open for the next attempt to start from the shortest delay.
+    static let steadyPushConnection = Duration.seconds(10)
 
     /// Keeps the push connection open while in an account: every message from the server asks for a round, and so
-    /// does every (re)connection (to catch up on what was missed). Reconnects after 1 s doubling up to 60 s, each
-    /// wait between half and all of that at random so that devices do not all come back at once.
+    /// does every (re)connection (to catch up on what was missed). Reconnects after 1 s doubling up to 60 s (from
+    /// 1 s again after a connection that held 10 s), each wait between half and all of that at random so that
+    /// devices do not all come back at once.
     func pushLoop() async {
         var attempt = 0
         while !Task.isCancelled {
@@ -18,9 +21,11 @@ extension SyncService {
                 await accountWakeup.wait(until: .now + pollInterval)
                 continue
             }
+            let opened = ContinuousClock.now
             let connected = await listenForPush(session)
             if Task.isCancelled { return }
-            attempt = connected ? 1 : attempt + 1
+            // A socket that stayed open a while starts the delays again; one closed at once (or never opened) does not.
+            attempt = connected && ContinuousClock.now - opened >= Self.steadyPushConnection ? 1 : attempt + 1
             await accountWakeup.wait(until: .now + Self.pushRetryDelay(attempt: attempt))
         }
     }

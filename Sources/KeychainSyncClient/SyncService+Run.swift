@@ -26,15 +26,20 @@ extension SyncService {
             await roundWakeup.wait(until: next)
             if Task.isCancelled { return }
             guard let session = try? sessionIfAny(), isJoined(session) else {
+                state.withLock { $0.syncing = false }
                 next = .now + pollInterval
                 continue
+            }
+            if !state.withLock({ state in defer { state.syncing = true }; return state.syncing }) {
+                writesWakeup.signal()
             }
             do {
                 _ = try await round()
                 next = .now + pollInterval
             } catch {
+                // At least a second: an error before the round began (a damaged device list) counts no failure.
                 let failures = state.withLock { $0.failures }
-                next = .now + Self.retryDelay(afterFailures: failures)
+                next = .now + Self.retryDelay(afterFailures: max(1, failures))
             }
         }
     }
@@ -50,7 +55,7 @@ extension SyncService {
     /// The longest steady writing delays a round.
     static let longestWriteDelay = Duration.seconds(2)
 
-    /// Wakes the round loop after local writes: checked every 200 ms, a round is asked for once a check finds the
+    /// Wakes the round loop after local writes, while the keychain syncs: checked every 200 ms, a round is asked for once a check finds the
     /// keychain written since the last round and the next finds it unchanged (or after 2 s of steady writing).
     private func watchWrites() async {
         var previous = currentWrites()
@@ -59,6 +64,13 @@ extension SyncService {
             if state.seenWrites == nil { state.seenWrites = previous }
         }
         while !Task.isCancelled {
+            guard state.withLock({ $0.syncing }) else {
+                // In no account (or not joined yet): nothing to look at until the round loop or a command says so.
+                await writesWakeup.wait(until: .now + pollInterval)
+                previous = currentWrites()
+                changedSince = nil
+                continue
+            }
             try? await Task.sleep(for: Self.writeCheckInterval)
             let mark = currentWrites()
             defer { previous = mark }

@@ -35,6 +35,9 @@ package final class SyncService: Sendable {
         var seenWrites: WriteMark?
         /// Whether ``run()`` runs.
         var running = false
+        /// Whether the keychain is in an account and finished joining, as the round loop last saw (the write
+        /// watcher looks only then).
+        var syncing = false
     }
 
     let state = Mutex(State())
@@ -44,6 +47,8 @@ package final class SyncService: Sendable {
     let roundWakeup = SyncWakeup()
     /// Wakes the push loop (a new account).
     let accountWakeup = SyncWakeup()
+    /// Wakes the write watcher (the keychain syncs now).
+    let writesWakeup = SyncWakeup()
 
     /// A service for the keychain `engine`, whose sync mirror is at `mirrorPath`; ``run()`` syncs every
     /// `pollInterval` at least.
@@ -89,14 +94,16 @@ package final class SyncService: Sendable {
         (try? session.mirror.document("list")) != nil
     }
 
-    /// Takes `session` as the account's from now on, and wakes the loops for it.
+    /// Takes `session` (made or finished joining just now) as the account's from now on, and wakes the loops for it.
     func adopt(_ session: SyncSession) {
         state.withLock { state in
             state.session = session
             state.failures = 0
+            state.syncing = true
         }
         roundWakeup.signal()
         accountWakeup.signal()
+        writesWakeup.signal()
     }
 
     static let inNoAccount = KeychainError(code: .itemNotFound, message: "This keychain is in no sync account: run `security sync create-account` or `security sync join`.")
@@ -143,6 +150,7 @@ package final class SyncService: Sendable {
         } catch {
             state.withLock { $0.failures += 1 }
             let message = "\(error.message) (OSStatus \(error.status.rawValue))"
+            logger.notice("a sync round failed", metadata: ["error": "\(message)"])
             record { () throws(KeychainError) in try session.mirror.setDocument(Self.lastErrorDocument, Data(message.utf8)) }
             emit(.roundFailed(message: message))
             throw error

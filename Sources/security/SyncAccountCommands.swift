@@ -179,7 +179,7 @@ struct SyncDevices: AsyncParsableCommand {
         discussion: """
         Prints a table with a header line: ID (what remove-device takes), NAME, ADDED (UTC, ISO 8601), \
         FINGERPRINT, and "this device" at the end of this machine's line. Columns are separated by two spaces \
-        at least. No account exits 44.
+        at least; control characters in names are shown as \\u{…} escapes. No account exits 44.
         """
     )
 
@@ -199,7 +199,8 @@ struct SyncDevices: AsyncParsableCommand {
     /// The table: a header, then one line per device, oldest first.
     static func table(_ devices: [KeychainStore.SyncDevice]) -> String {
         let rows = [["ID", "NAME", "ADDED", "FINGERPRINT", ""]] + devices.sorted { ($0.added, $0.id) < ($1.added, $1.id) }.map {
-            [$0.id, $0.name, $0.added.formatted(.iso8601), $0.fingerprint, $0.isThisDevice ? "this device" : ""]
+            // Names come from the account's device list, which other machines write: control characters are escaped.
+            [printable($0.id), printable($0.name), $0.added.formatted(.iso8601), printable($0.fingerprint), $0.isThisDevice ? "this device" : ""]
         }
         var widths = [Int](repeating: 0, count: 5)
         for row in rows { for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) } }

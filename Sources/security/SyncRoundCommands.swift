@@ -38,14 +38,15 @@ struct SyncStatusCommand: AsyncParsableCommand {
 
                 """
         }
+        // What the engine recorded may come from the server (an error's text): control characters are escaped.
         var lines = [
-            "account: \(account)",
-            "server: \(status.server?.absoluteString ?? "")",
-            "device: \(status.deviceID ?? "")",
+            "account: \(printable(account))",
+            "server: \(printable(status.server?.absoluteString ?? ""))",
+            "device: \(printable(status.deviceID ?? ""))",
             "joined: \(status.isJoined ? "yes" : "no (waiting for approval: run `security sync join` again once approved)")",
             "last sync: \(status.lastSync?.formatted(.iso8601) ?? "never")",
         ]
-        if let error = status.lastError { lines.append("last error: \(error)") }
+        if let error = status.lastError { lines.append("last error: \(printable(error))") }
         lines += [
             "pending changes: \(status.pendingChanges)",
             "conflicts resolved: \(status.conflictsResolved)",

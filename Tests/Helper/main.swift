@@ -18,6 +18,12 @@
 //                                                               keys; "calls=N unexpected=M"
 //   keychain-test-helper writer PREFIX                        → adds PREFIX-0, PREFIX-1, … until killed; "ack I" after
 //                                                               each acknowledged add
+//   keychain-test-helper sync-writer HOME PREFIX SEED [settle] → opens the keychain at HOME in this process and its
+//                                                               sync session; edits items PREFIX-n and syncs, round
+//                                                               after round, until killed: "ready", "round K",
+//                                                               "ack PREFIX-n rev:R|deleted ITEM VERSION" for each
+//                                                               state the server took (see SyncWriter.swift);
+//                                                               settle: no edits, syncs until nothing is left, "settled"
 //   keychain-test-helper trust LEAF.der [CA.der …] [host=NAME] → "trusted chain=N" or "not trusted status=N"
 //   keychain-test-helper kit-set KEY VALUE                    → KeychainKit's default store: "ok" or "error=OSStatus"
 //   keychain-test-helper kit-keys                             → KeychainKit: every key of service "kit", comma-separated
@@ -274,6 +280,10 @@ case "latency" where args.count == 4 || args.count == 5:
             exit(1)
         }
     }
+case "sync-writer" where args.count == 4 || (args.count == 5 && args[4] == "settle"):
+    let (home, prefix, seed, settle) = (args[1], args[2], UInt64(args[3]) ?? 0, args.count == 5)
+    Task { exit(await SyncWriter.run(home: home, prefix: prefix, seed: seed, settle: settle)) }
+    dispatchMain()
 case "trust" where args.count >= 2:
     // Evaluates DER certificates (leaf first) against the system roots; "host=NAME" adds an SSL server policy.
     let host = args.dropFirst().first { $0.hasPrefix("host=") }.map { String($0.dropFirst(5)) }

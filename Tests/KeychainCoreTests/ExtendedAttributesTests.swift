@@ -542,8 +542,9 @@ import Testing
         #expect(rows.total == 18)
         #expect(rows.orphans == 0)
 
-        // A synchronizable item leaves a tombstone, which no search meets; its twin added again is indexed anew.
-        try Self.add(engine, "synced", ["kind": "synced", "v": "1"], synchronizable: true)
+        // A synchronizable item leaves a tombstone, which no search meets; its twin added again is indexed anew, and
+        // takes the deleted item's identity (to sync, the same item deleted and written again).
+        let first = try Self.add(engine, "synced", ["kind": "synced", "v": "1"], synchronizable: true)
         try Self.expectFound(engine, ["kind": "synced"], ["synced"], sync: .any)
         var synced = ItemQuery(itemClass: .genericPassword)
         synced.sync = .any
@@ -551,6 +552,7 @@ import Testing
         #expect(try engine.delete(synced, caller: Self.caller) == 1)
         try Self.expectFound(engine, ["kind": "synced"], [], sync: .any)
         let again = try Self.add(engine, "synced", ["kind": "synced", "v": "2"], synchronizable: true)
+        #expect(again.uuid == first.uuid)
         try Self.expectFound(engine, ["v": "1"], [], sync: .any)
         try Self.expectFound(engine, ["kind": "synced", "v": "2"], ["synced"], sync: .any)
         rows = try Self.indexRows(folder)

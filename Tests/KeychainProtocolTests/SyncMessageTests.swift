@@ -92,6 +92,18 @@ import Testing
         expectKeychainError(.corruptData) { try Frame.decode(body: longName.dropFirst(4)) }
     }
 
+    /// A client refuses to send what keychaind would refuse to read, saying what is too long.
+    @Test func aCommandOverTheCeilingsIsRefusedBeforeItIsSent() throws {
+        try SyncCommand.join(server: "https://s", account: String(repeating: "a", count: SyncWireLimits.identifier)).checkWireLimits()
+        expectKeychainError(.invalidParameter, status: .param) {
+            try SyncCommand.join(server: "https://s", account: String(repeating: "a", count: SyncWireLimits.identifier + 1)).checkWireLimits()
+        }
+        expectKeychainError(.invalidParameter, status: .param) {
+            try SyncCommand.approve(code: "ABCDE-FGHJK", deviceName: String(repeating: "n", count: SyncWireLimits.deviceName + 1)).checkWireLimits()
+        }
+        try SyncCommand.now.checkWireLimits()
+    }
+
     /// A last error longer than the reader takes is cut at a character by the writer, so the answer still arrives.
     @Test func aLongLastErrorIsCutNotRefused() throws {
         let message = String(repeating: "é", count: SyncWireLimits.lastError)

@@ -9,59 +9,13 @@ import Testing
 /// from the API document.
 @Suite("Sync clients and the server", .needsPostgres, .timeLimit(.minutes(5)))
 struct SyncClientTests {
-    /// A device: a keychain of its own and its sync session.
-    final class Device: @unchecked Sendable {
-        let home = FileManager.default.temporaryDirectory.path + "/sync-client-" + UUID().uuidString.prefix(8)
-        let engine: KeychainEngine
-        var session: SyncSession?
-        var mirrorPath: String { home + "/sync-mirror.sqlite" }
-
-        init() throws {
-            engine = try KeychainEngine(location: KeychainLocation(home: home), tpm: nil, passcodePolicy: .testing)
-        }
-
-        deinit { try? FileManager.default.removeItem(atPath: home) }
-
-        func query(_ service: String) -> ItemQuery {
-            var q = ItemQuery(itemClass: .genericPassword)
-            q.attributes = ["svce": .string(service), "acct": .string("ann"), "agrp": .string("TEAM.mail")]
-            q.sync = .any
-            return q
-        }
-
-        func add(_ service: String, secret: String, protection: String = "ak", synchronizable: Bool = true) throws {
-            var q = query(service)
-            q.attributes["pdmn"] = .string(protection)
-            q.sync = synchronizable ? .synchronizable : .local
-            q.valueData = Data(secret.utf8)
-            _ = try engine.add(q, caller: AccessPolicy(groups: ["*"]))
-        }
-
-        func secret(_ service: String) throws -> String? {
-            var q = query(service)
-            q.returns.data = true
-            let found = Result { () throws(KeychainError) in try engine.find(q, caller: AccessPolicy(groups: ["*"])) }
-            if case .failure(let error) = found, error.code == .itemNotFound { return nil }
-            return try found.get().first?.data.map { String(decoding: $0, as: UTF8.self) }
-        }
-
-        @discardableResult
-        func sync() async throws -> SyncSession.RoundSummary {
-            try await #require(session).syncOnce()
-        }
-    }
-
-    static func url(_ servers: TestServers, _ index: Int = 0) -> URL {
-        URL(string: "http://127.0.0.1:\(servers.ports[index])")!
-    }
-
     @Test("A device makes the account, another joins with the code it shows, and items go both ways; the database holds no name or secret")
     func joinAndSync() async throws {
         try await TestServers.with { servers in
-            let a = try Device(), b = try Device()
-            a.session = try await SyncSession.createAccount(engine: a.engine, mirrorPath: a.mirrorPath, serverURL: Self.url(servers), name: "laptop")
+            let a = try SyncTestDevice(), b = try SyncTestDevice()
+            a.session = try await SyncSession.createAccount(engine: a.engine, mirrorPath: a.mirrorPath, serverURL: SyncTestDevice.url(servers), name: "laptop")
             let account = try #require(a.session).account
-            let joining = try await SyncSession.join(engine: b.engine, mirrorPath: b.mirrorPath, serverURL: Self.url(servers), account: account)
+            let joining = try await SyncSession.join(engine: b.engine, mirrorPath: b.mirrorPath, serverURL: SyncTestDevice.url(servers), account: account)
             b.session = joining.session
             #expect(try await joining.session.finishJoining() == false) // not approved yet
             let fingerprint = try await #require(a.session).approve(joining.code, name: "desktop")
@@ -95,10 +49,10 @@ struct SyncClientTests {
     @Test("A removed device cannot read what is written after, and cannot sync any more")
     func removedDevice() async throws {
         try await TestServers.with { servers in
-            let a = try Device(), b = try Device()
-            a.session = try await SyncSession.createAccount(engine: a.engine, mirrorPath: a.mirrorPath, serverURL: Self.url(servers), name: "a")
+            let a = try SyncTestDevice(), b = try SyncTestDevice()
+            a.session = try await SyncSession.createAccount(engine: a.engine, mirrorPath: a.mirrorPath, serverURL: SyncTestDevice.url(servers), name: "a")
             let account = try #require(a.session).account
-            let joining = try await SyncSession.join(engine: b.engine, mirrorPath: b.mirrorPath, serverURL: Self.url(servers), account: account)
+            let joining = try await SyncSession.join(engine: b.engine, mirrorPath: b.mirrorPath, serverURL: SyncTestDevice.url(servers), account: account)
             b.session = joining.session
             try await #require(a.session).approve(joining.code, name: "b")
             #expect(try await joining.session.finishJoining())

@@ -14,13 +14,13 @@ import Testing
 /// recovery from a server that was down.
 @Suite("The sync service", .needsPostgres, .timeLimit(.minutes(5)))
 struct SyncServiceTests {
-    typealias Device = SyncClientTests.Device
+    typealias Device = SyncTestDevice
 
     /// The longest any awaited event may take (generous: CI machines are slow and busy; nothing is timed).
     static let patience = Duration.seconds(20)
 
     static func service(_ device: Device) -> SyncService {
-        SyncService(engine: device.engine, mirrorPath: device.mirrorPath, pollInterval: .seconds(3600))
+        SyncService(engine: device.engine, mirrorPath: device.mirrorPath, pollInterval: .seconds(3600), logger: TestPostgres.logger)
     }
 
     static func server(_ port: Int) -> String { "http://127.0.0.1:\(port)" }
@@ -87,7 +87,7 @@ struct SyncServiceTests {
 
             // Both change it; b's change is the later one and wins on b.
             try a.engine.update(a.query("vpn.example.com"), attributes: [:], sync: nil, data: Data("from a".utf8), caller: AccessPolicy(groups: ["*"]))
-            try await Task.sleep(for: .milliseconds(5)) // distinct modification times (milliseconds)
+            b.clock.advance(milliseconds: 5) // a later modification time on b (the test clocks move only when told)
             try b.engine.update(b.query("vpn.example.com"), attributes: [:], sync: nil, data: Data("from b".utf8), caller: AccessPolicy(groups: ["*"]))
             #expect(try await serviceA.perform(.now) == .round(SyncRoundReport(uploaded: 1)))
             guard case .status(let pending) = try await serviceB.perform(.status) else { throw Failure("no status") }
@@ -135,9 +135,14 @@ struct SyncServiceTests {
             #expect(!down.pushConnected)
 
             try await Self.withInstance(database: servers.database, port: port) { _ in
+                // The pending change goes up, and the push socket opens again.
+                let seen = Mutex((uploaded: false, pushed: false))
                 try await Self.awaitEvent(events) { event in
-                    guard case .round(let report) = event else { return false }
-                    return report.uploaded == 1
+                    seen.withLock { seen in
+                        if case .round(let report) = event, report.uploaded == 1 { seen.uploaded = true }
+                        if event == .push(connected: true) { seen.pushed = true }
+                        return seen.uploaded && seen.pushed
+                    }
                 }
                 guard case .status(let back) = try await service.perform(.status) else { throw Failure("no status") }
                 #expect(back.lastError == nil)
@@ -146,6 +151,37 @@ struct SyncServiceTests {
                 run.cancel()
                 await run.value
             }
+        }
+    }
+
+    @Test("A write by another process on the same keychain (another engine over its files) starts a round too")
+    func writesByAnotherProcess() async throws {
+        try await TestServers.with { servers in
+            let a = try Device()
+            let service = Self.service(a)
+            _ = try await service.perform(.createAccount(server: Self.server(servers.ports[0]), deviceName: "laptop"))
+            let events = service.events()
+            let run = Task { await service.run() }
+            defer { run.cancel() }
+            // Settled: the push socket is open and a round ran after it opened.
+            try await Self.awaitEvent(events) { $0 == .push(connected: true) }
+            try await Self.awaitEvent(events) { event in
+                if case .round = event { return true }
+                return false
+            }
+
+            let other = try KeychainEngine(location: KeychainLocation(home: a.home), tpm: nil, passcodePolicy: .testing)
+            var q = a.query("from-another-process")
+            q.attributes["pdmn"] = .string("ak")
+            q.sync = .synchronizable
+            q.valueData = Data("elsewhere".utf8)
+            _ = try other.add(q, caller: AccessPolicy(groups: ["*"]))
+            try await Self.awaitEvent(events) { event in
+                guard case .round(let report) = event else { return false }
+                return report.uploaded == 1
+            }
+            run.cancel()
+            await run.value
         }
     }
 
@@ -198,10 +234,10 @@ struct SyncServiceTests {
             let aID = try SyncKeyring(engine: a.engine).deviceKeys().publicKeys.deviceID
             let bID = try SyncKeyring(engine: b.engine).deviceKeys().publicKeys.deviceID
             guard case .devices(let devices) = try await serviceB.perform(.devices) else { throw Failure("no devices") }
-            #expect(devices.map(\.id) == [aID, bID])
-            #expect(devices.map(\.name) == ["laptop", "desktop"])
-            #expect(devices.map(\.isThisDevice) == [false, true])
-            #expect(devices.last?.fingerprint == fingerprint)
+            let byID = Dictionary(devices.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            #expect(Set(byID.keys) == [aID, bID] && devices.count == 2)
+            #expect(byID[aID]?.name == "laptop" && byID[aID]?.isThisDevice == false)
+            #expect(byID[bID]?.name == "desktop" && byID[bID]?.isThisDevice == true && byID[bID]?.fingerprint == fingerprint)
 
             #expect(try await serviceA.perform(.now) == .round(SyncRoundReport()))
             guard case .status(let status) = try await serviceB.perform(.status) else { throw Failure("no status") }
@@ -220,7 +256,7 @@ struct SyncServiceTests {
             let refused = await #expect(throws: KeychainError.self) { try await serviceB.perform(.now) }
             #expect(refused?.code == .authenticationFailed)
             guard case .status(let removed) = try await serviceB.perform(.status) else { throw Failure("no status") }
-            #expect(removed.lastError?.isEmpty == false)
+            #expect(removed.lastError?.hasPrefix("The sync server refused the request (forbidden, device_removed): This device was removed") == true)
         }
     }
 

@@ -432,6 +432,7 @@ struct ToolBehaviourTests {
         ("verify-cert", ["-c <certFile>", "-r <rootCertFile>", "-p <policy>", "-s <sslHost>", "-q"]),
         ("app", ["add", "list", "remove"]),
         ("daemon", ["status"]),
+        ("sync", ["create-account", "join", "approve", "devices", "remove-device", "status", "now"]),
         ("authorize", ["--reset"]),
     ])
     func help(verb: String, flags: [String]) throws {

@@ -45,17 +45,24 @@ extension KeychainEngine {
         attributes["mdat"] = .date(keepingDates?.modified ?? timestamp)
         let applicationPassword = try applicationPasswordForAdd(attributes, sync: sync, caller: caller, options: q.authentication)
         let row = try prepareInsert(cls, attributes: attributes, secret: q.valueData, applicationPassword: applicationPassword)
-        let uuid = row.uuid
         let identity = row.identity
-        try write { db in
+        let uuid = try write { db in
             do {
                 try row.insert(db)
+                return row.uuid
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                // A tombstone (deleted synchronizable item) with the same key is silently replaced.
-                let removed = try db.cachedStatement(sql: "DELETE FROM \"\(cls.table)\" WHERE pk = ? AND tomb = 1")
-                try removed.execute(arguments: [identity.primaryKeyHash])
-                guard db.changesCount > 0 else { throw KeychainError(code: .duplicateItem, message: "An item with the same primary key already exists in this access group. Update it with SecItemUpdate, or delete it first.") }
-                try row.insert(db)
+                // A tombstone (a deleted synchronizable item) with the same key is replaced, and the new item takes
+                // its identity: to sync it is that item, deleted and then written again — so the deletion and the
+                // new content travel as two changes of one item, each with its own time, and a change another
+                // device made meanwhile is weighed against both (not against a deletion dated at upload).
+                let tombstone = try Data.fetchOne(db, sql: "SELECT uuid FROM \"\(cls.table)\" WHERE pk = ? AND tomb = 1",
+                                                  arguments: [identity.primaryKeyHash])
+                guard let tombstone else { throw KeychainError(code: .duplicateItem, message: "An item with the same primary key already exists in this access group. Update it with SecItemUpdate, or delete it first.") }
+                try db.cachedStatement(sql: "DELETE FROM \"\(cls.table)\" WHERE pk = ? AND tomb = 1").execute(arguments: [identity.primaryKeyHash])
+                let again = try prepareInsert(cls, attributes: attributes, secret: q.valueData, applicationPassword: applicationPassword,
+                                              uuid: tombstone)
+                try again.insert(db)
+                return again.uuid
             }
         }
         logger.debug("add", metadata: ["class": "\(cls.rawValue)"])
@@ -128,11 +135,12 @@ extension KeychainEngine {
                                                        operation: .decrypt, accessControl: control)])
     }
 
+    /// `uuid` is the item's identity when it takes a deleted item's place; a new random one otherwise.
     func prepareInsert(_ cls: ItemClass, attributes: [String: AttributeValue], secret data: Data?,
-                       applicationPassword: Data? = nil) throws(KeychainError) -> PreparedInsert {
+                       applicationPassword: Data? = nil, uuid given: Data? = nil) throws(KeychainError) -> PreparedInsert {
         let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? cls.defaultAccessibility
         let sync = attributes["sync"]?.intValue == 1
-        let uuid = Data(random.bytes(ItemCrypto.uuidLength))
+        let uuid = given ?? Data(random.bytes(ItemCrypto.uuidLength))
         let identity = identity(for: cls, uuid: uuid, attributes: attributes, protection: protection, sync: sync, tombstone: false)
         let meta = try crypto.sealAttributes(attributes, row: identity)
         var inner = data

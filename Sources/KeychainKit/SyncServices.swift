@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 import KeychainCore
 import KeychainSyncClient
 import Synchronization
@@ -10,14 +11,19 @@ import Synchronization
 ///
 /// A service holds its engine: a keychain that synced in this process stays open until the process ends, as the
 /// environment's keychain does.
-package final class SyncServices: Sendable {
+final class SyncServices: InProcessSyncEngines {
     /// The process-wide set.
-    package static let shared = SyncServices()
+    static let shared = SyncServices()
+
+    /// Registers the process-wide set as the engines ``InProcessKeychain`` uses (done before every sync call).
+    static func register() {
+        InProcessSyncEngineRegistry.register(shared)
+    }
 
     private let services = Mutex<[ObjectIdentifier: SyncService]>([:])
 
     /// The sync engine of `engine`, made on first use.
-    package func service(for engine: KeychainEngine) -> SyncService {
+    func service(for engine: KeychainEngine) -> SyncService {
         services.withLock { services in
             // The service holds the engine, so its identifier is never reused while the entry exists.
             if let service = services[ObjectIdentifier(engine)] { return service }
@@ -25,5 +31,13 @@ package final class SyncServices: Sendable {
             services[ObjectIdentifier(engine)] = service
             return service
         }
+    }
+
+    func perform(_ command: SyncCommand, engine: KeychainEngine) async throws(KeychainError) -> SyncReply {
+        try await service(for: engine).perform(command)
+    }
+
+    func run(engine: KeychainEngine) async {
+        await service(for: engine).run()
     }
 }
