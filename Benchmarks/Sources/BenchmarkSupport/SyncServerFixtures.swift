@@ -39,23 +39,15 @@ public final class ThrowawayPostgres: @unchecked Sendable {
     /// The first column of the first row `sql` gives, through `psql` (for what the benchmarks report beside their
     /// timings, such as the bytes a record takes).
     public func value(_ sql: String) throws -> String {
-        let output = Pipe()
-        let process = Process()
+        let output = folder + "/value.txt"
         let psql = binaries + "/psql"
-        let arguments = ["-h", socketFolder, "-U", user, "-d", user, "-At", "-c", sql]
+        let arguments = ["-h", socketFolder, "-U", user, "-d", user, "-At", "-o", output, "-c", sql]
         if getuid() == 0 {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            process.arguments = ["-u", "postgres", "--", psql] + arguments
+            try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", psql] + arguments)
         } else {
-            process.executableURL = URL(fileURLWithPath: psql)
-            process.arguments = arguments
+            try Self.run(psql, arguments)
         }
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchmarkFailure("psql failed on: \(sql)") }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return try String(contentsOfFile: output, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Stops the cluster at once and removes its files.
@@ -73,15 +65,43 @@ public final class ThrowawayPostgres: @unchecked Sendable {
     }
 
     static func run(_ program: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw BenchmarkFailure("\(program) \(arguments.first ?? "") failed (exit \(process.terminationStatus)).")
+        let pid = try ChildProcess.spawn(program, arguments, quiet: true)
+        let status = ChildProcess.wait(pid)
+        guard status == 0 else {
+            throw BenchmarkFailure("\(program) \(arguments.first ?? "") failed (exit \(status)).")
         }
+    }
+}
+
+/// A child started with `posix_spawn` and reaped with `waitpid`: Foundation's `Process` leaves a child that exits
+/// while the benchmark's setup awaits unreaped, and `waitUntilExit()` never returns.
+enum ChildProcess {
+    /// Starts `program` with `arguments`; `quiet` sends its standard output to /dev/null.
+    static func spawn(_ program: String, _ arguments: [String], quiet: Bool) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if quiet { posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0) }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, program, &actions, nil, argv, environ)
+        guard result == 0 else { throw BenchmarkFailure("Could not start \(program) (error \(result)).") }
+        return pid
+    }
+
+    /// Waits for `pid` to end; its exit status (128 + the signal when killed).
+    static func wait(_ pid: pid_t) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    /// Whether `pid` has not ended yet (reaping it when it has).
+    static func isRunning(_ pid: pid_t) -> Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == 0
     }
 }
 
@@ -89,7 +109,8 @@ public final class ThrowawayPostgres: @unchecked Sendable {
 public final class SyncServerProcess: @unchecked Sendable {
     /// The server's base URL.
     public let url: URL
-    private let process: Process
+    /// The server's process ID.
+    public let pid: pid_t
 
     /// Starts the server on `database` and waits until `/health` answers.
     public init(database: ThrowawayPostgres) throws {
@@ -101,29 +122,21 @@ public final class SyncServerProcess: @unchecked Sendable {
         let port = try Self.freePort()
         guard let base = URL(string: "http://127.0.0.1:\(port)") else { throw BenchmarkFailure("No URL for port \(port).") }
         url = base
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--port", String(port), "--postgres-socket", database.socketFolder, "--postgres-user", database.user,
-                             "--log-level", "error"]
-        try process.run()
+        pid = try ChildProcess.spawn(binary, ["--port", String(port), "--postgres-socket", database.socketFolder,
+                                              "--postgres-user", database.user, "--log-level", "error"], quiet: false)
         let deadline = ContinuousClock.now + .seconds(60)
         while !Self.healthy(port: port) {
-            guard process.isRunning, ContinuousClock.now < deadline else {
-                throw BenchmarkFailure("keychain-sync-server did not answer on port \(port) (exit \(process.isRunning ? -1 : process.terminationStatus)).")
+            guard ChildProcess.isRunning(pid), ContinuousClock.now < deadline else {
+                throw BenchmarkFailure("keychain-sync-server did not answer on port \(port).")
             }
             usleep(50_000)
         }
     }
 
-    /// The server's process ID.
-    public var pid: Int32 { process.processIdentifier }
-
     /// Stops the server (SIGTERM: it shuts down gracefully) and waits for it.
     public func stop() {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        kill(pid, SIGTERM)
+        _ = ChildProcess.wait(pid)
     }
 
     /// A port nobody listens on now (bound to 0, read back, closed).
