@@ -13,13 +13,8 @@ public final class KeychaindProcess: @unchecked Sendable {
     /// The running keychaind.
     public let process = Process()
     private let errors = Pipe()
-    /// Shared with the thread that reads stderr, which must not keep the daemon object alive (its deinit stops it).
-    private final class Log: @unchecked Sendable {
-        let lock = NSLock()
-        var text = ""
-        let ready = DispatchSemaphore(value: 0)
-    }
-    private let log = Log()
+    /// Its standard error as read so far.
+    private let log = StandardErrorLog()
     private let lock = NSLock()
     private var stopped = false
 
@@ -35,22 +30,8 @@ public final class KeychaindProcess: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let reader = errors.fileHandleForReading
-        let log = self.log
-        Thread.detachNewThread {
-            var signalled = false
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                log.lock.withLock { log.text += String(decoding: chunk, as: UTF8.self) }
-                if !signalled, log.lock.withLock({ log.text.contains("keychaind: ready") }) {
-                    signalled = true
-                    log.ready.signal()
-                }
-            }
-            if !signalled { log.ready.signal() }
-        }
-        guard log.ready.wait(timeout: .now() + 60) == .success, output.contains("keychaind: ready") else {
+        log.follow(errors, isReady: { $0.contains("keychaind: ready") })
+        guard log.waitUntilReady(), output.contains("keychaind: ready") else {
             Glibc.kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             throw TestProcessError("keychaind did not start:\n\(output)")
@@ -61,7 +42,7 @@ public final class KeychaindProcess: @unchecked Sendable {
     public var pid: Int32 { process.processIdentifier }
 
     /// What the daemon wrote to stderr so far.
-    public var output: String { log.lock.withLock { log.text } }
+    public var output: String { log.text }
 
     /// The environment that sends a program's keychain calls to this daemon.
     public var environment: [String: String] { ["KEYCHAIN_DAEMON_SOCKET": socketPath] }

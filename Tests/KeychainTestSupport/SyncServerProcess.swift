@@ -18,13 +18,8 @@ public final class SyncServerProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
 
-    /// The log the reader thread fills, shared without keeping the server object alive (its deinit stops it).
-    private final class Log: @unchecked Sendable {
-        let lock = NSLock()
-        var text = ""
-        let ready = DispatchSemaphore(value: 0)
-    }
-    private let log = Log()
+    /// Its standard error as read so far.
+    private let log = StandardErrorLog()
 
     /// The PostgreSQL socket folder the environment names, when it holds a socket.
     public static var postgresSocket: String? {
@@ -69,23 +64,9 @@ public final class SyncServerProcess: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let reader = errors.fileHandleForReading
-        let log = self.log
-        Thread.detachNewThread {
-            var signalled = false
-            while true {
-                let chunk = reader.availableData
-                if chunk.isEmpty { break }
-                log.lock.withLock { log.text += String(decoding: chunk, as: UTF8.self) }
-                if !signalled, log.lock.withLock({ Self.port(in: log.text) != nil }) {
-                    signalled = true
-                    log.ready.signal()
-                }
-            }
-            if !signalled { log.ready.signal() }
-        }
-        let started = log.ready.wait(timeout: .now() + 60) == .success
-        let text = log.lock.withLock { log.text }
+        log.follow(errors, isReady: { Self.port(in: $0) != nil })
+        let started = log.waitUntilReady()
+        let text = log.text
         guard started, let port = Self.port(in: text) else {
             Glibc.kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
@@ -104,7 +85,7 @@ public final class SyncServerProcess: @unchecked Sendable {
     }
 
     /// What the server wrote to stderr so far.
-    public var output: String { log.lock.withLock { log.text } }
+    public var output: String { log.text }
 
     /// SIGTERM, waits for the exit, and drops the database.
     public func stop() {
