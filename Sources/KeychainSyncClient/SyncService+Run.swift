@@ -56,10 +56,13 @@ extension SyncService {
     static let longestWriteDelay = Duration.seconds(2)
 
     /// Wakes the round loop after local writes, while the keychain syncs: checked every 200 ms, a round is asked for once a check finds the
-    /// keychain written since the last round and the next finds it unchanged (or after 2 s of steady writing).
+    /// keychain written since the last round and the next finds it unchanged (or after 2 s of steady writing). The
+    /// same check sees the keychain being unlocked: rounds fail while it is locked (its items cannot be read or
+    /// written), and one is asked for at once instead of at the next retry, minutes later.
     private func watchWrites() async {
         var previous = currentWrites()
         var changedSince: ContinuousClock.Instant?
+        var wasLocked = engine.lockState == .locked || engine.lockState == .beforeFirstUnlock
         state.withLock { state in
             if state.seenWrites == nil { state.seenWrites = previous }
         }
@@ -72,6 +75,9 @@ extension SyncService {
                 continue
             }
             try? await Task.sleep(for: Self.writeCheckInterval)
+            let locked = engine.lockState == .locked || engine.lockState == .beforeFirstUnlock
+            if wasLocked && !locked && state.withLock({ $0.failures > 0 }) { roundWakeup.signal() }
+            wasLocked = locked
             let mark = currentWrites()
             defer { previous = mark }
             let unseen = state.withLock { $0.seenWrites != mark }

@@ -75,6 +75,46 @@ struct SyncServiceTests {
         }
     }
 
+    @Test("While the keychain is locked its rounds fail and the change waits; unlocked, a round starts at once, not at the next retry")
+    func unlockStartsARound() async throws {
+        try await TestServers.with { servers in
+            let a = try Device(), b = try Device()
+            let serviceA = Self.service(a), serviceB = Self.service(b)
+            _ = try await Self.pair(serviceA, serviceB, server: Self.server(servers.ports[0]))
+            try b.engine.changePasscode(from: nil, to: "1234")
+            b.engine.lock()
+            try a.add("mail.example.com", secret: "hunter2")
+            #expect(try await serviceA.perform(.now) == .round(SyncRoundReport(uploaded: 1)))
+
+            let eventsB = serviceB.events()
+            let runB = Task { await serviceB.run() }
+            defer { runB.cancel() }
+            // Four failed rounds in a row (the item cannot be written while locked): the next retry is 8 s away.
+            let failed = Mutex(0)
+            try await Self.awaitEvent(eventsB) { event in
+                guard case .roundFailed = event else { return false }
+                return failed.withLock { count in
+                    count += 1
+                    return count == 4
+                }
+            }
+            #expect(try b.secret("mail.example.com") == nil)
+            guard case .status(let locked) = try await serviceB.perform(.status) else { throw Failure("no status") }
+            #expect(locked.lastError != nil)
+
+            try b.engine.unlock(passcode: "1234")
+            let unlocked = ContinuousClock.now
+            try await Self.awaitEvent(eventsB) { event in
+                guard case .round = event else { return false }
+                return try b.secret("mail.example.com") == "hunter2"
+            }
+            // Well before the 8 s retry: the unlock itself started the round.
+            #expect(ContinuousClock.now - unlocked < .seconds(6))
+            runB.cancel()
+            await runB.value
+        }
+    }
+
     @Test("A local change that wins over an incoming one counts as a resolved conflict, in the round and in the status")
     func conflictsAreCounted() async throws {
         try await TestServers.with { servers in
