@@ -87,10 +87,14 @@ public final class SyncServerProcess: @unchecked Sendable {
     /// What the server wrote to stderr so far.
     public var output: String { log.text }
 
-    /// SIGTERM, waits for the exit, and drops the database.
+    /// SIGTERM, waits for the exit (SIGKILL after 10 s: a graceful shutdown can wait on a client's open push socket,
+    /// and this call blocks its thread), and drops the database.
     public func stop() {
         guard lock.withLock({ () -> Bool in defer { stopped = true }; return !stopped }) else { return }
         if process.isRunning { process.terminate() }
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         Self.drop(database)
     }

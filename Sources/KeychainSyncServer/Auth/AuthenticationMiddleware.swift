@@ -34,6 +34,9 @@ package struct AuthenticationMiddleware: RouterMiddleware {
         if request.method == .get && Self.openPaths.contains(request.uri.path) {
             return try await next(request, context)
         }
+        // The signature's time is weighed against when the request began to arrive, not when its body finished:
+        // a large batch on a slow link (or a busy client streaming its body) is not turned away as stale.
+        let arrived = now()
         var request = request
         if let length = request.headers[.contentLength].flatMap(Int.init), length > SyncLimits.maximumBodyBytes {
             throw SyncFailure.bodyTooLarge
@@ -44,7 +47,7 @@ package struct AuthenticationMiddleware: RouterMiddleware {
         } catch is NIOTooManyBytesError {
             throw SyncFailure.bodyTooLarge
         }
-        let device = try await authenticate(request, body: body)
+        let device = try await authenticate(request, body: body, arrived: arrived)
         var context = context
         context.device = device
         return try await AuthenticatedDevice.$current.withValue(device) {
@@ -52,7 +55,7 @@ package struct AuthenticationMiddleware: RouterMiddleware {
         }
     }
 
-    private func authenticate(_ request: Request, body: ByteBuffer) async throws -> AuthenticatedDevice {
+    private func authenticate(_ request: Request, body: ByteBuffer, arrived: Int64) async throws -> AuthenticatedDevice {
         func header(_ name: String) throws -> String {
             guard let field = HTTPField.Name(name), let value = request.headers[field], !value.isEmpty else {
                 throw SyncFailure(
@@ -72,7 +75,7 @@ package struct AuthenticationMiddleware: RouterMiddleware {
         guard let timestamp = Int64(timestampText) else {
             throw SyncFailure(.unauthorized, "bad_timestamp", "Keychain-Timestamp must be whole Unix seconds in decimal.")
         }
-        let skew = now() - timestamp
+        let skew = arrived - timestamp
         guard abs(skew) <= RequestSignature.maximumClockSkew else {
             throw SyncFailure(
                 .unauthorized, "clock_skew",
