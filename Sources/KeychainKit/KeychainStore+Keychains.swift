@@ -21,7 +21,8 @@ extension KeychainStore {
 
     /// The store acting on the user's keychain `name` (macOS's `SecKeychainOpen`): its searches look only there,
     /// its adds go there, and ``lock()``, ``unlock(passcode:)``, ``lockStatus`` and ``setPasscode(_:currentPasscode:)``
-    /// apply to it. `"login"` is the keychain a user has always had.
+    /// apply to it. `"login"` is the keychain a user has always had. A path whose last component names a
+    /// keychain (`~/Library/Keychains/work.keychain-db`, as macOS scripts give) names it too.
     ///
     /// ```swift
     /// let work = try KeychainStore.default.keychain(named: "work")
@@ -31,9 +32,14 @@ extension KeychainStore {
     /// - Throws: `KeychainError` with `errSecParam` for a malformed name. A keychain that does not exist is
     ///   reported by the first call (`errSecNoSuchKeychain`).
     public func keychain(named name: String) throws(KeychainError) -> KeychainStore {
-        let keychain = try KeychainName(name)
+        let keychain = try KeychainName(argument: name, keychainFolder: directory)
         let location = KeychainLocation(home: directory).location(of: keychain)
         return KeychainStore(connection: connection.keychain(named: keychain), directory: location.home, accessGroups: accessGroups)
+    }
+
+    /// The name of the keychain `argument` names: a name, or a path ending in one.
+    public func keychainName(_ argument: String) throws(KeychainError) -> String {
+        try KeychainName(argument: argument, keychainFolder: directory).rawValue
     }
 
     /// Every keychain of the user: the login keychain first, then those made with ``createKeychain(named:passcode:)``,
