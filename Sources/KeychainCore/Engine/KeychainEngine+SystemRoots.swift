@@ -44,9 +44,10 @@ extension KeychainEngine {
         }
         var added = 0
         for certificate in snapshot.certificates {
-            var query = ItemQuery(itemClass: .certificate)
-            query.valueData = certificate.der
-            query.attributes["agrp"] = .string(KeychainEngine.systemRootsGroup)
+            // Parsed as SecItemAdd parses a certificate's DER, so the item carries what Apple derives from it.
+            let query = try QueryParser.parse(SecItemDictionaries.withCertificateAttributes([
+                "class": .string(ItemClass.certificate.rawValue), "v_Data": .data(certificate.der),
+                "agrp": .string(KeychainEngine.systemRootsGroup)]), for: .add)
             do {
                 _ = try add(query, caller: builder)
                 added += 1
