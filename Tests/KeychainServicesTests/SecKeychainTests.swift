@@ -29,10 +29,10 @@ struct SecKeychainTests {
     func addsAndSearchesFollowTheKeychainsNamed(_ backend: Backend) throws {
         let kc = try TestKeychain(backend)
         try kc.engine.createKeychain(KeychainName("work"), passcode: nil)
-        kc.run {
-            var work: SecKeychain?
-            #expect(SecKeychainOpen("work", &work) == errSecSuccess)
-            guard let work else { return }
+        try kc.run { () throws in
+            var opened: SecKeychain?
+            #expect(SecKeychainOpen("work", &opened) == errSecSuccess)
+            let work = try #require(opened)
             #expect(CFGetTypeID(work) == SecKeychainGetTypeID())
             #expect(SecItemAdd(Self.item("alice", [kSecValueData as String: Data("login".utf8)]) as CFDictionary, nil) == errSecSuccess)
             #expect(SecItemAdd(Self.item("alice", [kSecValueData as String: Data("work".utf8), kSecUseKeychain as String: work]) as CFDictionary, nil) == errSecSuccess)
@@ -40,9 +40,9 @@ struct SecKeychainTests {
             // The search list is the login keychain until it is changed.
             #expect(Self.secrets(Self.item("alice")) == (errSecSuccess, ["login"]))
             #expect(Self.secrets(Self.item("alice", [kSecMatchSearchList as String: [work]])) == (errSecSuccess, ["work"]))
-            var login: SecKeychain?
-            #expect(SecKeychainOpen("login.keychain-db", &login) == errSecSuccess)
-            guard let login else { return }
+            var openedLogin: SecKeychain?
+            #expect(SecKeychainOpen("login.keychain-db", &openedLogin) == errSecSuccess)
+            let login = try #require(openedLogin)
             #expect(Self.secrets(Self.item("alice", [kSecMatchSearchList as String: [work, login]])) == (errSecSuccess, ["work", "login"]))
             #expect(Self.secrets(Self.item("alice", [kSecMatchSearchList as String: [login, work]])) == (errSecSuccess, ["login", "work"]))
 
