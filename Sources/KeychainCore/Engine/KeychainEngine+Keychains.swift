@@ -89,11 +89,10 @@ extension KeychainEngine {
             list.searchList = names.filter { seen.remove($0) != nil }
         }
         if let defaultKeychain {
-            let engine = try keychain(named: defaultKeychain)
+            _ = try keychain(named: defaultKeychain)  // it must exist
             if defaultKeychain.isReadOnly {
                 throw KeychainError(code: .invalidParameter, status: .readOnly, message: "\(defaultKeychain) is read-only, so new items cannot go there. Make another keychain the default.")
             }
-            _ = engine
             list.defaultKeychain = defaultKeychain
         }
         try list.save(location)
