@@ -25,6 +25,8 @@ struct SecurityTool: AsyncParsableCommand {
             SyncToolCommand.self,
             ShowKeychainInfo.self, SetKeychainSettings.self, ErrorCommand.self, Authorize.self,
             AddCertificates.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self, VerifyCert.self,
+            AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
+            AddCRL.self,
         ]
     )
 

@@ -21,7 +21,8 @@ package struct KeychainLocation: Sendable, Hashable {
     /// Foundation's whole environment dictionary would cost more than the keychain lookup itself.
     package static func processEnvironment() -> [String: String] {
         var environment: [String: String] = [:]
-        for name in ["KEYCHAIN_HOME", "XDG_DATA_HOME", "HOME", "KEYCHAIN_ENTITLEMENTS", "KEYCHAIN_DAEMON_SOCKET", "XDG_RUNTIME_DIR"] {
+        for name in ["KEYCHAIN_HOME", "XDG_DATA_HOME", "HOME", "KEYCHAIN_ENTITLEMENTS", "KEYCHAIN_DAEMON_SOCKET", "XDG_RUNTIME_DIR"]
+            + TrustStoreLocation.environmentNames {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
         return environment
