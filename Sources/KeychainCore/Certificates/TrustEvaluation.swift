@@ -88,7 +88,9 @@ package enum TrustEvaluation {
         if decision(request.leaf) == .deny { throw denied(request.leaf) }
 
         var roots = request.anchors.map(\.certificate) + (system?.certificates.map(\.certificate) ?? [])
-        for candidate in [request.leaf] + request.intermediates + request.anchors {
+        // Certificates the chain may reach: the caller's, and those the user's and the administrator's settings carry.
+        let settled = domains.values.flatMap { $0.records.values.compactMap { $0.certificate.flatMap { try? CertificateData(der: $0) } } }
+        for candidate in [request.leaf] + request.intermediates + request.anchors + settled {
             if let result = decision(candidate), result == .trustRoot || result == .trustAsRoot { roots.append(candidate.certificate) }
         }
         let store = CertificateStore(roots)
