@@ -234,9 +234,13 @@ struct TrustSettingsTests {
         #expect(try store.settings(["import", "user", "out.plist"]) == "status=0\n")
         #expect(try store.settings(["copy", "root.der", "user"]) == "status=0 count=1 results=1 policies=sslServer\n")
         #expect(try store.settings(["copy", "int.der", "user"]) == "status=0 count=1 results=3 policies=-\n")
-        // The file names certificates by hash only: the root's settings apply when the chain brings the root.
-        #expect(try store.trust(Self.ssl) == "not trusted status=-67843\n")
+        // The file names certificates by hash only, so the root is not known here unless the chain brings it; the
+        // denied intermediate fails the evaluation either way (a chain ending at a denied certificate is denied).
+        #expect(try store.trust(Self.ssl) == "not trusted status=-67654\n")
         #expect(try store.trust(["leaf.der", "int.der", "root.der", "host=www.example.test"]) == "not trusted status=-67654\n")
+        #expect(try store.settings(["remove", "int.der", "user"]) == "status=0\n")
+        #expect(try store.trust(Self.ssl) == "not trusted status=-67843\n")
+        #expect(try store.trust(["leaf.der", "int.der", "root.der", "host=www.example.test"]) == "trusted chain=3\n")
         #expect(try store.settings(["bad-import", "user"]) == "status=-25262\n")
     }
 

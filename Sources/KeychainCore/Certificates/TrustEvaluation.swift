@@ -93,26 +93,34 @@ package enum TrustEvaluation {
         for candidate in [request.leaf] + request.intermediates + request.anchors + settled {
             if let result = decision(candidate), result == .trustRoot || result == .trustAsRoot { roots.append(candidate.certificate) }
         }
-        let store = CertificateStore(roots)
         let intermediates = CertificateStore(request.intermediates.map(\.certificate))
         let rfc5280 = request.date.map { RFC5280Policy(fixedExpiryValidationTime: $0) } ?? RFC5280Policy()
         let hostname = request.policy == .ssl ? request.hostname : nil
-        let result = blocking {
-            if let hostname {
-                var verifier = Verifier(rootCertificates: store) {
-                    rfc5280
-                    ServerIdentityPolicy(serverHostname: hostname, serverIP: nil)
+        func validate(_ roots: [Certificate]) -> CertificateValidationResult {
+            let store = CertificateStore(roots)
+            return blocking {
+                if let hostname {
+                    var verifier = Verifier(rootCertificates: store) {
+                        rfc5280
+                        ServerIdentityPolicy(serverHostname: hostname, serverIP: nil)
+                    }
+                    return await verifier.validate(leaf: request.leaf.certificate, intermediates: intermediates)
                 }
+                var verifier = Verifier(rootCertificates: store) { rfc5280 }
                 return await verifier.validate(leaf: request.leaf.certificate, intermediates: intermediates)
             }
-            var verifier = Verifier(rootCertificates: store) { rfc5280 }
-            return await verifier.validate(leaf: request.leaf.certificate, intermediates: intermediates)
         }
         let chain: [CertificateData]
-        switch result {
+        switch validate(roots) {
         case .validCertificate(let validated):
             chain = validated.compactMap { try? CertificateData(der: Data(derBytes($0))) }
         case .couldNotValidate(let failures):
+            // As on macOS, a chain that ends at a denied certificate is denied, not merely untrusted.
+            let deniedOnes = ([request.leaf] + request.intermediates + request.anchors + settled).filter { decision($0) == .deny }
+            if !deniedOnes.isEmpty, case .validCertificate(let validated) = validate(roots + deniedOnes.map(\.certificate)),
+               let bad = validated.compactMap({ try? CertificateData(der: Data(derBytes($0))) }).first(where: { decision($0) == .deny }) {
+                throw denied(bad)
+            }
             let reason = failures.first.map { "\($0.policyFailureReason)" } ?? "no chain to a trusted root was found"
             throw KeychainError(code: .notTrusted, message: "The certificate is not trusted: \(reason). Check the chain, the trusted roots and the date.")
         }
