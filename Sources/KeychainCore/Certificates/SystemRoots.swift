@@ -62,7 +62,10 @@ package enum SystemRoots {
         var seen = Set<Data>()
         var roots: [CertificateData] = []
         func add(_ data: Data) {
-            for certificate in certificates(in: data) where seen.insert(certificate.der).inserted { roots.append(certificate) }
+            // De-duplicated before parsing: Debian's folder repeats every root of the bundle.
+            for der in derBlocks(in: data) where seen.insert(der).inserted {
+                if let certificate = try? CertificateData(der: der) { roots.append(certificate) }
+            }
         }
         if let bundle, let data = try FileSystem.read(bundle, followingLinks: true) { add(data) }
         if let folder {
@@ -75,15 +78,14 @@ package enum SystemRoots {
         return snapshot
     }
 
-    /// The certificates of a file: every CERTIFICATE block of a PEM file, or the one DER certificate; blocks
-    /// swift-certificates cannot parse are skipped (a trust store may carry key types it does not know).
-    static func certificates(in data: Data) -> [CertificateData] {
+    /// The certificate DERs of a file: every CERTIFICATE block of a PEM file, or the file itself (DER). Blocks
+    /// swift-certificates cannot parse are skipped later (a trust store may carry key types it does not know).
+    static func derBlocks(in data: Data) -> [Data] {
         if let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN ") {
             guard let documents = try? PEMDocument.parseMultiple(pemString: text) else { return [] }
-            return documents.filter { $0.discriminator == "CERTIFICATE" || $0.discriminator == "TRUSTED CERTIFICATE" }
-                .compactMap { try? CertificateData(der: Data($0.derBytes)) }
+            return documents.filter { $0.discriminator == "CERTIFICATE" || $0.discriminator == "TRUSTED CERTIFICATE" }.map { Data($0.derBytes) }
         }
-        return (try? CertificateData(der: data)).map { [$0] } ?? []
+        return [data]
     }
 
     // MARK: Change detection

@@ -127,12 +127,19 @@ package struct TrustSettingsConstraint: Sendable, Equatable {
 
     /// The plist keys, which are also the values of Apple's constants.
     package enum Key {
+        /// The policy's OID content bytes.
         package static let policy = "kSecTrustSettingsPolicy"
+        /// The policy's name.
         package static let policyName = "kSecTrustSettingsPolicyName"
+        /// An application (not supported).
         package static let application = "kSecTrustSettingsApplication"
+        /// Policy-specific data (for SSL, the host name).
         package static let policyString = "kSecTrustSettingsPolicyString"
+        /// A key usage mask.
         package static let keyUsage = "kSecTrustSettingsKeyUsage"
+        /// An error status to allow.
         package static let allowedError = "kSecTrustSettingsAllowedError"
+        /// The result (`TrustSettingsResult`'s raw value).
         package static let result = "kSecTrustSettingsResult"
     }
 
