@@ -132,11 +132,6 @@ package enum TrustEvaluation {
         return Outcome(chain: chain, revocation: revocation)
     }
 
-    /// The system roots (``SystemRoots``) as swift-certificates certificates; none when they cannot be read.
-    static func systemRoots() -> [Certificate] {
-        ((try? SystemRoots.snapshot())?.certificates ?? []).map(\.certificate)
-    }
-
     private static func derBytes(_ certificate: Certificate) -> [UInt8] {
         var serializer = DER.Serializer()
         guard (try? serializer.serialize(certificate)) != nil else { return [] }
