@@ -9,7 +9,8 @@ import Glibc
 
 /// TestPKI's chain (root → intermediate → leaf for www.example.test) plus revocation lists made by `openssl ca`:
 /// `int-revokes-leaf.crl` (the intermediate revokes the leaf), `int-empty.crl` and `root-empty.crl` (nothing
-/// revoked), and `wrong-key.crl` (revokes the leaf under the intermediate's name, signed by another key).
+/// revoked), `wrong-key.crl` (revokes the leaf under the intermediate's name, signed by another key), and
+/// `stale.crl` (revokes the leaf, but its next update was in 2020).
 struct RevocationPKI {
     let pki: TestPKI
     var bench: Workbench { pki.bench }
@@ -29,6 +30,9 @@ struct RevocationPKI {
             if revoke { try check(ca(name, ["ca"] + common + ["-revoke", "leaf.pem"])) }
             try check(ca(name, ["ca"] + common + ["-gencrl", "-out", "\(name).crl"]))
         }
+        // The same revocation, in a list whose next update passed in 2020.
+        try check(ca("int-revokes-leaf", ["ca", "-config", "ca.cnf", "-keyfile", "int.key", "-cert", "int.pem", "-gencrl",
+                                          "-crl_lastupdate", "20200101000000Z", "-crl_nextupdate", "20200201000000Z", "-out", "stale.crl"]))
     }
 
     private func ca(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
@@ -271,7 +275,9 @@ struct TrustSettingsTests {
         #expect(try store.trust(Self.chain + [crlMethod]) == "trusted chain=3 revocation-checked=false\n")
         #expect(try store.trust(Self.chain + [required]) == "not trusted status=-67635\n")
         #expect(try store.trust(Self.chain + [any, "nofetch"]) == "trusted chain=3 revocation-checked=false\n")
-        // A list signed by another key under the issuer's name is ignored.
+        // A stale list (past its next update) is ignored, and so is one signed by another key under the issuer's name.
+        try store.installCRL("stale.crl")
+        #expect(try store.trust(Self.chain + [crlMethod]) == "trusted chain=3 revocation-checked=false\n")
         try store.installCRL("wrong-key.crl")
         #expect(try store.trust(Self.chain + [crlMethod]) == "trusted chain=3 revocation-checked=false\n")
         #expect(try store.trust(Self.chain + [required]) == "not trusted status=-67635\n")
