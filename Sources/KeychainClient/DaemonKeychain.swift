@@ -9,10 +9,20 @@ package struct DaemonKeychain: KeychainConnection {
     package let client: DaemonClient
     /// The access groups item calls ask for (the caller's entitlements file); nil asks for all the program has.
     package let claim: [String]?
+    /// The keychain calls act on (see ``KeychainConnection/keychain(named:)``); nil: the user's search list for
+    /// item calls, the login keychain for the rest.
+    package let target: KeychainName?
 
-    package init(client: DaemonClient, claim: [String]?) {
+    package init(client: DaemonClient, claim: [String]?, target: KeychainName? = nil) {
         self.client = client
         self.claim = claim
+        self.target = target
+    }
+
+    /// Sends `request` for `keychains` (an item call's search list or keychain), else for ``target``.
+    private func call(_ request: KeychainRequest, for keychains: [KeychainName]? = nil) throws(KeychainError) -> KeychainResponse {
+        guard let names = keychains ?? target.map({ [$0] }) else { return try client.call(request) }
+        return try client.call(.onKeychains(names, request))
     }
 
     /// A response keychaind should not have given to this request.
@@ -22,7 +32,7 @@ package struct DaemonKeychain: KeychainConnection {
 
     package func add(_ query: ItemQuery) throws(KeychainError) -> FoundItem {
         try withPresence(query.authentication) { (options) throws(KeychainError) in
-            let response = try client.call(.add(query.authenticated(options), claim: claim))
+            let response = try call(.add(query.authenticated(options), claim: claim), for: query.keychains)
             guard case .item(let item) = response else { throw unexpected(response, "add") }
             return item
         }
@@ -30,7 +40,7 @@ package struct DaemonKeychain: KeychainConnection {
 
     package func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
         try withPresence(query.authentication) { (options) throws(KeychainError) in
-            let response = try client.call(.find(query.authenticated(options), claim: claim))
+            let response = try call(.find(query.authenticated(options), claim: claim), for: query.keychains)
             guard case .items(let items) = response else { throw unexpected(response, "find") }
             return items
         }
@@ -38,38 +48,38 @@ package struct DaemonKeychain: KeychainConnection {
 
     package func update(_ query: ItemQuery, with changes: ItemChanges) throws(KeychainError) {
         try withPresence(query.authentication) { (options) throws(KeychainError) in
-            try expectDone(.update(query.authenticated(options), changes, claim: claim))
+            try expectDone(.update(query.authenticated(options), changes, claim: claim), for: query.keychains)
         }
     }
 
     @discardableResult
     package func delete(_ query: ItemQuery) throws(KeychainError) -> Int {
-        try expectCount(.delete(query, claim: claim))
+        try expectCount(.delete(query, claim: claim), for: query.keychains)
     }
 
     package func tokenKey(_ request: TokenKeyRequest, authentication: AuthenticationOptions) throws(KeychainError) -> TokenKeyResult {
         try withPresence(authentication) { (options) throws(KeychainError) in
-            let response = try client.call(.tokenKey(request, claim: claim, authentication: options))
+            let response = try call(.tokenKey(request, claim: claim, authentication: options), for: request.keychains)
             guard case .tokenKey(let result) = response else { throw unexpected(response, "token key") }
             return result
         }
     }
 
     package func authenticate(_ requirement: PresenceRequirement, options: AuthenticationOptions) throws(KeychainError) {
-        try expectDone(.authenticate(requirement, options))
+        try expectLoginDone(.authenticate(requirement, options))
     }
 
     package func invalidate(context: AuthenticationContextID) throws(KeychainError) {
-        try expectDone(.invalidateContext(context))
+        try expectLoginDone(.invalidateContext(context))
     }
 
     @discardableResult
     package func resetAuthorizations() throws(KeychainError) -> Int {
-        try expectCount(.resetAuthorizations)
+        try expectLoginCount(.resetAuthorizations)
     }
 
     package func status() throws(KeychainError) -> ServiceStatus {
-        let response = try client.call(.status)
+        let response = try call(.status)
         guard case .status(let status) = response else { throw unexpected(response, "status") }
         return status
     }
@@ -84,26 +94,26 @@ package struct DaemonKeychain: KeychainConnection {
 
     package func backup(password: String, authentication: AuthenticationOptions) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
         try withPresence(authentication) { (options) throws(KeychainError) in
-            let response = try client.call(.backup(password: password, authentication: options))
+            let response = try call(.backup(password: password, authentication: options))
             guard case .backup(let data, let summary) = response else { throw unexpected(response, "backup") }
             return (data, summary)
         }
     }
 
     package func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreSummary {
-        let response = try client.call(.restore(backup, password: password))
+        let response = try call(.restore(backup, password: password))
         guard case .restored(let summary) = response else { throw unexpected(response, "restore") }
         return summary
     }
 
     package func verify() throws(KeychainError) -> KeychainVerification {
-        let response = try client.call(.verify)
+        let response = try call(.verify)
         guard case .verification(let report) = response else { throw unexpected(response, "verify") }
         return report
     }
 
     package func settings() throws(KeychainError) -> KeychainSettings? {
-        let response = try client.call(.settings)
+        let response = try call(.settings)
         guard case .settings(let settings) = response else { throw unexpected(response, "settings") }
         return settings
     }
@@ -119,12 +129,12 @@ package struct DaemonKeychain: KeychainConnection {
     }
 
     package func register(_ program: AppRegistration) throws(KeychainError) {
-        try expectDone(.registerProgram(program))
+        try expectLoginDone(.registerProgram(program))
     }
 
     @discardableResult
     package func unregisterProgram(named name: String) throws(KeychainError) -> Int {
-        try expectCount(.unregisterProgram(name))
+        try expectLoginCount(.unregisterProgram(name))
     }
 
     package func consents() throws(KeychainError) -> [ConsentDecision] {
@@ -135,7 +145,7 @@ package struct DaemonKeychain: KeychainConnection {
 
     @discardableResult
     package func revokeConsents(named name: String, subject: String?) throws(KeychainError) -> Int {
-        try expectCount(.revokeConsents(name, subject: subject))
+        try expectLoginCount(.revokeConsents(name, subject: subject))
     }
 
     package func importSecretServiceItems(_ batch: SecretServiceImportBatch) throws(KeychainError) -> SecretServiceImportSummary {
@@ -162,13 +172,48 @@ package struct DaemonKeychain: KeychainConnection {
     /// keychaind runs the sync engine of the keychain it serves: nothing to run here.
     package func runSync() async {}
 
-    private func expectDone(_ request: KeychainRequest) throws(KeychainError) {
+    // MARK: Keychains
+
+    package func keychain(named name: KeychainName) -> any KeychainConnection {
+        DaemonKeychain(client: client, claim: claim, target: name)
+    }
+
+    package func keychains() throws(KeychainError) -> KeychainListing {
+        let response = try client.call(.listKeychains)
+        guard case .keychains(let listing) = response else { throw unexpected(response, "keychain list") }
+        return listing
+    }
+
+    package func createKeychain(_ name: KeychainName, passcode: String?) throws(KeychainError) {
+        try expectLoginDone(.createKeychain(name, passcode: passcode))
+    }
+
+    package func deleteKeychain(_ name: KeychainName) throws(KeychainError) {
+        try expectLoginDone(.deleteKeychain(name))
+    }
+
+    package func setSearchList(_ names: [KeychainName]?, defaultKeychain: KeychainName?) throws(KeychainError) {
+        try expectLoginDone(.setSearchList(names, defaultKeychain: defaultKeychain))
+    }
+
+    private func expectLoginDone(_ request: KeychainRequest) throws(KeychainError) {
         let response = try client.call(request)
         guard case .done = response else { throw unexpected(response, request.name) }
     }
 
-    private func expectCount(_ request: KeychainRequest) throws(KeychainError) -> Int {
+    private func expectLoginCount(_ request: KeychainRequest) throws(KeychainError) -> Int {
         let response = try client.call(request)
+        guard case .count(let n) = response else { throw unexpected(response, request.name) }
+        return n
+    }
+
+    private func expectDone(_ request: KeychainRequest, for keychains: [KeychainName]? = nil) throws(KeychainError) {
+        let response = try call(request, for: keychains)
+        guard case .done = response else { throw unexpected(response, request.name) }
+    }
+
+    private func expectCount(_ request: KeychainRequest, for keychains: [KeychainName]? = nil) throws(KeychainError) -> Int {
+        let response = try call(request, for: keychains)
         guard case .count(let n) = response else { throw unexpected(response, request.name) }
         return n
     }

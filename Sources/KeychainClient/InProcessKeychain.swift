@@ -9,43 +9,62 @@ package struct InProcessKeychain: KeychainConnection {
     package let engine: KeychainEngine
     /// The access groups calls act as.
     package let caller: AccessPolicy
+    /// The keychain calls act on (see ``KeychainConnection/keychain(named:)``); nil: the user's search list for
+    /// item calls, the login keychain for the rest.
+    package let target: KeychainName?
 
-    package init(engine: KeychainEngine, caller: AccessPolicy) {
+    package init(engine: KeychainEngine, caller: AccessPolicy, target: KeychainName? = nil) {
         self.engine = engine
         self.caller = caller
+        self.target = target
+    }
+
+    /// An item query with this connection's keychain when it names none of its own.
+    private func routed(_ query: ItemQuery) -> ItemQuery {
+        guard query.keychains == nil, let target else { return query }
+        var routed = query
+        routed.keychains = [target]
+        return routed
+    }
+
+    /// The engine of the keychain the non-item calls act on, its lock settings applied.
+    private func targetEngine() throws(KeychainError) -> KeychainEngine {
+        let chosen = try engine.keychain(named: target ?? .login)
+        chosen.applyLockSettings()
+        return chosen
     }
 
     package func add(_ query: ItemQuery) throws(KeychainError) -> FoundItem {
         engine.applyLockSettings()
         return try withPresence(query.authentication) { (options) throws(KeychainError) in
-            return try engine.add(query.authenticated(options), caller: caller).leavingEngine()
+            return try engine.addRouted(routed(query).authenticated(options), caller: caller).leavingEngine()
         }
     }
 
     package func find(_ query: ItemQuery) throws(KeychainError) -> [FoundItem] {
         engine.applyLockSettings()
         return try withPresence(query.authentication) { (options) throws(KeychainError) in
-            return try engine.find(query.authenticated(options), caller: caller)
+            return try engine.findRouted(routed(query).authenticated(options), caller: caller)
         }
     }
 
     package func update(_ query: ItemQuery, with changes: ItemChanges) throws(KeychainError) {
         engine.applyLockSettings()
         try withPresence(query.authentication) { (options) throws(KeychainError) in
-            try engine.update(query.authenticated(options), attributes: changes.attributes, sync: changes.sync, data: changes.data, caller: caller)
+            try engine.updateRouted(routed(query).authenticated(options), attributes: changes.attributes, sync: changes.sync, data: changes.data, caller: caller)
         }
     }
 
     @discardableResult
     package func delete(_ query: ItemQuery) throws(KeychainError) -> Int {
         engine.applyLockSettings()
-        return try engine.delete(query, caller: caller)
+        return try engine.deleteRouted(routed(query), caller: caller)
     }
 
     package func tokenKey(_ request: TokenKeyRequest, authentication: AuthenticationOptions) throws(KeychainError) -> TokenKeyResult {
         engine.applyLockSettings()
         return try withPresence(authentication) { (options) throws(KeychainError) in
-            try engine.tokenKey(request, caller: caller, authentication: options)
+            try engine.tokenKeyRouted(request, keychains: request.keychains ?? target.map { [$0] }, caller: caller, authentication: options)
         }
     }
 
@@ -66,48 +85,46 @@ package struct InProcessKeychain: KeychainConnection {
     }
 
     package func status() throws(KeychainError) -> ServiceStatus {
-        engine.applyLockSettings()
-        return ServiceStatus(home: engine.location.home, lockState: engine.lockState)
+        let chosen = try targetEngine()
+        return ServiceStatus(home: chosen.location.home, lockState: chosen.lockState)
     }
 
-    package func lock() throws(KeychainError) { engine.lock() }
+    package func lock() throws(KeychainError) { try engine.keychain(named: target ?? .login).lock() }
 
     package func unlock(passcode: String) throws(KeychainError) {
-        engine.applyLockSettings()
-        try engine.unlock(passcode: passcode)
+        try targetEngine().unlock(passcode: passcode)
     }
 
     package func changePasscode(from old: String?, to new: String?) throws(KeychainError) {
-        engine.applyLockSettings()
-        try engine.changePasscode(from: old, to: new)
+        try KeychainEngine.refuseReadOnly(target, "set a passcode on")
+        try targetEngine().changePasscode(from: old, to: new)
     }
 
     package func backup(password: String, authentication: AuthenticationOptions) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
-        engine.applyLockSettings()
+        let chosen = try targetEngine()
         return try withPresence(authentication) { (options) throws(KeychainError) in
-            try engine.backup(password: password, authentication: options, caller: caller)
+            try chosen.backup(password: password, authentication: options, caller: caller)
         }
     }
 
     package func restore(_ backup: Data, password: String) throws(KeychainError) -> RestoreSummary {
-        engine.applyLockSettings()
-        return try engine.restore(backup, password: password)
+        try KeychainEngine.refuseReadOnly(target, "restore a backup into")
+        return try targetEngine().restore(backup, password: password)
     }
 
     package func verify() throws(KeychainError) -> KeychainVerification {
-        engine.applyLockSettings()
-        return try engine.verify()
+        try targetEngine().verify()
     }
 
     package func settings() throws(KeychainError) -> KeychainSettings? {
-        engine.applyLockSettings()
-        return try KeychainSettings.load(engine.location)
+        try KeychainSettings.load(targetEngine().location)
     }
 
     package func setSettings(_ settings: KeychainSettings) throws(KeychainError) {
-        engine.applyLockSettings()
-        try settings.save(engine.location)
-        engine.lockSettingsChanged()
+        try KeychainEngine.refuseReadOnly(target, "change the settings of")
+        let chosen = try targetEngine()
+        try settings.save(chosen.location)
+        chosen.lockSettingsChanged()
     }
 
     package func registeredPrograms() throws(KeychainError) -> [AppRegistration] {
@@ -150,5 +167,27 @@ package struct InProcessKeychain: KeychainConnection {
     package func runSync() async {
         guard let engines = try? InProcessSyncEngineRegistry.engines() else { return }
         await engines.run(engine: engine)
+    }
+
+    // MARK: Keychains
+
+    package func keychain(named name: KeychainName) -> any KeychainConnection {
+        InProcessKeychain(engine: engine, caller: caller, target: name)
+    }
+
+    package func keychains() throws(KeychainError) -> KeychainListing {
+        try engine.keychainListing()
+    }
+
+    package func createKeychain(_ name: KeychainName, passcode: String?) throws(KeychainError) {
+        try engine.createKeychain(name, passcode: passcode)
+    }
+
+    package func deleteKeychain(_ name: KeychainName) throws(KeychainError) {
+        try engine.deleteKeychain(name)
+    }
+
+    package func setSearchList(_ names: [KeychainName]?, defaultKeychain: KeychainName?) throws(KeychainError) {
+        try engine.setSearchList(names, defaultKeychain: defaultKeychain)
     }
 }

@@ -115,6 +115,24 @@ package protocol KeychainConnection: Sendable {
     /// local writes and every poll interval) until the task is cancelled, when the engine runs in this process;
     /// through keychaind, which runs it itself, returns at once.
     func runSync() async
+
+    // MARK: Keychains
+
+    /// The same connection acting on the user's keychain `name` (macOS's `SecKeychainOpen`): item calls without a
+    /// search list of their own search it alone and add to it, and lock, unlock, status, passcode, settings,
+    /// verification and backup apply to it. Nothing is checked until a call is made (a missing keychain is then
+    /// `errSecNoSuchKeychain`).
+    func keychain(named name: KeychainName) -> any KeychainConnection
+    /// The user's keychains, the search list and the default keychain.
+    func keychains() throws(KeychainError) -> KeychainListing
+    /// Makes a keychain beside the login keychain, protected by `passcode` when given (and then unlocked).
+    /// Through keychaind only its admin tool may.
+    func createKeychain(_ name: KeychainName, passcode: String?) throws(KeychainError)
+    /// Deletes a keychain the user made, with its items. Through keychaind only its admin tool may.
+    func deleteKeychain(_ name: KeychainName) throws(KeychainError)
+    /// Replaces the search list, the default keychain or both (nil leaves one as it is). Through keychaind only its
+    /// admin tool may.
+    func setSearchList(_ names: [KeychainName]?, defaultKeychain: KeychainName?) throws(KeychainError)
 }
 
 extension KeychainConnection {

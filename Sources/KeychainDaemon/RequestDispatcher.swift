@@ -32,62 +32,98 @@ package struct RequestDispatcher: Sendable {
             try engine.followKeybagChanges()
             // The idle time and a suspend are checked before the request is served; the request is a use.
             engine.applyLockSettings()
-            return try perform(request, session: session)
+            if case .onKeychains(let names, let inner) = request { return try perform(inner, session: session, on: names) }
+            return try perform(request, session: session, on: nil)
         } catch {
             logger.debug("request failed", metadata: ["request": "\(request.name)", "status": "\(error.status.rawValue)"])
             return .failure(error)
         }
     }
 
-    func perform(_ request: KeychainRequest, session: Session) throws(KeychainError) -> KeychainResponse {
+    /// Carries out `request` for the keychains `names` (an ``KeychainRequest/onKeychains(_:_:)`` request's), else
+    /// for the user's search list (item calls) or login keychain (the rest).
+    func perform(_ request: KeychainRequest, session: Session, on names: [KeychainName]?) throws(KeychainError) -> KeychainResponse {
         try validate(request)
         let engine = session.engine
+        /// An item query for the named keychains.
+        func routed(_ query: ItemQuery) -> ItemQuery {
+            var routed = query
+            if let names { routed.keychains = names }
+            return routed
+        }
+        /// The one keychain lock, unlock, status, passcode, settings, verification and backups act on.
+        func target() throws(KeychainError) -> KeychainEngine {
+            guard let names else { return engine }
+            guard names.count == 1, let only = names.first else {
+                throw KeychainError(code: .invalidParameter, message: "A \(request.name) request acts on one keychain; name one.")
+            }
+            let chosen = try engine.keychain(named: only)
+            if chosen !== engine {
+                try chosen.followKeybagChanges()
+                chosen.applyLockSettings()
+            }
+            return chosen
+        }
+        /// Refuses a request that only the login keychain answers when other keychains are named.
+        func loginOnly() throws(KeychainError) {
+            guard let names, names != [.login] else { return }
+            throw KeychainError(code: .invalidParameter, message: "A \(request.name) request applies to the login keychain only; send it without naming a keychain.")
+        }
+        let readOnlyTarget = names.flatMap { $0.count == 1 ? $0.first : nil }
         switch request {
         case .add(let query, let claim):
-            return .item(try engine.add(query, caller: authority.policy(for: session, claim: claim)).leavingEngine().trimmed(to: query.returns))
+            return .item(try engine.addRouted(routed(query), caller: authority.policy(for: session, claim: claim)).leavingEngine().trimmed(to: query.returns))
         case .find(let query, let claim):
-            return .items(try engine.find(query, caller: authority.policy(for: session, claim: claim)).map { $0.trimmed(to: query.returns) })
+            return .items(try engine.findRouted(routed(query), caller: authority.policy(for: session, claim: claim)).map { $0.trimmed(to: query.returns) })
         case .update(let query, let changes, let claim):
-            try engine.update(query, attributes: changes.attributes, sync: changes.sync, data: changes.data,
+            try engine.updateRouted(routed(query), attributes: changes.attributes, sync: changes.sync, data: changes.data,
                               caller: authority.policy(for: session, claim: claim))
             return .done
         case .delete(let query, let claim):
-            return .count(try engine.delete(query, caller: authority.policy(for: session, claim: claim)))
+            return .count(try engine.deleteRouted(routed(query), caller: authority.policy(for: session, claim: claim)))
         case .tokenKey(let tokenRequest, let claim, let authentication):
-            return .tokenKey(try engine.tokenKey(tokenRequest, caller: authority.policy(for: session, claim: claim),
-                                                 authentication: authentication))
+            return .tokenKey(try engine.tokenKeyRouted(tokenRequest, keychains: names ?? tokenRequest.keychains,
+                                                       caller: authority.policy(for: session, claim: claim), authentication: authentication))
         case .status:
-            return .status(status(session))
+            return .status(status(session, engine: try target()))
         case .lock:
-            engine.lock()
+            try target().lock()
             logger.info("locked on request", metadata: ["pid": "\(session.identity.pid)"])
             return .done
         case .unlock(let passcode):
-            try engine.unlock(passcode: passcode)
-            if session.isAdminTool { session.markAuthenticated() }
+            let chosen = try target()
+            try chosen.unlock(passcode: passcode)
+            // The admin tool proves itself with the login keychain's passcode only.
+            if session.isAdminTool, chosen === engine { session.markAuthenticated() }
             logger.info("unlocked", metadata: ["pid": "\(session.identity.pid)"])
             return .done
         case .changePasscode(let old, let new):
             try authority.requireAdmin(session, for: "change the passcode")
-            try engine.changePasscode(from: old, to: new)
-            if new != nil { session.markAuthenticated() }
+            try KeychainEngine.refuseReadOnly(readOnlyTarget, "set a passcode on")
+            let chosen = try target()
+            try chosen.changePasscode(from: old, to: new)
+            if new != nil, chosen === engine { session.markAuthenticated() }
             return .done
         case .backup(let password, let authentication):
             try authority.requireAdmin(session, for: "back up the keychain")
-            let (data, summary) = try engine.backup(password: password, authentication: authentication,
+            let (data, summary) = try target().backup(password: password, authentication: authentication,
                                                     caller: authority.policy(for: session, claim: nil))
             return .backup(data, summary)
         case .restore(let data, let password):
             try authority.requireAdmin(session, for: "restore a backup")
-            return .restored(try engine.restore(data, password: password))
+            try KeychainEngine.refuseReadOnly(readOnlyTarget, "restore a backup into")
+            return .restored(try target().restore(data, password: password))
         case .settings:
-            return .settings(try KeychainSettings.load(engine.location))
+            return .settings(try KeychainSettings.load(target().location))
         case .setSettings(let settings):
             try authority.requireAdmin(session, for: "change the keychain's settings")
-            try settings.save(engine.location)
-            engine.lockSettingsChanged()
+            try KeychainEngine.refuseReadOnly(readOnlyTarget, "change the settings of")
+            let chosen = try target()
+            try settings.save(chosen.location)
+            chosen.lockSettingsChanged()
             return .done
         case .registerProgram(let entry):
+            try loginOnly()
             try authority.requireAdmin(session, for: "register programs")
             guard !entry.accessGroups.contains(where: \.isEmpty) else {
                 throw KeychainError(code: .invalidParameter, message: "An access group name is empty. Register the program with non-empty group names.")
@@ -95,15 +131,18 @@ package struct RequestDispatcher: Sendable {
             try engine.updateAppRegistry { $0.register(entry) }
             return .done
         case .listPrograms:
+            try loginOnly()
             try authority.requireAdmin(session, for: "list registered programs")
             return .programs(try engine.appRegistry().entries)
         case .unregisterProgram(let name):
+            try loginOnly()
             try authority.requireAdmin(session, for: "unregister programs")
             return .count(try engine.updateAppRegistry { $0.remove(named: name) })
         case .verify:
             try authority.requireAdmin(session, for: "verify the keychain")
-            return .verification(try engine.verify())
+            return .verification(try target().verify())
         case .authenticate(let requirement, let options):
+            try loginOnly()
             // The prompt names the program as identified here and the item as stored, never as the client says.
             let caller = try authority.policy(for: session, claim: nil)
             let stored = try engine.storedRequirement(requirement, caller: caller)
@@ -111,32 +150,58 @@ package struct RequestDispatcher: Sendable {
                                     biometrics: biometrics)
             return .done
         case .invalidateContext(let context):
+            try loginOnly()
             engine.invalidate(context: context, caller: try authority.policy(for: session, claim: nil))
             return .done
         case .resetAuthorizations:
+            try loginOnly()
             try authority.requireAdmin(session, for: "reset granted authorizations")
             return .count(engine.resetAuthorizations())
         case .listConsents:
+            try loginOnly()
             try authority.requireAdmin(session, for: "list the programs' remembered permissions")
             return .consents(try engine.consents())
         case .revokeConsents(let name, let subject):
+            try loginOnly()
             try authority.requireAdmin(session, for: "revoke the programs' remembered permissions")
             guard !name.isEmpty, subject?.isEmpty != true else {
                 throw KeychainError(code: .invalidParameter, message: "The program's name or the subject is empty. Name the program by its path, Flatpak app ID or snap name, as `security app consents` shows it.")
             }
             return .count(try engine.revokeConsents(named: name, subject: subject))
         case .importSecretServiceItems(let batch):
+            try loginOnly()
             try authority.requireAdmin(session, for: "import Secret Service items")
             let summary = try SecretStore(engine: engine).importItems(batch)
             logger.info("imported Secret Service items", metadata: [
                 "added": "\(summary.added)", "skipped": "\(summary.skipped)", "failed": "\(summary.failed)"])
             return .importSummary(summary)
         case .sync(let command):
+            try loginOnly()
             // The account and its devices are the user's to manage, like the passcode and backups; where sync
             // stands (no item data, no key) any caller of the keychain may read, as it may read the lock state.
             if command != .status { try authority.requireAdmin(session, for: command.action) }
             let service = session.keychain.sync
             return .sync(try waitBlocking { () async throws(KeychainError) -> SyncReply in try await service.perform(command) })
+        case .onKeychains:
+            throw KeychainError(code: .invalidParameter, message: "A request for some keychains cannot hold another.")
+        case .listKeychains:
+            try loginOnly()
+            return .keychains(try engine.keychainListing())
+        case .createKeychain(let name, let passcode):
+            try loginOnly()
+            try authority.requireAdmin(session, for: "create a keychain")
+            try engine.createKeychain(name, passcode: passcode)
+            return .done
+        case .deleteKeychain(let name):
+            try loginOnly()
+            try authority.requireAdmin(session, for: "delete a keychain")
+            try engine.deleteKeychain(name)
+            return .done
+        case .setSearchList(let list, let defaultKeychain):
+            try loginOnly()
+            try authority.requireAdmin(session, for: "change the keychain search list")
+            try engine.setSearchList(list, defaultKeychain: defaultKeychain)
+            return .done
         }
     }
 
@@ -156,8 +221,7 @@ package struct RequestDispatcher: Sendable {
     }
 
     /// What `security daemon status` shows: the daemon, the keychain, and how it sees the caller.
-    func status(_ session: Session) -> ServiceStatus {
-        let engine = session.engine
+    func status(_ session: Session, engine: KeychainEngine) -> ServiceStatus {
         let groups: [String]? = session.isAdminTool ? ["*"] : try? authority.registeredGroups(session)
         let statistics = engine.commitStatistics
         return ServiceStatus(home: engine.location.home, lockState: engine.lockState, daemon: .init(

@@ -106,6 +106,9 @@ public struct KeychainQuery: Sendable, Hashable {
     /// How the call may ask for the user's presence when a matched item needs it
     /// (``KeychainAuthentication/allowPrompt`` unless set).
     public var authentication = KeychainAuthentication.allowPrompt
+    /// The keychains searched, in order, by name (`kSecMatchSearchList`); nil: the store's keychain, or the
+    /// user's search list.
+    public var searchList: [String]?
 
     /// A query for the items of `itemClass` with `attributes`.
     public init(_ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value] = [:]) {
@@ -132,6 +135,9 @@ public struct KeychainQuery: Sendable, Hashable {
         q.returns.data = returnsData
         q.returns.attributes = true
         q.authentication = authentication.options
+        if let searchList {
+            q.keychains = try searchList.map { (name) throws(KeychainError) in try KeychainName(name) }
+        }
         if let persistentReference {
             guard let reference = PersistentReference(persistentReference) else {
                 throw KeychainError(code: .invalidParameter, message: "The persistent reference is not one this keychain returned.")

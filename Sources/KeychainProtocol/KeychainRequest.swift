@@ -6,7 +6,7 @@ import KeychainCore
 /// Item requests carry the caller's `claim`: the access groups it asks to act as (its entitlements file), which
 /// keychaind grants only when the kernel-identified program is registered for them; nil asks for everything the
 /// program has. Nothing else a client says about itself is believed.
-package enum KeychainRequest: Sendable, Hashable {
+package indirect enum KeychainRequest: Sendable, Hashable {
     /// `SecItemAdd`: insert the item `query` describes.
     case add(ItemQuery, claim: [String]?)
     /// `SecItemCopyMatching`: the items `query` matches.
@@ -62,6 +62,20 @@ package enum KeychainRequest: Sendable, Hashable {
     /// A command for the keychain's sync engine, which keychaind runs (`security sync`, KeychainKit's sync API).
     /// Only its admin tool may manage the account, devices and rounds; any caller may ask for the status.
     case sync(SyncCommand)
+    /// `request` for the keychains `names` rather than the user's search list (item calls: `kSecMatchSearchList`,
+    /// `kSecUseKeychain`) or the login keychain (lock, unlock, status, passcode, settings, verify: one name).
+    /// `request` is never itself one of these.
+    case onKeychains([KeychainName], KeychainRequest)
+    /// The user's keychains, search list and default keychain (`security list-keychains`).
+    case listKeychains
+    /// Make a keychain beside the login keychain, with a passcode when given (admin tool only;
+    /// `security create-keychain`).
+    case createKeychain(KeychainName, passcode: String?)
+    /// Delete a keychain the user made (admin tool only; `security delete-keychain`).
+    case deleteKeychain(KeychainName)
+    /// Replace the search list, the default keychain or both; nil leaves one as it is (admin tool only;
+    /// `security list-keychains -s`, `security default-keychain -s`).
+    case setSearchList([KeychainName]?, defaultKeychain: KeychainName?)
 
     /// The request's name in logs (never its payload).
     package var name: String {
@@ -90,6 +104,11 @@ package enum KeychainRequest: Sendable, Hashable {
         case .revokeConsents: "revokeConsents"
         case .importSecretServiceItems: "importSecretServiceItems"
         case .sync: "sync"
+        case .onKeychains(_, let request): request.name
+        case .listKeychains: "listKeychains"
+        case .createKeychain: "createKeychain"
+        case .deleteKeychain: "deleteKeychain"
+        case .setSearchList: "setSearchList"
         }
     }
 }

@@ -31,6 +31,8 @@ package enum KeychainResponse: Sendable {
     case importSummary(SecretServiceImportSummary)
     /// The sync engine's answer to a sync command.
     case sync(SyncReply)
+    /// The user's keychains, search list and default keychain.
+    case keychains(KeychainListing)
     /// The request failed: the error's code, `OSStatus` and message as keychaind reported them.
     case failure(KeychainError)
 }

@@ -47,6 +47,12 @@ extension KeychainRequest {
         case .revokeConsents(let name, let subject): w.u8(31); w.string(name); w.optional(subject) { $0.string($1) }
         case .importSecretServiceItems(let batch): w.u8(40); w.importBatch(batch)
         case .sync(let command): w.u8(50); w.syncCommand(command)
+        case .onKeychains(let names, let request): w.u8(60); w.keychainNames(names); request.encode(into: &w)
+        case .listKeychains: w.u8(61)
+        case .createKeychain(let name, let passcode): w.u8(62); w.keychainName(name); w.optional(passcode) { $0.string($1) }
+        case .deleteKeychain(let name): w.u8(63); w.keychainName(name)
+        case .setSearchList(let names, let defaultKeychain):
+            w.u8(64); w.optional(names) { $0.keychainNames($1) }; w.optional(defaultKeychain) { $0.keychainName($1) }
         }
     }
 
@@ -100,6 +106,17 @@ extension KeychainRequest {
         case 31: return .revokeConsents(try r.string(), subject: try r.optional { (r) throws(KeychainError) in try r.string() })
         case 40: return .importSecretServiceItems(try r.importBatch())
         case 50: return .sync(try r.syncCommand())
+        case 60:
+            let names = try r.keychainNames()
+            // Refused before decoding: nested wrappers would let a peer make the decoder recurse without bound.
+            guard let inner = r.nextByte, inner != 60 else { throw malformedMessage }
+            return .onKeychains(names, try decode(&r))
+        case 61: return .listKeychains
+        case 62: return .createKeychain(try r.keychainName(), passcode: try r.optional { (r) throws(KeychainError) in try r.string() })
+        case 63: return .deleteKeychain(try r.keychainName())
+        case 64:
+            return .setSearchList(try r.optional { (r) throws(KeychainError) in try r.keychainNames() },
+                                  defaultKeychain: try r.optional { (r) throws(KeychainError) in try r.keychainName() })
         default: throw malformedMessage
         }
     }
@@ -160,6 +177,7 @@ extension KeychainResponse {
             w.u8(40)
             w.int(s.added); w.int(s.skipped); w.int(s.failed)
         case .sync(let reply): w.u8(50); w.syncReply(reply)
+        case .keychains(let listing): w.u8(60); w.keychainListing(listing)
         case .failure(let error):
             // Tag 254: a failure followed by what each protected item needs (errSecAuthNeeded).
             w.u8(error.presenceNeeded.isEmpty ? 255 : 254)
@@ -237,6 +255,7 @@ extension KeychainResponse {
         case 40:
             return .importSummary(SecretServiceImportSummary(added: try count(&r), skipped: try count(&r), failed: try count(&r)))
         case 50: return .sync(try r.syncReply())
+        case 60: return .keychains(try r.keychainListing())
         case let tag where tag == 255 || tag == 254:
             let status = KeychainStatus(rawValue: Int32(bitPattern: try r.u32()))
             let code = KeychainError.Code(rawValue: try r.string())

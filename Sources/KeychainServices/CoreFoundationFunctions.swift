@@ -37,6 +37,7 @@ public func CFGetTypeID(_ cf: CFTypeRef?) -> CFTypeID {
     case is SecTrust: return SecTrustGetTypeID()
     case is SecPolicy: return SecPolicyGetTypeID()
     case is SecAccessControl: return SecAccessControlGetTypeID()
+    case is SecKeychain: return SecKeychainGetTypeID()
     default: break
     }
     if let number = cf as? NSNumber, !(cf is String) {
@@ -214,6 +215,7 @@ enum CoreFoundationTypeID {
     static let secPolicy: CFTypeID = 303
     static let secTrust: CFTypeID = 304
     static let secAccessControl: CFTypeID = 305
+    static let secKeychain: CFTypeID = 310
 
     /// Whether a number object is one of the two booleans (CoreFoundation's `CFBoolean` is a type of its own).
     ///

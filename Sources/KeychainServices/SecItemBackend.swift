@@ -223,6 +223,7 @@ package enum SecItemBackend {
         // Last: these are rare, and every value of every call comes through here.
         if let control = value as? SecAccessControl { return .accessControl(control.control) }
         if let context = value as? LAContext { return .authenticationContext(context.value) }
+        if let keychain = value as? SecKeychain { return .dictionary([QueryParser.keychainReferenceMarker: .string(keychain.name.rawValue)]) }
         return .unsupported(String(describing: type(of: value)))
     }
 

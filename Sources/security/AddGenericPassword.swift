@@ -40,7 +40,7 @@ struct AddGenericPassword: AsyncParsableCommand {
     func run() async throws {
         let secret = try PasswordPrompt.secret(text: password, hex: options.hexPassword, fromStandardInput: passwordFromStandardInput,
                                                function: Self.addFunction)
-        let context = try ToolContext.open(accessGroup: keychain.accessGroup)
+        let context = try ToolContext.open(accessGroup: keychain.accessGroup, keychains: keychain.keychains)
         try PasswordItems.add(context, .genericPassword, attributes: attributes.attributes(forAdding: true),
                               searchAttributes: attributes.searchAttributes(forAdding: true),
                               secret: secret, accessGroup: keychain.accessGroup, update: options.update, addFunction: Self.addFunction,

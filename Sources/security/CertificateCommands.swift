@@ -62,7 +62,7 @@ struct AddCertificates: AsyncParsableCommand {
         discussion: "Each file holds one DER certificate or any number of PEM certificates. The keychain derives each certificate's attributes (subject, issuer, serial number, key hashes); the same certificate twice is a duplicate."
     )
 
-    @Option(name: .customShort("k"), help: ArgumentHelp("Keychain to add to (accepted for compatibility; there is one).", valueName: "keychain"))
+    @Option(name: .customShort("k"), help: ArgumentHelp("The keychain to add to (a name such as `work`, or its path; default: the default keychain).", valueName: "keychain"))
     var keychain: String?
 
     @Argument(help: ArgumentHelp("Certificate files.", valueName: "file"))
@@ -75,7 +75,7 @@ struct AddCertificates: AsyncParsableCommand {
     func run() async throws {
         let function = "SecCertificateAddToKeychain"
         let contents = try CertificateItems.read(files, function: function)
-        try CertificateItems.add(contents.certificates, try ToolContext.open(accessGroup: nil), function: function)
+        try CertificateItems.add(contents.certificates, try ToolContext.open(accessGroup: nil, keychains: keychain.map { [$0] } ?? []), function: function)
     }
 }
 
@@ -130,7 +130,7 @@ struct FindCertificate: AsyncParsableCommand {
     @OptionGroup var keychainNames: KeychainNames
 
     func run() async throws {
-        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false)
+        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false, keychains: keychainNames.keychains)
         let match = CertificateMatch(name: selection.name, email: email)
         var found = try CertificateItems.all(context).filter { match.matches($0.0, $0.1) }
         guard !found.isEmpty else { throw ToolFailure("SecKeychainSearchCopyNext", status: .itemNotFound) }
@@ -169,7 +169,7 @@ struct DeleteCertificate: AsyncParsableCommand {
 
     func run() async throws {
         let function = "SecKeychainItemDelete"
-        let context = try ToolContext.open(accessGroup: nil)
+        let context = try ToolContext.open(accessGroup: nil, keychains: keychainNames.keychains)
         let match = CertificateMatch(name: selection.name, email: nil)
         let found = try CertificateItems.all(context).filter { item, certificate in
             match.matches(item, certificate) && (hash.map { certificate.sha1Fingerprint == $0.uppercased() } ?? true)
@@ -223,7 +223,7 @@ struct FindIdentity: AsyncParsableCommand {
     @OptionGroup var keychainNames: KeychainNames
 
     func run() async throws {
-        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false)
+        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false, keychains: keychainNames.keychains)
         let identities = try CertificateItems.all(context, .identity)
         let intermediates = try CertificateItems.all(context).map(\.1)
         let rows = identities.map { _, certificate -> (line: String, valid: Bool) in

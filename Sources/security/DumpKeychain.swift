@@ -23,7 +23,7 @@ struct DumpKeychain: AsyncParsableCommand {
     @OptionGroup var keychain: KeychainOptions
 
     func run() async throws {
-        let context = try ToolContext.open(accessGroup: keychain.accessGroup, createIfMissing: false)
+        let context = try ToolContext.open(accessGroup: keychain.accessGroup, createIfMissing: false, keychains: keychain.keychains)
         // (Through keychaind, the daemon itself asks the tool for the passcode before any item call.)
         if showData, let status = try? context.store.status(), status.daemon == nil,
            status.lockStatus == .beforeFirstUnlock || status.lockStatus == .locked {

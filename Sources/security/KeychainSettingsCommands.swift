@@ -20,7 +20,7 @@ struct ShowKeychainInfo: AsyncParsableCommand {
 
     func run() async throws {
         let function = "SecKeychainCopySettings default"
-        let store = try ToolContext.keychain(createIfMissing: false, function: function)
+        let store = try ToolContext.keychain(createIfMissing: false, function: function, named: keychainNames.first)
         let settings: KeychainStore.Settings?
         do {
             settings = try store.settings()
@@ -79,7 +79,7 @@ struct SetKeychainSettings: AsyncParsableCommand {
 
     func run() async throws {
         let function = "SecKeychainSetSettings default"
-        let store = try ToolContext.keychain(function: function)
+        let store = try ToolContext.keychain(function: function, named: keychainNames.first)
         do {
             // The prompt settings are not macOS's: they are kept unless given.
             let current = try store.settings()

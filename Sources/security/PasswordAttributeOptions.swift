@@ -184,8 +184,12 @@ struct AddOptions: ParsableArguments {
     }
 }
 
-/// The keychain names macOS's verbs take last; there is one keychain here (`KEYCHAIN_HOME`), so they are ignored.
+/// The keychain names macOS's verbs take last (a name such as `work`, or a path ending in one); none: the default
+/// keychain (the search list for searches).
 struct KeychainNames: ParsableArguments {
-    @Argument(help: ArgumentHelp("Keychain name, accepted for compatibility and ignored.", valueName: "keychain"))
+    @Argument(help: ArgumentHelp("The keychain to use: a name such as `work` (see `security list-keychains`) or its path; default: the default keychain.", valueName: "keychain"))
     var keychains: [String] = []
+
+    /// The one keychain named, if any (the first when several are).
+    var first: String? { keychains.first }
 }

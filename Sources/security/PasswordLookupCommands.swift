@@ -45,7 +45,7 @@ struct FindPassword<Kind: PasswordKind>: AsyncParsableCommand {
     @OptionGroup var keychain: KeychainOptions
 
     func run() async throws {
-        let context = try ToolContext.open(accessGroup: keychain.accessGroup, createIfMissing: false)
+        let context = try ToolContext.open(accessGroup: keychain.accessGroup, createIfMissing: false, keychains: keychain.keychains)
         try PasswordItems.find(context, Kind.Match.itemClass, match.searchAttributes(), accessGroup: keychain.accessGroup,
                                showPassword: showPassword, passwordOnly: passwordOnly)
     }
@@ -73,7 +73,7 @@ struct DeletePassword<Kind: PasswordKind>: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let context = try ToolContext.open(accessGroup: keychain.accessGroup)
+        let context = try ToolContext.open(accessGroup: keychain.accessGroup, keychains: keychain.keychains)
         try PasswordItems.delete(context, Kind.Match.itemClass, match.searchAttributes(), accessGroup: keychain.accessGroup)
     }
 }

@@ -24,6 +24,7 @@ struct SecurityTool: AsyncParsableCommand {
             BackupKeychain.self, RestoreKeychain.self, ExportCommand.self, ImportCommand.self, ImportSecretService.self, AppCommand.self, DaemonCommand.self,
             SyncToolCommand.self,
             ShowKeychainInfo.self, SetKeychainSettings.self, ErrorCommand.self, Authorize.self,
+            CreateKeychain.self, DeleteKeychain.self, ListKeychains.self, DefaultKeychain.self, LoginKeychain.self,
             AddCertificates.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self, VerifyCert.self,
             AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
             AddCRL.self,
@@ -92,9 +93,15 @@ struct KeychainOptions: ParsableArguments {
                                valueName: "group"))
     var accessGroup: String?
 
-    @Argument(help: ArgumentHelp("Keychain names, accepted for compatibility with macOS scripts and ignored: the keychain in KEYCHAIN_HOME is always used.",
+    @Option(name: .customShort("k"), help: ArgumentHelp("The keychain to use (as a keychain given last).", valueName: "keychain"))
+    var keychainOption: String?
+
+    @Argument(help: ArgumentHelp("Keychains to use: a name such as `work` (see `security list-keychains`) or its path. Searches look in them in order, adds go to the first; none: the search list and the default keychain.",
                                  valueName: "keychain"))
-    var keychains: [String] = []
+    var keychainArguments: [String] = []
+
+    /// The keychains named, -k first.
+    var keychains: [String] { (keychainOption.map { [$0] } ?? []) + keychainArguments }
 }
 
 /// macOS prompts for the password when `-w` (or `-p` for generic passwords) ends the command with no value.
@@ -102,8 +109,8 @@ struct KeychainOptions: ParsableArguments {
 enum PromptRequest {
     /// The flags that take a value, per add verb (a trailing `-w` that is itself such a value is kept).
     static let valueFlags: [String: Set<String>] = [
-        "add-generic-password": ["-a", "-c", "-C", "-D", "-G", "-j", "-l", "-s", "-p", "-w", "-X", "-T", "--access-group"],
-        "add-internet-password": ["-a", "-c", "-C", "-d", "-D", "-j", "-l", "-p", "-P", "-r", "-s", "-t", "-w", "-X", "-T", "--access-group"],
+        "add-generic-password": ["-a", "-c", "-C", "-D", "-G", "-j", "-k", "-l", "-s", "-p", "-w", "-X", "-T", "--access-group"],
+        "add-internet-password": ["-a", "-c", "-C", "-d", "-D", "-j", "-k", "-l", "-p", "-P", "-r", "-s", "-t", "-w", "-X", "-T", "--access-group"],
     ]
     static let promptFlags: [String: Set<String>] = [
         "add-generic-password": ["-w", "-p"],

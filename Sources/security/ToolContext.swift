@@ -6,6 +6,8 @@ import Logging
 /// which is keychaind's when it runs and the keychain opened in this process otherwise — KeychainKit decides.
 struct ToolContext {
     let store: KeychainStore
+    /// The keychains searches look in, in order, when the command named several (`security find-… kc1 kc2`).
+    var searchList: [String]? = nil
 
     /// The path printed on each item's `keychain:` line.
     var keychainPath: String { store.databasePath }
@@ -13,24 +15,39 @@ struct ToolContext {
     /// The admin tool's store, new items going to `accessGroup` when given, else to the first group of the
     /// caller's entitlements (the executable's name without `KEYCHAIN_ENTITLEMENTS`). With `createIfMissing`
     /// false (read-only verbs), a keychain that does not exist is not created.
-    static func keychain(accessGroup: String? = nil, createIfMissing: Bool = true, function: String = "SecKeychainOpen") throws(ToolFailure) -> KeychainStore {
+    /// With `named`, the store acting on that keychain (a name such as `work`, or a path ending in one).
+    static func keychain(accessGroup: String? = nil, createIfMissing: Bool = true, function: String = "SecKeychainOpen",
+                         named: String? = nil) throws(ToolFailure) -> KeychainStore {
         do {
-            return try KeychainStore.administrator(defaultAccessGroup: accessGroup, createIfMissing: createIfMissing)
+            let store = try KeychainStore.administrator(defaultAccessGroup: accessGroup, createIfMissing: createIfMissing)
+            return try named.map { (name) throws(KeychainError) in try store.keychain(named: name) } ?? store
         } catch {
             throw ToolFailure(function, error)
         }
     }
 
-    /// Opens the keychain for the item verbs (see ``keychain(accessGroup:createIfMissing:function:)``).
-    static func open(accessGroup: String?, createIfMissing: Bool = true) throws(ToolFailure) -> ToolContext {
-        ToolContext(store: try keychain(accessGroup: accessGroup, createIfMissing: createIfMissing))
+    /// Opens the keychain for the item verbs (see ``keychain(accessGroup:createIfMissing:function:named:)``): the
+    /// keychain named when one is, the search list (and default keychain for adds) when none is, and with several,
+    /// those in order for searches and the first for adds.
+    static func open(accessGroup: String?, createIfMissing: Bool = true, keychains: [String] = []) throws(ToolFailure) -> ToolContext {
+        var context = ToolContext(store: try keychain(accessGroup: accessGroup, createIfMissing: createIfMissing, named: keychains.first))
+        if keychains.count > 1 { context.searchList = keychains }
+        return context
     }
 
     // MARK: Item calls
 
     /// The items `query` matches (an empty result is `itemNotFound`).
     func find(_ query: KeychainQuery) throws(KeychainError) -> [KeychainItem] {
-        try store.items(matching: query)
+        try store.items(matching: searching(query))
+    }
+
+    /// The query with the command's keychains, when it named several.
+    private func searching(_ query: KeychainQuery) throws(KeychainError) -> KeychainQuery {
+        guard let searchList else { return query }
+        var query = query
+        query.searchList = try searchList.map { (name) throws(KeychainError) in try store.keychainName(name) }
+        return query
     }
 
     /// Every item of a class the tool may see, with attributes and data; empty when there is none.
@@ -53,11 +70,11 @@ struct ToolContext {
 
     func update(_ query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?,
                 accessControl: KeychainAccessControl? = nil) throws(KeychainError) {
-        try store.updateItems(matching: query, attributes: attributes, data: data, accessControl: accessControl)
+        try store.updateItems(matching: searching(query), attributes: attributes, data: data, accessControl: accessControl)
     }
 
     func delete(_ query: KeychainQuery) throws(KeychainError) {
-        try store.deleteItems(matching: query)
+        try store.deleteItems(matching: searching(query))
     }
 }
 

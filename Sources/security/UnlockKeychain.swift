@@ -39,12 +39,12 @@ struct UnlockKeychain: AsyncParsableCommand {
 
     func run() async throws {
         // Through keychaind, which holds the keys for every program, unlocking unlocks their items too.
-        let keychain = try ToolContext.keychain(function: Self.function)
+        let keychain = try ToolContext.keychain(function: Self.function, named: keychainNames.first)
         do {
             // The line is read even with no passcode set, so a script's input never waits unread.
             let given = passwordFromStandardInput ? try StandardInputSecret.text(function: Self.function, what: "the passcode") : password
             guard try keychain.lockStatus != .noPasscode else { return }
-            let passcode = try given ?? PasswordPrompt.ask("password to unlock default: ", function: Self.function,
+            let passcode = try given ?? PasswordPrompt.ask("password to unlock \(keychainNames.first ?? "default"): ", function: Self.function,
                                                            hint: "Give the passcode on standard input with --password-stdin.")
             try keychain.unlock(passcode: passcode)
         } catch let error as KeychainError {
@@ -64,17 +64,25 @@ struct LockKeychain: AsyncParsableCommand {
         """
     )
 
-    @Flag(name: .customShort("a"), help: "Lock all keychains (there is one).")
+    @Flag(name: .customShort("a"), help: "Lock every keychain of the user.")
     var all = false
 
     @OptionGroup var keychainNames: KeychainNames
 
+    func validate() throws {
+        if all && !keychainNames.keychains.isEmpty { throw ValidationError("-a locks every keychain: name none.") }
+    }
+
     func run() async throws {
-        do {
-            try ToolContext.keychain(function: "SecKeychainLock default").lock()
-        } catch let error as KeychainError {
-            throw ToolFailure("SecKeychainLock default", error)
+        let function = "SecKeychainLock \(all ? "all" : keychainNames.first ?? "default")"
+        let store = try ToolContext.keychain(function: function, named: keychainNames.first)
+        let result = Result { () throws(KeychainError) in
+            guard all else { return try store.lock() }
+            for keychain in try store.keychains() where keychain.lockStatus == .unlocked {
+                try store.keychain(named: keychain.name).lock()
+            }
         }
+        if case .failure(let error) = result { throw ToolFailure(function, error) }
     }
 }
 
@@ -125,7 +133,7 @@ struct SetKeychainPassword: AsyncParsableCommand {
         // Standard input first, in order (old, then new), before anything else is asked.
         let oldGiven = oldFromStandardInput ? try StandardInputSecret.text(function: Self.function, what: "the old password") : oldPassword
         let newGiven = newFromStandardInput ? try StandardInputSecret.text(function: Self.function, what: "the new password") : newPassword
-        let keychain = try ToolContext.keychain(function: Self.function)
+        let keychain = try ToolContext.keychain(function: Self.function, named: keychainNames.first)
         let hint = "Give the passwords on standard input with --old-password-stdin and --new-password-stdin."
         var old: String?
         let status: KeychainStore.Status

@@ -24,7 +24,7 @@ struct VerifyKeychain: AsyncParsableCommand {
     @OptionGroup var keychainNames: KeychainNames
 
     func run() async throws {
-        let store = try ToolContext.keychain(createIfMissing: false, function: Self.function)
+        let store = try ToolContext.keychain(createIfMissing: false, function: Self.function, named: keychainNames.first)
         // Through keychaind the daemon asks the tool for the passcode itself; in this process the locked classes
         // are unlocked first so that every item can be checked.
         if let status = try? store.status(), status.daemon == nil,

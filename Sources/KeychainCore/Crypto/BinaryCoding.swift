@@ -89,6 +89,8 @@ package struct BinaryReader {
 
     @inlinable package var remaining: Int { bytes.count - offset }
     @inlinable package var isAtEnd: Bool { offset == bytes.count }
+    /// The next byte, not consumed; nil at the end.
+    @inlinable package var nextByte: UInt8? { offset < bytes.count ? bytes[offset] : nil }
 
     @inlinable package mutating func take(_ n: Int) throws(KeychainError) -> ArraySlice<UInt8> {
         guard n >= 0, n <= remaining else { throw truncated }

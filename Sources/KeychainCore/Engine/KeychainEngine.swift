@@ -49,6 +49,8 @@ package final class KeychainEngine: Sendable {
     let secretServiceSearches = SecretStore.SearchCache()
     /// The Secret Service's in-memory `session` collection, shared by every ``SecretStore`` over this engine.
     let secretServiceSession = SessionCollection()
+    /// The user's other keychains, when this is a login keychain (see ``keychain(named:)``).
+    let otherKeychains = OtherKeychains()
 
     /// The keys usable right now.
     var crypto: ItemCrypto { keys.crypto }

@@ -117,3 +117,11 @@ extension KeychainEngine {
         }
     }
 }
+
+extension TokenKeyRequest {
+    /// The keychain a new key goes to (`kSecUseKeychain` in its attributes); nil for the other requests.
+    package var keychains: [KeychainName]? {
+        if case .create(let query) = self { return query.keychains }
+        return nil
+    }
+}

@@ -94,6 +94,12 @@ package struct ItemQuery: Sendable, Hashable {
     /// Free-form attributes every matching generic password must carry (a subset of its ``ExtendedAttributes``);
     /// empty matches any item. Searched through the attributes' index, then checked on the decrypted item.
     package var extendedMatch: [String: String] = [:]
+    /// The keychains the call acts on, in order: `kSecMatchSearchList` for a search, an update or a delete,
+    /// `kSecUseKeychain` (one) for an add; nil: the user's search list, and the default keychain for an add.
+    ///
+    /// Not part of the query's wire encoding: a client sends it as the keychains a request is for
+    /// (`KeychainRequest.onKeychains`).
+    package var keychains: [KeychainName]?
 
     package init(itemClass: ItemClass) { self.itemClass = itemClass }
 

@@ -46,6 +46,8 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
     public static let noSuchKeychain = KeychainStatus(-25294)
     /// The specified keychain is not a valid keychain file.
     public static let invalidKeychain = KeychainStatus(-25295)
+    /// A keychain with the same name already exists.
+    public static let duplicateKeychain = KeychainStatus(-25296)
     /// The specified item already exists in the keychain.
     public static let duplicateItem = KeychainStatus(-25299)
     /// The specified item could not be found in the keychain.

@@ -64,7 +64,7 @@ package enum QueryParser {
             // (its file keychain deletes only the first match without it), and macOS's SecItemDelete strips every
             // kSecMatch key before the data-protection keychain sees it; iOS's securityd refuses them all. We
             // accept kSecMatchLimitAll and refuse a finite limit, which would promise fewer deletions than happen.
-            if !(operation == .delete && key == "m_Limit" && value == .string("m_LimitAll")) { query.hasMatchKeys = true }
+            if !(operation == .delete && key == "m_Limit" && value == .string("m_LimitAll")) && key != "m_SearchList" { query.hasMatchKeys = true }
             try applyMatch(key, value, to: &query, operation: operation)
         case "r":
             query.hasReturnKeys = true
@@ -77,7 +77,12 @@ package enum QueryParser {
             default: throw .param("Unknown return key '\(key)'.")
             }
         case "u":
-            try applyUse(key, value, to: &query.authentication)
+            if key == "u_Keychain" {
+                // Where an add puts the item; in a search, a search list of one.
+                query.keychains = [try keychainName(value, key: "kSecUseKeychain")]
+            } else {
+                try applyUse(key, value, to: &query.authentication)
+            }
         case "v":
             switch key {
             case "v_Data":
@@ -112,7 +117,15 @@ package enum QueryParser {
         case "m_CaseInsensitive":
             // Accepted and ignored, as on Apple's data-protection keychain: matching is always byte-exact.
             _ = try boolean(value, key: key)
-        case "m_ItemList", "m_SearchList", "m_DiacriticInsensitive", "m_WidthInsensitive":
+        case "m_SearchList":
+            guard case .array(let entries) = value else {
+                throw .param("kSecMatchSearchList must be an array of SecKeychain objects (SecKeychainOpen, SecKeychainCopySearchList).")
+            }
+            guard entries.count <= KeychainSearchList.maximumCount else {
+                throw .param("kSecMatchSearchList holds at most \(KeychainSearchList.maximumCount) keychains.")
+            }
+            query.keychains = try entries.map { (entry) throws(KeychainError) in try keychainName(entry, key: "kSecMatchSearchList") }
+        case "m_ItemList", "m_DiacriticInsensitive", "m_WidthInsensitive":
             break // Accepted and not filtered on, as securityd does.
         case "m_HostOrSubdomainOfHost":
             guard query.itemClass == .internetPassword else {
@@ -210,6 +223,17 @@ package enum QueryParser {
             default: throw .param("kSecAttrAccessControl must be a SecAccessControl made by SecAccessControlCreateWithFlags, not a \(value.typeName).")
             }
         }
+    }
+
+    /// The marker a `SecKeychain` object becomes in a SecItem dictionary: `[marker: name]`.
+    package static let keychainReferenceMarker = "swift-keychain.SecKeychain"
+
+    /// The keychain a `SecKeychain` object names (as its marker dictionary).
+    static func keychainName(_ value: PlistValue, key: String) throws(KeychainError) -> KeychainName {
+        guard case .dictionary(let fields) = value, fields.count == 1, case .string(let name)? = fields[keychainReferenceMarker] else {
+            throw .param("\(key) must name keychains with SecKeychain objects (SecKeychainOpen, SecKeychainCopyDefault), not a \(value.typeName).")
+        }
+        return try KeychainName(name)
     }
 
     /// `kSecUseAuthenticationUI`, `kSecUseOperationPrompt`, `kSecUseAuthenticationContext` and the older

@@ -114,6 +114,7 @@ package final class ServedKeychains: Sendable {
     /// Closes every open keychain's database (at shutdown, after the last request).
     package func closeAll(logger: Logger) {
         for keychain in open {
+            for other in keychain.engine.openKeychains { try? other.close() }
             do {
                 try keychain.engine.close()
             } catch {
@@ -132,8 +133,17 @@ package final class ServedKeychains: Sendable {
         try checkOwnFolder(home)
         var userLogger = logger
         userLogger[metadataKey: "uid"] = "\(uid)"
-        do {
+        do throws(KeychainError) {
             let engine = try KeychainEngine(location: KeychainLocation(home: home), logger: userLogger, defaultIdleTimeout: idleLock > 0 ? idleLock : nil)
+            if uid == 0 {
+                // The machine's System keychain (`/Library/Keychains/System.keychain` on macOS), for root only.
+                let systemHome = stateDirectory + "/system"
+                if mkdir(systemHome, 0o700) != 0, errno != EEXIST {
+                    throw KeychainError(code: .io, message: "keychaind cannot create \(systemHome) (\(String(cString: strerror(errno)))).")
+                }
+                try checkOwnFolder(systemHome)
+                engine.attachSystemKeychain(try KeychainEngine(location: KeychainLocation(home: systemHome), logger: logger, defaultIdleTimeout: idleLock > 0 ? idleLock : nil))
+            }
             logger.info("opened a user's keychain", metadata: ["uid": "\(uid)"])
             return ServedKeychain(uid: uid, engine: engine)
         } catch {

@@ -13,9 +13,11 @@ struct IdleLock: Service {
         // Nothing to finish on shutdown: stop sleeping at once.
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                let limit = keychains.open.compactMap { $0.engine.lockIdleTimeout }.filter { $0 > 0 }.min() ?? 0
+                // Each user's login keychain and the keychains opened beside it (`security create-keychain`).
+                let engines = keychains.open.flatMap { [$0.engine] + $0.engine.openKeychains }
+                let limit = engines.compactMap(\.lockIdleTimeout).filter { $0 > 0 }.min() ?? 0
                 try await Task.sleep(for: .seconds(limit > 0 ? min(max(limit / 4, 0.05), 1) : 1))
-                for keychain in keychains.open { keychain.engine.applyLockSettings(countingAsUse: false) }
+                for engine in engines { engine.applyLockSettings(countingAsUse: false) }
             }
         }
     }
