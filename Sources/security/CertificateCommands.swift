@@ -158,7 +158,7 @@ struct DeleteCertificate: AsyncParsableCommand {
     @Option(name: .customShort("Z"), help: ArgumentHelp("The certificate's SHA-1 hash, in hex.", valueName: "hash"))
     var hash: String?
 
-    @Flag(name: .customShort("t"), help: "Also delete user trust settings (there are none to delete).")
+    @Flag(name: .customShort("t"), help: "Also delete the certificate's user trust settings.")
     var trustSettings = false
 
     @OptionGroup var keychainNames: KeychainNames
@@ -174,7 +174,7 @@ struct DeleteCertificate: AsyncParsableCommand {
         let found = try CertificateItems.all(context).filter { item, certificate in
             match.matches(item, certificate) && (hash.map { certificate.sha1Fingerprint == $0.uppercased() } ?? true)
         }
-        guard let (item, _) = found.first else { throw ToolFailure("SecKeychainSearchCopyNext", status: .itemNotFound) }
+        guard let (item, certificate) = found.first else { throw ToolFailure("SecKeychainSearchCopyNext", status: .itemNotFound) }
         guard found.count == 1 else {
             throw ToolFailure.input(function, "\(found.count) certificates match; give the one to delete by its SHA-1 hash with -Z.")
         }
@@ -185,6 +185,15 @@ struct DeleteCertificate: AsyncParsableCommand {
             try context.delete(query)
         } catch {
             throw ToolFailure(function, error)
+        }
+        if trustSettings {
+            do {
+                try KeychainTrustSettings.remove(certificate, domain: .user)
+            } catch where error.status == .itemNotFound {
+                // It had none.
+            } catch {
+                throw ToolFailure("SecTrustSettingsRemoveTrustSettings", error)
+            }
         }
     }
 }

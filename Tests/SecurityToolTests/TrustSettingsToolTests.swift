@@ -112,6 +112,11 @@ struct TrustSettingsToolTests {
             #expect(again.stderr == "security: SecTrustSettingsRemoveTrustSettings: The specified item could not be found in the keychain.\n")
             #expect(try kc.trusting(["dump-trust-settings"]).stdout.hasPrefix("Number of trusted certs = 1\nCert 0: Tool Trust Intermediate\n"))
 
+            // delete-certificate -t deletes the certificate's user trust settings with it.
+            try kc.succeed(["add-certificates", kc.root + "/int.pem"])
+            try kc.succeed(["delete-certificate", "-c", "Tool Trust Intermediate", "-t"])
+            #expect(try kc.trusting(["dump-trust-settings"]).status == 81)
+
             // -s lists the System Roots, each a root with no constraints.
             try kc.setSystemRoots(["root.pem"])
             #expect(try kc.trusting(["dump-trust-settings", "-s"]).stdout == "Number of trusted certs = 1\nCert 0: Tool Trust Root\n   Number of trust settings : 0\n")
