@@ -150,6 +150,12 @@ public var errSecInvalidData: OSStatus { -67673 }
 public var errSecVerifyFailed: OSStatus { -67808 }
 /// The trust policy was not trusted.
 public var errSecNotTrusted: OSStatus { -67843 }
+/// An incomplete certificate revocation check occurred.
+public var errSecIncompleteCertRevocationCheck: OSStatus { -67635 }
+/// The trust setting for this policy was set to Deny.
+public var errSecTrustSettingDeny: OSStatus { -67654 }
+/// The certificate was revoked.
+public var errSecCertificateRevoked: OSStatus { -67820 }
 /// An invalid value was detected.
 public var errSecInvalidValue: OSStatus { -67694 }
 

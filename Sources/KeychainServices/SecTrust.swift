@@ -7,18 +7,29 @@ import KeychainCore
 // Keychain Services trust functions, with Apple's signatures (SecPolicy.h, SecTrust.h). Evaluation is the
 // engine's (`TrustEvaluation`, on swift-certificates' verifier); this file only declares the API.
 
-/// What a trust evaluation checks: a chain to a trusted root (basic X.509), and for SSL the server's name.
+/// What a trust evaluation checks: a chain to a trusted root (basic X.509), for SSL the server's name, and with a
+/// revocation policy (`SecPolicyCreateRevocation`) the certificates' revocation status.
 public final class SecPolicy: @unchecked Sendable {
     /// The server name an SSL policy requires, when it requires one.
     let hostname: String?
+    /// The policy's OID (basic X.509, SSL, revocation, …), which trust settings name.
+    let identifier: TrustPolicyIdentifier
+    /// A revocation policy's flags.
+    let revocation: RevocationOptions?
 
-    init(hostname: String?) { self.hostname = hostname }
+    init(hostname: String?, identifier: TrustPolicyIdentifier? = nil, revocation: RevocationOptions? = nil) {
+        self.hostname = hostname
+        self.identifier = identifier ?? (hostname == nil ? .basic : .ssl)
+        self.revocation = revocation
+    }
 }
 
 /// A certificate chain to evaluate against policies, trusted roots and a date.
 public final class SecTrust: @unchecked Sendable {
     let certificates: [SecCertificate]
-    let policies: [SecPolicy]
+    var policies: [SecPolicy]
+    var networkFetchAllowed = true
+    var revocationChecked = false
     var anchors: [SecCertificate] = []
     var anchorsOnly = false
     var verifyDate: Date?
@@ -38,12 +49,12 @@ public func SecTrustGetTypeID() -> CFTypeID { CoreFoundationTypeID.secTrust }
 
 /// A policy that checks a certificate chain to a trusted root (RFC 5280 path validation).
 public func SecPolicyCreateBasicX509() -> SecPolicy {
-    SecPolicy(hostname: nil)
+    SecPolicy(hostname: nil, identifier: .basic)
 }
 
 /// A policy for TLS: path validation, and for a server, that the leaf names `hostname`.
 public func SecPolicyCreateSSL(_ server: Bool, _ hostname: CFString?) -> SecPolicy {
-    SecPolicy(hostname: server ? hostname.map { $0 as String } : nil)
+    SecPolicy(hostname: server ? hostname.map { $0 as String } : nil, identifier: .ssl)
 }
 
 /// Creates a trust object for a leaf certificate (or an array whose first element is the leaf and the rest
@@ -97,21 +108,32 @@ public func SecTrustSetVerifyDate(_ trust: SecTrust, _ verifyDate: CFDate) -> OS
 }
 
 /// Evaluates the trust: `true` when every policy holds for a chain to a trusted root; else `false` and, in
-/// `error`, `errSecNotTrusted` with the reason.
+/// `error`, the reason: `errSecNotTrusted`, `errSecTrustSettingDeny` (a certificate of the chain is denied by the
+/// user's or the administrator's trust settings), `errSecCertificateRevoked` (a revocation policy found a CRL that
+/// revokes one), or `errSecIncompleteCertRevocationCheck` (a positive revocation response was required and none
+/// could be had: OCSP is unavailable offline, and no current CRL covered the certificate).
 public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutablePointer<CFError?>?) -> Bool {
     error?.pointee = nil
     do {
         var chain: [CertificateData] = []
-        for policy in trust.policies {
-            chain = try TrustEvaluation.evaluate(.init(
+        let revocationPolicies = trust.policies.compactMap(\.revocation)
+        let revocation = revocationPolicies.isEmpty ? nil : revocationPolicies.reduce(RevocationOptions()) { $0.union($1) }
+        var pathPolicies = trust.policies.filter { $0.revocation == nil }
+        if pathPolicies.isEmpty { pathPolicies = [SecPolicyCreateBasicX509()] }
+        trust.revocationChecked = false
+        for policy in pathPolicies {
+            let outcome = try TrustEvaluation.evaluateInDetail(.init(
                 leaf: trust.certificates[0].data, intermediates: trust.certificates.dropFirst().map(\.data),
                 anchors: trust.anchors.map(\.data), anchorsOnly: trust.anchorsOnly, hostname: policy.hostname,
-                date: trust.verifyDate))
+                date: trust.verifyDate, policy: policy.identifier, revocation: revocation, networkFetchAllowed: trust.networkFetchAllowed))
+            chain = outcome.chain
+            trust.revocationChecked = outcome.revocation?.checked ?? false
         }
         trust.chain = chain.map(SecCertificate.init)
         return true
     } catch let failure {
         trust.chain = []
+        trust.revocationChecked = false
         error?.pointee = NSError(domain: NSOSStatusErrorDomain, code: Int(failure.status.rawValue),
                                  userInfo: [NSDebugDescriptionErrorKey: failure.message])
         return false

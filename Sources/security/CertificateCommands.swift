@@ -158,7 +158,7 @@ struct DeleteCertificate: AsyncParsableCommand {
     @Option(name: .customShort("Z"), help: ArgumentHelp("The certificate's SHA-1 hash, in hex.", valueName: "hash"))
     var hash: String?
 
-    @Flag(name: .customShort("t"), help: "Also delete user trust settings (there are none to delete).")
+    @Flag(name: .customShort("t"), help: "Also delete the certificate's user trust settings.")
     var trustSettings = false
 
     @OptionGroup var keychainNames: KeychainNames
@@ -174,7 +174,7 @@ struct DeleteCertificate: AsyncParsableCommand {
         let found = try CertificateItems.all(context).filter { item, certificate in
             match.matches(item, certificate) && (hash.map { certificate.sha1Fingerprint == $0.uppercased() } ?? true)
         }
-        guard let (item, _) = found.first else { throw ToolFailure("SecKeychainSearchCopyNext", status: .itemNotFound) }
+        guard let (item, certificate) = found.first else { throw ToolFailure("SecKeychainSearchCopyNext", status: .itemNotFound) }
         guard found.count == 1 else {
             throw ToolFailure.input(function, "\(found.count) certificates match; give the one to delete by its SHA-1 hash with -Z.")
         }
@@ -185,6 +185,15 @@ struct DeleteCertificate: AsyncParsableCommand {
             try context.delete(query)
         } catch {
             throw ToolFailure(function, error)
+        }
+        if trustSettings {
+            do {
+                try KeychainTrustSettings.remove(certificate, domain: .user)
+            } catch where error.status == .itemNotFound {
+                // It had none.
+            } catch {
+                throw ToolFailure("SecTrustSettingsRemoveTrustSettings", error)
+            }
         }
     }
 }
@@ -250,7 +259,7 @@ struct VerifyCert: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify-cert",
         abstract: "Verify certificate(s).",
-        discussion: "The first -c file's first certificate is the leaf; the other certificates are intermediates. With -r, only those roots are trusted; without, the system's roots (the Debian CA bundle)."
+        discussion: "The first -c file's first certificate is the leaf; the other certificates are intermediates. With -r, only those roots are trusted; without, the System Roots (the Debian CA bundle and /etc/ssl/certs) and the user's and admin's trust settings. With -R crl (or --crl), revocation is checked against installed CRLs (security add-crl) and the --crl files; OCSP is never sent (offline)."
     )
 
     @Option(name: .customShort("c"), help: ArgumentHelp("Certificate file(s), PEM or DER; the leaf first.", valueName: "certFile"))
@@ -277,6 +286,12 @@ struct VerifyCert: AsyncParsableCommand {
     @Flag(name: .customShort("q"), help: "Quiet: print nothing on success.")
     var quiet = false
 
+    @Option(name: .customShort("R"), help: ArgumentHelp("Check revocation: crl, ocsp (unavailable offline), require (fail when a status is unknown), offline (no network). Repeatable.", valueName: "revCheckOption"))
+    var revocation: [RevocationCheckOption] = []
+
+    @Option(name: .customLong("crl"), help: ArgumentHelp("A CRL file (PEM or DER) to use beside the installed ones (security add-crl). Repeatable.", valueName: "crlFile"))
+    var crlFiles: [String] = []
+
     func validate() throws {
         if certificates.isEmpty { throw ValidationError("Name the certificate to verify with -c.") }
     }
@@ -286,14 +301,46 @@ struct VerifyCert: AsyncParsableCommand {
         let chain = try CertificateItems.read(certificates, function: function).certificates
         let anchors = try CertificateItems.read(roots, function: function).certificates
         guard let leaf = chain.first else { throw ToolFailure.input(function, "\(certificates[0]) holds no certificate.") }
+        var crls: [Data] = []
+        for file in crlFiles { crls.append(try KeychainBackups.read(file, function: function)) }
+        // -R require or -R offline alone, or --crl alone, check CRLs.
+        var methods = revocation.reduce(into: KeychainRevocationOptions()) { $0.formUnion($1.options) }
+        if !methods.contains(.crl) && !methods.contains(.ocsp) { methods.formUnion(.crl) }
+        let options = revocation.isEmpty && crls.isEmpty ? nil : methods
+        let verification: KeychainVerification
         do {
-            try leaf.verify(intermediates: Array(chain.dropFirst()), anchors: anchors, anchorsOnly: !anchors.isEmpty,
-                            hostname: policy == .ssl || host != nil ? host : nil)
+            verification = try leaf.verify(intermediates: Array(chain.dropFirst()), anchors: anchors, anchorsOnly: !anchors.isEmpty,
+                                           hostname: policy == .ssl || host != nil ? host : nil, revocation: options, crls: crls)
         } catch {
-            var failure = ToolFailure.input(function, "Cert Verify Result: CSSMERR_TP_NOT_TRUSTED")
+            var failure = ToolFailure.input(function, "Cert Verify Result: \(Self.cssmName(error.status))")
             failure.detail = error.message
             throw failure
         }
+        for note in verification.revocationNotes { Output.standardError("security: \(note)\n") }
         if !quiet { Output.standardOutput("...certificate verification successful.\n") }
+    }
+
+    /// The CSSM name macOS's tool prints for a failed evaluation.
+    static func cssmName(_ status: KeychainStatus) -> String {
+        switch status {
+        case .certificateRevoked: "CSSMERR_TP_CERT_REVOKED"
+        case .incompleteRevocationCheck: "CSSMERR_TP_INCOMPLETE_REVOCATION_CHECK"
+        case .trustSettingDeny: "CSSMERR_APPLETP_TRUST_SETTING_DENY"
+        default: "CSSMERR_TP_NOT_TRUSTED"
+        }
+    }
+}
+
+/// A `verify-cert -R` value, as macOS's tool takes them.
+enum RevocationCheckOption: String, ExpressibleByArgument, CaseIterable {
+    case ocsp, crl, require, offline
+
+    var options: KeychainRevocationOptions {
+        switch self {
+        case .ocsp: .ocsp
+        case .crl: .crl
+        case .require: .requirePositiveResponse
+        case .offline: .networkAccessDisabled
+        }
     }
 }

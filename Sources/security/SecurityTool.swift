@@ -26,6 +26,8 @@ struct SecurityTool: AsyncParsableCommand {
             ShowKeychainInfo.self, SetKeychainSettings.self, ErrorCommand.self, Authorize.self,
             CreateKeychain.self, DeleteKeychain.self, ListKeychains.self, DefaultKeychain.self, LoginKeychain.self,
             AddCertificates.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self, VerifyCert.self,
+            AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
+            AddCRL.self,
         ]
     )
 

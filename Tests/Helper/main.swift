@@ -25,6 +25,9 @@
 //                                                               state the server took (see SyncWriter.swift);
 //                                                               settle: no edits, syncs until nothing is left, "settled"
 //   keychain-test-helper trust LEAF.der [CA.der …] [host=NAME] → "trusted chain=N" or "not trusted status=N"
+//                              [revocation=FLAGS] [nofetch] → with a revocation policy (kSecRevocation… bits), also
+//                                                               " revocation-checked=true|false"
+//   keychain-test-helper trust-settings VERB …                → SecTrustSettings… calls (see TrustSettingsVerbs.swift)
 //   keychain-test-helper kit-set KEY VALUE                    → KeychainKit's default store: "ok" or "error=OSStatus"
 //   keychain-test-helper kit-keys                             → KeychainKit: every key of service "kit", comma-separated
 //   keychain-test-helper kit-get KEY                          → KeychainKit: "value=…", "none" or "error=OSStatus"
@@ -285,9 +288,11 @@ case "sync-writer" where args.count == 4 || (args.count == 5 && args[4] == "sett
     Task { exit(await SyncWriter.run(home: home, prefix: prefix, seed: seed, settle: settle)) }
     dispatchMain()
 case "trust" where args.count >= 2:
-    // Evaluates DER certificates (leaf first) against the system roots; "host=NAME" adds an SSL server policy.
+    // Evaluates DER certificates (leaf first) against the system roots; "host=NAME" adds an SSL server policy,
+    // "revocation=FLAGS" a revocation policy, "nofetch" disallows network fetching.
     let host = args.dropFirst().first { $0.hasPrefix("host=") }.map { String($0.dropFirst(5)) }
-    let certificates = args.dropFirst().filter { !$0.hasPrefix("host=") }.compactMap { path in
+    let revocation = args.dropFirst().first { $0.hasPrefix("revocation=") }.flatMap { CFOptionFlags($0.dropFirst(11)) }
+    let certificates = args.dropFirst().filter { !$0.hasPrefix("host=") && !$0.hasPrefix("revocation=") && $0 != "nofetch" }.compactMap { path in
         FileManager.default.contents(atPath: path).flatMap { SecCertificateCreateWithData(nil, $0 as CFData) }
     }
     var trust: SecTrust?
@@ -296,12 +301,26 @@ case "trust" where args.count >= 2:
         flushLine("no trust object")
         exit(1)
     }
+    if let revocation, let check = SecPolicyCreateRevocation(revocation) {
+        guard SecTrustSetPolicies(trust, [policy, check] as CFArray) == errSecSuccess else {
+            flushLine("cannot set policies")
+            exit(1)
+        }
+    }
+    if args.contains("nofetch") { _ = SecTrustSetNetworkFetchAllowed(trust, false) }
     var error: CFError?
     if SecTrustEvaluateWithError(trust, &error) {
-        flushLine("trusted chain=\((SecTrustCopyCertificateChain(trust) as? [SecCertificate])?.count ?? 0)")
+        var line = "trusted chain=\((SecTrustCopyCertificateChain(trust) as? [SecCertificate])?.count ?? 0)"
+        if revocation != nil {
+            let checked = (SecTrustCopyResult(trust) as? [String: Any])?[kSecTrustRevocationChecked as String] as? Bool
+            line += " revocation-checked=\(checked ?? false)"
+        }
+        flushLine(line)
     } else {
         flushLine("not trusted status=\(error?.code ?? 0)")
     }
+case "trust-settings" where args.count >= 2:
+    exit(trustSettingsVerb(Array(args.dropFirst())))
 default:
     FileHandle.standardError.write(Data("usage: keychain-test-helper add|add-and-hold|race|find …\n".utf8))
     exit(2)

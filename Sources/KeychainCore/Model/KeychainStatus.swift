@@ -184,5 +184,8 @@ public struct KeychainStatus: RawRepresentable, Hashable, Sendable, CustomString
         -67694: "An invalid value was detected.",
         -67808: "A cryptographic verification failure has occurred.",
         -67843: "The trust policy was not trusted.",
+        -67635: "An incomplete certificate revocation check occurred.",
+        -67654: "The trust setting for this policy was set to Deny.",
+        -67820: "The certificate was revoked.",
     ]
 }

@@ -97,11 +97,15 @@ package enum FileSystem {
     /// processes creating the same file race safely); otherwise it uses `rename(2)` and replaces any old file.
     /// The folder is fsynced afterwards so the new name survives a crash.
     @discardableResult
-    package static func writeAtomically(_ bytes: some Collection<UInt8>, to path: String, exclusive: Bool) throws(KeychainError) -> Bool {
+    ///
+    /// `mode` is the new file's permissions (0600 unless a file others must read, such as the administrator's
+    /// trust settings at 0644).
+    package static func writeAtomically(_ bytes: some Collection<UInt8>, to path: String, exclusive: Bool, mode: mode_t = 0o600) throws(KeychainError) -> Bool {
         let directory = NSStringPath(path).deletingLastPathComponent
         let temp = "\(path).tmp-\(getpid())-\(UInt64.random(in: 0 ... .max))"
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd < 0 { throw ioError("create", temp) }
+        if mode != 0o600 && fchmod(fd, mode) != 0 { close(fd); unlink(temp); throw ioError("set the permissions of", temp) }
         var ok = false
         defer { if !ok || exclusive { unlink(temp) } }
         let data = Array(bytes)
