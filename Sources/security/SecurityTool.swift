@@ -26,6 +26,7 @@ struct SecurityTool: AsyncParsableCommand {
             ShowKeychainInfo.self, SetKeychainSettings.self, ErrorCommand.self, Authorize.self,
             CreateKeychain.self, DeleteKeychain.self, ListKeychains.self, DefaultKeychain.self, LoginKeychain.self,
             AddCertificates.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self, VerifyCert.self,
+            LoginKeychainPAM.self,
         ]
     )
 
