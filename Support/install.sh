@@ -66,15 +66,23 @@ programs="keychaind security git-credential-keychain"
 [ -n "$destdir" ] && enable=no
 
 if [ "$mode" = pam ]; then
-    # The PAM module: C, built by SwiftPM as the dynamic library product pam_keychain (libpam_keychain.so).
+    # The PAM module: C. SwiftPM builds it as the product pam_keychain for the tests, but links the Swift runtime
+    # into it (its linker is swiftc's); every program that logs someone in would load that runtime, so the module
+    # installed is the same file compiled by the C compiler alone, hardened, against Linux-PAM (libpam0g-dev).
     [ -n "$prefix" ] || prefix=/usr/local
     [ -n "$scratch" ] || scratch="$root/.build"
     if [ -z "$destdir" ] && [ "$(id -u)" -ne 0 ]; then
         echo "install.sh: --pam installs into the system's PAM module folder; run it as root (sudo)." >&2
         exit 1
     fi
-    [ "$build" = no ] || (cd "$root" && swift build -c release --scratch-path "$scratch" --product pam_keychain)
-    module="$scratch/release/libpam_keychain.so"
+    module="$scratch/release/pam_keychain.so"
+    if [ "$build" = yes ]; then
+        [ -f /usr/include/security/pam_modules.h ] || { echo "install.sh: Linux-PAM's headers are missing: apt-get install libpam0g-dev" >&2; exit 1; }
+        install -d "$scratch/release"
+        ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
+            -Wl,-z,relro,-z,now -Wl,--as-needed -I "$root/Sources/CPAMKeychain/include" \
+            "$root/Sources/CPAMKeychain/pam_keychain.c" -lpam -o "$module"
+    fi
     [ -f "$module" ] || { echo "install.sh: $module is missing; run without --no-build." >&2; exit 1; }
     if ldd "$module" | grep -q -e 'libswift' -e 'libFoundation' -e 'libdispatch'; then
         echo "install.sh: $module loads the Swift runtime; a PAM module must not (every program that logs in would):" >&2
@@ -85,7 +93,7 @@ if [ "$mode" = pam ]; then
     install -d -m 0755 "$destdir$libdir/security"
     install $strip -m 0644 "$module" "$destdir$libdir/security/pam_keychain.so"
     echo "Installed pam_keychain.so in $destdir$libdir/security"
-    echo "Add, after pam_unix.so's line (and after the [default=1] ... pam_permit.so block) in each file:"
+    echo "Add these lines after the pam_unix.so block of each file (the session line after pam_systemd.so):"
     echo "  /etc/pam.d/common-auth:      auth     optional  pam_keychain.so helper=$prefix/bin/security"
     echo "  /etc/pam.d/common-session:   session  optional  pam_keychain.so helper=$prefix/bin/security"
     echo "  /etc/pam.d/common-password:  password optional  pam_keychain.so helper=$prefix/bin/security"

@@ -61,7 +61,8 @@ private func plainPassword(_ account: String) -> ItemQuery {
     }
 
     @Test func aCancelledPromptFailsWithUserCanceledAndLeavesItLocked() throws {
-        let (_, prompts, connection) = try lockedKeychain()
+        let (kc, prompts, connection) = try lockedKeychain()
+        defer { withExtendedLifetime(kc) {} }
         try prompts.queue("cancel")
         expectKeychainError(.userCanceled, status: .userCanceled) { _ = try connection.find(dataQuery("a")) }
         #expect(prompts.starts == 1)
@@ -69,7 +70,8 @@ private func plainPassword(_ account: String) -> ItemQuery {
     }
 
     @Test func aRequestThatForbidsPromptsFailsAsBeforeWithoutOne() throws {
-        let (_, prompts, connection) = try lockedKeychain()
+        let (kc, prompts, connection) = try lockedKeychain()
+        defer { withExtendedLifetime(kc) {} }
         try prompts.queue("pin 1234")
         expectKeychainError(.interactionNotAllowed, status: .interactionNotAllowed) {
             _ = try connection.find(dataQuery("a", ui: .fail))
@@ -89,7 +91,8 @@ private func plainPassword(_ account: String) -> ItemQuery {
     }
 
     @Test func anAddToALockedKeychainIsServedAfterTheUnlock() throws {
-        let (_, prompts, connection) = try lockedKeychain()
+        let (kc, prompts, connection) = try lockedKeychain()
+        defer { withExtendedLifetime(kc) {} }
         try prompts.queue("pin 1234")
         _ = try connection.add(plainPassword("b"))
         #expect(prompts.starts == 1)

@@ -83,6 +83,8 @@ struct LoginKeychainPAMTests {
         let user: LoginUser
         let service: PAMService
         let record: String
+        /// While this file exists, the helper's next start exits as when no keychaind listens yet.
+        let notYet: String
         let security: String
         let wrapper: String
 
@@ -95,11 +97,14 @@ struct LoginKeychainPAMTests {
             try FileManager.default.createDirectory(atPath: records, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             _ = chown(records, user.uid, user.gid)
             record = records + "/started"
+            notYet = records + "/not-yet"
             wrapper = daemon.folder + "/helper"
             try writeExecutable(Data("""
             #!/bin/sh
             { echo "cmdline: $(tr '\\0' ' ' < /proc/$$/cmdline)"; tr '\\0' '\\n' < /proc/$$/environ | sed 's/^/env: /'
-              grep -E '^(Uid|Gid|Groups|CapEff|CapPrm):' /proc/$$/status; echo "fds: $(ls /proc/$$/fd | tr '\\n' ' ')"; } >> '\(record)'
+              grep -E '^(Uid|Gid|Groups|CapEff|CapPrm):' /proc/$$/status; echo "stdin: $(readlink /proc/$$/fd/0)"; } >> '\(record)'
+            # A test plays "keychaind is not listening yet" once: the status the helper then exits with.
+            if [ -e '\(records)/not-yet' ]; then rm -f '\(records)/not-yet'; cat > /dev/null; exit 30; fi
             exec '\(security)' "$@"
 
             """.utf8), to: wrapper)
@@ -152,15 +157,31 @@ struct LoginKeychainPAMTests {
         let environment = Set(started.components(separatedBy: "\n").filter { $0.hasPrefix("env: ") }.map { String($0.dropFirst(5)) })
         #expect(environment == ["HOME=\(rig.user.home)", "USER=\(rig.user.name)", "LOGNAME=\(rig.user.name)", "PATH=/usr/local/bin:/usr/bin:/bin",
                                 "XDG_RUNTIME_DIR=/run/user/\(rig.user.uid)", "KEYCHAIN_DAEMON_SOCKET=\(rig.daemon.socket)"])
-        // As the user — every uid and gid, the user's own groups — with no capability left; descriptors 0-2 only
-        // (and the shell's own for the record).
+        // As the user — every uid and gid, the user's own groups — with no capability left; standard input is
+        // the socket the module writes the password to.
         #expect(started.contains("Uid:\t\(rig.user.uid)\t\(rig.user.uid)\t\(rig.user.uid)\t\(rig.user.uid)\n"))
         #expect(started.contains("Gid:\t\(rig.user.gid)\t\(rig.user.gid)\t\(rig.user.gid)\t\(rig.user.gid)\n"))
         #expect(started.contains("Groups:\t\(rig.user.gid) \n") || started.contains("Groups:\t\(rig.user.gid)\n"))
         #expect(started.contains("CapEff:\t0000000000000000\n"))
         #expect(started.contains("CapPrm:\t0000000000000000\n"))
-        #expect(started.contains("fds: 0 1 2 3 "), "\(started)")
+        #expect(started.contains("stdin: socket:["), "the password came on a socket: \(started)")
         #expect(!rig.daemon.output.contains(password))
+    }
+
+    @Test func whenNoKeychaindListensAtAuthenticationTheSessionUnlocks() throws {
+        let password = "login-Secret-4716"
+        let rig = try Rig(password: password, passcode: password)
+        #expect(FileManager.default.createFile(atPath: rig.notYet, contents: nil))
+        let login = try rig.pamtester(["authenticate", "open_session"], input: password + "\n")
+        #expect(login.status == 0, "\(login.stdout)\(login.stderr)")
+        // Started twice: at authentication (no keychaind yet: the password is kept), then by the session.
+        #expect(rig.started.components(separatedBy: "\n").filter { $0.hasPrefix("cmdline: ") }.count == 2)
+        #expect(try rig.lockState() == "unlocked")
+        // Authentication alone (a screen locker) with no keychaind: nothing is unlocked, nothing fails.
+        try rig.lock()
+        #expect(FileManager.default.createFile(atPath: rig.notYet, contents: nil))
+        #expect(try rig.pamtester(["authenticate"], input: password + "\n").status == 0)
+        #expect(try rig.lockState() == "locked")
     }
 
     @Test func aWrongPasswordUnlocksNothingAndALoginWhosePasswordIsNotThePasscodeStillSucceeds() throws {
