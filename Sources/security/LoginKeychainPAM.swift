@@ -105,12 +105,12 @@ struct LoginKeychainPAM: AsyncParsableCommand {
         do throws(KeychainError) {
             let keychain = try KeychainStore.administrator(createIfMissing: setIfNone)
             return (keychain, try keychain.status())
+        } catch where error.status == .noSuchKeychain {
+            return nil
         } catch where error.code == .notAvailable {
             var failure = Self.failure(error)
             failure.exitStatus = Outcome.noDaemon.rawValue
             throw failure
-        } catch where error.status == .noSuchKeychain {
-            return nil
         } catch {
             throw Self.failure(error)
         }
