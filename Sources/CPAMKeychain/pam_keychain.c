@@ -17,6 +17,7 @@
 // password (syslog gets outcomes only) and never puts one on a command line or in an environment: the helper runs
 // as the user (supplementary groups, gid and uid of the user, no way back to root), with an environment of HOME,
 // USER, LOGNAME, PATH and XDG_RUNTIME_DIR only, and reads the password(s) from its standard input.
+#if defined(__linux__) // Linux-PAM's module API (pam_ext.h, pam_syslog); elsewhere this builds to an empty library.
 #define _GNU_SOURCE
 #include "pam_keychain.h"
 
@@ -401,3 +402,5 @@ PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const c
     report(pamh, user, "change", outcome);
     return PAM_IGNORE;
 }
+
+#endif
