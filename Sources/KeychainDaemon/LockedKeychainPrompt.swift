@@ -2,8 +2,8 @@ import Foundation
 import KeychainCore
 import KeychainProtocol
 
-/// Unlocking on first use: an item request that meets the keychain locked (its class key is not in memory, so the
-/// engine answers `errSecInteractionNotAllowed`) and allows a prompt (`kSecUseAuthenticationUI` allow, no
+/// Unlocking on first use: an item request that meets the login keychain locked (its class key is not in memory, so
+/// the engine answers `errSecInteractionNotAllowed`) and allows a prompt (`kSecUseAuthenticationUI` allow, no
 /// `interactionNotAllowed` context) makes keychaind ask the person for the keychain passcode through its prompter
 /// (pinentry, as for user presence), unlock with the answer and serve the request once more — what macOS does when
 /// a program reads an item of a locked login keychain. A wrong passcode is asked again, at most
