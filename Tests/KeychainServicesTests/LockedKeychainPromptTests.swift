@@ -98,4 +98,15 @@ private func plainPassword(_ account: String) -> ItemQuery {
         #expect(prompts.starts == 1)
         #expect(try connection.find(dataQuery("b")).first?.data == Data("secret-b".utf8))
     }
+
+    @Test func aRequestNamingTheLoginKeychainAsksToo() throws {
+        let (kc, prompts, connection) = try lockedKeychain()
+        defer { withExtendedLifetime(kc) {} }
+        try prompts.queue("pin 1234")
+        var named = dataQuery("a")
+        named.keychains = [.login]
+        #expect(try connection.find(named).first?.data == Data("secret-a".utf8))
+        #expect(prompts.starts == 1)
+        #expect(try connection.status().lockState == .unlocked)
+    }
 }
