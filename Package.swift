@@ -17,6 +17,8 @@ let package = Package(
         .executable(name: "keychaind", targets: ["keychaind"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
         .executable(name: "keychain-sync-server", targets: ["keychain-sync-server"]),
+        // The PAM module that unlocks the login keychain at login (libpam_keychain.so, installed as pam_keychain.so).
+        .library(name: "pam_keychain", type: .dynamic, targets: ["CPAMKeychain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -45,6 +47,9 @@ let package = Package(
     targets: [
         // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred, glibc's _GNU_SOURCE spawn extensions).
         .target(name: "CKeychainLinux"),
+        // pam_keychain.so, in C as PAM modules are (headers from Debian's libpam0g-dev): it runs
+        // `security login-keychain-pam` as the user to unlock or re-wrap the login keychain.
+        .target(name: "CPAMKeychain", linkerSettings: [.linkedLibrary("pam")]),
         // PKCS#12 files opened with the system's OpenSSL libcrypto: no Swift package reads them, and their
         // legacy profiles (3DES, RC2) are not in swift-crypto. libcrypto is opened (dlopen) on the first PKCS#12
         // file rather than linked, so that no program pays for loading it at start.

@@ -10,6 +10,10 @@
 #   Support/install.sh --user [--prefix ~/.local]      as the user: a keychaind of this user only, serving
 #       ~/.local/share/keychain (readable by this user's programs), for machines where no one can install a system
 #       service. Installs keychaind.socket/.service for the systemd user manager.
+#   Support/install.sh --pam [--prefix /usr/local]     as root: pam_keychain.so, which unlocks the login keychain at
+#       login and re-wraps it when the login password changes, into the PAM module folder (pkg-config's libdir of
+#       pam, /lib/x86_64-linux-gnu/security on Debian); prints the lines to add to /etc/pam.d/common-auth,
+#       common-session and common-password. Its helper is PREFIX/bin/security (install it with --system first).
 #
 # Other options:
 #   --no-build       install the binaries already built in .build/release (by this script, earlier)
@@ -37,6 +41,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --system) mode=system ;;
         --user) mode=user ;;
+        --pam) mode=pam ;;
         --prefix) prefix="$2"; shift ;;
         --prefix=*) prefix="${1#--prefix=}" ;;
         --destdir) destdir="$2"; shift ;;
@@ -52,13 +57,48 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ -n "$mode" ] || { echo "install.sh: say --system or --user (see --help)" >&2; exit 2; }
+[ -n "$mode" ] || { echo "install.sh: say --system, --user or --pam (see --help)" >&2; exit 2; }
 [ "$secretservice" = no ] || [ "$mode" = user ] || { echo "install.sh: --secret-service goes with --user (a --system keychaind serves every user and no session bus)" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 programs="keychaind security git-credential-keychain"
 [ -n "$destdir" ] && enable=no
+
+if [ "$mode" = pam ]; then
+    # The PAM module: C. SwiftPM builds it as the product pam_keychain for the tests, but links the Swift runtime
+    # into it (its linker is swiftc's); every program that logs someone in would load that runtime, so the module
+    # installed is the same file compiled by the C compiler alone, hardened, against Linux-PAM (libpam0g-dev).
+    [ -n "$prefix" ] || prefix=/usr/local
+    [ -n "$scratch" ] || scratch="$root/.build"
+    if [ -z "$destdir" ] && [ "$(id -u)" -ne 0 ]; then
+        echo "install.sh: --pam installs into the system's PAM module folder; run it as root (sudo)." >&2
+        exit 1
+    fi
+    module="$scratch/release/pam_keychain.so"
+    if [ "$build" = yes ]; then
+        [ -f /usr/include/security/pam_modules.h ] || { echo "install.sh: Linux-PAM's headers are missing: apt-get install libpam0g-dev" >&2; exit 1; }
+        install -d "$scratch/release"
+        ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Werror -fPIC -shared -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
+            -Wl,-z,relro,-z,now -Wl,--as-needed -I "$root/Sources/CPAMKeychain/include" \
+            "$root/Sources/CPAMKeychain/pam_keychain.c" -lpam -o "$module"
+    fi
+    [ -f "$module" ] || { echo "install.sh: $module is missing; run without --no-build." >&2; exit 1; }
+    if ldd "$module" | grep -q -e 'libswift' -e 'libFoundation' -e 'libdispatch'; then
+        echo "install.sh: $module loads the Swift runtime; a PAM module must not (every program that logs in would):" >&2
+        ldd "$module" >&2
+        exit 1
+    fi
+    libdir=$(pkg-config --variable=libdir pam 2>/dev/null || echo "/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)")
+    install -d -m 0755 "$destdir$libdir/security"
+    install $strip -m 0644 "$module" "$destdir$libdir/security/pam_keychain.so"
+    echo "Installed pam_keychain.so in $destdir$libdir/security"
+    echo "Add these lines after the pam_unix.so block of each file (the session line after pam_systemd.so):"
+    echo "  /etc/pam.d/common-auth:      auth     optional  pam_keychain.so helper=$prefix/bin/security"
+    echo "  /etc/pam.d/common-session:   session  optional  pam_keychain.so helper=$prefix/bin/security"
+    echo "  /etc/pam.d/common-password:  password optional  pam_keychain.so helper=$prefix/bin/security"
+    exit 0
+fi
 
 if [ "$mode" = system ]; then
     [ -n "$prefix" ] || prefix=/usr/local

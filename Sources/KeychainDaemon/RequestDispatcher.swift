@@ -32,8 +32,11 @@ package struct RequestDispatcher: Sendable {
             try engine.followKeybagChanges()
             // The idle time and a suspend are checked before the request is served; the request is a use.
             engine.applyLockSettings()
-            if case .onKeychains(let names, let inner) = request { return try perform(inner, session: session, on: names) }
-            return try perform(request, session: session, on: nil)
+            // A locked login keychain may be unlocked with a prompt and the request served again (LockedKeychainPrompt.swift).
+            return try unlockingWhenLocked(request, session: session) { () throws(KeychainError) in
+                if case .onKeychains(let names, let inner) = request { return try perform(inner, session: session, on: names) }
+                return try perform(request, session: session, on: nil)
+            }
         } catch {
             logger.debug("request failed", metadata: ["request": "\(request.name)", "status": "\(error.status.rawValue)"])
             return .failure(error)

@@ -28,6 +28,7 @@ struct SecurityTool: AsyncParsableCommand {
             AddCertificates.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self, VerifyCert.self,
             AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
             AddCRL.self,
+            LoginKeychainPAM.self,
         ]
     )
 
