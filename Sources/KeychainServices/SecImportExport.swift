@@ -44,6 +44,7 @@ public enum SecExternalFormat: UInt32, Sendable {
 
 /// Options of `SecItemExport` (`SecItemImportExportFlags`).
 public struct SecItemImportExportFlags: OptionSet, Sendable {
+    /// The option bits.
     public let rawValue: UInt32
     /// An option set from its bits.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
@@ -53,6 +54,7 @@ public struct SecItemImportExportFlags: OptionSet, Sendable {
 
 /// Options of the key parameters (`SecKeyImportExportFlags`).
 public struct SecKeyImportExportFlags: OptionSet, Sendable {
+    /// The option bits.
     public let rawValue: UInt32
     /// An option set from its bits.
     public init(rawValue: UInt32) { self.rawValue = rawValue }

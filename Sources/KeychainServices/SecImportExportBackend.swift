@@ -78,14 +78,14 @@ enum SecImportExportBackend {
         } else {
             throw KeychainError(code: .invalidParameter, message: "The passphrase must be a CFString, or a CFData of UTF-8.")
         }
-        var entries: [PKCS12Identity] = []
+        var entries: [PKCS12ExportIdentity] = []
         for identity in identities {
             guard identity.privateKey.tokenReference == nil else {
                 throw KeychainError(code: .unimplemented, message: "The identity's private key lives in the keychain's token and never leaves it; it cannot be exported. Export its certificate (kSecFormatX509Cert) instead.")
             }
             var label: String?
             if case .string(let text)? = identity.privateKey.extraAttributes["labl"] { label = text }
-            entries.append(PKCS12Identity(key: identity.privateKey.material, certificate: identity.certificate.data,
+            entries.append(PKCS12ExportIdentity(key: identity.privateKey.material, certificate: identity.certificate.data,
                                           friendlyName: label ?? identity.certificate.data.subjectSummary))
         }
         return try PKCS12.make(identities: entries, certificates: certificates.map(\.data), password: password)

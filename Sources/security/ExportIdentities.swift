@@ -21,7 +21,8 @@ extension ExportCommand {
         var chain: [KeychainCertificate] = []
         var tokenIdentities = 0
         for (item, certificate) in certificates {
-            guard let (keyItem, key) = privateKeys[certificate.publicKeyHash] else { continue }
+            guard let entry = privateKeys[certificate.publicKeyHash] else { continue }
+            let (keyItem, key) = entry
             guard let key, key.isPrivate else {
                 tokenIdentities += 1
                 continue

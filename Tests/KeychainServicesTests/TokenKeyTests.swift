@@ -150,8 +150,8 @@ func tokenKey(_ tag: String) -> SecKey? {
             #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message as CFData, signature as CFData, &error))
             // Nor does it leave in a PKCS#12 export: errSecUnimplemented (-4), nothing written.
             let identity = try #require(found as? SecIdentity)
-            let (status, exported) = export(identity, .formatPKCS12, passphrase: "pw" as NSString)
-            #expect(status == errSecUnimplemented)
+            let (exportStatus, exported) = export(identity, .formatPKCS12, passphrase: "pw" as NSString)
+            #expect(exportStatus == errSecUnimplemented)
             #expect(exported == nil)
             // Its certificate still exports.
             #expect(export(identity, .formatX509Cert, passphrase: nil).1 == (try bench.read("token.der")))

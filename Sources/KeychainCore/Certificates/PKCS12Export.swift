@@ -3,7 +3,7 @@ import Foundation
 
 /// An identity to write into a PKCS#12 file: its private key, its certificate, and the friendly name (the item's
 /// label) its bags carry.
-package struct PKCS12Identity: Sendable {
+package struct PKCS12ExportIdentity: Sendable {
     package var key: KeyMaterial
     package var certificate: CertificateData
     package var friendlyName: String?
@@ -24,7 +24,7 @@ extension PKCS12 {
     ///
     /// - Throws: `errSecParam` when there is nothing to write, a key is public or is not its certificate's;
     ///   `errSecNotAvailable` when libcrypto cannot be loaded.
-    package static func make(identities: [PKCS12Identity], certificates: [CertificateData], password: String) throws(KeychainError) -> Data {
+    package static func make(identities: [PKCS12ExportIdentity], certificates: [CertificateData], password: String) throws(KeychainError) -> Data {
         guard !identities.isEmpty || !certificates.isEmpty else {
             throw KeychainError(code: .invalidParameter, message: "A PKCS#12 file needs at least one identity or certificate.")
         }
@@ -38,6 +38,7 @@ extension PKCS12 {
         var output: UnsafeMutablePointer<UInt8>?
         var length = 0
         var message = [CChar](repeating: 0, count: 256)
+        let messageCapacity = message.count
         // The C strings and buffers live for the whole call: copied into one allocation each.
         let names = identities.map { $0.friendlyName.map { strdup($0) } ?? nil }
         defer { names.forEach { free($0) } }
@@ -60,7 +61,7 @@ extension PKCS12 {
         let chainLengths = certificates.map(\.der.count)
         let status = password.withCString { pass in
             ckeychain_pkcs12_create(entries, Int32(entries.count), chain, chainLengths, Int32(chain.count), pass,
-                                    &output, &length, &message, message.count)
+                                    &output, &length, &message, messageCapacity)
         }
         defer { ckeychain_crypto_buffer_free(output, length) }
         let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

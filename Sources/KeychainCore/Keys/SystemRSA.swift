@@ -22,6 +22,7 @@ enum SystemRSA {
         var output = Data(count: max(outputCapacity, 1))
         var length = output.count
         var message = [CChar](repeating: 0, count: 256)
+        let messageCapacity = message.count
         let status = output.withUnsafeMutableBytes { out in
             key.withUnsafeBytes { k in
                 input.withUnsafeBytes { i in
@@ -31,7 +32,7 @@ enum SystemRSA {
                                           k.bindMemory(to: UInt8.self).baseAddress, k.count,
                                           i.bindMemory(to: UInt8.self).baseAddress, i.count,
                                           s.bindMemory(to: UInt8.self).baseAddress, s.count,
-                                          out.bindMemory(to: UInt8.self).baseAddress, &length, &message, message.count)
+                                          out.bindMemory(to: UInt8.self).baseAddress, &length, &message, messageCapacity)
                         }
                     }
                 }
@@ -55,10 +56,11 @@ enum SystemRSA {
         var output = Data(count: 64)
         var length = 0
         var message = [CChar](repeating: 0, count: 256)
+        let messageCapacity = message.count
         let status = output.withUnsafeMutableBytes { out in
             data.withUnsafeBytes { d in
                 ckeychain_digest(hash.rawValue, d.bindMemory(to: UInt8.self).baseAddress, d.count,
-                                 out.bindMemory(to: UInt8.self).baseAddress, &length, &message, message.count)
+                                 out.bindMemory(to: UInt8.self).baseAddress, &length, &message, messageCapacity)
             }
         }
         guard status == 0 else {
