@@ -1,65 +1,12 @@
 #include "CKeychainPKCS12.h"
 
-#include <dlfcn.h>
-#include <openssl/bn.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/opensslv.h>
-#include <openssl/pkcs12.h>
-#include <openssl/provider.h>
-#include <openssl/x509.h>
+#include "libcrypto.h"
+
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-// libcrypto is opened on the first PKCS#12 file (or Secret Service Diffie-Hellman exchange), not when the program starts: loading and relocating it took
-// about a tenth of every tool's start, and only `security import` of a .p12 uses it. The headers still give every
-// function's type, so a call through the table is checked as a direct call would be.
-#define CKEYCHAIN_CRYPTO_FUNCTIONS(F) \
-    F(OSSL_PROVIDER_load) F(ERR_peek_last_error) F(ERR_error_string_n) F(ERR_clear_error) \
-    F(d2i_PKCS12) F(PKCS12_free) F(PKCS12_mac_present) F(PKCS12_verify_mac) F(PKCS12_parse) \
-    F(EVP_PKEY_get_base_id) F(EVP_PKEY_free) F(i2d_PrivateKey) F(i2d_X509) F(X509_alias_get0) F(X509_free) \
-    F(OPENSSL_sk_num) F(OPENSSL_sk_value) F(OPENSSL_sk_pop_free) F(CRYPTO_zalloc) F(CRYPTO_free) F(CRYPTO_clear_free) \
-    F(BN_CTX_new) F(BN_CTX_free) F(BN_new) F(BN_bin2bn) F(BN_bn2binpad) F(BN_is_odd) F(BN_set_flags) \
-    F(BN_mod_exp_mont_consttime) F(BN_clear_free)
-
-static struct {
-#define CKEYCHAIN_CRYPTO_MEMBER(name) __typeof__(&name) name;
-    CKEYCHAIN_CRYPTO_FUNCTIONS(CKEYCHAIN_CRYPTO_MEMBER)
-#undef CKEYCHAIN_CRYPTO_MEMBER
-} crypto;
-
-#define CKEYCHAIN_STRING(x) #x
-#define CKEYCHAIN_EXPAND_STRING(x) CKEYCHAIN_STRING(x)
-/// The libcrypto this file was compiled against ("libcrypto.so.3" for OpenSSL 3).
-#define CKEYCHAIN_LIBCRYPTO "libcrypto.so." CKEYCHAIN_EXPAND_STRING(OPENSSL_SHLIB_VERSION)
-
-static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
-static int crypto_loaded;
-static char crypto_failure[200];
-
-// Opens libcrypto (searched for as the dynamic linker would at start: LD_LIBRARY_PATH, the program's RUNPATH, the
-// system's folders) and loads OpenSSL 3's legacy provider for RC2 (legacy PKCS#12 files), which also requires
-// loading the default one. The library stays open for the life of the process.
-static void load_crypto(void) {
-    void *library = dlopen(CKEYCHAIN_LIBCRYPTO, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *why = dlerror();
-        snprintf(crypto_failure, sizeof crypto_failure, "%s", why ? why : "dlopen failed");
-        return;
-    }
-#define CKEYCHAIN_CRYPTO_LOAD(name) \
-    if ((crypto.name = (__typeof__(crypto.name))dlsym(library, #name)) == NULL) { \
-        snprintf(crypto_failure, sizeof crypto_failure, "%s has no %s", CKEYCHAIN_LIBCRYPTO, #name); \
-        return; \
-    }
-    CKEYCHAIN_CRYPTO_FUNCTIONS(CKEYCHAIN_CRYPTO_LOAD)
-#undef CKEYCHAIN_CRYPTO_LOAD
-    crypto.OSSL_PROVIDER_load(NULL, "legacy");
-    crypto.OSSL_PROVIDER_load(NULL, "default");
-    crypto_loaded = 1;
-}
+#define crypto ckeychain_crypto
 
 static int fail(ckeychain_pkcs12 *out, int status, const char *what) {
     out->status = status;
@@ -77,12 +24,9 @@ static int fail(ckeychain_pkcs12 *out, int status, const char *what) {
 
 int ckeychain_pkcs12_parse(const unsigned char *data, long length, const char *password, ckeychain_pkcs12 *out) {
     memset(out, 0, sizeof *out);
-    pthread_once(&crypto_once, load_crypto);
-    if (!crypto_loaded) {
+    if (!ckeychain_crypto_load()) {
         out->status = 4;
-        snprintf(out->message, sizeof out->message,
-                 "OpenSSL's libcrypto (%s), which opens PKCS#12 files, could not be loaded: %s. Install OpenSSL 3 (Debian: libssl3).",
-                 CKEYCHAIN_LIBCRYPTO, crypto_failure);
+        ckeychain_crypto_unavailable(out->message, sizeof out->message);
         return out->status;
     }
     crypto.ERR_clear_error();
@@ -143,7 +87,7 @@ int ckeychain_pkcs12_parse(const unsigned char *data, long length, const char *p
 
 void ckeychain_pkcs12_free(ckeychain_pkcs12 *result) {
     // Only a successful parse, which loaded libcrypto, leaves buffers to free.
-    if (crypto_loaded) {
+    if (ckeychain_crypto_loaded()) {
         if (result->key != NULL) crypto.CRYPTO_clear_free(result->key, (size_t)result->key_length, OPENSSL_FILE, OPENSSL_LINE);
         crypto.CRYPTO_free(result->certificate, OPENSSL_FILE, OPENSSL_LINE);
         for (int i = 0; i < result->chain_count; i++) crypto.CRYPTO_free(result->chain[i], OPENSSL_FILE, OPENSSL_LINE);
@@ -171,12 +115,8 @@ static int modexp_fail(char *error, size_t error_length, int status, const char 
 int ckeychain_dh_modexp(const uint8_t *base, size_t base_length, const uint8_t *exponent, size_t exponent_length,
                         const uint8_t *modulus, size_t modulus_length, uint8_t *out, char *error, size_t error_length) {
     if (error != NULL && error_length > 0) error[0] = 0;
-    pthread_once(&crypto_once, load_crypto);
-    if (!crypto_loaded) {
-        if (error != NULL && error_length > 0) {
-            snprintf(error, error_length, "OpenSSL's libcrypto (%s) could not be loaded: %s. Install OpenSSL 3 (Debian: libssl3).",
-                     CKEYCHAIN_LIBCRYPTO, crypto_failure);
-        }
+    if (!ckeychain_crypto_load()) {
+        ckeychain_crypto_unavailable(error, error_length);
         return -1;
     }
     if (base_length > INT_MAX || exponent_length > INT_MAX || modulus_length == 0 || modulus_length > INT_MAX) {

@@ -48,6 +48,10 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     /// An algorithm from its identifier.
     public init(_ rawValue: CFString) { self.rawValue = rawValue }
 
+    /// `algid:sign:RSA:raw`: the input, a big-endian number below the modulus, raised to the private exponent.
+    public static let rsaSignatureRaw = SecKeyAlgorithm("algid:sign:RSA:raw")
+    /// `algid:sign:RSA:digest-PKCS1v15`: PKCS#1 v1.5 padding around the input as given (no DigestInfo).
+    public static let rsaSignatureDigestPKCS1v15Raw = SecKeyAlgorithm("algid:sign:RSA:digest-PKCS1v15")
     /// `algid:sign:RSA:message-PKCS1v15:SHA1`.
     public static let rsaSignatureMessagePKCS1v15SHA1 = SecKeyAlgorithm("algid:sign:RSA:message-PKCS1v15:SHA1")
     /// `algid:sign:RSA:message-PKCS1v15:SHA224`.
@@ -60,6 +64,8 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     public static let rsaSignatureMessagePKCS1v15SHA512 = SecKeyAlgorithm("algid:sign:RSA:message-PKCS1v15:SHA512")
     /// `algid:sign:RSA:digest-PKCS1v15:SHA1`.
     public static let rsaSignatureDigestPKCS1v15SHA1 = SecKeyAlgorithm("algid:sign:RSA:digest-PKCS1v15:SHA1")
+    /// `algid:sign:RSA:digest-PKCS1v15:SHA224`.
+    public static let rsaSignatureDigestPKCS1v15SHA224 = SecKeyAlgorithm("algid:sign:RSA:digest-PKCS1v15:SHA224")
     /// `algid:sign:RSA:digest-PKCS1v15:SHA256`.
     public static let rsaSignatureDigestPKCS1v15SHA256 = SecKeyAlgorithm("algid:sign:RSA:digest-PKCS1v15:SHA256")
     /// `algid:sign:RSA:digest-PKCS1v15:SHA384`.
@@ -76,8 +82,16 @@ public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     public static let rsaSignatureMessagePSSSHA384 = SecKeyAlgorithm("algid:sign:RSA:message-PSS:SHA384:SHA384:48")
     /// `algid:sign:RSA:message-PSS:SHA512:SHA512:64`.
     public static let rsaSignatureMessagePSSSHA512 = SecKeyAlgorithm("algid:sign:RSA:message-PSS:SHA512:SHA512:64")
+    /// `algid:sign:RSA:digest-PSS:SHA1:SHA1:20`.
+    public static let rsaSignatureDigestPSSSHA1 = SecKeyAlgorithm("algid:sign:RSA:digest-PSS:SHA1:SHA1:20")
+    /// `algid:sign:RSA:digest-PSS:SHA224:SHA224:24` (Apple's spelling; the salt is 28 bytes, the digest's length).
+    public static let rsaSignatureDigestPSSSHA224 = SecKeyAlgorithm("algid:sign:RSA:digest-PSS:SHA224:SHA224:24")
     /// `algid:sign:RSA:digest-PSS:SHA256:SHA256:32`.
     public static let rsaSignatureDigestPSSSHA256 = SecKeyAlgorithm("algid:sign:RSA:digest-PSS:SHA256:SHA256:32")
+    /// `algid:sign:RSA:digest-PSS:SHA384:SHA384:48`.
+    public static let rsaSignatureDigestPSSSHA384 = SecKeyAlgorithm("algid:sign:RSA:digest-PSS:SHA384:SHA384:48")
+    /// `algid:sign:RSA:digest-PSS:SHA512:SHA512:64`.
+    public static let rsaSignatureDigestPSSSHA512 = SecKeyAlgorithm("algid:sign:RSA:digest-PSS:SHA512:SHA512:64")
     /// `algid:sign:ECDSA:RFC4754`.
     public static let ecdsaSignatureRFC4754 = SecKeyAlgorithm("algid:sign:ECDSA:RFC4754")
     /// `algid:sign:ECDSA:digest-X962`.

@@ -304,6 +304,7 @@ enum SecKeyBackend {
     private static func resolve(_ algorithm: SecKeyAlgorithm) throws(KeychainError) -> (KeyAlgorithm, String) {
         let name = algorithm.rawValue as String
         guard let parsed = KeyAlgorithm(identifier: name) else {
+            if let reason = KeyAlgorithm.unimplementedReason(name) { throw KeychainError(code: .unimplemented, message: reason) }
             throw KeychainError(code: .invalidParameter, message: "Algorithm \(name) is not supported. Check SecKeyIsAlgorithmSupported first.")
         }
         return (parsed, name)

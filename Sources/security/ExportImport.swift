@@ -8,7 +8,7 @@ enum ExchangeFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
     case openssl, openssh1, openssh2, bsafe, raw, pkcs7, pkcs8, pkcs12, netscape, pemseq, x509, backup
 
     /// What export writes besides backups.
-    static let notYet = "Certificates and public keys export as PEM (-f pemseq) or one DER certificate (-f x509); -f backup moves the whole keychain."
+    static let notYet = "Certificates and public keys export as PEM (-f pemseq) or one DER certificate (-f x509); identities as PKCS#12 (-t identities -f pkcs12); -f backup moves the whole keychain."
 }
 
 /// `security export`: writes keychain items to a file (the whole keychain with `-f backup`).
@@ -20,7 +20,10 @@ struct ExportCommand: AsyncParsableCommand {
         -f backup -t all writes the whole keychain in the backup format, sealed under the passphrase (asked \
         twice on the terminal, or one line of standard input with --passphrase-stdin), exactly as backup-keychain does; import -f backup reads it back. Otherwise \
         certificates (-t certs) and public keys (-t pubKeys) are written as PEM (pemseq, the default), or one \
-        certificate as DER (-f x509, PEM with -p). Private keys and identities are not exported.
+        certificate as DER (-f x509, PEM with -p). -t identities -f pkcs12 writes every identity (a certificate \
+        and its private key), with the certificates of its chain found in the keychain, into one PKCS#12 file \
+        sealed under the passphrase as OpenSSL 3 does (PBKDF2, AES-256-CBC, HMAC-SHA-256); keys that never leave \
+        the keychain (token keys) are not exported. Bare private keys are not exported.
         """
     )
 
@@ -61,6 +64,10 @@ struct ExportCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if format == .pkcs12 {
+            try exportIdentities()
+            return
+        }
         guard format == .backup else {
             try exportCertificatesAndPublicKeys()
             return
@@ -97,7 +104,7 @@ extension ExportCommand {
             throw ToolFailure(function, status: .unsupportedFormat, detail: ExchangeFormat.notYet)
         }
         guard [.certs, .pubKeys, .all].contains(type) else {
-            throw ToolFailure(function, status: .unsupportedFormat, detail: "Private keys and identities stay in the keychain: export certificates (-t certs) or public keys (-t pubKeys).")
+            throw ToolFailure(function, status: .unsupportedFormat, detail: "Identities export as PKCS#12 (-t identities -f pkcs12); bare private keys stay in the keychain: export certificates (-t certs) or public keys (-t pubKeys).")
         }
         let context = try ToolContext.open(accessGroup: nil, createIfMissing: false)
         let certificates = type == .pubKeys ? [] : try CertificateItems.all(context).map(\.1)

@@ -148,6 +148,52 @@ func tokenKey(_ tag: String) -> SecKey? {
             let message = Data("identity".utf8)
             let signature = try #require(SecKeyCreateSignature(privateKey, .ecdsaSignatureMessageX962SHA256, message as CFData, &error) as Data?)
             #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message as CFData, signature as CFData, &error))
+            // Nor does it leave in a PKCS#12 export: errSecUnimplemented (-4), nothing written.
+            let identity = try #require(found as? SecIdentity)
+            let (exportStatus, exported) = export(identity, .formatPKCS12, passphrase: "pw" as NSString)
+            #expect(exportStatus == errSecUnimplemented)
+            #expect(exported == nil)
+            // Its certificate still exports.
+            #expect(export(identity, .formatX509Cert, passphrase: nil).1 == (try bench.read("token.der")))
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func tokenKeysDoEveryP256Algorithm(_ backend: Backend) throws {
+        let bench = try Workbench()
+        defer { bench.remove() }
+        let kc = try TestKeychain(backend)
+        try kc.run {
+            let key = try #require(tokenKey("token-sha224"))
+            let publicKey = try #require(SecKeyCopyPublicKey(key))
+            var error: Unmanaged<CFError>?
+            // ECDSA over SHA-224, checked by openssl.
+            let message = Data("SHA-224 in the token".utf8)
+            try bench.write("msg", message)
+            try bench.write("pub.der", spki(ecPoint: try external(publicKey)))
+            #expect(try bench.openssl("pkey", "-pubin", "-inform", "DER", "-in", "pub.der", "-out", "pub.pem").status == 0)
+            let signature = try #require(SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA224, message as CFData, &error) as Data?)
+            try bench.write("sig", signature)
+            #expect(try bench.openssl("dgst", "-sha224", "-verify", "pub.pem", "-signature", "sig", "msg").output.contains("Verified OK"))
+            #expect(try bench.openssl("dgst", "-sha224", "-binary", "-out", "digest", "msg").status == 0)
+            let raw = try #require(SecKeyCreateSignature(key, .ecdsaSignatureDigestRFC4754SHA224, try bench.read("digest") as CFData, &error) as Data?)
+            #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageRFC4754SHA224, message as CFData, raw as CFData, &error))
+            // ECIES and ECDH with the SHA-224 KDF.
+            for algorithm in [SecKeyAlgorithm.eciesEncryptionStandardX963SHA224AESGCM, .eciesEncryptionCofactorVariableIVX963SHA224AESGCM] {
+                let sealed = try #require(SecKeyCreateEncryptedData(publicKey, algorithm, message as CFData, &error) as Data?)
+                #expect(SecKeyCreateDecryptedData(key, algorithm, sealed as CFData, &error) as Data? == message, "\(algorithm.rawValue)")
+                #expect(SecKeyIsAlgorithmSupported(key, .decrypt, algorithm))
+            }
+            let other = try randomKey(kSecAttrKeyTypeECSECPrimeRandom, 256)
+            let otherPublic = try #require(SecKeyCopyPublicKey(other))
+            let parameters = [kSecKeyKeyExchangeParameterRequestedSize as String: 32] as CFDictionary
+            let mine = try #require(SecKeyCopyKeyExchangeResult(key, .ecdhKeyExchangeCofactorX963SHA224, otherPublic, parameters, &error) as Data?)
+            #expect(SecKeyCopyKeyExchangeResult(other, .ecdhKeyExchangeCofactorX963SHA224, publicKey, parameters, &error) as Data? == mine)
+            #expect(mine.count == 32)
+            // RSA algorithms are not the token's.
+            #expect(!SecKeyIsAlgorithmSupported(key, .sign, .rsaSignatureMessagePKCS1v15SHA224))
+            #expect(SecKeyCreateSignature(key, .rsaSignatureMessagePKCS1v15SHA224, message as CFData, &error) == nil)
+            #expect(cfError(error) == -50)
         }
     }
 

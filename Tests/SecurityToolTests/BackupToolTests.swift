@@ -66,12 +66,19 @@ struct BackupToolTests {
     @Test func exportAndImportRefuseWhatTheyCannotDoWithApplesCodes() throws {
         try withKeychain { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "s3cret"])
-            let notYet = "security: Certificates and public keys export as PEM (-f pemseq) or one DER certificate (-f x509); -f backup moves the whole keychain.\n"
+            let notYet = "security: Certificates and public keys export as PEM (-f pemseq) or one DER certificate (-f x509); identities as PKCS#12 (-t identities -f pkcs12); -f backup moves the whole keychain.\n"
             // errSecUnsupportedFormat (-25256) exits 88.
             let p12 = try kc.run(["export", "-t", "certs", "-f", "pkcs12", "-o", kc.root + "/certs.p12"])
             #expect(p12.status == 88)
-            #expect(p12.stderr == "security: SecKeychainItemExport: Import/Export format unsupported.\n" + notYet)
+            #expect(p12.stderr == "security: SecKeychainItemExport: Import/Export format unsupported.\nsecurity: PKCS#12 holds identities: use -t identities.\n")
             #expect(!FileManager.default.fileExists(atPath: kc.root + "/certs.p12"))
+            let p7 = try kc.run(["export", "-t", "certs", "-f", "pkcs7", "-o", kc.root + "/certs.p7"])
+            #expect(p7.status == 88)
+            #expect(p7.stderr == "security: SecKeychainItemExport: Import/Export format unsupported.\n" + notYet)
+            // No identity to put in a PKCS#12 file: errSecItemNotFound (-25300) exits 44.
+            let none = try kc.run(["export", "-t", "identities", "-f", "pkcs12", "-P", "pp", "-o", kc.root + "/none.p12"])
+            #expect(none.status == 44)
+            #expect(none.stderr == "security: SecKeychainItemExport: The specified item could not be found in the keychain.\nsecurity: The keychain has no identity: a certificate together with its private key.\n")
             // Nothing to export in PEM: errSecItemNotFound.
             #expect(try kc.run(["export", "-o", kc.root + "/x"]).status == 44)
             // errSecParam (-50) exits 206.

@@ -102,6 +102,33 @@ struct CertificateToolTests {
             #expect(publicKey.stdout == (try kc.openssl("pkey", "-in", "@key.pem", "-pubout")))
             #expect(try kc.run(["export", "-t", "privKeys", "-o", kc.root + "/k"]).status == 88)
 
+            // The identity exports as PKCS#12 (the passphrase on standard input, never on the command line);
+            // openssl reads back the same private key and certificate, with the password from a file.
+            let exported = try kc.launch(kc.tool, ["export", "-t", "identities", "-f", "pkcs12", "--passphrase-stdin", "-o", kc.root + "/out.p12"],
+                                         input: Data("export pw\n".utf8))
+            #expect(exported.status == 0, "\(exported.stderr)")
+            #expect(exported.stdout == "" && exported.stderr == "")
+            try Data("export pw\n".utf8).write(to: URL(fileURLWithPath: kc.root + "/pw"))
+            try kc.openssl("pkcs12", "-in", "@out.p12", "-passin", "file:" + kc.root + "/pw", "-nodes", "-out", "@back.pem")
+            #expect(try kc.openssl("pkey", "-in", "@back.pem", "-pubout") == (try kc.openssl("pkey", "-in", "@key.pem", "-pubout")))
+            #expect(fingerprint(try kc.openssl("x509", "-in", "@back.pem", "-noout", "-fingerprint", "-sha1")) == sha1)
+            #expect(try kc.file("back.pem").contains("friendlyName: Tool Test"))
+            // With -P (where other users can read it), and with no passphrase and no terminal to ask on (exit 36).
+            #expect(try kc.run(["export", "-t", "identities", "-f", "pkcs12", "-P", "flag pw", "-o", kc.root + "/flag.p12"]).status == 0)
+            try Data("flag pw\n".utf8).write(to: URL(fileURLWithPath: kc.root + "/flag-pw"))
+            try kc.openssl("pkcs12", "-in", "@flag.p12", "-passin", "file:" + kc.root + "/flag-pw", "-nodes", "-nocerts", "-out", "@flag-key.pem")
+            #expect(try kc.openssl("pkey", "-in", "@flag-key.pem", "-pubout") == (try kc.openssl("pkey", "-in", "@key.pem", "-pubout")))
+            #expect(try kc.run(["export", "-t", "identities", "-f", "pkcs12", "-o", kc.root + "/none.p12"], detached: true).status == 36)
+            #expect(!FileManager.default.fileExists(atPath: kc.root + "/none.p12"))
+            // A wrong password does not open it; the tool imports it back into another keychain.
+            try Data("wrong\n".utf8).write(to: URL(fileURLWithPath: kc.root + "/wrong"))
+            #expect(try kc.launch("/usr/bin/env", ["openssl", "pkcs12", "-in", kc.root + "/out.p12", "-passin", "file:" + kc.root + "/wrong", "-nodes"]).status != 0)
+            try withKeychain { other in
+                try FileManager.default.copyItem(atPath: kc.root + "/out.p12", toPath: other.root + "/out.p12")
+                let back = try other.launch(other.tool, ["import", other.root + "/out.p12", "--passphrase-stdin"], input: Data("export pw\n".utf8))
+                #expect(back.stdout == "1 identity imported.\n", "\(back.stderr)")
+            }
+
             // A PEM private key imports into another keychain as a key.
             try withKeychain { other in
                 try FileManager.default.copyItem(atPath: kc.root + "/key.pem", toPath: other.root + "/key.pem")

@@ -45,4 +45,64 @@ void ckeychain_pkcs12_free(ckeychain_pkcs12 *result);
 int ckeychain_dh_modexp(const uint8_t *base, size_t base_length, const uint8_t *exponent, size_t exponent_length,
                         const uint8_t *modulus, size_t modulus_length, uint8_t *out, char *error, size_t error_length);
 
+/// One identity for `ckeychain_pkcs12_create`: a private key (PKCS#8, PKCS#1 or SEC1 DER), its certificate (DER),
+/// and the friendly name its bags carry (NUL-terminated UTF-8, or NULL).
+typedef struct {
+    const unsigned char *key;
+    size_t key_length;
+    const unsigned char *certificate;
+    size_t certificate_length;
+    const char *friendly_name;
+} ckeychain_pkcs12_identity;
+
+/// Writes a password-protected PKCS#12 file as OpenSSL 3 does by default: certificates in a PBES2 (PBKDF2 with
+/// HMAC-SHA-256, AES-256-CBC) encrypted safe, each key in a shrouded key bag under the same scheme, 2048 iterations,
+/// and an HMAC-SHA-256 integrity MAC. Each identity's key and certificate share a local key ID (the certificate's
+/// SHA-1); `certificates` (DER) are added after them. On success (0) `*out` holds the file, to release with
+/// `ckeychain_crypto_buffer_free`. Returns 0; -1 when libcrypto could not be loaded; -2 when a key or certificate
+/// does not parse, or a key is not its certificate's; -3 when writing failed. `error` gets the reason.
+int ckeychain_pkcs12_create(const ckeychain_pkcs12_identity *identities, int identity_count,
+                            const unsigned char *const *certificates, const size_t *certificate_lengths, int certificate_count,
+                            const char *password, unsigned char **out, size_t *out_length, char *error, size_t error_length);
+
+/// Releases (and wipes) a buffer libcrypto allocated for a result.
+void ckeychain_crypto_buffer_free(unsigned char *buffer, size_t length);
+
+/// The RSA operations of `ckeychain_rsa`.
+enum {
+    /// Private-key operation on `input`: a signature.
+    CKEYCHAIN_RSA_SIGN = 1,
+    /// Public-key check of `signature` over `input`: 0 when it matches, -3 when not.
+    CKEYCHAIN_RSA_VERIFY = 2,
+    /// Public-key recovery of what `signature` signed (unpadded RSA: `signature ^ e mod n`), into `out`.
+    CKEYCHAIN_RSA_RECOVER = 3,
+    /// Public-key encryption of `input`.
+    CKEYCHAIN_RSA_ENCRYPT = 4,
+    /// Private-key decryption of `input`.
+    CKEYCHAIN_RSA_DECRYPT = 5,
+};
+
+/// OpenSSL's RSA padding modes, as `ckeychain_rsa` takes them.
+enum {
+    CKEYCHAIN_RSA_PADDING_PKCS1 = 1,
+    CKEYCHAIN_RSA_PADDING_NONE = 3,
+    CKEYCHAIN_RSA_PADDING_OAEP = 4,
+    CKEYCHAIN_RSA_PADDING_PSS = 6,
+};
+
+/// An RSA operation with OpenSSL's libcrypto. `key` is PKCS#1 DER: RSAPrivateKey for sign and decrypt,
+/// RSAPublicKey for verify, recover and encrypt. `digest` (an OpenSSL digest name such as "SHA224", or NULL) is the
+/// signature's digest (PKCS#1 v1.5 then adds its DigestInfo; PSS and OAEP use it for MGF1 as well); PSS's salt is
+/// as long as the digest. `out` has room for `*out_length` bytes (the modulus length is enough) and gets the result's
+/// length. Returns 0; -1 when libcrypto could not be loaded; -2 when the key or input was refused (`error` says
+/// why); -3 when a signature does not verify.
+int ckeychain_rsa(int operation, int padding, const char *digest, const unsigned char *key, size_t key_length,
+                  const unsigned char *input, size_t input_length, const unsigned char *signature, size_t signature_length,
+                  unsigned char *out, size_t *out_length, char *error, size_t error_length);
+
+/// The digest `name` (an OpenSSL digest name such as "SHA224") of `data` into `out` (64 bytes of room), its length
+/// in `*out_length`. Returns 0; -1 when libcrypto could not be loaded; -2 for an unknown digest.
+int ckeychain_digest(const char *name, const unsigned char *data, size_t length, unsigned char *out, size_t *out_length,
+                     char *error, size_t error_length);
+
 #endif

@@ -178,6 +178,22 @@ package struct KeyMaterial: Sendable, Hashable {
         }
     }
 
+    /// The private key as DER files carry it: PKCS#8 for EC, PKCS#1 for RSA (what `PKCS12.make` packs).
+    package func privateKeyDER() throws(KeychainError) -> Data {
+        guard keyClass == .privateKey else {
+            throw KeychainError(code: .invalidParameter, message: "A public key has no private key to export.")
+        }
+        switch type {
+        case .rsa: return bytes
+        case .ec:
+            do { return try Curve(bits: sizeInBits).require().ops.privateDER(fromX963: bytes) } catch let error as KeychainError {
+                throw error
+            } catch {
+                throw KeychainError(code: .corruptData, message: "A stored EC private key does not encode.", cause: error)
+            }
+        }
+    }
+
     // MARK: Operations
 
     /// Whether this key can do `operation` with `algorithm`.
@@ -205,10 +221,10 @@ package struct KeyMaterial: Sendable, Hashable {
                 return try Curve(bits: sizeInBits).require().ops.sign(bytes, digest: data, raw: raw)
             case .ecdsaMessage(let hash, let raw):
                 return try Curve(bits: sizeInBits).require().ops.sign(bytes, digest: try hash.digest(data), raw: raw)
-            case .rsaPKCS1v15Message(let hash):
-                return try hash.rsaSign(try rsaPrivate(), data, padding: .insecurePKCS1v1_5)
-            case .rsaPSSMessage(let hash):
-                return try hash.rsaSign(try rsaPrivate(), data, padding: .PSS)
+            case .rsaSignature(let padding, let hash, let message):
+                let input = try rsaSignatureInput(data, hash, message, padding, identifier)
+                return try SystemRSA.run(.sign, padding.system, digest: hash, key: bytes, input: input,
+                                         outputCapacity: blockSize, identifier: identifier)
             default:
                 throw KeychainError(code: .invalidParameter, message: "Algorithm \(identifier) does not sign.")
             }
@@ -229,10 +245,20 @@ package struct KeyMaterial: Sendable, Hashable {
             valid = try Curve(bits: sizeInBits).require().ops.verify(bytes, digest: data, signature: signature, raw: raw)
         case .ecdsaMessage(let hash, let raw):
             valid = try Curve(bits: sizeInBits).require().ops.verify(bytes, digest: try hash.digest(data), signature: signature, raw: raw)
-        case .rsaPKCS1v15Message(let hash):
-            valid = hash.rsaVerify(try rsaPublic(), data, signature, padding: .insecurePKCS1v1_5)
-        case .rsaPSSMessage(let hash):
-            valid = hash.rsaVerify(try rsaPublic(), data, signature, padding: .PSS)
+        case .rsaSignature(.none, _, _):
+            // Apple's raw verify: the signature raised to the public exponent, without its leading zeros, is the input.
+            let recovered = try? SystemRSA.run(.recover, .none, digest: nil, key: try publicKey().bytes, input: Data(),
+                                               signature: signature, outputCapacity: blockSize, identifier: identifier)
+            valid = recovered.map { Data($0.drop(while: { $0 == 0 })) == data } ?? false
+        case .rsaSignature(let padding, let hash, let message):
+            let input = try rsaSignatureInput(data, hash, message, padding, identifier)
+            do {
+                _ = try SystemRSA.run(.verify, padding.system, digest: hash, key: try publicKey().bytes, input: input,
+                                      signature: signature, outputCapacity: 0, identifier: identifier)
+                valid = true
+            } catch where error.code == .verifyFailed || error.code == .invalidParameter {
+                valid = false
+            }
         default:
             valid = false
         }
@@ -246,9 +272,16 @@ package struct KeyMaterial: Sendable, Hashable {
         try require(.encrypt, algorithm, identifier)
         do {
             switch algorithm {
-            case .rsaOAEP(let hash):
-                let key = try _RSA.Encryption.PublicKey(derRepresentation: bytes)
-                return try key.encrypt(plaintext, padding: hash == .sha1 ? .PKCS1_OAEP : .PKCS1_OAEP_SHA256)
+            case .rsaEncryption(let padding, aesGCM: false):
+                return try rsaEncrypt(padding, plaintext, identifier)
+            case .rsaEncryption(let padding, aesGCM: true):
+                // Apple's hybrid: a random AES key (256 bits for keys of 4096 bits or more, else 128) encrypted with
+                // the padding, then AES-GCM under it with a zero nonce and the public key as associated data.
+                let sessionKey = SymmetricKey(size: sizeInBits >= 4096 ? .bits256 : .bits128)
+                let wrapped = try rsaEncrypt(padding, sessionKey.withUnsafeBytes { Data($0) }, identifier)
+                let box = try AES.GCM.seal(plaintext, using: sessionKey, nonce: try AES.GCM.Nonce(data: Data(count: 16)),
+                                           authenticating: bytes)
+                return wrapped + box.ciphertext + box.tag
             case .ecies(_, let hash, let variableIV):
                 let ops = try Curve(bits: sizeInBits).require().ops
                 let ephemeral = ops.generate()
@@ -272,9 +305,21 @@ package struct KeyMaterial: Sendable, Hashable {
         try require(.decrypt, algorithm, identifier)
         do {
             switch algorithm {
-            case .rsaOAEP(let hash):
-                let key = try _RSA.Encryption.PrivateKey(derRepresentation: bytes)
-                return try key.decrypt(ciphertext, padding: hash == .sha1 ? .PKCS1_OAEP : .PKCS1_OAEP_SHA256)
+            case .rsaEncryption(let padding, aesGCM: false):
+                return try SystemRSA.run(.decrypt, padding.system, digest: padding.hash, key: bytes, input: ciphertext,
+                                         outputCapacity: blockSize, identifier: identifier)
+            case .rsaEncryption(let padding, aesGCM: true):
+                guard ciphertext.count >= blockSize + 16 else {
+                    throw KeychainError(code: .invalidParameter, message: "The \(identifier) ciphertext is too short: it starts with an encrypted key of \(blockSize) bytes and ends with a 16-byte tag.")
+                }
+                let sessionKey = try SystemRSA.run(.decrypt, padding.system, digest: padding.hash, key: bytes,
+                                                   input: Data(ciphertext.prefix(blockSize)), outputCapacity: blockSize, identifier: identifier)
+                guard sessionKey.count == (sizeInBits >= 4096 ? 32 : 16) else {
+                    throw KeychainError(code: .invalidParameter, message: "The \(identifier) ciphertext holds a key of the wrong size: it was not made for this key.")
+                }
+                let body = ciphertext.dropFirst(blockSize)
+                let box = try AES.GCM.SealedBox(nonce: try AES.GCM.Nonce(data: Data(count: 16)), ciphertext: body.dropLast(16), tag: body.suffix(16))
+                return try AES.GCM.open(box, using: SymmetricKey(data: sessionKey), authenticating: try publicKey().bytes)
             case .ecies(_, let hash, let variableIV):
                 let ops = try Curve(bits: sizeInBits).require().ops
                 let pointLength = 1 + 2 * ops.coordinateBytes
@@ -331,15 +376,35 @@ package struct KeyMaterial: Sendable, Hashable {
         }
     }
 
+    /// What an RSA signature covers: the digest of a message (hashed here), a digest the caller computed (of the
+    /// algorithm's length), or for raw RSA the input left-padded to the modulus length.
+    private func rsaSignatureInput(_ data: Data, _ hash: KeyHash?, _ message: Bool, _ padding: RSASignaturePadding,
+                                   _ identifier: String) throws(KeychainError) -> Data {
+        if message, let hash { return try hash.digest(data) }
+        try checkDigest(data, hash, identifier)
+        guard padding == .none else { return data }
+        guard data.count <= blockSize else {
+            throw KeychainError(code: .invalidParameter, message: "\(identifier) signs at most \(blockSize) bytes with this key; got \(data.count).")
+        }
+        return Data(count: blockSize - data.count) + data
+    }
+
+    /// RSA encryption with the public key (raw input left-padded to the modulus length).
+    private func rsaEncrypt(_ padding: RSAEncryptionPadding, _ plaintext: Data, _ identifier: String) throws(KeychainError) -> Data {
+        var input = plaintext
+        if padding == .none {
+            guard plaintext.count <= blockSize else {
+                throw KeychainError(code: .invalidParameter, message: "\(identifier) encrypts at most \(blockSize) bytes with this key; got \(plaintext.count).")
+            }
+            input = Data(count: blockSize - plaintext.count) + plaintext
+        }
+        return try SystemRSA.run(.encrypt, padding.system, digest: padding.hash, key: try publicKey().bytes, input: input,
+                                 outputCapacity: blockSize, identifier: identifier)
+    }
+
     private func rsaPrivate() throws(KeychainError) -> _RSA.Signing.PrivateKey {
         do { return try _RSA.Signing.PrivateKey(derRepresentation: bytes) } catch {
             throw KeychainError(code: .corruptData, message: "A stored RSA private key does not parse.", cause: error)
-        }
-    }
-
-    private func rsaPublic() throws(KeychainError) -> _RSA.Signing.PublicKey {
-        do { return try _RSA.Signing.PublicKey(derRepresentation: try publicKey().bytes) } catch {
-            throw KeychainError(code: .corruptData, message: "A stored RSA public key does not parse.", cause: error)
         }
     }
 
@@ -408,6 +473,7 @@ protocol CurveOperations {
     func x963(fromDER der: Data) throws -> Data
     func x963(fromPublicDER der: Data) throws -> Data
     func publicPEM(fromX963 x963: Data) throws -> String
+    func privateDER(fromX963 x963: Data) throws -> Data
     func validate(_ x963: Data, privateKey: Bool) throws
     func sign(_ privateX963: Data, digest: Data, raw: Bool) throws -> Data
     func verify(_ x963: Data, digest: Data, signature: Data, raw: Bool) -> Bool
@@ -447,6 +513,7 @@ protocol ECSigningPrivateKey {
     init(x963Representation: Data) throws
     init(derRepresentation: Data) throws
     var x963Representation: Data { get }
+    var derRepresentation: Data { get }
     var publicKey: PublicKey { get }
     func signature<D: Digest>(for digest: D) throws -> PublicKey.Signature
 }
@@ -470,6 +537,7 @@ struct NISTCurve<SigningKey: ECSigningPrivateKey, AgreementKey: ECAgreementPriva
     func x963(fromDER der: Data) throws -> Data { try SigningKey(derRepresentation: der).x963Representation }
     func x963(fromPublicDER der: Data) throws -> Data { try SigningKey.PublicKey(derRepresentation: der).x963Representation }
     func publicPEM(fromX963 x963: Data) throws -> String { try SigningKey.PublicKey(x963Representation: x963).pemRepresentation }
+    func privateDER(fromX963 x963: Data) throws -> Data { try SigningKey(x963Representation: x963).derRepresentation }
     func validate(_ x963: Data, privateKey: Bool) throws {
         if privateKey { _ = try SigningKey(x963Representation: x963) } else { _ = try SigningKey.PublicKey(x963Representation: x963) }
     }
@@ -505,52 +573,56 @@ extension P521.Signing.PrivateKey: ECSigningPrivateKey {}
 extension P521.KeyAgreement.PublicKey: ECAgreementPublicKey {}
 extension P521.KeyAgreement.PrivateKey: ECAgreementPrivateKey {}
 
-extension KeyHash {
-    /// swift-crypto has no SHA-224; the algorithm table never asks for it where hashing happens here.
-    private var noSHA224: KeychainError {
-        KeychainError(code: .unimplemented, message: "SHA-224 is not available for this operation; use SHA-256 or longer.")
+extension RSASignaturePadding {
+    /// OpenSSL's padding mode.
+    var system: SystemRSA.Padding {
+        switch self {
+        case .none: .none
+        case .pkcs1v15: .pkcs1
+        case .pss: .pss
+        }
+    }
+}
+
+extension RSAEncryptionPadding {
+    /// OpenSSL's padding mode.
+    var system: SystemRSA.Padding {
+        switch self {
+        case .none: .none
+        case .pkcs1: .pkcs1
+        case .oaep: .oaep
+        }
     }
 
-    /// The digest of `data`.
+    /// OAEP's hash.
+    var hash: KeyHash? {
+        if case .oaep(let hash) = self { return hash }
+        return nil
+    }
+}
+
+extension KeyHash {
+    /// The digest of `data` (SHA-224 by the system's libcrypto, which swift-crypto lacks).
     func digest(_ data: Data) throws(KeychainError) -> Data {
         switch self {
         case .sha1: Data(Insecure.SHA1.hash(data: data))
-        case .sha224: throw noSHA224
+        case .sha224: try SystemRSA.digest(.sha224, data)
         case .sha256: Data(SHA256.hash(data: data))
         case .sha384: Data(SHA384.hash(data: data))
         case .sha512: Data(SHA512.hash(data: data))
         }
     }
 
-    /// ANSI X9.63 KDF output over a shared secret.
+    /// ANSI X9.63 KDF output over a shared secret: the digests of secret ‖ counter (32-bit big-endian, from 1) ‖
+    /// shared info, concatenated and cut to `outputByteCount`.
     func x963(_ secret: SharedSecret, sharedInfo: Data, outputByteCount: Int) throws(KeychainError) -> SymmetricKey {
-        switch self {
-        case .sha1: secret.x963DerivedSymmetricKey(using: Insecure.SHA1.self, sharedInfo: sharedInfo, outputByteCount: outputByteCount)
-        case .sha224: throw noSHA224
-        case .sha256: secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: outputByteCount)
-        case .sha384: secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: sharedInfo, outputByteCount: outputByteCount)
-        case .sha512: secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: sharedInfo, outputByteCount: outputByteCount)
+        let z = secret.withUnsafeBytes { Data($0) }
+        var output = Data()
+        var counter: UInt32 = 1
+        while output.count < outputByteCount {
+            output += try digest(z + withUnsafeBytes(of: counter.bigEndian) { Data($0) } + sharedInfo)
+            counter += 1
         }
-    }
-
-    func rsaSign(_ key: _RSA.Signing.PrivateKey, _ data: Data, padding: _RSA.Signing.Padding) throws -> Data {
-        switch self {
-        case .sha1: try key.signature(for: Insecure.SHA1.hash(data: data), padding: padding).rawRepresentation
-        case .sha224: throw noSHA224
-        case .sha256: try key.signature(for: SHA256.hash(data: data), padding: padding).rawRepresentation
-        case .sha384: try key.signature(for: SHA384.hash(data: data), padding: padding).rawRepresentation
-        case .sha512: try key.signature(for: SHA512.hash(data: data), padding: padding).rawRepresentation
-        }
-    }
-
-    func rsaVerify(_ key: _RSA.Signing.PublicKey, _ data: Data, _ signature: Data, padding: _RSA.Signing.Padding) -> Bool {
-        let s = _RSA.Signing.RSASignature(rawRepresentation: signature)
-        switch self {
-        case .sha1: return key.isValidSignature(s, for: Insecure.SHA1.hash(data: data), padding: padding)
-        case .sha224: return false
-        case .sha256: return key.isValidSignature(s, for: SHA256.hash(data: data), padding: padding)
-        case .sha384: return key.isValidSignature(s, for: SHA384.hash(data: data), padding: padding)
-        case .sha512: return key.isValidSignature(s, for: SHA512.hash(data: data), padding: padding)
-        }
+        return SymmetricKey(data: output.prefix(outputByteCount))
     }
 }

@@ -99,6 +99,7 @@ extension KeychainEngine {
         }
         let key = try TokenKeys.material(item.attributes, bytes)
         guard let algorithm = KeyAlgorithm(identifier: algorithmName) else {
+            if let reason = KeyAlgorithm.unimplementedReason(algorithmName) { throw KeychainError(code: .unimplemented, message: reason) }
             throw .param("The algorithm is not supported. Check SecKeyIsAlgorithmSupported first.")
         }
         switch request {

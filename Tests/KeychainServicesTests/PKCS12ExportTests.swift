@@ -1,0 +1,112 @@
+import Foundation
+import KeychainServices
+import Testing
+
+/// `SecItemExport`'s key parameters with a passphrase.
+func exportParameters(_ passphrase: AnyObject?) -> SecItemImportExportKeyParameters {
+    var parameters = SecItemImportExportKeyParameters()
+    parameters.version = UInt32(SEC_KEY_IMPORT_EXPORT_PARAMS_VERSION)
+    parameters.passphrase = passphrase.map { Unmanaged.passUnretained($0) }
+    return parameters
+}
+
+/// Runs `SecItemExport`; the status and the bytes.
+func export(_ items: AnyObject, _ format: SecExternalFormat, _ flags: SecItemImportExportFlags = [], passphrase: AnyObject?) -> (OSStatus, Data?) {
+    var parameters = exportParameters(passphrase)
+    var data: CFData?
+    let status = withExtendedLifetime(passphrase) { SecItemExport(items, format, flags, &parameters, &data) }
+    return (status, data as Data?)
+}
+
+@Suite struct PKCS12ExportTests {
+    @Test(arguments: [("ec", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]), ("rsa", ["-newkey", "rsa:2048"])])
+    func identitiesExportAsPKCS12ThatOpenSSLAndSecPKCS12ImportRead(name: String, key: [String]) throws {
+        let bench = try Workbench()
+        defer { bench.remove() }
+        let made = try OpenSSLIdentity(bench, name, key: key, legacy: false)
+        let ca = try OpenSSLCertificate.make(bench, name: "ca", key: ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"], subject: "/CN=Extra CA")
+        let identity = try #require(importPKCS12(try made.p12, "p12 secret").1.first?[kSecImportItemIdentity as String] as? SecIdentity)
+        let extra = try #require(SecCertificateCreateWithData(nil, ca.der as CFData))
+
+        let (status, exported) = export([identity, extra] as NSArray, .formatPKCS12, passphrase: "export secret" as NSString)
+        #expect(status == errSecSuccess)
+        let p12 = try #require(exported)
+        try bench.write("out.p12", p12)
+        try bench.write("pw", Data("export secret\n".utf8))
+
+        // openssl opens it with the password from a file: OpenSSL 3's default profile, the same key and certificates.
+        let info = try bench.openssl("pkcs12", "-in", "out.p12", "-passin", "file:pw", "-info", "-nodes", "-out", "info.pem")
+        #expect(info.status == 0, "\(info.output)")
+        #expect(info.output.contains("MAC: sha256, Iteration 2048"), "\(info.output)")
+        #expect(info.output.contains("PKCS7 Encrypted data: PBES2, PBKDF2, AES-256-CBC, Iteration 2048, PRF hmacWithSHA256"), "\(info.output)")
+        #expect(info.output.contains("Shrouded Keybag: PBES2, PBKDF2, AES-256-CBC, Iteration 2048, PRF hmacWithSHA256"), "\(info.output)")
+        #expect(try bench.openssl("pkcs12", "-in", "out.p12", "-passin", "file:pw", "-nodes", "-nocerts", "-out", "key.pem").status == 0)
+        #expect(try bench.openssl("pkey", "-in", "key.pem", "-pubout").output == (try bench.openssl("pkey", "-in", "\(name).key", "-pubout").output))
+        #expect(try bench.openssl("pkcs12", "-in", "out.p12", "-passin", "file:pw", "-nokeys", "-clcerts", "-out", "leaf.pem").status == 0)
+        #expect(try bench.openssl("x509", "-in", "leaf.pem", "-outform", "DER", "-out", "leaf.der").status == 0)
+        #expect(try bench.read("leaf.der") == (try made.certificateDER))
+        #expect(try bench.openssl("pkcs12", "-in", "out.p12", "-passin", "file:pw", "-nokeys", "-cacerts", "-out", "ca.pem").status == 0)
+        #expect(try bench.openssl("x509", "-in", "ca.pem", "-outform", "DER", "-out", "ca-back.der").status == 0)
+        #expect(try bench.read("ca-back.der") == ca.der)
+        // The friendly name: the key's label, else the certificate's subject summary.
+        #expect(try bench.read("leaf.pem").range(of: Data("friendlyName: \(name).example".utf8)) != nil)
+
+        // SecPKCS12Import reads it back: the same key and certificate, the extra certificate in the chain.
+        let (back, items) = importPKCS12(p12, "export secret")
+        #expect(back == errSecSuccess)
+        let again = try #require(items.first?[kSecImportItemIdentity as String] as? SecIdentity)
+        var originalKey: SecKey?, backKey: SecKey?, backCertificate: SecCertificate?
+        #expect(SecIdentityCopyPrivateKey(identity, &originalKey) == errSecSuccess)
+        #expect(SecIdentityCopyPrivateKey(again, &backKey) == errSecSuccess)
+        #expect(try external(try #require(backKey)) == (try external(try #require(originalKey))))
+        #expect(SecIdentityCopyCertificate(again, &backCertificate) == errSecSuccess)
+        #expect(SecCertificateCopyData(try #require(backCertificate)) as Data == (try made.certificateDER))
+        #expect((items.first?[kSecImportItemCertChain as String] as? [SecCertificate])?.count == 2)
+        #expect(items.first?[kSecImportItemLabel as String] as? String == "\(name).example")
+        // A wrong password: errSecAuthFailed; openssl refuses it too.
+        #expect(importPKCS12(p12, "wrong").0 == errSecAuthFailed)
+        try bench.write("wrong", Data("wrong\n".utf8))
+        #expect(try bench.openssl("pkcs12", "-in", "out.p12", "-passin", "file:wrong", "-nodes", "-noout").status != 0)
+        // The passphrase may be UTF-8 data.
+        let fromData = export(identity, .formatPKCS12, passphrase: Data("export secret".utf8) as NSData)
+        #expect(fromData.0 == errSecSuccess)
+        #expect(importPKCS12(try #require(fromData.1), "export secret").0 == errSecSuccess)
+    }
+
+    @Test func exportFormatsAndRefusalsHaveApplesCodes() throws {
+        let bench = try Workbench()
+        defer { bench.remove() }
+        let made = try OpenSSLIdentity(bench, "formats", key: ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"], legacy: false)
+        let identity = try #require(importPKCS12(try made.p12, "p12 secret").1.first?[kSecImportItemIdentity as String] as? SecIdentity)
+        var certificate: SecCertificate?, privateKey: SecKey?
+        #expect(SecIdentityCopyCertificate(identity, &certificate) == errSecSuccess)
+        #expect(SecIdentityCopyPrivateKey(identity, &privateKey) == errSecSuccess)
+        let cert = try #require(certificate), key = try #require(privateKey)
+        let publicKey = try #require(SecKeyCopyPublicKey(key))
+
+        // PKCS#12 needs a passphrase: errSecPassphraseRequired (-25260); so does the default for an identity.
+        #expect(export(identity, .formatPKCS12, passphrase: nil).0 == errSecPassphraseRequired)
+        #expect(export(identity, .formatUnknown, passphrase: nil).0 == errSecPassphraseRequired)
+        #expect(export(identity, .formatPKCS12, passphrase: NSNumber(value: 1)).0 == errSecParam)
+        // One certificate as DER, or PEM with kSecItemPemArmour; certificates as a PEM sequence.
+        #expect(export(cert, .formatX509Cert, passphrase: nil).1 == (try made.certificateDER))
+        #expect(export(cert, .formatUnknown, passphrase: nil).1 == (try made.certificateDER))
+        #expect(export(identity, .formatX509Cert, passphrase: nil).1 == (try made.certificateDER))
+        let pem = try #require(export(cert, .formatX509Cert, .pemArmour, passphrase: nil).1)
+        #expect(pem == (try bench.read("formats.crt")))
+        #expect(export([cert, cert] as NSArray, .formatPEMSequence, passphrase: nil).1 == pem + pem)
+        #expect(export([cert, cert] as NSArray, .formatX509Cert, passphrase: nil).0 == errSecParam)
+        // A public key in OpenSSL's format: its SubjectPublicKeyInfo, as openssl writes it.
+        #expect(export(publicKey, .formatOpenSSL, passphrase: nil).1 == (try bench.read("formats.pub")))
+        #expect(export(publicKey, .formatOpenSSL, .pemArmour, passphrase: nil).1
+                == Data((try bench.openssl("pkey", "-in", "formats.key", "-pubout").output).utf8))
+        // A bare private key does not leave this way: errSecUnimplemented (-4).
+        #expect(export(key, .formatOpenSSL, passphrase: nil).0 == errSecUnimplemented)
+        #expect(export(key, .formatPKCS12, passphrase: "pw" as NSString).0 == errSecUnimplemented)
+        // Formats not written here: errSecUnsupportedFormat (-25256); items that are not keychain objects: errSecParam.
+        #expect(export(cert, .formatPKCS7, passphrase: nil).0 == errSecUnsupportedFormat)
+        #expect(export(cert, .formatWrappedPKCS8, passphrase: nil).0 == errSecUnsupportedFormat)
+        #expect(export("text" as NSString, .formatX509Cert, passphrase: nil).0 == errSecParam)
+        #expect(export([] as NSArray, .formatPEMSequence, passphrase: nil).0 == errSecParam)
+    }
+}
