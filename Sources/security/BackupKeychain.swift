@@ -6,10 +6,10 @@ import KeychainKit
 /// and asks its admin tool for the passcode first when one is set), else by the store opened in this process.
 /// `backup-keychain`/`restore-keychain` and `export`/`import -f backup` share it.
 enum KeychainBackups {
-    /// The whole keychain sealed under `password`, and what went into it. A keychain that does not exist is not
-    /// created (`errSecNoSuchKeychain`).
-    static func make(password: String, function: String) throws(ToolFailure) -> KeychainStore.Backup {
-        let keychain = try ToolContext.keychain(createIfMissing: false, function: function)
+    /// The whole keychain (the login keychain, or the one `name` names) sealed under `password`, and what went
+    /// into it. A keychain that does not exist is not created (`errSecNoSuchKeychain`).
+    static func make(password: String, keychain name: String? = nil, function: String) throws(ToolFailure) -> KeychainStore.Backup {
+        let keychain = try ToolContext.keychain(createIfMissing: false, function: function, named: name)
         do {
             return try keychain.backup(password: password)
         } catch {
@@ -17,9 +17,10 @@ enum KeychainBackups {
         }
     }
 
-    /// Merges a backup into the keychain (the newer copy of each item wins).
-    static func restore(_ data: Data, password: String, function: String) throws(ToolFailure) -> KeychainStore.RestoreResult {
-        let keychain = try ToolContext.keychain(function: function)
+    /// Merges a backup into the keychain (the login keychain, or the one `name` names); the newer copy of each
+    /// item wins.
+    static func restore(_ data: Data, password: String, keychain name: String? = nil, function: String) throws(ToolFailure) -> KeychainStore.RestoreResult {
+        let keychain = try ToolContext.keychain(function: function, named: name)
         do {
             return try keychain.restore(data, password: password)
         } catch {

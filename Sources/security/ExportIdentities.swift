@@ -9,7 +9,7 @@ extension ExportCommand {
         guard type == .identities || type == .all else {
             throw ToolFailure(function, status: .unsupportedFormat, detail: "PKCS#12 holds identities: use -t identities.")
         }
-        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false)
+        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false, keychains: keychain.map { [$0] } ?? [])
         let certificates = try CertificateItems.all(context)
         var privateKeys: [Data: (KeychainItem, KeychainKey?)] = [:]
         for item in try context.all(.key, function: function) where item.attributes["kcls"]?.intValue == 1 {

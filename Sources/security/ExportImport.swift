@@ -34,7 +34,7 @@ struct ExportCommand: AsyncParsableCommand {
         case certs, allKeys, pubKeys, privKeys, identities, all
     }
 
-    @Option(name: .customShort("k"), help: ArgumentHelp("Keychain to export items from (accepted for compatibility; there is one).", valueName: "keychain"))
+    @Option(name: .customShort("k"), help: ArgumentHelp("Keychain to export items from (default: the search list; with -f backup, the login keychain).", valueName: "keychain"))
     var keychain: String?
 
     @Option(name: .customShort("t"), help: ArgumentHelp("Type of items to export.", valueName: "type"))
@@ -77,7 +77,7 @@ struct ExportCommand: AsyncParsableCommand {
         }
         let secret = try KeychainBackups.newPassword(passphrase, fromStandardInput: passphraseFromStandardInput, function: Self.function,
                                                      hint: "Give it on standard input with --passphrase-stdin.")
-        try write(KeychainBackups.make(password: secret, function: Self.function).data)
+        try write(KeychainBackups.make(password: secret, keychain: keychain, function: Self.function).data)
     }
 
     /// Writes the export to `-o` (mode 0600, atomically), or to standard output.
@@ -106,7 +106,7 @@ extension ExportCommand {
         guard [.certs, .pubKeys, .all].contains(type) else {
             throw ToolFailure(function, status: .unsupportedFormat, detail: "Identities export as PKCS#12 (-t identities -f pkcs12); bare private keys stay in the keychain: export certificates (-t certs) or public keys (-t pubKeys).")
         }
-        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false)
+        let context = try ToolContext.open(accessGroup: nil, createIfMissing: false, keychains: keychain.map { [$0] } ?? [])
         let certificates = type == .pubKeys ? [] : try CertificateItems.all(context).map(\.1)
         let publicKeys = type == .certs ? [] : try Self.publicKeys(context)
         guard !certificates.isEmpty || !publicKeys.isEmpty else { throw ToolFailure(function, status: .itemNotFound) }
@@ -163,7 +163,7 @@ struct ImportCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The file to import.", valueName: "inputfile"))
     var input: String
 
-    @Option(name: .customShort("k"), help: ArgumentHelp("Target keychain (accepted for compatibility; there is one).", valueName: "keychain"))
+    @Option(name: .customShort("k"), help: ArgumentHelp("Keychain to import into (default: the default keychain; with -f backup, the login keychain).", valueName: "keychain"))
     var keychain: String?
 
     @Option(name: .customShort("t"), help: ArgumentHelp("Type of the items in the file.", valueName: "type"))
@@ -212,7 +212,7 @@ struct ImportCommand: AsyncParsableCommand {
                 throw ToolFailure(Self.function, status: .param, detail: "A keychain backup holds the whole keychain: leave out -t or use -t agg.")
             }
             let secret = try secret(prompt: "Backup password: ")
-            Output.standardOutput(KeychainBackups.describe(try KeychainBackups.restore(data, password: secret, function: Self.function)))
+            Output.standardOutput(KeychainBackups.describe(try KeychainBackups.restore(data, password: secret, keychain: keychain, function: Self.function)))
             return
         }
         let supported: Set<ExchangeFormat> = [.openssl, .pemseq, .x509, .pkcs8, .raw, .pkcs12]
@@ -227,7 +227,7 @@ struct ImportCommand: AsyncParsableCommand {
                 throw ToolFailure(Self.function, error)
             }
         }
-        let context = try ToolContext.open(accessGroup: nil)
+        let context = try ToolContext.open(accessGroup: nil, keychains: keychain.map { [$0] } ?? [])
         if let contents {
             try CertificateItems.add(keys: contents.privateKeys + contents.publicKeys, context, function: Self.function)
             try CertificateItems.add(contents.certificates, context, function: Self.function)

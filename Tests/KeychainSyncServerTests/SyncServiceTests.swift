@@ -59,6 +59,12 @@ struct SyncServiceTests {
                 guard case .round = event else { return false }
                 return try b.secret("mail.example.com") == "hunter2"
             }
+            // B can hold the item before A's uploading round has recorded itself (the server pushes as soon as the
+            // upload commits): wait for that round's event, which comes after its status is written.
+            try await Self.awaitEvent(eventsA) { event in
+                guard case .round(let report) = event else { return false }
+                return report.uploaded == 1
+            }
 
             // Status after rounds: the time of the last one, nothing pending, no error, push up.
             guard case .status(let status) = try await serviceA.perform(.status) else { throw Failure("no status") }

@@ -124,4 +124,38 @@ struct KeychainListToolTests {
             #expect(added.stderr.contains("SystemRoots is read-only"))
         }
     }
+
+    /// `import -k` and `export -k` act on the keychain named; without it, import goes to the default keychain and
+    /// export reads the search list.
+    @Test(arguments: ToolMode.allCases)
+    func importAndExportTakeAKeychain(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
+            let pem = kc.root + "/work.pem"
+            let key = kc.root + "/work.key"
+            let made = try kc.launch("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                          "-keyout", key, "-out", pem, "-subj", "/CN=Work Certificate", "-days", "30"])
+            #expect(made.status == 0, "\(made.stderr)")
+            let password = mode == .keychaind ? "work-pass\n" : "\n"
+            #expect(try Self.run(kc, ["create-keychain", "--password-stdin", "work"], input: password).status == 0)
+
+            let imported = try kc.run(["import", pem, "-k", "work"])
+            #expect(imported.status == 0, "\(imported.stderr)")
+            #expect(try kc.run(["find-certificate", "-c", "Work Certificate", "work"]).status == 0)
+            #expect(try kc.run(["find-certificate", "-c", "Work Certificate", "login"]).status == 44)
+
+            // Exported from the keychain named: the certificate openssl wrote; from the login keychain: nothing.
+            let exported = try kc.run(["export", "-k", "work", "-t", "certs"])
+            #expect(exported.status == 0, "\(exported.stderr)")
+            #expect(exported.stdout == (try String(contentsOfFile: pem, encoding: .utf8)))
+            #expect(try kc.run(["export", "-k", "login", "-t", "certs"]).status == 44)
+            // Without -k, export reads the search list: work only once it is in it.
+            #expect(try kc.run(["export", "-t", "certs"]).status == 44)
+            #expect(try kc.run(["list-keychains", "-s", "login", "work"]).status == 0)
+            #expect(try kc.run(["export", "-t", "certs"]).stdout == exported.stdout)
+
+            let missing = try kc.run(["export", "-k", "nowhere", "-t", "certs"])
+            #expect(missing.status == Self.exitCode(-25294))
+            #expect(missing.stderr.contains("There is no keychain named nowhere."))
+        }
+    }
 }
