@@ -50,7 +50,21 @@ struct SecurityTool: AsyncParsableCommand {
                 } catch {
                     throw ToolFailure(UnlockKeychain.function, error)
                 }
-                guard status.daemon != nil || status.lockStatus == .beforeFirstUnlock || status.lockStatus == .locked else { throw failure }
+                let loginLocked = status.lockStatus == .beforeFirstUnlock || status.lockStatus == .locked
+                if !loginLocked, let other = LockedKeychains.first(in: keychain, arguments: arguments) {
+                    // Another keychain of the command (named, or in the search list) is locked: ask for its password.
+                    let function = "SecKeychainUnlock \(other)"
+                    let passcode = try PasswordPrompt.ask("password to unlock \(other): ", function: function,
+                                                          hint: "The keychain \(other) is locked: unlock it with `security unlock-keychain \(other)`, or run the command from a terminal to be asked for its password.")
+                    do {
+                        try keychain.keychain(named: other).unlock(passcode: passcode)
+                    } catch {
+                        throw ToolFailure(function, error)
+                    }
+                    try await runOnce(arguments)
+                    return
+                }
+                guard status.daemon != nil || loginLocked else { throw failure }
                 let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
                                                       hint: status.daemon != nil
                                                           ? "keychaind lets the security tool manage the keychain only after it gives the keychain's passcode; run the command from a terminal to be asked for it."

@@ -91,6 +91,12 @@ struct KeychainListToolTests {
             let locked = try kc.run(["find-generic-password", "-a", "wendy", "-s", "example.com", "-w"])
             #expect(locked.status == 36)
             #expect(locked.stdout == "")
+            // The tool names the locked keychain (not the login keychain, which is open) and says how to unlock it.
+            #expect(locked.stderr == """
+                security: SecKeychainUnlock work: User interaction is not allowed.
+                security: There is no terminal to ask on. The keychain work is locked: unlock it with `security unlock-keychain work`, or run the command from a terminal to be asked for its password.
+
+                """)
             // A wrong passcode unlocks nothing; the right one unlocks that keychain.
             #expect(try Self.run(kc, ["unlock-keychain", "--password-stdin", "work"], input: "wrong\n").status == Self.exitCode(-25293))
             #expect(try kc.run(["find-generic-password", "-a", "wendy", "-s", "example.com", "-w"]).status == 36)
@@ -100,6 +106,30 @@ struct KeychainListToolTests {
             // lock-keychain -a locks every open keychain.
             #expect(try kc.run(["lock-keychain", "-a"]).status == 0)
             #expect(try kc.run(["find-generic-password", "-a", "wendy", "-s", "example.com", "-w"]).status == 36)
+        }
+    }
+
+    /// On a terminal, a command that meets another keychain locked asks for that keychain's password (not the login
+    /// keychain's), unlocks it and runs once more; a wrong password unlocks nothing.
+    @Test(.enabled(if: DaemonToolTests.hasScript, "needs script(1) for a terminal"), arguments: ToolMode.allCases)
+    func aLockedKeychainIsAskedForByName(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
+            #expect(try Self.run(kc, ["create-keychain", "--password-stdin", "work"], input: "work-pass\n").status == 0)
+            #expect(try kc.run(["list-keychains", "-s", "login", "work"]).status == 0)
+            // In process the new keychain is locked again in the next command; through keychaind, lock it.
+            let add = try kc.onTerminal(["add-generic-password", "-a", "wendy", "-s", "example.com", "-w", "work-secret", "-k", "work"], typing: "work-pass\n")
+            #expect(add.status == 0, "\(add.stdout)")
+            #expect(try kc.run(["lock-keychain", "work"]).status == 0)
+
+            let wrong = try kc.onTerminal(["find-generic-password", "-a", "wendy", "-s", "example.com", "-w"], typing: "wrong\n")
+            #expect(wrong.status == Self.exitCode(-25293))
+            #expect(wrong.stdout.contains("password to unlock work: "))
+            #expect(wrong.stdout.contains("security: SecKeychainUnlock work: The user name or passphrase you entered is not correct."))
+
+            let found = try kc.onTerminal(["find-generic-password", "-a", "wendy", "-s", "example.com", "-w"], typing: "work-pass\n")
+            #expect(found.status == 0)
+            #expect(found.stdout.contains("password to unlock work: "))
+            #expect(found.stdout.hasSuffix("work-secret\r\n"))
         }
     }
 
