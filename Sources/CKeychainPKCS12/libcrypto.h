@@ -17,8 +17,12 @@
 
 #define CKEYCHAIN_CRYPTO_FUNCTIONS(F) \
     F(OSSL_PROVIDER_load) F(ERR_peek_last_error) F(ERR_error_string_n) F(ERR_clear_error) \
-    F(d2i_PKCS12) F(PKCS12_free) F(PKCS12_mac_present) F(PKCS12_verify_mac) F(PKCS12_parse) \
-    F(EVP_PKEY_get_base_id) F(EVP_PKEY_free) F(i2d_PrivateKey) F(i2d_X509) F(X509_alias_get0) F(X509_free) \
+    F(d2i_PKCS12) F(PKCS12_free) F(PKCS12_mac_present) F(PKCS12_verify_mac) \
+    F(PKCS12_unpack_authsafes) F(PKCS12_unpack_p7data) F(PKCS12_unpack_p7encdata) F(PKCS12_SAFEBAG_get_nid) \
+    F(PKCS12_SAFEBAG_get_bag_nid) F(PKCS12_SAFEBAG_get0_p8inf) F(PKCS12_SAFEBAG_get0_safes) F(PKCS12_SAFEBAG_get0_attr) \
+    F(PKCS12_SAFEBAG_get1_cert) F(PKCS12_decrypt_skey) F(PKCS12_get_friendlyname) F(EVP_PKCS82PKEY) \
+    F(PKCS8_PRIV_KEY_INFO_free) F(OBJ_obj2nid) F(OBJ_nid2sn) F(ASN1_STRING_get0_data) F(ASN1_STRING_length) \
+    F(EVP_PKEY_get_base_id) F(EVP_PKEY_free) F(i2d_PrivateKey) F(i2d_X509) F(X509_free) \
     F(OPENSSL_sk_num) F(OPENSSL_sk_value) F(OPENSSL_sk_pop_free) F(CRYPTO_zalloc) F(CRYPTO_free) F(CRYPTO_clear_free) \
     F(BN_CTX_new) F(BN_CTX_free) F(BN_new) F(BN_bin2bn) F(BN_bn2binpad) F(BN_is_odd) F(BN_set_flags) \
     F(BN_mod_exp_mont_consttime) F(BN_clear_free) \

@@ -91,23 +91,40 @@ public struct KeyAndCertificateFile: Sendable {
         return out
     }
 
-    /// An identity in a PKCS#12 archive: its private key, certificate and the rest of the chain.
+    /// A private key of a PKCS#12 archive, with its certificate when the archive holds it.
     public struct PKCS12Identity: Sendable {
         /// The private key.
-        public var key: KeychainKey?
-        /// The certificate of the private key.
+        public var key: KeychainKey
+        /// The certificate of the private key; nil when the archive does not hold it.
         public var certificate: KeychainCertificate?
-        /// The other certificates.
+        /// The friendly name the archive gives the key (or its certificate); nil when it gives none.
+        public var friendlyName: String?
+        /// The certificates of the archive that issued ``certificate``, leaf's issuer first.
         public var chain: [KeychainCertificate]
     }
 
-    /// Opens a PKCS#12 archive (PBES2/AES and the legacy 3DES/RC2 profiles).
+    /// Everything a PKCS#12 archive holds.
+    public struct PKCS12Archive: Sendable {
+        /// Each private key of the archive, in its order, with its certificate.
+        public var identities: [PKCS12Identity]
+        /// The certificates that belong to no key (the chains' CA certificates, or certificates alone).
+        public var certificates: [KeychainCertificate]
+    }
+
+    /// Opens a PKCS#12 archive (PBES2/AES and the legacy 3DES/RC2 profiles) and reads every key and certificate in
+    /// it; nothing is left out silently.
     ///
     /// - Throws: `KeychainError` with `KeychainStatus/authFailed` for a wrong password, `KeychainStatus/decode`
-    ///   when `data` is not PKCS#12.
-    public static func pkcs12(_ data: Data, password: String) throws(KeychainError) -> PKCS12Identity {
+    ///   when `data` is not PKCS#12 or part of it does not parse, `KeychainStatus/unsupportedFormat` for a key that
+    ///   is neither RSA nor elliptic curve.
+    public static func pkcs12(_ data: Data, password: String) throws(KeychainError) -> PKCS12Archive {
         let contents = try PKCS12.open(data, password: password)
-        return PKCS12Identity(key: contents.key.map(KeychainKey.init), certificate: contents.certificate.map(KeychainCertificate.init),
-                              chain: contents.chain.map(KeychainCertificate.init))
+        let pool = contents.certificates
+        let identities = contents.identities.map { identity in
+            PKCS12Identity(key: KeychainKey(identity.key), certificate: identity.certificate.map(KeychainCertificate.init),
+                           friendlyName: identity.friendlyName,
+                           chain: identity.certificate.map { PKCS12.issuers(of: $0, in: pool).map(KeychainCertificate.init) } ?? [])
+        }
+        return PKCS12Archive(identities: identities, certificates: pool.map(KeychainCertificate.init))
     }
 }

@@ -270,18 +270,26 @@ enum SecKeyBackend {
                 throw KeychainError(code: .invalidParameter, message: "SecPKCS12Import needs kSecImportExportPassphrase.")
             }
             let contents = try PKCS12.open(data as Data, password: password)
-            var item: [String: AnyObject] = [:]
-            var chain = contents.chain.map(SecCertificate.init)
-            if let certificate = contents.certificate {
-                chain.insert(SecCertificate(certificate), at: 0)
-                if let key = contents.key, (try? key.applicationLabel()) == certificate.publicKeyHash {
-                    item["identity"] = SecIdentity(certificate: SecCertificate(certificate), privateKey: SecKey(key))
-                    item["keyid"] = NSData(data: certificate.publicKeyHash)
-                }
+            // As Apple's: one dictionary per identity (a key with its certificate), whose chain holds every
+            // certificate of the file: the identity's first, then its issuers, then the others. A file with
+            // certificates alone gives one dictionary of them.
+            let leaves = contents.identities.compactMap(\.certificate)
+            var found: [NSDictionary] = []
+            for identity in contents.identities {
+                guard let certificate = identity.certificate else { continue }
+                var item: [String: AnyObject] = [:]
+                var chain = [certificate] + PKCS12.issuers(of: certificate, in: contents.certificates)
+                for other in contents.certificates + leaves where !chain.contains(where: { $0.der == other.der }) { chain.append(other) }
+                item["identity"] = SecIdentity(certificate: SecCertificate(certificate), privateKey: SecKey(identity.key))
+                item["keyid"] = NSData(data: certificate.publicKeyHash)
+                item["chain"] = NSArray(array: chain.map(SecCertificate.init))
+                if let name = identity.friendlyName { item["label"] = NSString(string: name) }
+                found.append(NSDictionary(dictionary: item))
             }
-            item["chain"] = NSArray(array: chain)
-            if let name = contents.friendlyName { item["label"] = NSString(string: name) }
-            items.pointee = NSArray(array: [NSDictionary(dictionary: item)])
+            if found.isEmpty {
+                found.append(NSDictionary(dictionary: ["chain": NSArray(array: contents.certificates.map(SecCertificate.init))]))
+            }
+            items.pointee = NSArray(array: found)
             return errSecSuccess
         } catch let error as KeychainError {
             SecItemBackend.logger.debug("SecPKCS12Import failed", metadata: ["status": "\(error.status.rawValue)"])

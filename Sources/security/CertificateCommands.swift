@@ -31,11 +31,16 @@ enum CertificateItems {
         return out
     }
 
-    /// Adds certificates; a duplicate fails like macOS's `SecCertificateAddToKeychain`.
-    static func add(_ certificates: [KeychainCertificate], _ context: ToolContext, function: String) throws(ToolFailure) {
+    /// Adds certificates; a duplicate fails like macOS's `SecCertificateAddToKeychain`, unless `ignoringDuplicates`
+    /// (as macOS's PKCS#12 import does: two identities from one CA share its certificate): then a certificate the
+    /// keychain already holds is left as it is.
+    static func add(_ certificates: [KeychainCertificate], _ context: ToolContext, function: String,
+                    ignoringDuplicates: Bool = false) throws(ToolFailure) {
         for certificate in certificates {
             do {
                 try context.store.add(certificate)
+            } catch where ignoringDuplicates && error.status == .duplicateItem {
+                continue
             } catch {
                 throw ToolFailure(function, error)
             }

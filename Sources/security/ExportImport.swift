@@ -240,27 +240,27 @@ struct ImportCommand: AsyncParsableCommand {
             throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input) is not a keychain backup, PEM, DER or PKCS#12.")
         }
         let secret = try secret(prompt: "PKCS#12 passphrase: ")
-        let p12: KeyAndCertificateFile.PKCS12Identity
+        let archive: KeyAndCertificateFile.PKCS12Archive
         do {
-            p12 = try KeyAndCertificateFile.pkcs12(data, password: secret)
+            archive = try KeyAndCertificateFile.pkcs12(data, password: secret)
         } catch where error.code == .corruptData && format == nil {
             throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input): \(error.message)")
         } catch {
             throw ToolFailure(Self.function, error)
         }
-        var certificates = p12.chain
+        // Every key of the file, each with its certificate when the file has it, then the certificates of no key. A
+        // key already in the keychain fails the import (errSecDuplicateItem); a certificate already there is kept,
+        // as macOS's import keeps it (two identities from one CA carry the same CA certificate).
         var identities = 0
-        if let key = p12.key { try CertificateItems.add(keys: [key], context, function: Self.function) }
-        if let certificate = p12.certificate {
-            if let key = p12.key, (try? key.applicationLabel()) == certificate.publicKeyHash {
-                identities = 1
-                try CertificateItems.add([certificate], context, function: Self.function)
-            } else {
-                certificates.insert(certificate, at: 0)
+        for identity in archive.identities {
+            try CertificateItems.add(keys: [identity.key], context, function: Self.function)
+            if let certificate = identity.certificate {
+                try CertificateItems.add([certificate], context, function: Self.function, ignoringDuplicates: true)
+                identities += 1
             }
         }
-        try CertificateItems.add(certificates, context, function: Self.function)
-        Output.standardOutput(Self.summary(keys: identities == 1 ? 0 : (p12.key == nil ? 0 : 1), certificates: certificates.count, identities: identities))
+        try CertificateItems.add(archive.certificates, context, function: Self.function, ignoringDuplicates: true)
+        Output.standardOutput(Self.summary(keys: archive.identities.count - identities, certificates: archive.certificates.count, identities: identities))
     }
 
     /// macOS's report: "1 identity imported.", "2 certificates imported.", "1 key imported.", one line each.

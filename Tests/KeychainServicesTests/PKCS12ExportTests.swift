@@ -73,6 +73,32 @@ func export(_ items: AnyObject, _ format: SecExternalFormat, _ flags: SecItemImp
         #expect(importPKCS12(try #require(fromData.1), "export secret").0 == errSecSuccess)
     }
 
+    /// Several identities in one file (as SecItemExport writes them) come back from SecPKCS12Import whole: one
+    /// dictionary per identity, in the file's order, each chain holding every certificate of the file, its own first.
+    @Test func severalIdentitiesComeBackFromSecPKCS12Import() throws {
+        let bench = try Workbench()
+        defer { bench.remove() }
+        let ec = try OpenSSLIdentity(bench, "first", key: ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"], legacy: false)
+        let rsa = try OpenSSLIdentity(bench, "second", key: ["-newkey", "rsa:2048"], legacy: false)
+        let first = try #require(importPKCS12(try ec.p12, "p12 secret").1.first?[kSecImportItemIdentity as String] as? SecIdentity)
+        let second = try #require(importPKCS12(try rsa.p12, "p12 secret").1.first?[kSecImportItemIdentity as String] as? SecIdentity)
+        let (status, exported) = export([first, second] as NSArray, .formatPKCS12, passphrase: "both" as NSString)
+        #expect(status == errSecSuccess)
+
+        let (back, items) = importPKCS12(try #require(exported), "both")
+        #expect(back == errSecSuccess)
+        #expect(items.count == 2)
+        for (item, made) in zip(items, [ec, rsa]) {
+            let identity = try #require(item[kSecImportItemIdentity as String] as? SecIdentity)
+            var certificate: SecCertificate?
+            #expect(SecIdentityCopyCertificate(identity, &certificate) == errSecSuccess)
+            #expect(SecCertificateCopyData(try #require(certificate)) as Data == (try made.certificateDER))
+            let chain = try #require(item[kSecImportItemCertChain as String] as? [SecCertificate])
+            #expect(chain.count == 2)
+            #expect(chain.first.map { SecCertificateCopyData($0) as Data } == (try made.certificateDER))
+        }
+    }
+
     @Test func exportFormatsAndRefusalsHaveApplesCodes() throws {
         let bench = try Workbench()
         defer { bench.remove() }

@@ -139,6 +139,60 @@ struct CertificateToolTests {
         }
     }
 
+    /// A PKCS#12 file with several identities (as `export -t identities -f pkcs12` writes) imports whole: every key,
+    /// each with its certificate, and the CA certificate once; a key the keychain cannot hold fails the import
+    /// with errSecUnsupportedFormat rather than being left out.
+    @Test(arguments: ToolMode.allCases) func pkcs12WithSeveralIdentitiesImportsWhole(_ mode: ToolMode) throws {
+        try withKeychain(mode) { kc in
+            // A CA and two leaves it signed, one EC and one RSA.
+            try kc.openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "30",
+                           "-keyout", "@ca.key", "-out", "@ca.pem", "-subj", "/CN=Several CA")
+            for (name, algorithm) in [("first", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]), ("second", ["-newkey", "rsa:2048"])] {
+                let request = ["req", "-new"] + algorithm + ["-nodes", "-keyout", "@\(name).key", "-out", "@\(name).csr", "-subj", "/CN=Several \(name)"]
+                let made = try kc.launch("/usr/bin/env", ["openssl"] + request.map { $0.hasPrefix("@") ? kc.root + "/" + $0.dropFirst() : $0 })
+                #expect(made.status == 0, "\(made.stderr)")
+                try kc.openssl("x509", "-req", "-in", "@\(name).csr", "-CA", "@ca.pem", "-CAkey", "@ca.key", "-days", "30", "-out", "@\(name).pem")
+                try kc.openssl("pkcs12", "-export", "-inkey", "@\(name).key", "-in", "@\(name).pem", "-certfile", "@ca.pem",
+                               "-passout", "pass:pw", "-out", "@\(name).p12")
+                // The second file's CA certificate is already in the keychain: kept, not a duplicate.
+                let imported = try kc.run(["import", kc.root + "/\(name).p12", "-P", "pw"])
+                #expect(imported.status == 0, "\(imported.stderr)")
+                #expect(imported.stdout == "1 identity imported.\n1 certificate imported.\n")
+            }
+            // The same identity again: its key is a duplicate (errSecDuplicateItem, exit 45).
+            let again = try kc.run(["import", kc.root + "/first.p12", "-P", "pw"])
+            #expect(again.status == 45)
+            #expect(again.stderr.hasPrefix("security: SecKeychainItemImport: The specified item already exists in the keychain.\n"))
+            let exported = try kc.run(["export", "-t", "identities", "-f", "pkcs12", "-P", "both", "-o", kc.root + "/both.p12"])
+            #expect(exported.status == 0, "\(exported.stderr)")
+            // openssl sees both keys and the three certificates.
+            try Data("both\n".utf8).write(to: URL(fileURLWithPath: kc.root + "/both-pw"))
+            let pem = try kc.openssl("pkcs12", "-in", "@both.p12", "-passin", "file:" + kc.root + "/both-pw", "-nodes")
+            #expect(pem.components(separatedBy: "-----BEGIN PRIVATE KEY-----").count - 1 == 2)
+            #expect(pem.components(separatedBy: "-----BEGIN CERTIFICATE-----").count - 1 == 3)
+
+            try withKeychain(mode) { other in
+                try FileManager.default.copyItem(atPath: kc.root + "/both.p12", toPath: other.root + "/both.p12")
+                let imported = try other.run(["import", other.root + "/both.p12", "-P", "both"])
+                #expect(imported.status == 0, "\(imported.stderr)")
+                #expect(imported.stdout == "2 identities imported.\n1 certificate imported.\n")
+                let identities = try other.run(["find-identity"])
+                #expect(identities.stdout.contains("\"Several first\""))
+                #expect(identities.stdout.contains("\"Several second\""))
+                #expect(identities.stdout.contains("2 identities found"))
+                #expect(try other.run(["find-certificate", "-c", "Several CA"]).status == 0)
+            }
+
+            // An Ed25519 identity: refused whole, with the key's type named; nothing is added.
+            try kc.openssl("req", "-x509", "-newkey", "ed25519", "-nodes", "-days", "30", "-keyout", "@ed.key", "-out", "@ed.pem", "-subj", "/CN=Edwards")
+            try kc.openssl("pkcs12", "-export", "-inkey", "@ed.key", "-in", "@ed.pem", "-passout", "pass:pw", "-out", "@ed.p12")
+            let refused = try kc.run(["import", kc.root + "/ed.p12", "-P", "pw"])
+            #expect(refused.status == Int32(UInt32(bitPattern: -25256) & 0xff))
+            #expect(refused.stderr.contains("A private key of the PKCS#12 file is ED25519; the keychain holds RSA and elliptic-curve keys only."))
+            #expect(try kc.run(["find-certificate", "-c", "Edwards"]).status == 44)
+        }
+    }
+
     @Test(arguments: ToolMode.allCases) func verifyCertChecksTheChain(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
             try makeCertificate(kc)

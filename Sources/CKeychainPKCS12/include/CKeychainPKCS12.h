@@ -4,37 +4,57 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// The most CA certificates a PKCS#12 file's chain may hand back.
-#define CKEYCHAIN_PKCS12_MAX_CHAIN 16
+/// The most private keys one PKCS#12 file may hold (a file with more is refused, never cut short).
+#define CKEYCHAIN_PKCS12_MAX_KEYS 32
+/// The most certificates one PKCS#12 file may hold (a file with more is refused, never cut short).
+#define CKEYCHAIN_PKCS12_MAX_CERTIFICATES 64
 
-/// What `ckeychain_pkcs12_parse` found. Buffers are owned by the result: release them with `ckeychain_pkcs12_free`.
+/// A private key bag of a PKCS#12 file.
+typedef struct {
+    /// 1 RSA (PKCS#1 DER), 2 EC (SEC1 DER).
+    int type;
+    unsigned char *der;
+    long length;
+    /// The bag's localKeyID attribute (the certificate of the key carries the same one), or NULL.
+    unsigned char *local_key_id;
+    long local_key_id_length;
+    /// The bag's friendlyName, NUL-terminated UTF-8, or NULL.
+    char *friendly_name;
+} ckeychain_pkcs12_key;
+
+/// An X.509 certificate bag of a PKCS#12 file.
+typedef struct {
+    unsigned char *der;
+    long length;
+    /// The bag's localKeyID attribute, or NULL.
+    unsigned char *local_key_id;
+    long local_key_id_length;
+    /// The bag's friendlyName, NUL-terminated UTF-8, or NULL.
+    char *friendly_name;
+} ckeychain_pkcs12_certificate;
+
+/// What `ckeychain_pkcs12_parse` found: every key bag and every certificate bag, in the file's order. Buffers are
+/// owned by the result: release them with `ckeychain_pkcs12_free`.
 typedef struct {
     /// 0 success; 1 not a PKCS#12 file (or truncated); 2 the MAC does not verify (wrong password);
     /// 3 the contents could not be decrypted or read (wrong password, or an unsupported profile).
     /// 4 OpenSSL's libcrypto could not be loaded (it is opened on first use, not when the program starts).
+    /// 5 a key of a type the keychain cannot hold (message names it); 6 more keys or certificates than the limits.
     int status;
     /// What went wrong, for status != 0 (OpenSSL's reason, never the password).
     char message[256];
-    /// The private key: 1 RSA (PKCS#1 DER), 2 EC (SEC1 DER), 0 none or another type.
-    int key_type;
-    unsigned char *key;
-    long key_length;
-    /// The certificate that goes with the key (DER).
-    unsigned char *certificate;
-    long certificate_length;
-    /// Further certificates (DER).
-    unsigned char *chain[CKEYCHAIN_PKCS12_MAX_CHAIN];
-    long chain_length[CKEYCHAIN_PKCS12_MAX_CHAIN];
-    int chain_count;
-    /// The certificate's friendly name, NUL-terminated, or NULL.
-    char *friendly_name;
+    ckeychain_pkcs12_key keys[CKEYCHAIN_PKCS12_MAX_KEYS];
+    int key_count;
+    ckeychain_pkcs12_certificate certificates[CKEYCHAIN_PKCS12_MAX_CERTIFICATES];
+    int certificate_count;
 } ckeychain_pkcs12;
 
-/// Opens a password-protected PKCS#12 file with OpenSSL's libcrypto (PBES2/AES and the legacy 3DES/RC2 profiles).
+/// Opens a password-protected PKCS#12 file with OpenSSL's libcrypto (PBES2/AES and the legacy 3DES/RC2 profiles),
+/// reading every bag rather than the first identity alone. An empty password also opens a file sealed with none.
 /// Returns `out->status`.
 int ckeychain_pkcs12_parse(const unsigned char *data, long length, const char *password, ckeychain_pkcs12 *out);
 
-/// Releases what a parse allocated (and wipes the key buffer first).
+/// Releases what a parse allocated (and wipes the key buffers first).
 void ckeychain_pkcs12_free(ckeychain_pkcs12 *result);
 
 /// `base ^ exponent mod modulus` with OpenSSL's `BN_mod_exp_mont_consttime` (constant-time in the exponent, which is
