@@ -25,6 +25,10 @@ struct KeychainListToolTests {
             #expect(created.status == 0, "\(created.stderr)")
             #expect(created.stdout == "" && created.stderr == "")
             let work = kc.home + "/keychains/work.keychain-db"
+            // show-keychain-info prints its database file, which names it again.
+            let info = try kc.run(["show-keychain-info", "work"])
+            #expect(info.stdout == "Keychain \"\(work)/keychain-2.db\" timeout=600s\n")
+            #expect(try kc.run(["show-keychain-info", work + "/keychain-2.db"]).stdout == info.stdout)
 
             #expect(try Self.run(kc, ["add-generic-password", "-a", "alice", "-s", "example.com", "--password-stdin"], input: "login-secret\n").status == 0)
             let added = try Self.run(kc, ["add-generic-password", "-a", "alice", "-s", "example.com", "--password-stdin", "-k", "work"], input: "work-secret\n")

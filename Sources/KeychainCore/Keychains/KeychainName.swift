@@ -46,12 +46,15 @@ package struct KeychainName: Sendable, Hashable, Comparable, CustomStringConvert
 
     /// The keychain a command-line argument or a `SecKeychainOpen` path names: a bare name (`work`,
     /// `work.keychain-db`) or a path whose last component is one (`~/Library/Keychains/work.keychain-db`,
-    /// `/Library/Keychains/System.keychain`); the keychain folder itself names ``login``.
+    /// `/Library/Keychains/System.keychain`); the keychain folder itself names ``login``, and a keychain's database
+    /// file (`…/work.keychain-db/keychain-2.db`, as `show-keychain-info` prints it) names that keychain.
     ///
     /// - Parameter keychainFolder: the login keychain's folder, which names ``login`` when given as a path.
     package init(argument: String, keychainFolder: String? = nil) throws(KeychainError) {
         var text = argument
         while text.count > 1, text.hasSuffix("/") { text.removeLast() }
+        // The database file names its keychain too (what `show-keychain-info` prints): its folder is the keychain.
+        if text.hasSuffix("/" + KeychainLocation.databaseFileName) { text.removeLast(KeychainLocation.databaseFileName.count + 1) }
         if let keychainFolder, text == keychainFolder {
             self = .login
             return

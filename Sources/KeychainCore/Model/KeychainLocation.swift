@@ -29,7 +29,11 @@ package struct KeychainLocation: Sendable, Hashable {
     }
 
     /// The item database (Apple's name).
-    package var databasePath: String { home + "/keychain-2.db" }
+    package var databasePath: String { home + "/" + Self.databaseFileName }
+
+    /// The database's file name in a keychain folder.
+    package static let databaseFileName = "keychain-2.db"
+
     /// The keybag holding the wrapped class keys and metadata key.
     package var keybagPath: String { home + "/keychain.keybag" }
     /// The lock file that serializes first-time creation of the keychain's files.
