@@ -3,6 +3,7 @@ import Foundation
 import KeychainCore
 import KeychainSync
 import KeychainSyncAPI
+import NIOCore
 import OpenAPIAsyncHTTPClient
 import OpenAPIRuntime
 
@@ -204,7 +205,7 @@ package struct SyncServerConnection: Sendable {
             return try await body()
         } catch {
             throw KeychainError(code: .io, message: "The sync server could not be reached or answered nonsense; check its address and your network, then try again.",
-                                cause: DescribedError(error))
+                                cause: SyncTransportFailure(error))
         }
     }
 
@@ -238,5 +239,46 @@ package struct SyncServerConnection: Sendable {
             if let error = serverError(in: child.value, depth: depth + 1) { return error }
         }
         return nil
+    }
+}
+
+/// What went wrong under a call that failed before the server's answer could be read: the operation, what the
+/// OpenAPI client says happened (sending, decoding…) and the transport's own error (`HTTPClientError.connectTimeout`,
+/// a socket's errno). Neither the request nor its body is described: they carry the device's signatures and
+/// wrapped keys.
+struct SyncTransportFailure: Error, Sendable, CustomStringConvertible {
+    let description: String
+
+    init(_ error: any Error) {
+        guard let client = error as? ClientError else {
+            description = Self.describe(error)
+            return
+        }
+        var parts = ["\(client.operationID): \(client.causeDescription)"]
+        if let status = client.response?.status { parts.append("answer \(status.code)") }
+        parts.append(Self.describe(client.underlyingError))
+        description = parts.joined(separator: ", ")
+    }
+
+    /// An error whose own description names no secret (the HTTP client's errors, socket errors, decoding paths),
+    /// else its type alone.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as HTTPClientError: String(describing: error)
+        case let error as IOError: String(describing: error)
+        case let error as DecodingError: "DecodingError at \(Self.path(of: error))"
+        case let error as ClientError: Self.describe(error.underlyingError)
+        default: String(describing: type(of: error))
+        }
+    }
+
+    /// Where in the answer a decoding failed (`devices.0.name`): names from the API document, never a value.
+    static func path(of error: DecodingError) -> String {
+        let context: DecodingError.Context? = switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context), .dataCorrupted(let context): context
+        @unknown default: nil
+        }
+        let keys = context?.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue } ?? []
+        return keys.isEmpty ? "the top" : keys.joined(separator: ".")
     }
 }

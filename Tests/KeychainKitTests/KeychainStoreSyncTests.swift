@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import KeychainKit
 import KeychainTestSupport
 import Testing
@@ -17,6 +20,10 @@ import Testing
     func twoStoresJoinAndSyncWithTheirStatusAsEvents() async throws {
         let server = try SyncServerProcess()
         defer { server.stop() }
+        try await server.showingLogOnFailure { try await Self.joinAndSync(server: server) }
+    }
+
+    static func joinAndSync(server: SyncServerProcess) async throws {
         let url = try #require(URL(string: server.url))
         let alphaFolder = Folder(), betaFolder = Folder()
         let alpha = try alphaFolder.store(), beta = try betaFolder.store()
@@ -66,6 +73,37 @@ import Testing
         let local = try #require(URL(string: "http://127.0.0.1:9"))
         await #expect { try await store.approveSyncDevice(code: "ABCDE-FGHJK", name: " ") } throws: { ($0 as? KeychainError)?.status == .param }
         await #expect { try await store.joinSyncAccount("", server: local) } throws: { ($0 as? KeychainError)?.status == .param }
+    }
+
+    /// A server that is not there: `errSecIO` saying to check the address, with a cause that names the call and
+    /// what the socket met (not the bare type name `ClientError`, which told nobody anything).
+    @Test func anUnreachableServerSaysWhatTheCallMet() async throws {
+        let folder = Folder()
+        let store = try folder.store()
+        // A port that was just listening and is closed now: nothing answers there.
+        let port = try Self.closedPort()
+        let url = try #require(URL(string: "http://127.0.0.1:\(port)"))
+        let error = await #expect(throws: KeychainError.self) { try await store.createSyncAccount(server: url) }
+        #expect(error?.status == .io)
+        let cause = try #require(error?.cause.map { String(describing: $0) })
+        #expect(cause.hasPrefix("createAccount: "), "\(cause)")
+        #expect(cause.contains("refused") || cause.contains("connect"), "\(cause)")
+    }
+
+    /// A loopback port nothing listens on: bound, then closed.
+    static func closedPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestProcessError("socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw TestProcessError("bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// `runSync()` runs the engine in this process until its task is cancelled.

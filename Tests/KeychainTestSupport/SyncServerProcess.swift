@@ -87,6 +87,16 @@ public final class SyncServerProcess: @unchecked Sendable {
     /// What the server wrote to stderr so far.
     public var output: String { log.text }
 
+    /// Runs `body`; when it throws, the error is rethrown with the end of the server's log attached, so that a
+    /// failed call shows what the server saw of it.
+    public func showingLogOnFailure<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            throw TestProcessError("\(error)\nThe sync server's log ends:\n\(output.suffix(6000))")
+        }
+    }
+
     /// SIGTERM, waits for the exit (SIGKILL after 10 s: a graceful shutdown can wait on a client's open push socket,
     /// and this call blocks its thread), and drops the database.
     public func stop() {
