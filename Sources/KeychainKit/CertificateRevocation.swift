@@ -8,7 +8,7 @@ public struct KeychainRevocationOptions: OptionSet, Sendable {
     public let rawValue: UInt
     /// Options from Apple's bits.
     public init(rawValue: UInt) { self.rawValue = rawValue }
-    /// OCSP (never sent: reported as not checked, offline).
+    /// OCSP: the certificate's responder is asked (unless ``networkAccessDisabled``) when no current CRL covers it.
     public static let ocsp = KeychainRevocationOptions(rawValue: RevocationOptions.ocsp.rawValue)
     /// Certificate revocation lists.
     public static let crl = KeychainRevocationOptions(rawValue: RevocationOptions.crl.rawValue)
@@ -30,8 +30,8 @@ public struct KeychainVerification: Sendable {
 
 extension KeychainCertificate {
     /// Verifies like ``verify(intermediates:anchors:anchorsOnly:hostname:at:)`` (trust settings included), then
-    /// checks revocation with CRLs: the user's and the administrator's CRL folders plus `crls` (PEM or DER files'
-    /// contents).
+    /// checks revocation with CRLs (the user's and the administrator's CRL folders plus `crls`, PEM or DER files'
+    /// contents) and, with ``KeychainRevocationOptions/ocsp``, the OCSP responder each certificate names.
     ///
     /// - Throws: `KeychainError`: `errSecNotTrusted`, `errSecTrustSettingDeny`, `errSecCertificateRevoked`,
     ///   `errSecIncompleteCertRevocationCheck`, or `errSecUnknownFormat` when one of `crls` is not a CRL.

@@ -109,9 +109,10 @@ public func SecTrustSetVerifyDate(_ trust: SecTrust, _ verifyDate: CFDate) -> OS
 
 /// Evaluates the trust: `true` when every policy holds for a chain to a trusted root; else `false` and, in
 /// `error`, the reason: `errSecNotTrusted`, `errSecTrustSettingDeny` (a certificate of the chain is denied by the
-/// user's or the administrator's trust settings), `errSecCertificateRevoked` (a revocation policy found a CRL that
-/// revokes one), or `errSecIncompleteCertRevocationCheck` (a positive revocation response was required and none
-/// could be had: OCSP is unavailable offline, and no current CRL covered the certificate).
+/// user's or the administrator's trust settings), `errSecCertificateRevoked` (a revocation policy found a CRL, or
+/// the issuer's OCSP responder, that revokes one), or `errSecIncompleteCertRevocationCheck` (a positive revocation
+/// response was required and none could be had: no current CRL covered the certificate, and no valid OCSP answer
+/// came, or network access was not allowed).
 public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutablePointer<CFError?>?) -> Bool {
     error?.pointee = nil
     do {

@@ -60,8 +60,8 @@ public func SecTrustCopyPolicies(_ trust: SecTrust, _ policies: UnsafeMutablePoi
     return errSecSuccess
 }
 
-/// Whether evaluation may use the network (for OCSP; there is no OCSP client here, so this only changes the
-/// reason a status is reported as not checked). Allowed by default.
+/// Whether evaluation may use the network: with a revocation policy that asks for OCSP, to ask a certificate's
+/// OCSP responder about it. Allowed by default; no question is sent without a revocation policy.
 public func SecTrustSetNetworkFetchAllowed(_ trust: SecTrust, _ allowFetch: Bool) -> OSStatus {
     trust.networkFetchAllowed = allowFetch
     return errSecSuccess

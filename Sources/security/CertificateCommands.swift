@@ -264,7 +264,7 @@ struct VerifyCert: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify-cert",
         abstract: "Verify certificate(s).",
-        discussion: "The first -c file's first certificate is the leaf; the other certificates are intermediates. With -r, only those roots are trusted; without, the System Roots (the Debian CA bundle and /etc/ssl/certs) and the user's and admin's trust settings. With -R crl (or --crl), revocation is checked against installed CRLs (security add-crl) and the --crl files; OCSP is never sent (offline)."
+        discussion: "The first -c file's first certificate is the leaf; the other certificates are intermediates. With -r, only those roots are trusted; without, the System Roots (the Debian CA bundle and /etc/ssl/certs) and the user's and admin's trust settings. With -R crl (or --crl), revocation is checked against installed CRLs (security add-crl) and the --crl files; with -R ocsp, a certificate no current CRL covers is asked of the OCSP responder it names (not with -R offline)."
     )
 
     @Option(name: .customShort("c"), help: ArgumentHelp("Certificate file(s), PEM or DER; the leaf first.", valueName: "certFile"))
@@ -291,7 +291,7 @@ struct VerifyCert: AsyncParsableCommand {
     @Flag(name: .customShort("q"), help: "Quiet: print nothing on success.")
     var quiet = false
 
-    @Option(name: .customShort("R"), help: ArgumentHelp("Check revocation: crl, ocsp (unavailable offline), require (fail when a status is unknown), offline (no network). Repeatable.", valueName: "revCheckOption"))
+    @Option(name: .customShort("R"), help: ArgumentHelp("Check revocation: crl, ocsp (ask the certificate's OCSP responder), require (fail when a status is unknown), offline (no network). Repeatable.", valueName: "revCheckOption"))
     var revocation: [RevocationCheckOption] = []
 
     @Option(name: .customLong("crl"), help: ArgumentHelp("A CRL file (PEM or DER) to use beside the installed ones (security add-crl). Repeatable.", valueName: "crlFile"))

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import KeychainKit
 import KeychainTestSupport
 import Testing
@@ -81,29 +78,13 @@ import Testing
         let folder = Folder()
         let store = try folder.store()
         // A port that was just listening and is closed now: nothing answers there.
-        let port = try Self.closedPort()
+        let port = try unusedLoopbackPort()
         let url = try #require(URL(string: "http://127.0.0.1:\(port)"))
         let error = await #expect(throws: KeychainError.self) { try await store.createSyncAccount(server: url) }
         #expect(error?.status == .io)
         let cause = try #require(error?.cause.map { String(describing: $0) })
         #expect(cause.hasPrefix("createAccount: "), "\(cause)")
         #expect(cause.contains("refused") || cause.contains("connect"), "\(cause)")
-    }
-
-    /// A loopback port nothing listens on: bound, then closed.
-    static func closedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestProcessError("socket: errno \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw TestProcessError("bind: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// `runSync()` runs the engine in this process until its task is cancelled.

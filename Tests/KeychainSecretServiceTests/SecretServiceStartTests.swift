@@ -68,11 +68,15 @@ struct SecretServiceStartTests {
             #expect(refused.stderr.contains("--secret-service-replace"))
         }
         other.close()
+        // The bus frees the name when it has read the hang-up, which may come after a new connection's request: wait.
+        let client = try DBusConnection(address: bus.address)
+        let freed = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < freed, (try? client.nameOwner(of: "org.freedesktop.secrets")) != nil { usleep(20_000) }
+        #expect(throws: DBusError.self) { try client.nameOwner(of: "org.freedesktop.secrets") }
         // One that allows replacement (as gnome-keyring does) is replaced with --secret-service-replace.
         let yielding = try DBusServerConnection(address: bus.address)
         #expect(try await yielding.requestName("org.freedesktop.secrets", allowReplacement: true) == .primaryOwner)
         let daemon = try KeychaindProcess(socketPath: root + "/d.sock", environment: env, arguments: ["--secret-service-replace"])
-        let client = try DBusConnection(address: bus.address)
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline, (try? client.nameOwner(of: "org.freedesktop.secrets")) == yielding.uniqueName { usleep(20_000) }
         #expect(try client.nameOwner(of: "org.freedesktop.secrets") != yielding.uniqueName)

@@ -99,6 +99,46 @@ func export(_ items: AnyObject, _ format: SecExternalFormat, _ flags: SecItemImp
         }
     }
 
+    /// The reader's limits (32 private keys, 64 certificates in one file) hold at their edge, and a file past either
+    /// is refused whole with errSecParam: never read in part, the rest silently dropped.
+    @Test func aFilePastTheReadersLimitsIsRefusedWhole() throws {
+        let bench = try Workbench()
+        defer { bench.remove() }
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
+        var identities: [SecIdentity] = []
+        for index in 0 ..< 33 {
+            let made = try OpenSSLIdentity(bench, "id\(index)", key: ec, legacy: false)
+            identities.append(try #require(importPKCS12(try made.p12, "p12 secret").1.first?[kSecImportItemIdentity as String] as? SecIdentity))
+        }
+        // Extra certificates, all signed by one key: one openssl run each.
+        #expect(try bench.openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", "extra.key").status == 0)
+        var extras: [SecCertificate] = []
+        for index in 0 ..< 33 {
+            #expect(try bench.openssl("req", "-x509", "-new", "-key", "extra.key", "-subj", "/CN=extra \(index)", "-days", "2",
+                                      "-outform", "DER", "-out", "extra\(index).der").status == 0)
+            extras.append(try #require(SecCertificateCreateWithData(nil, try bench.read("extra\(index).der") as CFData)))
+        }
+        func exported(_ items: [AnyObject]) throws -> Data {
+            let (status, data) = export(items as NSArray, .formatPKCS12, passphrase: "many" as NSString)
+            #expect(status == errSecSuccess)
+            return try #require(data)
+        }
+        let keysAtTheLimit = Array(identities.prefix(32))
+
+        // 32 keys and 32 + 32 = 64 certificates: everything comes back.
+        let full = importPKCS12(try exported(keysAtTheLimit + Array(extras.prefix(32))), "many")
+        #expect(full.0 == errSecSuccess)
+        #expect(full.1.count == 32)
+        #expect(full.1.first.flatMap { $0[kSecImportItemCertChain as String] as? [SecCertificate] }?.count == 64)
+        // A 33rd key, or a 65th certificate: nothing comes back.
+        let keyTooMany = importPKCS12(try exported(identities), "many")
+        #expect(keyTooMany.0 == errSecParam)
+        #expect(keyTooMany.1.isEmpty)
+        let certificateTooMany = importPKCS12(try exported(keysAtTheLimit + extras), "many")
+        #expect(certificateTooMany.0 == errSecParam)
+        #expect(certificateTooMany.1.isEmpty)
+    }
+
     @Test func exportFormatsAndRefusalsHaveApplesCodes() throws {
         let bench = try Workbench()
         defer { bench.remove() }

@@ -290,7 +290,7 @@ struct TrustSettingsTests {
         #expect(try store.trust(Self.chain + [crlMethod]) == "not trusted status=-67820\n")
         #expect(try store.trust(Self.ssl + [crlMethod]) == "not trusted status=-67820\n")
         #expect(try store.trust(Self.chain) == "trusted chain=3\n")
-        // OCSP alone consults no CRL (and sends nothing: offline).
+        // OCSP alone consults no CRL (and these certificates name no responder to ask).
         #expect(try store.trust(Self.chain + ["revocation=1"]) == "trusted chain=3 revocation-checked=false\n")
     }
 

@@ -30,13 +30,15 @@ package struct RevocationOptions: OptionSet, Sendable, Hashable {
 /// administrator's, and any the caller gives. A list counts for a certificate when its issuer's key signed it
 /// and it is current at the verify date (thisUpdate ≤ date ≤ nextUpdate); lists that fail either are ignored.
 ///
-/// OCSP is not implemented: no request is ever sent (this machine has no network). A certificate no current CRL
-/// covers is reported as "not checked", and fails only with `kSecRevocationRequirePositiveResponse`
+/// A certificate no current CRL covers is asked of its issuer's OCSP responder (``OCSPCheck``) when the options
+/// ask for OCSP and the network may be used (`SecTrustSetNetworkFetchAllowed`, no
+/// `kSecRevocationNetworkAccessDisabled`). A certificate whose status no CRL and no valid OCSP answer gave is
+/// reported as "not checked", saying why, and fails only with `kSecRevocationRequirePositiveResponse`
 /// (`errSecIncompleteCertRevocationCheck`).
 package enum RevocationCheck {
     /// What the check learned.
     package struct Outcome: Sendable, Equatable {
-        /// Whether every certificate's status (but the root's) was learned from a CRL.
+        /// Whether every certificate's status (but the root's) was learned, from a CRL or an OCSP responder.
         package var checked: Bool
         /// One line per certificate whose status is unknown, saying why.
         package var notes: [String]
@@ -55,7 +57,8 @@ package enum RevocationCheck {
         return out
     }
 
-    /// Checks each certificate of `chain` (leaf first, root last; the root is not checked) against `crls`.
+    /// Checks each certificate of `chain` (leaf first, root last; the root is not checked) against `crls`, then,
+    /// when none covers it and the options and `networkFetchAllowed` allow, with its issuer's OCSP responder.
     ///
     /// - Throws: `errSecCertificateRevoked` when a list revokes a certificate; `errSecIncompleteCertRevocationCheck`
     ///   when `requirePositiveResponse` is set and a certificate's status is unknown.
@@ -76,15 +79,24 @@ package enum RevocationCheck {
                 }
             }
             guard !covered else { continue }
-            let why: String
-            if options.usesOCSP && networkFetchAllowed && !options.contains(.networkAccessDisabled) {
-                why = "no current CRL of its issuer is installed, and OCSP is unavailable offline (no OCSP request is sent)"
-            } else if options.usesOCSP {
-                why = "no current CRL of its issuer is installed, and network access for OCSP is disabled"
-            } else {
-                why = "no current CRL of its issuer is installed"
+            var unknown: [String] = []
+            if options.usesCRLs { unknown.append("no current CRL of its issuer is installed") }
+            if options.usesOCSP {
+                if networkFetchAllowed && !options.contains(.networkAccessDisabled) {
+                    switch OCSPCheck.status(of: chain[index...].map(\.certificate), date: date) {
+                    case .good:
+                        continue
+                    case .revoked(let reason):
+                        throw KeychainError(code: .notTrusted, status: .certificateRevoked,
+                                            message: "The certificate \"\(name)\" was revoked: its issuer's OCSP responder says so (\(reason)). Do not trust it; ask its issuer for a new one.")
+                    case .notChecked(let why):
+                        unknown.append(why)
+                    }
+                } else {
+                    unknown.append("network access for OCSP is disabled")
+                }
             }
-            notes.append("Revocation not checked for \"\(name)\": offline; \(why). Add the issuer's CRL with security add-crl.")
+            notes.append("Revocation not checked for \"\(name)\": \(unknown.joined(separator: "; ")). Add the issuer's CRL with security add-crl.")
         }
         if options.contains(.requirePositiveResponse), let first = notes.first {
             throw KeychainError(code: .notTrusted, status: .incompleteRevocationCheck, message: first + " A positive revocation response is required.")
