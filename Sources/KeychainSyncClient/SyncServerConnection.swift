@@ -22,17 +22,10 @@ package struct SyncServerConnection: Sendable {
         self.keys = keys
     }
 
-    /// The HTTP client every connection shares (made once, never shut down, like AsyncHTTPClient's own shared one).
-    /// A server that cannot be reached fails the call at once instead of after a minute of quiet retries: the
-    /// sync service retries with its own backoff, and a person running `security sync now` learns it at once.
-    static let httpClient: HTTPClient = {
-        var configuration = HTTPClient.Configuration.singletonConfiguration
-        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
-        configuration.connectionPool.retryConnectionEstablishment = false
-        // A signed request is signed for its path: a redirect could only fail its signature.
-        configuration.redirectConfiguration = .disallow
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
+    /// The HTTP client every connection shares. A server that cannot be reached fails the call at once instead of
+    /// after a minute of quiet retries: the sync service retries with its own backoff, and a person running
+    /// `security sync now` learns it at once.
+    static let httpClient = HTTPClient.keychainShared(connectTimeout: .seconds(10), readTimeout: .seconds(60))
 
     // MARK: Accounts and devices
 

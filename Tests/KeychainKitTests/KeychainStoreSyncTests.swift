@@ -80,9 +80,8 @@ import Testing
         // A port that was just listening and is closed now: nothing answers there.
         let port = try unusedLoopbackPort()
         let url = try #require(URL(string: "http://127.0.0.1:\(port)"))
-        let error = await #expect(throws: KeychainError.self) { try await store.createSyncAccount(server: url) }
-        #expect(error?.status == .io)
-        let cause = try #require(error?.cause.map { String(describing: $0) })
+        let error = await #expect { try await store.createSyncAccount(server: url) } throws: { ($0 as? KeychainError)?.status == .io }
+        let cause = try #require((error as? KeychainError)?.cause.map { String(describing: $0) })
         #expect(cause.hasPrefix("createAccount: "), "\(cause)")
         #expect(cause.contains("refused") || cause.contains("connect"), "\(cause)")
     }

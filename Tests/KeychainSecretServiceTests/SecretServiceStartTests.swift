@@ -72,7 +72,7 @@ struct SecretServiceStartTests {
         let client = try DBusConnection(address: bus.address)
         let freed = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < freed, (try? client.nameOwner(of: "org.freedesktop.secrets")) != nil { usleep(20_000) }
-        #expect(throws: DBusError.self) { try client.nameOwner(of: "org.freedesktop.secrets") }
+        #expect(throws: DBusError.remote(name: "org.freedesktop.DBus.Error.NameHasNoOwner", message: "Could not get owner of name 'org.freedesktop.secrets': no such name")) { try client.nameOwner(of: "org.freedesktop.secrets") }
         // One that allows replacement (as gnome-keyring does) is replaced with --secret-service-replace.
         let yielding = try DBusServerConnection(address: bus.address)
         #expect(try await yielding.requestName("org.freedesktop.secrets", allowReplacement: true) == .primaryOwner)

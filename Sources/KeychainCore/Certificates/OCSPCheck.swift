@@ -85,15 +85,8 @@ package enum OCSPCheck {
         }
     }
 
-    /// The HTTP client OCSP questions share (made once, never shut down, like AsyncHTTPClient's shared one): no
-    /// redirects, no retried connections (a responder that cannot be reached leaves the status unknown at once).
-    static let httpClient: HTTPClient = {
-        var configuration = HTTPClient.Configuration.singletonConfiguration
-        configuration.timeout = .init(connect: .seconds(5), read: .seconds(10))
-        configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.redirectConfiguration = .disallow
-        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-    }()
+    /// The HTTP client OCSP questions share.
+    static let httpClient = HTTPClient.keychainShared(connectTimeout: .seconds(5), readTimeout: .seconds(10))
 }
 
 /// The chain was validated (with every policy its critical extensions call for) before revocation is checked: this
