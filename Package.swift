@@ -63,6 +63,9 @@ let package = Package(
         .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // A small Swift layer over sd-bus: connections with deadlines, method calls, typed errors, signal waits.
         .target(name: "KeychainDBus", dependencies: ["CSystemdBus"], swiftSettings: strictSwift),
+        // The release version every program's --version prints (KeychainVersion.string): depends on nothing, so the
+        // sync server, which links no keychain module, shares it.
+        .target(name: "KeychainVersion", swiftSettings: strictSwift),
         // The engine shared by both APIs: schema, codecs, keybag, encrypted SQLite store, query evaluation.
         .target(
             name: "KeychainCore",
@@ -176,6 +179,7 @@ let package = Package(
                 // to KeychainKit's package-level importSecretServiceItems.
                 "KeychainKit",
                 "KeychainSecretService",
+                "KeychainVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -189,6 +193,7 @@ let package = Package(
                 "KeychainCore",
                 "KeychainDaemon",
                 "KeychainSecretService",
+                "KeychainVersion",
                 "CKeychainLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -198,7 +203,7 @@ let package = Package(
         // git's credential helper backed by the keychain (the Linux counterpart of git-credential-osxkeychain).
         .executableTarget(
             name: "git-credential-keychain",
-            dependencies: ["KeychainServices"],
+            dependencies: ["KeychainServices", "KeychainVersion"],
             swiftSettings: strictSwift
         ),
         // The sync server's HTTP API: one OpenAPI document (served as is at /openapi.yaml) from which the server's
@@ -254,6 +259,7 @@ let package = Package(
             name: "keychain-sync-server",
             dependencies: [
                 "KeychainSyncServer",
+                "KeychainVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -288,7 +294,7 @@ let package = Package(
         // What the test targets share: expectations on keychain errors, temporary keychains, running the built tools.
         .target(
             name: "KeychainTestSupport",
-            dependencies: ["KeychainCore"],
+            dependencies: ["KeychainCore", "CKeychainLinux"],
             path: "Tests/KeychainTestSupport",
             swiftSettings: strictSwift
         ),
@@ -336,7 +342,8 @@ let package = Package(
         .testTarget(
             name: "SecurityToolTests",
             // keychain-sync-server: the sync verbs' tests run the real server (on a PostgreSQL the environment gives).
-            dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "scripted-pinentry", "keychain-sync-server", "KeychainCore", "KeychainClient"],
+            // git-credential-keychain and KeychainVersion: every program's --help and --version (ProgramMessagesTests).
+            dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "scripted-pinentry", "keychain-sync-server", "git-credential-keychain", "KeychainCore", "KeychainClient", "KeychainVersion"],
             swiftSettings: strictSwift
         ),
         .testTarget(

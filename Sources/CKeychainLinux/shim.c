@@ -222,3 +222,57 @@ short ckeychain_spawn_setsid_flag(void) {
     return 0;
 #endif
 }
+
+#ifdef __linux__
+#include <sys/wait.h>
+#include <sys/syscall.h>
+#include <fcntl.h>
+#endif
+
+int ckeychain_spawn_detached(const char *path, char *const argv[], char *const envp[], int ready_fd, int log_fd) {
+#ifdef __linux__
+    // Everything the children call is async-signal-safe: this process may have other threads.
+    pid_t middle = fork();
+    if (middle < 0) return errno;
+    if (middle == 0) {
+        if (setsid() < 0) _exit(127);
+        pid_t daemon = fork();
+        if (daemon < 0) _exit(127);
+        if (daemon > 0) _exit(0);
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0) _exit(127);
+        // Move the descriptors the daemon keeps to 0, 1, 2 and 3 (dup2 clears close-on-exec on the copies).
+        int ready = fcntl(ready_fd, F_DUPFD_CLOEXEC, 10);
+        int log = fcntl(log_fd, F_DUPFD_CLOEXEC, 10);
+        if (ready < 0 || log < 0) _exit(127);
+        if (dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 || dup2(ready, 3) < 0) _exit(127);
+#ifdef SYS_close_range
+        if (syscall(SYS_close_range, 4U, ~0U, 0U) != 0) {
+            for (int fd = 4; fd < 65536; fd++) close(fd);
+        }
+#else
+        for (int fd = 4; fd < 65536; fd++) close(fd);
+#endif
+        execve(path, argv, envp);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(middle, &status, 0) < 0) {
+        if (errno != EINTR) return errno;
+    }
+    return (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? 0 : ECHILD;
+#else
+    (void)path; (void)argv; (void)envp; (void)ready_fd; (void)log_fd;
+    return ENOSYS;
+#endif
+}
+
+int ckeychain_pipe_cloexec(int fds[2]) {
+#ifdef __linux__
+    return pipe2(fds, O_CLOEXEC);
+#else
+    (void)fds;
+    errno = ENOSYS;
+    return -1;
+#endif
+}

@@ -23,8 +23,13 @@ package final class DaemonClient: Sendable {
     /// Idle connections kept for reuse; more are closed after their call.
     private let maximumIdle = 16
 
-    package init(socketPath: String) {
+    /// How to start keychaind when nothing listens at the socket (the per-user keychaind a client starts on
+    /// demand); nil: never start one.
+    package let autostart: DaemonAutostart?
+
+    package init(socketPath: String, autostart: DaemonAutostart? = nil) {
         self.socketPath = socketPath
+        self.autostart = autostart
     }
 
     deinit {
@@ -121,7 +126,10 @@ package final class DaemonClient: Sendable {
     }
 
     private func unreachable(_ reason: String) -> KeychainError {
-        KeychainError(code: .notAvailable, message: "keychaind is not answering at \(socketPath) (\(reason)). Start it with `systemctl --user start keychaind.socket` or `keychaind --foreground`. A keychain that keychaind has served is never opened without it; to use one without keychaind again, stop keychaind and remove keychaind.serves from the keychain's folder (and unset KEYCHAIN_DAEMON_SOCKET).")
+        if socketPath == DaemonSocket.systemPath(KeychainLocation.processEnvironment()) {
+            return KeychainError(code: .notAvailable, message: "The system keychaind is not answering at \(socketPath) (\(reason)).\nAsk an administrator to check it (`systemctl status keychaind-system.socket keychaind-system.service`); while the system keychaind is installed, your keychain is reached only through it.")
+        }
+        return KeychainError(code: .notAvailable, message: "keychaind is not answering at \(socketPath) (\(reason)).\nStart it with `systemctl --user start keychaind.socket` or `keychaind --foreground`. A keychain that keychaind has served is never opened without it; to use one without keychaind again, stop keychaind and remove keychaind.serves from the keychain's folder (and unset KEYCHAIN_DAEMON_SOCKET).")
     }
 
     private func lost(_ reason: String) -> KeychainError {
@@ -135,7 +143,14 @@ package final class DaemonClient: Sendable {
         do {
             fd = try DaemonSocket.connect(socketPath)
         } catch where error.code == .notAvailable {
-            throw unreachable(error.message)
+            guard let autostart, DaemonSocket.nobodyListens(error) else { throw unreachable(error.message) }
+            // No keychaind for this keychain yet (or it exited when idle): start one, then connect to it.
+            try autostart.ensureRunning(environment: ProcessInfo.processInfo.environment)
+            do {
+                fd = try DaemonSocket.connect(socketPath)
+            } catch where error.code == .notAvailable {
+                throw unreachable(error.message)
+            }
         }
         let greeting: Frame
         do {
@@ -148,8 +163,10 @@ package final class DaemonClient: Sendable {
         switch greeting.body {
         case .response(.done) where greeting.id == 0:
             return fd
-        case .response(.failure(let refusal)):
+        case .response(.failure(var refusal)):
+            // Said before anything was sent (a limit, an identity it cannot read): name the keychaind that said it.
             close(fd)
+            refusal.message = "keychaind at \(socketPath) refused the connection: " + refusal.message
             throw refusal
         case .versionRefused(_, let message):
             close(fd)

@@ -39,11 +39,14 @@ package final class EngineRegistry: @unchecked Sendable {
 
     /// The process's client of the daemon at `path`, created on first use: a passcode the admin tool gives on a
     /// connection stays with the calls that follow it.
-    package func daemonClient(for path: String) -> DaemonClient {
+    ///
+    /// - Parameter autostart: How to start keychaind when nothing listens at `path`; a client made without it is
+    ///   replaced by one with it the first time it is asked for.
+    package func daemonClient(for path: String, autostart: DaemonAutostart? = nil) -> DaemonClient {
         lock.lock()
         defer { lock.unlock() }
-        if let client = clients[path] { return client }
-        let client = DaemonClient(socketPath: path)
+        if let client = clients[path], autostart == nil || client.autostart == autostart { return client }
+        let client = DaemonClient(socketPath: path, autostart: autostart)
         clients[path] = client
         return client
     }
@@ -80,14 +83,14 @@ package final class EngineRegistry: @unchecked Sendable {
 }
 
 /// The raw values of the variables that choose a connection (``KeychainLocation/processEnvironment()``'s), read
-/// with `getenv` and compared in place, so an unchanged environment costs six lookups and no allocation.
+/// with `getenv` and compared in place, so an unchanged environment costs seven lookups and no allocation.
 struct EnvironmentValues {
     /// Each variable's bytes with their terminating NUL, or nil when unset.
     var values: [[CChar]?]
 
     static func current() -> [UnsafeMutablePointer<CChar>?] {
         [getenv("KEYCHAIN_HOME"), getenv("XDG_DATA_HOME"), getenv("HOME"), getenv("KEYCHAIN_ENTITLEMENTS"),
-         getenv("KEYCHAIN_DAEMON_SOCKET"), getenv("XDG_RUNTIME_DIR")]
+         getenv("KEYCHAIN_DAEMON_SOCKET"), getenv("XDG_RUNTIME_DIR"), getenv("KEYCHAIN_SYSTEM_SOCKET")]
     }
 
     init(_ raw: [UnsafeMutablePointer<CChar>?]) {

@@ -13,9 +13,11 @@ package struct InProcessKeychain: KeychainConnection {
     /// item calls, the login keychain for the rest.
     package let target: KeychainName?
 
+    /// Calls act as `caller`, known in items' trusted-application lists by this process's executable path (and
+    /// `*`, and its groups' teams) unless `caller` says otherwise.
     package init(engine: KeychainEngine, caller: AccessPolicy, target: KeychainName? = nil) {
         self.engine = engine
-        self.caller = caller
+        self.caller = caller.trustedAs.isEmpty ? caller.trusted(as: TrustedApplications.thisExecutable) : caller
         self.target = target
     }
 

@@ -37,31 +37,36 @@ package enum KeychainCaller: Sendable, Hashable {
     }
 }
 
-/// Chooses the keychain a process talks to: keychaind when it serves the keychain, else the engine opened in
-/// this process. This is the one place in the code base that decides between them.
+/// Chooses the keychain a process talks to. This is the one place in the code base that decides between keychaind
+/// and the engine opened in this process, and the decision comes from configuration only, never from which socket
+/// happens to answer (a client that picks whoever answers can be steered):
+///
+/// 1. `KEYCHAIN_DAEMON_SOCKET=PATH`: keychaind at PATH, always.
+/// 2. `KEYCHAIN_DAEMON_SOCKET=off`: the engine in this process ("no isolation": for tests and single-program
+///    containers), unless a keychaind has served that keychain (`keychaind.serves`), which is then used.
+/// 3. With no `KEYCHAIN_HOME`, when the system keychaind is installed (its socket `/run/keychain/keychaind.sock`
+///    exists): the system keychaind, and only it — busy or stopped, it is an error naming it.
+/// 4. Otherwise the per-user keychaind of the keychain (`KEYCHAIN_HOME`, else the default folder): at
+///    `$XDG_RUNTIME_DIR/keychain/keychaind.sock` for the default keychain (where systemd's socket unit listens),
+///    else at `run/keychaind.sock` in the keychain's folder; started on demand when nothing listens there
+///    (``DaemonAutostart``). A keychain whose `keychaind.serves` names another socket is reached there only.
+///    Where no keychaind is installed (none beside this program, none on `PATH`), the engine in this process.
 package enum KeychainConnector {
     /// A connection that replaces the environment's for the current task (tests direct calls with
     /// `KeychainConnector.$override.withValue(connection) { … }`).
     @TaskLocal package static var override: (any KeychainConnection)?
 
     /// The keychain the environment names, acting as the environment's caller: what SecItem calls and
-    /// KeychainKit's default store use.
-    ///
-    /// keychaind when `KEYCHAIN_DAEMON_SOCKET` names it (`off`: never) or, with neither that nor `KEYCHAIN_HOME`
-    /// set, when the system keychaind's socket `/run/keychain/keychaind.sock` answers (`keychaind --system`, which
-    /// serves this user's keychain) or else the per-user default socket `$XDG_RUNTIME_DIR/keychain/keychaind.sock`
-    /// answers; else the store in
-    /// `KEYCHAIN_HOME` (default `$XDG_DATA_HOME/keychain`, else `~/.local/share/keychain`) opened here.
+    /// KeychainKit's default store use (see the type's rules).
     ///
     /// SecItem calls ask for every call, so the answer is kept with the variables' values it came from and
-    /// reused while they are unchanged (compared without copying them). Only when the default socket decides is
-    /// it worked out again each time, since keychaind may start or stop meanwhile.
+    /// reused while they are unchanged (compared without copying them).
     package static func environment() throws(KeychainError) -> any KeychainConnection {
         if let override { return override }
         let values = EnvironmentValues.current()
         if let connection = EngineRegistry.shared.cachedConnection(for: values) { return connection }
-        let (connection, decidedBySocket) = try choose(.environment, home: nil, createIfMissing: true)
-        if !decidedBySocket { EngineRegistry.shared.remember(connection, for: values) }
+        let connection = try choose(.environment, home: nil, createIfMissing: true)
+        EngineRegistry.shared.remember(connection, for: values)
         return connection
     }
 
@@ -73,44 +78,71 @@ package enum KeychainConnector {
     package static func connection(for caller: KeychainCaller, home: String? = nil, createIfMissing: Bool = true,
                                    logger: Logger? = nil) throws(KeychainError) -> any KeychainConnection {
         if let override { return override }
-        return try choose(caller, home: home, createIfMissing: createIfMissing, logger: logger).connection
+        return try choose(caller, home: home, createIfMissing: createIfMissing, logger: logger)
     }
 
-    /// keychaind at `socket`, whether or not it answers (`security daemon status` asks a given socket).
+    /// keychaind at `socket`, whether or not it answers (`security daemon status --socket` asks a given socket).
     package static func daemon(socket: String, caller: KeychainCaller) throws(KeychainError) -> DaemonKeychain {
         DaemonKeychain(client: EngineRegistry.shared.daemonClient(for: socket), claim: try caller.claim())
     }
 
-    /// The socket keychaind is expected on: `KEYCHAIN_DAEMON_SOCKET` unless `off`, else the system keychaind's socket
-    /// when it answers, else the default socket under `XDG_RUNTIME_DIR`; nil when none can be named.
+    /// Where the environment's keychain is served (the type's rules), without starting anything.
+    package static func environmentEndpoint() throws(KeychainError) -> KeychainEndpoint {
+        try KeychainEndpoint.resolve(KeychainLocation.processEnvironment())
+    }
+
+    /// The socket keychaind is expected on for the environment's keychain; nil when it is opened in this process.
     package static func expectedDaemonSocket() -> String? {
-        let environment = KeychainLocation.processEnvironment()
-        if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
-            return named == "off" ? nil : named
-        }
-        if DaemonEndpoint.systemDaemonAnswers(DaemonSocket.systemPath) { return DaemonSocket.systemPath }
-        return DaemonSocket.defaultPath(environment)
+        guard case .daemon(let socket, _, _)? = try? environmentEndpoint() else { return nil }
+        return socket
     }
 
     private static func choose(_ caller: KeychainCaller, home: String?, createIfMissing: Bool,
-                               logger: Logger? = nil) throws(KeychainError) -> (connection: any KeychainConnection, decidedBySocket: Bool) {
+                               logger: Logger? = nil) throws(KeychainError) -> any KeychainConnection {
         let environment = KeychainLocation.processEnvironment()
         let registry = EngineRegistry.shared
-        let location = home.map { KeychainLocation(home: URL(fileURLWithPath: $0).standardizedFileURL.path) } ?? .fromEnvironment(environment)
-        let endpoint = DaemonEndpoint.fromEnvironment(environment)
-        if let endpoint {
-            let client = registry.daemonClient(for: endpoint.path)
-            if endpoint.explicit && home == nil || client.isReachable() && (home == nil || client.serves(location.home)) {
-                return (DaemonKeychain(client: client, claim: try caller.claim()), !endpoint.explicit)
+        if let home {
+            return try chooseExplicit(caller, home: home, environment: environment, createIfMissing: createIfMissing, logger: logger)
+        }
+        switch try KeychainEndpoint.resolve(environment) {
+        case .daemon(let socket, _, let autostart):
+            let client = registry.daemonClient(for: socket, autostart: autostart)
+            return DaemonKeychain(client: client, claim: try caller.claim())
+        case .inProcess(let location):
+            let engine = try registry.engine(for: location, pinned: true, createIfMissing: createIfMissing, logger: logger)
+            adoptLegacyGroup(engine, caller)
+            return InProcessKeychain(engine: engine, caller: try caller.policy())
+        }
+    }
+
+    /// A program acting as itself (no entitlements file) finds the items it stored under its old in-process group,
+    /// its executable's name (``KeychainEngine/adoptLegacyPrivateGroup(_:as:)``).
+    private static func adoptLegacyGroup(_ engine: KeychainEngine, _ caller: KeychainCaller) {
+        guard caller == .environment, (KeychainLocation.processEnvironment()["KEYCHAIN_ENTITLEMENTS"] ?? "").isEmpty else { return }
+        engine.adoptLegacyPrivateGroup(AccessPolicy.processName, as: ProgramName.ownPrivateGroup)
+    }
+
+    /// A keychain folder the program names itself (KeychainKit's `KeychainStore(directory:)`): through the
+    /// environment's keychaind when it serves that folder, through the keychaind that has served it
+    /// (`keychaind.serves`), else opened in this process.
+    private static func chooseExplicit(_ caller: KeychainCaller, home: String, environment: [String: String],
+                                       createIfMissing: Bool, logger: Logger?) throws(KeychainError) -> any KeychainConnection {
+        let registry = EngineRegistry.shared
+        let location = KeychainLocation(home: URL(fileURLWithPath: home).standardizedFileURL.path)
+        if case .daemon(let socket, _, _)? = try? KeychainEndpoint.resolve(environment) {
+            let client = registry.daemonClient(for: socket)
+            if client.isReachable() && client.serves(location.home) {
+                return DaemonKeychain(client: client, claim: try caller.claim())
             }
         }
         // A keychain a keychaind has served is reached through it only: while it is stopped, calls fail with
         // errSecNotAvailable instead of opening the store here and bypassing its decisions.
         if let socket = try servingDaemon(location) {
-            return (DaemonKeychain(client: registry.daemonClient(for: socket), claim: try caller.claim()), false)
+            return DaemonKeychain(client: registry.daemonClient(for: socket), claim: try caller.claim())
         }
-        let engine = try registry.engine(for: location, pinned: home == nil, createIfMissing: createIfMissing, logger: logger)
-        return (InProcessKeychain(engine: engine, caller: try caller.policy()), endpoint != nil)
+        let engine = try registry.engine(for: location, pinned: false, createIfMissing: createIfMissing, logger: logger)
+        adoptLegacyGroup(engine, caller)
+        return InProcessKeychain(engine: engine, caller: try caller.policy())
     }
 
     /// The socket of the keychaind that serves the keychain at `location` (its `keychaind.serves`); nil when no
@@ -123,6 +155,9 @@ package enum KeychainConnector {
         do {
             data = try FileSystem.read(marker)
         } catch {
+            // The keychain's folder cannot be reached at all (a file on the way, a folder closed to this user):
+            // that is the cause to name; the keychain is not opened either way.
+            if let obstacle = FileSystem.obstacle(to: location.home) { throw obstacle.error(location.home) }
             throw unnamedDaemon(marker, because: error.message)
         }
         guard let data else { return nil }
@@ -138,44 +173,77 @@ package enum KeychainConnector {
     }
 }
 
-/// Where keychaind listens, as the environment says.
-struct DaemonEndpoint: Sendable, Hashable {
-    /// The socket's path.
-    var path: String
-    /// Whether `KEYCHAIN_DAEMON_SOCKET` named it: then every call must go to it. The default socket is used
-    /// only when it answers; a stale one (left by a killed daemon) falls back to opening the store.
-    var explicit: Bool
-
-    init(path: String, explicit: Bool) {
-        self.path = path
-        self.explicit = explicit
+/// Where a keychain is served, as configuration says (``KeychainConnector``'s rules).
+package enum KeychainEndpoint: Sendable, Hashable {
+    /// Which rule chose a keychaind.
+    package enum Kind: String, Sendable, Hashable {
+        /// `KEYCHAIN_DAEMON_SOCKET` names it.
+        case named
+        /// The system keychaind (`keychaind --system`), installed on this machine.
+        case system
+        /// The keychain's per-user keychaind, started on demand (or by systemd's socket unit).
+        case perUser
+        /// The keychaind the keychain's `keychaind.serves` names.
+        case recorded
     }
 
-    /// The default socket: `$XDG_RUNTIME_DIR/keychain/keychaind.sock`.
-    static func defaultPath(_ environment: [String: String]) -> String? {
-        DaemonSocket.defaultPath(environment)
+    /// keychaind at `socket`; `autostart` says how to start it when nothing listens there.
+    case daemon(socket: String, kind: Kind, autostart: DaemonAutostart?)
+    /// The engine opened in this process, on the keychain at `location`.
+    case inProcess(KeychainLocation)
+
+    /// The socket, when a keychaind serves the keychain.
+    package var socket: String? {
+        if case .daemon(let socket, _, _) = self { return socket }
+        return nil
     }
 
-    /// The daemon SecItem calls should use: `KEYCHAIN_DAEMON_SOCKET` when set (`off` to never use one); else, when
-    /// `KEYCHAIN_HOME` does not name some other keychain, the system keychaind (`systemSocket`) when its socket
-    /// exists and answers, else the per-user default socket when it exists.
+    /// The endpoint of the keychain `environment` names (``KeychainConnector``'s rules).
     ///
-    /// The system keychaind comes first: once an administrator installs it, the user's keychain lives where the
-    /// user's own programs cannot read it, and a per-user keychaind left running must not be preferred to it.
-    static func fromEnvironment(_ environment: [String: String] = KeychainLocation.processEnvironment(),
-                                systemSocket: String = DaemonSocket.systemPath) -> DaemonEndpoint? {
+    /// - Parameters:
+    ///   - systemSocket: The system keychaind's socket (tests put one elsewhere).
+    ///   - daemonProgram: The keychaind to start on demand; nil: look beside this program, then on `PATH`.
+    package static func resolve(_ environment: [String: String], systemSocket: String? = nil,
+                                daemonProgram: String? = nil) throws(KeychainError) -> KeychainEndpoint {
+        let systemSocket = systemSocket ?? DaemonSocket.systemPath(environment)
+        let location = KeychainLocation.fromEnvironment(environment)
         if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
-            return named == "off" ? nil : DaemonEndpoint(path: named, explicit: true)
+            guard named == "off" else { return .daemon(socket: named, kind: .named, autostart: nil) }
+            if let recorded = try KeychainConnector.servingDaemon(location) {
+                return .daemon(socket: recorded, kind: .recorded, autostart: nil)
+            }
+            return .inProcess(location)
         }
-        if let home = environment["KEYCHAIN_HOME"], !home.isEmpty { return nil }
-        if systemDaemonAnswers(systemSocket) { return DaemonEndpoint(path: systemSocket, explicit: false) }
-        guard let path = defaultPath(environment), FileManager.default.fileExists(atPath: path) else { return nil }
-        return DaemonEndpoint(path: path, explicit: false)
+        let homeNamed = environment["KEYCHAIN_HOME"].map { !$0.isEmpty } ?? false
+        if !homeNamed && systemInstalled(systemSocket) {
+            return .daemon(socket: systemSocket, kind: .system, autostart: nil)
+        }
+        let socket = perUserSocket(for: location, environment)
+        if let recorded = try KeychainConnector.servingDaemon(location), recorded != socket {
+            return .daemon(socket: recorded, kind: .recorded, autostart: nil)
+        }
+        guard let program = daemonProgram ?? DaemonAutostart.locateProgram(searchPath: getenv("PATH").map { String(cString: $0) }) else {
+            // keychaind is not installed: a socket unit may still listen, else the keychain is opened here.
+            return FileManager.default.fileExists(atPath: socket) ? .daemon(socket: socket, kind: .perUser, autostart: nil) : .inProcess(location)
+        }
+        return .daemon(socket: socket, kind: .perUser, autostart: DaemonAutostart(program: program, socket: socket, home: location.home))
     }
 
-    /// Whether the system keychaind's socket exists and a keychaind answers on it (its connection is then pooled,
-    /// so asking again costs no new connection).
-    static func systemDaemonAnswers(_ path: String) -> Bool {
-        FileManager.default.fileExists(atPath: path) && EngineRegistry.shared.daemonClient(for: path).isReachable()
+    /// The per-user keychaind's socket for the keychain at `location`: `$XDG_RUNTIME_DIR/keychain/keychaind.sock` for
+    /// the default keychain (with a runtime folder), else `run/keychaind.sock` in the keychain's own folder.
+    package static func perUserSocket(for location: KeychainLocation, _ environment: [String: String]) -> String {
+        var withoutHome = environment
+        withoutHome.removeValue(forKey: "KEYCHAIN_HOME")
+        if location == KeychainLocation.fromEnvironment(withoutHome), let runtime = DaemonSocket.defaultPath(environment) {
+            return runtime
+        }
+        return location.home + "/run/keychaind.sock"
+    }
+
+    /// Whether the system keychaind is installed: its socket exists (systemd's socket unit, or keychaind itself,
+    /// keeps it in a folder only root may write to).
+    static func systemInstalled(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK
     }
 }

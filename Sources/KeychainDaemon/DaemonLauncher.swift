@@ -24,6 +24,9 @@ package struct DaemonLauncher: Sendable {
     package var limits: ConnectionLimits
     /// Whose keychains it serves: the user's own (`KEYCHAIN_HOME`), or every local user's (system mode).
     package var mode: DaemonMode
+    /// How long keychaind may go with no connection open before it exits, when no keychain it serves is unlocked
+    /// with a passcode and none syncs (``IdleExit``); nil: it runs until stopped.
+    package var exitWhenIdle: Duration?
     /// More services to run beside the socket server, made once the keychain is open (the Secret Service on the
     /// session bus); they stop with the rest.
     package var additionalServices: @Sendable (DaemonContext) throws -> [any Service] = { _ in [] }
@@ -68,16 +71,22 @@ package struct DaemonLauncher: Sendable {
         let authority = Authority(keychains: keychains, logger: logger)
         let prompters = PrompterCache(logger: logger)
         let dispatcher = RequestDispatcher(authority: authority, logger: logger, prompters: prompters, biometrics: FprintdVerifier())
-        let server = DaemonServer(listener: listener, dispatcher: dispatcher, limits: Self.fitting(limits), logger: logger, ready: ready)
+        let tracker = ConnectionTracker()
+        let server = DaemonServer(listener: listener, dispatcher: dispatcher, limits: Self.fitting(limits), tracker: tracker, logger: logger, ready: ready)
         let idle = IdleLock(keychains: keychains)
         let sync = BackgroundSync(keychains: keychains)
         let more = try additionalServices(DaemonContext(authority: authority, keychains: keychains, prompters: prompters, logger: logger))
+        var exit: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let exitWhenIdle, let path = listener.path {
+            exit = [.init(service: IdleExit(idleFor: exitWhenIdle, tracker: tracker, keychains: keychains, socket: path, logger: logger),
+                          successTerminationBehavior: .gracefullyShutdownGroup)]
+        }
         let group = ServiceGroup(configuration: .init(
             services: [
                 .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                 .init(service: idle, successTerminationBehavior: .ignore),
                 .init(service: sync, successTerminationBehavior: .ignore),
-            ] + more.map { .init(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup) },
+            ] + exit + more.map { .init(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup) },
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         ))

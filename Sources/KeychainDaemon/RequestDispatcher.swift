@@ -77,13 +77,19 @@ package struct RequestDispatcher: Sendable {
         case .add(let query, let claim):
             return .item(try engine.addRouted(routed(query), caller: authority.policy(for: session, claim: claim)).leavingEngine().trimmed(to: query.returns))
         case .find(let query, let claim):
-            return .items(try engine.findRouted(routed(query), caller: authority.policy(for: session, claim: claim)).map { $0.trimmed(to: query.returns) })
+            return .items(try beyondOwnItems(session) { () throws(KeychainError) in
+                try engine.findRouted(routed(query), caller: authority.policy(for: session, claim: claim)).map { $0.trimmed(to: query.returns) }
+            })
         case .update(let query, let changes, let claim):
-            try engine.updateRouted(routed(query), attributes: changes.attributes, sync: changes.sync, data: changes.data,
-                              caller: authority.policy(for: session, claim: claim))
+            try beyondOwnItems(session) { () throws(KeychainError) in
+                try engine.updateRouted(routed(query), attributes: changes.attributes, sync: changes.sync, data: changes.data,
+                                        caller: authority.policy(for: session, claim: claim))
+            }
             return .done
         case .delete(let query, let claim):
-            return .count(try engine.deleteRouted(routed(query), caller: authority.policy(for: session, claim: claim)))
+            return .count(try beyondOwnItems(session) { () throws(KeychainError) in
+                try engine.deleteRouted(routed(query), caller: authority.policy(for: session, claim: claim))
+            })
         case .tokenKey(let tokenRequest, let claim, let authentication):
             return .tokenKey(try engine.tokenKeyRouted(tokenRequest, keychains: names ?? tokenRequest.keychains,
                                                        caller: authority.policy(for: session, claim: claim), authentication: authentication))
@@ -244,6 +250,20 @@ extension SyncCommand {
         case .removeDevice: "remove a device from sync"
         case .status: "read the sync status"
         case .now: "sync now"
+        }
+    }
+}
+
+extension RequestDispatcher {
+    /// Runs an item call of the admin tool: before it gives the passcode it acts in its own access group only
+    /// (``Authority/needsPasscodeForEveryGroup(_:)``), so finding nothing there means it must give the passcode to
+    /// look in the others' (errSecInteractionNotAllowed, which makes the tool ask on its terminal), not that nothing
+    /// matches.
+    func beyondOwnItems<T>(_ session: Session, _ body: () throws(KeychainError) -> T) throws(KeychainError) -> T {
+        do {
+            return try body()
+        } catch where error.code == .itemNotFound && authority.needsPasscodeForEveryGroup(session) {
+            throw KeychainError(code: .interactionNotAllowed, message: "No item of the security tool's own matches; to look in other programs' items it must give the keychain's passcode.\nRun it from a terminal to be asked for the passcode.")
         }
     }
 }

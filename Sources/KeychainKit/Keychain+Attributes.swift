@@ -32,6 +32,8 @@ extension Keychain {
         public let accessControl: KeychainAccessControl?
         /// Whether the item is synchronizable (`kSecAttrSynchronizable`).
         public let synchronizable: Bool
+        /// The programs the item trusts to read it besides its access group's (see ``TrustedApplication``).
+        public let trustedApplications: [TrustedApplication]
         /// When the item was added (`kSecAttrCreationDate`).
         public let creationDate: Date
         /// When the item was last changed (`kSecAttrModificationDate`).
@@ -70,6 +72,7 @@ extension Keychain {
                 accessControl = nil
             }
             synchronizable = a["sync"]?.intValue == 1
+            trustedApplications = TrustedApplication.list(a)
             creationDate = date("cdat")
             modificationDate = date("mdat")
         }

@@ -135,6 +135,10 @@ extension Keychain {
     }
 
     /// The keys (accounts) of every item this keychain sees, without duplicates, sorted.
+    ///
+    /// An account stored as bytes that are not UTF-8 text (through Keychain Services, or `security -a`) is no
+    /// `String` key and is not listed; `KeychainStore`'s item queries (``KeychainQuery`` with a
+    /// ``KeychainItem/Value/data(_:)`` account) find and match such items.
     public func allKeys() throws(KeychainError) -> [String] {
         let store = try resolvedStore()
         var query = baseQuery()
@@ -210,6 +214,7 @@ extension Keychain {
         var attributes: [String: AttributeValue] = [:]
         if let label { attributes["labl"] = .string(label) }
         if let comment { attributes["icmt"] = .string(comment) }
+        if let trustedApplications { attributes[TrustedApplications.code] = TrustedApplication.attributeValue(trustedApplications) }
         if let accessControl {
             // The access control carries the accessibility (Apple refuses both).
             attributes["accc"] = accessControl.attributeValue

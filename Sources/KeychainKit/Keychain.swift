@@ -88,6 +88,9 @@ public struct Keychain: Sendable {
     /// The comment written items get (`kSecAttrComment`), or `nil` to leave it alone. Set it with
     /// ``comment(_:)``.
     public private(set) var comment: String?
+    /// The programs written items trust to read them besides the store's access group (see
+    /// ``TrustedApplication``), or `nil` to leave items' lists alone. Set it with ``trustedApplications(_:)``.
+    public private(set) var trustedApplications: [TrustedApplication]?
 
     let store: KeychainStore?
     /// A problem with the configuration itself (an unparsable server URL), thrown by every operation.
@@ -254,6 +257,13 @@ public struct Keychain: Sendable {
     /// comments alone.
     public func comment(_ comment: String?) -> Keychain {
         with(\.comment, comment)
+    }
+
+    /// A copy of this keychain that gives written items `applications` as their trusted applications: those
+    /// programs may then find and read the items too (not change or remove them). An empty list removes items'
+    /// lists; `nil` leaves them alone. A swift-keychain extension (macOS's `-T`), not Apple's data-protection API.
+    public func trustedApplications(_ applications: [TrustedApplication]?) -> Keychain {
+        with(\.trustedApplications, applications)
     }
 
     /// A copy with one option changed.

@@ -31,7 +31,9 @@ public struct KeychainItem: Sendable, Hashable {
     public enum Value: Sendable, Hashable {
         /// Text (`kSecAttrAccount`, `kSecAttrService`, …).
         case string(String)
-        /// Bytes (`kSecAttrGeneric`, hashes, …).
+        /// Bytes (`kSecAttrGeneric`, hashes, …), and names given as bytes (an account or service that is not
+        /// UTF-8 text). A name stored as bytes matches exactly those bytes; as in Apple's keychain, text and bytes
+        /// with the same UTF-8 name the same item.
         case data(Data)
         /// An integer (`kSecAttrPort`, four-character codes such as `kSecAttrCreator`, …).
         case int(Int64)

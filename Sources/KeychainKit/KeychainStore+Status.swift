@@ -56,9 +56,33 @@ extension KeychainStore {
         Status(try KeychainConnector.daemon(socket: socket, caller: .administrator(defaultGroup: AccessPolicy.currentExecutableName())).status())
     }
 
-    /// The socket keychaind is expected on: `KEYCHAIN_DAEMON_SOCKET` unless `off`, else
-    /// `$XDG_RUNTIME_DIR/keychain/keychaind.sock`; nil when none can be named.
+    /// The socket of the keychaind this process's keychain calls go to (the same rules every front end follows:
+    /// `KEYCHAIN_DAEMON_SOCKET`, the system keychaind when installed, else the keychain's per-user keychaind); nil
+    /// when they open the keychain in this process.
     public static var expectedDaemonSocket: String? { KeychainConnector.expectedDaemonSocket() }
+
+    /// The keychaind this process's keychain calls go to, and why that one; nil when they open the keychain in this
+    /// process.
+    public static var expectedDaemon: ExpectedDaemon? {
+        guard case .daemon(let socket, let kind, let autostart)? = try? KeychainConnector.environmentEndpoint() else { return nil }
+        let mode = switch kind {
+        case .named: "named by KEYCHAIN_DAEMON_SOCKET"
+        case .system: "system (keychaind --system, serving every user)"
+        case .perUser: autostart == nil ? "per-user" : "per-user (started on demand)"
+        case .recorded: "per-user (named by keychaind.serves in the keychain's folder)"
+        }
+        return ExpectedDaemon(socket: socket, mode: mode, startsOnDemand: autostart != nil)
+    }
+
+    /// The keychaind a process's keychain calls go to (``expectedDaemon``).
+    public struct ExpectedDaemon: Sendable, Hashable {
+        /// Its socket.
+        public let socket: String
+        /// Which keychaind it is, in words: per-user (started on demand), system, or named by configuration.
+        public let mode: String
+        /// Whether the first keychain call starts it when it is not running.
+        public let startsOnDemand: Bool
+    }
 }
 
 extension KeychainStore.LockStatus {

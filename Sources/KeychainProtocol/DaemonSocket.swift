@@ -26,6 +26,26 @@ package enum DaemonSocket {
     /// the daemon serves each the keychain of the uid the kernel gives for the connection.
     package static var systemPath: String { systemFolder + "/keychaind.sock" }
 
+    /// The system keychaind's socket as clients look for it: ``systemPath``, or `KEYCHAIN_SYSTEM_SOCKET` where a
+    /// test or a container puts the system keychaind elsewhere (an absolute path; anything else is ignored).
+    package static func systemPath(_ environment: [String: String]) -> String {
+        guard let moved = environment["KEYCHAIN_SYSTEM_SOCKET"], moved.hasPrefix("/") else { return systemPath }
+        return moved
+    }
+
+    /// The lock that clients starting a keychaind on demand, and such a keychaind when it exits, take turns on: in
+    /// the folder of its socket.
+    package static func autostartLockPath(forSocket socket: String) -> String {
+        NSString(string: socket).deletingLastPathComponent + "/autostart.lock"
+    }
+
+    /// Whether the failure of ``connect(_:)`` says that nothing listens at the path (no socket file, or a stale one),
+    /// as opposed to a keychaind that is there but refuses or cannot be reached.
+    package static func nobodyListens(_ error: KeychainError) -> Bool {
+        guard let posix = error.cause as? POSIXError else { return false }
+        return posix.code == .ENOENT || posix.code == .ECONNREFUSED
+    }
+
     /// Whether something accepts connections at `path` (a second keychaind checks before it binds).
     package static func accepts(_ path: String) -> Bool {
         guard let fd = try? connect(path) else { return false }
@@ -50,7 +70,7 @@ package enum DaemonSocket {
     }
 
     /// A blocking, close-on-exec stream connection to `path`. Fails with ``KeychainError/Code/notAvailable`` when
-    /// nothing listens there, and ``KeychainError/Code/invalidParameter`` for a path too long for a socket address.
+    /// nothing listens there (its cause the `POSIXError` of `connect`), and ``KeychainError/Code/invalidParameter`` for a path too long for a socket address.
     package static func connect(_ path: String) throws(KeychainError) -> Int32 {
         var address = try address(path)
         #if os(Linux)
@@ -65,9 +85,10 @@ package enum DaemonSocket {
             }
         }
         guard result == 0 else {
-            let reason = String(cString: strerror(errno))
+            let number = errno
             close(fd)
-            throw KeychainError(code: .notAvailable, message: reason)
+            throw KeychainError(code: .notAvailable, message: String(cString: strerror(number)),
+                                cause: POSIXError(POSIXErrorCode(rawValue: number) ?? .EIO))
         }
         return fd
     }

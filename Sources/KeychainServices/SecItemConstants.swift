@@ -330,4 +330,17 @@ nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = "u_AuthUI
 nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
 /// An `LAContext` (`import LocalAuthentication`) whose proofs of the user's presence the call may use and keep.
 nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
+
+// MARK: swift-keychain extensions (not Apple's)
+/// **A swift-keychain extension, not in Apple's API**: the programs that may find and read the item besides those of
+/// its access group (macOS's trusted applications, `security add-generic-password -T`). A `CFArray` of `CFString`s,
+/// each an absolute executable path with symlinks resolved, `"flatpak:APPID"`, `"snap:NAME"`, `"teamid:TEAM"`
+/// (programs with an access group `TEAM.…`), or ``kSecTrustedApplicationAny`` (any program of the user, `-A`);
+/// an empty array removes the list. Set it in `SecItemAdd`'s attributes or, by a program of the item's access
+/// group, in `SecItemUpdate`'s; `kSecReturnAttributes` returns it. A trusted program may read the item, not change
+/// or delete it; the item stays in its access group, whose `kSecAttrAccessGroup` is unchanged.
+nonisolated(unsafe) public let kSecAttrTrustedApplications: CFString = "xtap"
+/// **A swift-keychain extension**: the entry of ``kSecAttrTrustedApplications`` that trusts any program of the user
+/// (macOS's `security add-generic-password -A`).
+nonisolated(unsafe) public let kSecTrustedApplicationAny: CFString = "*"
 #endif

@@ -90,6 +90,16 @@ package final class SyncService: Sendable {
     }
 
     /// Whether the session's device finished joining (it holds a trusted device list).
+    /// Whether this keychain has a sync account (joined, or asking to join): then its keychaind keeps running, to
+    /// push and pull in the background.
+    package var hasAccount: Bool {
+        do {
+            return try sessionIfAny() != nil
+        } catch {
+            return true
+        }
+    }
+
     func isJoined(_ session: SyncSession) -> Bool {
         (try? session.mirror.document("list")) != nil
     }

@@ -64,6 +64,26 @@ struct CredentialRequest: Equatable {
         return request
     }
 
+    /// The keys whose values this helper stores or matches on.
+    static let usedKeys: Set<String> = ["protocol", "host", "path", "username", "password", "password_expiry_utc", "oauth_refresh_token"]
+
+    /// The first key this helper acts on whose value is not UTF-8 text, in input ``parse(_:)`` refused.
+    ///
+    /// git's protocol is bytes, but this helper keeps its fields as text: such a credential is refused (with a
+    /// message) rather than stored or matched under a repaired name that another credential could share.
+    /// - Returns: `nil` when every such value is UTF-8 (the input was refused for another reason, or not at all).
+    static func nonTextKey(in input: Data) -> String? {
+        for raw in input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            var bytes = raw[...]
+            if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
+            if bytes.isEmpty { break }
+            guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")),
+                  let key = String(validating: bytes[..<equals], as: UTF8.self), usedKeys.contains(key) else { continue }
+            if String(validating: bytes[bytes.index(after: equals)...], as: UTF8.self) == nil { return key }
+        }
+        return nil
+    }
+
     /// Splits `host[:port]` into the server name and the port.
     ///
     /// The port is what follows the last colon, unless that colon is inside an IPv6 literal in brackets

@@ -2,11 +2,14 @@
 // git's `git-credential-osxkeychain`.
 //
 //   git-credential-keychain get|store|erase   < key=value lines
+//   git-credential-keychain --help | --version   (for a person; see Usage.swift)
 //
 // Credentials are internet-password items (kSecClassInternetPassword): protocol → kSecAttrProtocol,
 // host → kSecAttrServer (its :port → kSecAttrPort), path → kSecAttrPath (only when git sends one),
 // username → kSecAttrAccount, password (+ expiry and OAuth refresh token) → kSecValueData.
-// Any other operation, and any malformed input, is ignored with exit status 0, as git's helpers do.
+// Any other operation, and any malformed input, is ignored with exit status 0, as git's helpers do; a field
+// the helper uses whose value is not UTF-8 text is refused with a message on stderr and exit status 1, never
+// stored or matched under a repaired name another credential could share.
 import Foundation
 import KeychainServices
 
@@ -163,13 +166,23 @@ func eraseCredential(_ request: CredentialRequest) {
 
 /// The command line: argv[1] is the operation git asks for.
 let arguments = CommandLine.arguments
+// A person asking for help or the version (git never does); any other operation git does not define is ignored.
+if arguments.count >= 2, let answer = HelperUsage.answer(to: arguments[1]) {
+    emit(answer)
+    exit(0)
+}
 if arguments.count >= 2, ["get", "store", "erase"].contains(arguments[1]) {
-    if let request = CredentialRequest.parse(readCredentialInput()) {
+    let input = readCredentialInput()
+    if let request = CredentialRequest.parse(input) {
         switch arguments[1] {
         case "get": getCredential(request)
         case "store": storeCredential(request)
         default: eraseCredential(request)
         }
+    } else if let key = CredentialRequest.nonTextKey(in: input) {
+        // Never matched or stored under a repaired name another credential could share (errSecParam).
+        FileHandle.standardError.write(Data("git-credential-keychain: cannot \(arguments[1]) the credential: its \(key) is not UTF-8 text, and the keychain keeps git's fields as text (\(errSecParam))\n".utf8))
+        exit(1)
     }
 }
 exit(0)

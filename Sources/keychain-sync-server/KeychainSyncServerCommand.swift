@@ -1,5 +1,6 @@
 import ArgumentParser
 import KeychainSyncServer
+import KeychainVersion
 import Logging
 import PostgresNIO
 import ServiceLifecycle
@@ -15,7 +16,8 @@ struct KeychainSyncServerCommand: AsyncParsableCommand {
             Give the database as --postgres URL (libpq style; PGPASSWORD keeps the password off the command line) \
             or as --postgres-socket DIR with --postgres-user and --postgres-database. The schema is created or \
             upgraded at start-up. Several instances may serve one database.
-            """
+            """,
+        version: KeychainVersion.line(program: "keychain-sync-server")
     )
 
     @Option(help: "The address to listen on.")

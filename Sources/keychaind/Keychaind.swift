@@ -4,6 +4,7 @@ import Foundation
 import KeychainCore
 import KeychainDaemon
 import KeychainSecretService
+import KeychainVersion
 import Logging
 
 /// keychaind: the one process that opens the keychain in `KEYCHAIN_HOME`, holds its unlocked class keys in
@@ -27,7 +28,8 @@ struct Keychaind: AsyncParsableCommand {
         open), on one socket every user may connect to (default /run/keychain/keychaind.sock, where \
         clients look first). The kernel's uid of each connection decides whose keychain it uses. It needs \
         CAP_SYS_PTRACE to identify other users' programs from /proc.
-        """
+        """,
+        version: KeychainVersion.line(program: "keychaind")
     )
 
     @Flag(name: .long, help: "Run in the terminal, logging to standard error (the default under systemd too; kept for clarity in scripts).")
@@ -69,6 +71,12 @@ struct Keychaind: AsyncParsableCommand {
     @Flag(name: .customLong("secret-service-replace"), help: "With --secret-service: take the name over from another provider that allows it (gnome-keyring), instead of refusing to start.")
     var secretServiceReplace = false
 
+    @Option(name: .customLong("ready-fd"), help: ArgumentHelp("Write \"ready\" to this descriptor and close it once connections are accepted (how a client that starts keychaind waits for it).", valueName: "fd"))
+    var readyFD: Int32?
+
+    @Option(name: .customLong("exit-when-idle"), help: ArgumentHelp("Exit after this many seconds with no connection open, when no keychain is unlocked with a passcode and none syncs (how a keychaind a client started goes away).", valueName: "seconds"))
+    var exitWhenIdle: Int?
+
     /// The exit status when another program owns org.freedesktop.secrets.
     static let nameTakenStatus: Int32 = 3
 
@@ -86,6 +94,14 @@ struct Keychaind: AsyncParsableCommand {
         guard maxConnections > 0, maxConnectionsPerUser > 0, maxBufferedMiB > 0, frameTimeout > 0, maxUsers > 0 else {
             throw ValidationError("The limits must be positive.")
         }
+        if let exitWhenIdle, exitWhenIdle <= 0 {
+            throw ValidationError("--exit-when-idle must be a positive number of seconds.")
+        }
+        if let readyFD, readyFD < 3 || fcntl(readyFD, F_GETFD) < 0 {
+            throw ValidationError("--ready-fd \(readyFD) is not an open descriptor above standard error.")
+        }
+        // Programs keychaind starts (pinentry) never inherit it.
+        if let readyFD { _ = fcntl(readyFD, F_SETFD, FD_CLOEXEC) }
         guard system || stateDirectory == nil else {
             throw ValidationError("--state-directory is for --system; a per-user keychaind serves KEYCHAIN_HOME.")
         }
@@ -96,6 +112,7 @@ struct Keychaind: AsyncParsableCommand {
         limits.bufferedBytes = maxBufferedMiB << 20
         limits.frameTimeout = .milliseconds(Int(frameTimeout * 1000))
         var launcher = DaemonLauncher(socket: socket, idleLock: idleLock, limits: limits, mode: mode, logger: Logger(label: "keychaind"))
+        launcher.exitWhenIdle = exitWhenIdle.map { .seconds($0) }
         if secretService || secretServiceReplace {
             guard !system else {
                 throw ValidationError("--secret-service serves one user's session bus; a --system keychaind serves every user and cannot. Run a per-user keychaind with --secret-service.")
@@ -110,9 +127,15 @@ struct Keychaind: AsyncParsableCommand {
             }
         }
         do {
+            let ready = readyFD
             try await launcher.run {
-                // Tests and scripts wait for this line on stderr before connecting.
+                // Tests and scripts wait for this line on stderr before connecting; a client that started this
+                // keychaind waits for the word on its pipe.
                 FileHandle.standardError.write(Data("keychaind: ready\n".utf8))
+                if let ready {
+                    _ = write(ready, "ready\n", 6)
+                    close(ready)
+                }
             }
         } catch let taken as SecretServiceProvider.NameTaken {
             // Its own status, so that systemd does not restart into the same refusal (RestartPreventExitStatus=3).

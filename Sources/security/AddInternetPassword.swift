@@ -38,11 +38,14 @@ struct AddInternetPassword: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try RawArguments.requireCarried(attributes.byteValues + [password], function: Self.addFunction)
         let secret = try PasswordPrompt.secret(text: password, hex: options.hexPassword, fromStandardInput: passwordFromStandardInput,
                                                function: Self.addFunction)
+        var stored = self.attributes.attributes(forAdding: true)
+        stored[KeychainItem.trustedApplicationsCode] = try options.trustedApplicationsValue()
         let context = try ToolContext.open(accessGroup: keychain.accessGroup, keychains: keychain.keychains)
-        try PasswordItems.add(context, .internetPassword, attributes: attributes.attributes(forAdding: true),
-                              searchAttributes: attributes.searchAttributes(forAdding: true),
+        try PasswordItems.add(context, .internetPassword, attributes: stored,
+                              searchAttributes: self.attributes.searchAttributes(forAdding: true),
                               secret: secret, accessGroup: keychain.accessGroup, update: options.update, addFunction: Self.addFunction,
                               accessControl: try options.accessControl(function: Self.addFunction))
     }

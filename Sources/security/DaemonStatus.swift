@@ -19,9 +19,10 @@ struct DaemonStatus: AsyncParsableCommand {
         commandName: "status",
         abstract: "Show whether keychaind is running and what it serves.",
         discussion: """
-        Asks the daemon at --socket, else at KEYCHAIN_DAEMON_SOCKET, else at \
-        $XDG_RUNTIME_DIR/keychain/keychaind.sock. When it answers, prints "keychaind: running (pid N)", then \
-        "socket:", "keychain:" (its KEYCHAIN_HOME), "lock state:" (unlocked, locked, no passcode or before \
+        Asks the keychaind the item verbs use (KEYCHAIN_DAEMON_SOCKET, else the system keychaind when it is \
+        installed, else the keychain's per-user keychaind), or the one at --socket. When it answers, prints \
+        "keychaind: running (pid N)", then "socket:", "mode:" (per-user, started on demand, or system), \
+        "uptime:", "keychain:" (its KEYCHAIN_HOME), "lock state:" (unlocked, locked, no passcode or before \
         first unlock), "caller:" (this process as the daemon identifies it), "admin tool:" (yes when this is \
         the security installed beside keychaind, which may manage the keychain) and "access groups:", one \
         per line, and exits 0. When nothing answers, prints "keychaind: not running (socket PATH)" and exits 1. \
@@ -34,25 +35,27 @@ struct DaemonStatus: AsyncParsableCommand {
     /// The function name printed when the daemon answers with an error.
     static let function = "daemon status"
 
-    @Option(name: .long, help: ArgumentHelp("The daemon's socket (default: KEYCHAIN_DAEMON_SOCKET, else $XDG_RUNTIME_DIR/keychain/keychaind.sock).",
+    @Option(name: .long, help: ArgumentHelp("The daemon's socket (default: the keychaind the item verbs use).",
                                             valueName: "path"))
     var socket: String?
 
     func run() async throws {
-        guard let path = socket ?? KeychainStore.expectedDaemonSocket else {
-            Output.standardOutput("keychaind: not running (no socket: XDG_RUNTIME_DIR is not set; pass --socket PATH)\n")
+        let expected = socket == nil ? KeychainStore.expectedDaemon : nil
+        guard let path = socket ?? expected?.socket else {
+            Output.standardOutput("keychaind: not used (KEYCHAIN_DAEMON_SOCKET=off, or no keychaind is installed): this process opens the keychain itself, with no isolation between programs\n")
             throw ExitCode(1)
         }
         let status: KeychainStore.Status
         do throws(KeychainError) {
             status = try KeychainStore.daemonStatus(socket: path)
         } catch where error.code == .notAvailable && error.status != .wrongSecVersion {
-            Output.standardOutput("keychaind: not running (socket \(path))\n")
+            let onDemand = expected?.startsOnDemand == true ? "; the next keychain call starts it" : ""
+            Output.standardOutput("keychaind: not running (socket \(path)\(onDemand))\n")
             throw ExitCode(1)
         } catch {
             throw ToolFailure(Self.function, error)
         }
-        Output.standardOutput(Self.describe(status, socket: path))
+        Output.standardOutput(Self.describe(status, socket: path, mode: expected?.mode, uptime: status.daemon.flatMap { Self.uptime(ofProcess: $0.pid) }))
         if let warning = Self.ptraceWarning(scope: try? String(contentsOfFile: "/proc/sys/kernel/yama/ptrace_scope", encoding: .utf8)) {
             Output.standardError(warning)
         }
@@ -74,10 +77,14 @@ struct DaemonStatus: AsyncParsableCommand {
     }
 
     /// The lines printed for the daemon's status.
-    static func describe(_ status: KeychainStore.Status, socket: String) -> String {
+    static func describe(_ status: KeychainStore.Status, socket: String, mode: String? = nil, uptime: Int? = nil) -> String {
         var lines = [
             "keychaind: running (pid \(status.daemon.map { String($0.pid) } ?? "unknown"))",
             "socket: \(socket)",
+        ]
+        if let mode { lines.append("mode: \(mode)") }
+        if let uptime { lines.append("uptime: \(duration(uptime))") }
+        lines += [
             "keychain: \(status.directory)",
             "lock state: \(lockState(status.lockStatus))",
             "caller: \(status.daemon?.caller ?? "unknown")",
@@ -88,6 +95,27 @@ struct DaemonStatus: AsyncParsableCommand {
             lines.append("writes: \(writes(daemon))")
         }
         return lines.map { $0 + "\n" }.joined()
+    }
+
+    /// How long process `pid` has run, in whole seconds, from `/proc` (its start in clock ticks since boot); nil
+    /// when it cannot be read.
+    static func uptime(ofProcess pid: Int32) -> Int? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")"),
+              let boot = try? String(contentsOfFile: "/proc/uptime", encoding: .utf8),
+              let sinceBoot = boot.split(separator: " ").first.flatMap({ Double($0) }) else { return nil }
+        // Fields after the command's closing parenthesis start at field 3; the start time is field 22.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        let ticks = sysconf(Int32(_SC_CLK_TCK))
+        guard fields.count > 19, let start = Double(fields[19]), ticks > 0 else { return nil }
+        return max(0, Int(sinceBoot - start / Double(ticks)))
+    }
+
+    /// `seconds` as `1h 2m 3s` (largest units first, zeros left out; `0s` for none).
+    static func duration(_ seconds: Int) -> String {
+        let parts = [(seconds / 86400, "d"), (seconds / 3600 % 24, "h"), (seconds / 60 % 60, "m"), (seconds % 60, "s")]
+        let shown = parts.drop { $0.0 == 0 }.filter { $0.0 > 0 }.map { "\($0.0)\($0.1)" }
+        return shown.isEmpty ? "0s" : shown.joined(separator: " ")
     }
 
     /// The writes keychaind committed and how many shared each commit (group commit), e.g. `1200 in 75 commits

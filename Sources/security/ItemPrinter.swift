@@ -61,8 +61,9 @@ enum ItemPrinter {
     static let keychainVersion = 512
 
     /// The full description of one item: `keychain:`, `version:`, `class:` and the `attributes:` block, then
-    /// with `showData` the `data:` line and the secret (only `dump-keychain -d` passes it).
-    static func describe(_ item: KeychainItem, keychainPath: String, showData: Bool = false) -> String {
+    /// with `showData` the `data:` line and the secret (only `dump-keychain -d` passes it), and with `showGroup` the
+    /// item's access group (`dump-keychain`).
+    static func describe(_ item: KeychainItem, keychainPath: String, showData: Bool = false, showGroup: Bool = false) -> String {
         var out = "keychain: " + buffer(Array(keychainPath.utf8)) + "\n"
         out += "version: \(keychainVersion)\n"
         let fields: [Field]
@@ -88,8 +89,24 @@ enum ItemPrinter {
         if let control = item.accessControl {
             out += "access control: \(control)\n"
         }
+        // Ours as well: the programs the item trusts besides its access group's (-T, -A, set-…-partition-list),
+        // numbered as macOS's ACL listing numbers its applications.
+        let trusted = item.trustedApplications
+        if !trusted.isEmpty {
+            out += "trusted applications (\(trusted.count)):\n"
+            for (index, application) in trusted.enumerated() {
+                let shown = application == .anyApplication ? "* (any application)" : application.term
+                out += "    \(index): \(shown)\n"
+            }
+        }
         if showData {
             out += "data:\n" + buffer(Array(item.data ?? Data())) + "\n"
+        }
+        // Not in macOS's listing (its file keychain has no access groups), and so last, in `dump-keychain` only: the
+        // item's kSecAttrAccessGroup, which says whose item it is (an unregistered program's group is its
+        // executable's path).
+        if showGroup, let group = item.attributes["agrp"]?.stringValue {
+            out += "access group: " + buffer(Array(group.utf8)) + "\n"
         }
         return out
     }

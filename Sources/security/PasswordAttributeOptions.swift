@@ -38,14 +38,18 @@ struct CommonAttributeOptions<Wording: AttributeWording>: ParsableArguments {
     @Option(name: .customShort("l"), parsing: .unconditional, help: Wording.help("\"label\" string (an added item's label defaults to its service or server)", valueName: "label"))
     var label: String?
 
+    /// The values of the flags that may be bytes (``RawArguments``), as given.
+    var byteValues: [String?] { [account, label, comment, kind] }
+
     /// The given attributes by four-character code, the label defaulting to `defaultLabel`. Creator and type are
-    /// stored as numbers, as Apple's `kSecAttrCreator`/`kSecAttrType` are.
+    /// stored as numbers, as Apple's `kSecAttrCreator`/`kSecAttrType` are. A name given as bytes that are not
+    /// UTF-8 is stored as those bytes (a Data attribute, ``RawArguments/value(_:escaping:)``).
     func attributes(defaultLabel: String?) -> [String: KeychainItem.Value] {
         var out: [String: KeychainItem.Value] = [:]
-        out["acct"] = account.map(KeychainItem.Value.string)
-        out["labl"] = (label ?? defaultLabel).map(KeychainItem.Value.string)
-        out["icmt"] = comment.map(KeychainItem.Value.string)
-        out["desc"] = kind.map(KeychainItem.Value.string)
+        out["acct"] = account.map { RawArguments.value($0) }
+        out["labl"] = (label ?? defaultLabel).map { RawArguments.value($0) }
+        out["icmt"] = comment.map { RawArguments.value($0) }
+        out["desc"] = kind.map { RawArguments.value($0) }
         out["crtr"] = creator?.numberValue
         out["type"] = type?.numberValue
         return out
@@ -58,6 +62,8 @@ protocol PasswordAttributes {
     static var itemClass: KeychainItem.Class { get }
     /// Every given attribute by four-character code; an added item gets its defaults (label, authentication type).
     func attributes(forAdding: Bool) -> [String: KeychainItem.Value]
+    /// The values of the flags that may be bytes that are not UTF-8, as given (for ``RawArguments/requireCarried(_:function:escaped:)``).
+    var byteValues: [String?] { get }
 }
 
 extension PasswordAttributes {
@@ -83,10 +89,12 @@ struct GenericAttributeOptions<Wording: AttributeWording>: ParsableArguments, Pa
 
     static var itemClass: KeychainItem.Class { .genericPassword }
 
+    var byteValues: [String?] { common.byteValues + [generic, service] }
+
     func attributes(forAdding: Bool) -> [String: KeychainItem.Value] {
         var out = common.attributes(defaultLabel: forAdding ? service : nil)
-        out["svce"] = service.map(KeychainItem.Value.string)
-        out["gena"] = generic.map(KeychainItem.Value.string)
+        out["svce"] = service.map { RawArguments.value($0) }
+        out["gena"] = generic.map { RawArguments.value($0) }
         return out
     }
 }
@@ -115,13 +123,15 @@ struct InternetAttributeOptions<Wording: AttributeWording>: ParsableArguments, P
 
     static var itemClass: KeychainItem.Class { .internetPassword }
 
+    var byteValues: [String?] { common.byteValues + [securityDomain, path, server] }
+
     /// Protocol and authentication type are stored as four-character strings, as Apple's `kSecAttrProtocol…` and
     /// `kSecAttrAuthenticationType…` constants are; a port of 0 means none, as on macOS.
     func attributes(forAdding: Bool) -> [String: KeychainItem.Value] {
         var out = common.attributes(defaultLabel: forAdding ? server : nil)
-        out["srvr"] = server.map(KeychainItem.Value.string)
-        out["sdmn"] = securityDomain.map(KeychainItem.Value.string)
-        out["path"] = path.map(KeychainItem.Value.string)
+        out["srvr"] = server.map { RawArguments.value($0) }
+        out["sdmn"] = securityDomain.map { RawArguments.value($0) }
+        out["path"] = path.map { RawArguments.value($0) }
         if let port, port != 0 { out["port"] = .int(Int64(port)) }
         out["ptcl"] = `protocol`?.stringValue
         out["atyp"] = (authenticationType ?? (forAdding ? FourCharCode(argument: "dflt") : nil))?.stringValue
@@ -137,15 +147,15 @@ struct AddOptions: ParsableArguments {
     @Flag(name: .customShort("U"), help: "Update item if it already exists (if omitted, the item cannot already exist).")
     var update = false
 
-    @Flag(name: .customShort("A"), help: "Allow any application to access this item (accepted for compatibility; ignored).")
+    @Flag(name: .customShort("A"), help: "Allow any application of this user to read this item, not only the programs of its access group (not recommended).")
     var allowAnyApplication = false
 
     @Option(name: .customShort("T"), parsing: .unconditionalSingleValue,
-            help: ArgumentHelp("Specify an application which may access this item; repeatable (accepted for compatibility; ignored: access is by access group, see `security app`).", valueName: "appPath"))
+            help: ArgumentHelp("Specify an application which may read this item besides the programs of its access group; repeatable. A path (symlinks are resolved), flatpak:APPID, snap:NAME or teamid:TEAM; -T \"\" trusts no other application. Trusted programs may read the item, not change or delete it.", valueName: "appPath"))
     var trustedApplications: [String] = []
 
     @Option(name: .customLong("access-control"),
-            help: ArgumentHelp("Protect the item with an access control (kSecAttrAccessControl): reading its password then needs the user's presence. One of userPresence, devicePasscode, biometryAny, biometryCurrentSet, applicationPassword; comma-separated or repeated for several, all needed unless --or is given. The item's accessibility is whenUnlocked. (macOS's -T app list has no counterpart here.)", valueName: "constraint"))
+            help: ArgumentHelp("Protect the item with an access control (kSecAttrAccessControl): reading its password then needs the user's presence. One of userPresence, devicePasscode, biometryAny, biometryCurrentSet, applicationPassword; comma-separated or repeated for several, all needed unless --or is given. The item's accessibility is whenUnlocked.", valueName: "constraint"))
     var accessControlNames: [String] = []
 
     @Flag(name: .customLong("or"), help: "With several --access-control constraints, any one of them suffices (kSecAccessControlOr).")
@@ -166,6 +176,15 @@ struct AddOptions: ParsableArguments {
         if anyConstraint && constraints.isEmpty {
             throw ValidationError("--or combines --access-control constraints: give some.")
         }
+    }
+
+    /// The item's trusted applications as the `xtap` attribute: `*` for `-A`, then each `-T` (see
+    /// ``TrustedApplicationTerms``); nil when neither flag was given (an update leaves the item's list alone).
+    func trustedApplicationsValue() throws(ToolFailure) -> KeychainItem.Value? {
+        guard allowAnyApplication || !trustedApplications.isEmpty else { return nil }
+        var terms = allowAnyApplication ? [TrustedApplication.anyApplication.term] : []
+        terms += try TrustedApplicationTerms.resolved(trustedApplications)
+        return KeychainItem.trustedApplicationsValue(try TrustedApplicationTerms.checked(terms))
     }
 
     /// The access control the options name; nil without --access-control. Apple's combination rules apply
@@ -192,4 +211,43 @@ struct KeychainNames: ParsableArguments {
 
     /// The one keychain named, if any (the first when several are).
     var first: String? { keychains.first }
+}
+
+/// Turns `-T` and `-S` arguments into trusted-application terms (see KeychainKit's `TrustedApplication`).
+enum TrustedApplicationTerms {
+    /// The function macOS names when a `-T` path is not an application.
+    static let function = "SecTrustedApplicationCreateFromPath"
+
+    /// Each argument as a term: a path (absolute or relative to the working directory) with symlinks resolved, or
+    /// a term as given (`flatpak:`, `snap:`, `teamid:`, `apple-tool:`, `apple:`, `*`); an empty one is left out.
+    static func resolved(_ arguments: [String]) throws(ToolFailure) -> [String] {
+        var terms: [String] = []
+        for argument in arguments where !argument.isEmpty {
+            let isTerm = argument == "*" || argument.hasSuffix(":")
+                || ["flatpak:", "snap:", "teamid:"].contains(where: { argument.hasPrefix($0) })
+            if isTerm {
+                terms.append(argument)
+                continue
+            }
+            let absolute = argument.hasPrefix("/") ? argument : FileManager.default.currentDirectoryPath + "/" + argument
+            guard let application = try? TrustedApplication.program(atPath: absolute) else {
+                throw ToolFailure.input(function, "\(argument): no such file. Give the path of the program to trust (or flatpak:APPID, snap:NAME, teamid:TEAM).")
+            }
+            terms.append(application.term)
+        }
+        return terms
+    }
+
+    /// The terms as trusted applications, refusing (exit 1) one that is none of the forms.
+    static func checked(_ terms: [String]) throws(ToolFailure) -> [TrustedApplication] {
+        var list: [TrustedApplication] = []
+        for term in terms {
+            do {
+                list.append(try TrustedApplication(term))
+            } catch {
+                throw ToolFailure.input(function, error.message)
+            }
+        }
+        return list
+    }
 }

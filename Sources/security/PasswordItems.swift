@@ -158,7 +158,7 @@ enum PasswordItems {
                 throw ToolFailure(searchFunction, error)
             }
             for item in items {
-                out += ItemPrinter.describe(item, keychainPath: context.keychainPath, showData: showData)
+                out += ItemPrinter.describe(item, keychainPath: context.keychainPath, showData: showData, showGroup: true)
             }
         }
         Output.standardOutput(out)

@@ -45,6 +45,7 @@ struct FindPassword<Kind: PasswordKind>: AsyncParsableCommand {
     @OptionGroup var keychain: KeychainOptions
 
     func run() async throws {
+        try RawArguments.requireCarried(match.byteValues, function: PasswordItems.searchFunction)
         let context = try ToolContext.open(accessGroup: keychain.accessGroup, createIfMissing: false, keychains: keychain.keychains)
         try PasswordItems.find(context, Kind.Match.itemClass, match.searchAttributes(), accessGroup: keychain.accessGroup,
                                showPassword: showPassword, passwordOnly: passwordOnly)
@@ -73,6 +74,7 @@ struct DeletePassword<Kind: PasswordKind>: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try RawArguments.requireCarried(match.byteValues, function: PasswordItems.searchFunction)
         let context = try ToolContext.open(accessGroup: keychain.accessGroup, keychains: keychain.keychains)
         try PasswordItems.delete(context, Kind.Match.itemClass, match.searchAttributes(), accessGroup: keychain.accessGroup)
     }

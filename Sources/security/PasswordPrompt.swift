@@ -20,7 +20,8 @@ enum PasswordPrompt {
     static func secret(text: String?, hex: HexData?, fromStandardInput: Bool, function: String) throws(ToolFailure) -> Data {
         if fromStandardInput { return try StandardInputSecret.line(function: function, what: "the password") }
         if let hex { return hex.data }
-        if let text { return Data(text.utf8) }
+        // A password given as bytes that are not UTF-8 is stored as exactly those bytes (RawArguments).
+        if let text { return Data(RawArguments.bytes(of: text)) }
         return try prompt(function: function)
     }
 

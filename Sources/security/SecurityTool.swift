@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeychainKit
+import KeychainVersion
 
 /// The `security` command: macOS's keychain tool, with its verbs, flags, output and exit statuses, working on
 /// the keychain in `KEYCHAIN_HOME` (else `$XDG_DATA_HOME/keychain`, else `~/.local/share/keychain`).
@@ -11,12 +12,15 @@ struct SecurityTool: AsyncParsableCommand {
         abstract: "Command line interface to the keychain.",
         discussion: """
         Works on the keychain in KEYCHAIN_HOME (else $XDG_DATA_HOME/keychain, else ~/.local/share/keychain) \
-        with macOS's syntax and output. A failed keychain call prints "security: <function>: <message>" and \
-        exits with the low byte of its OSStatus (44 when no item matched, 45 for a duplicate); bad flags exit 2. \
+        with macOS's syntax and output. A failed keychain call prints "security: <function>: <message>" (or, \
+        where Apple's message is a generic one, what happened, what to do, then the function and OSStatus, which \
+        `security error N` explains) and exits with the low byte of its OSStatus (44 when no item matched, 45 for \
+        a duplicate); bad flags and unknown commands exit 2. \
         `app` manages the programs keychaind gives access groups to, through keychaind when it runs; \
         `daemon status` shows whether it does. `sync` syncs synchronizable items between your machines through a \
         keychain-sync-server.
         """,
+        version: KeychainVersion.line(program: "security"),
         subcommands: [
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
@@ -28,6 +32,7 @@ struct SecurityTool: AsyncParsableCommand {
             AddCertificates.self, FindCertificate.self, DeleteCertificate.self, FindIdentity.self, VerifyCert.self,
             AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
             AddCRL.self,
+            SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self,
             LoginKeychainPAM.self,
         ]
     )
@@ -35,7 +40,8 @@ struct SecurityTool: AsyncParsableCommand {
     /// Parses and runs a verb, printing errors as macOS does: keychain failures as `security: …` with the
     /// status's exit code, usage errors with the usage message and exit status 2.
     static func main() async {
-        let arguments = PromptRequest.normalized(Array(CommandLine.arguments.dropFirst()))
+        // argv as bytes: an account such as $'\xff' stays those bytes instead of becoming U+FFFD (RawArguments).
+        let arguments = PromptRequest.normalized(RawArguments.commandLine())
         do {
             do {
                 try await runOnce(arguments)
@@ -91,7 +97,12 @@ struct SecurityTool: AsyncParsableCommand {
 
 extension SecurityTool {
     /// Parses `arguments` as a command line and runs its verb once.
+    /// A verb that does not exist (also after `help`) fails here with exit status 2, naming the closest verb.
     static func runOnce(_ arguments: [String]) async throws {
+        if let unknown = UnknownCommand.message(for: arguments) {
+            Output.standardError(unknown)
+            Foundation.exit(UnknownCommand.exitStatus)
+        }
         var command = try parseAsRoot(arguments)
         if var asyncCommand = command as? any AsyncParsableCommand {
             try await asyncCommand.run()

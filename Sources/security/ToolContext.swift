@@ -79,7 +79,8 @@ struct ToolContext {
 }
 
 /// A failed keychain call, reported as macOS does: `security: <Function>: <message>` on stderr, and the low
-/// byte of the `OSStatus` as the exit status.
+/// byte of the `OSStatus` as the exit status. When Apple's message is a generic one (``genericStatuses``) and
+/// the failure has a cause, the cause comes first instead (see ``text``).
 struct ToolFailure: Error {
     /// The Apple function macOS names in the message (`SecKeychainSearchCopyNext`, …).
     var function: String
@@ -116,11 +117,59 @@ struct ToolFailure: Error {
         fromKeychain = true
     }
 
-    /// The text written to stderr.
+    /// The statuses whose Apple text says nothing a person can act on ("No keychain is available. You may need to
+    /// restart your computer.", "I/O error."): a failure with one of them and a ``detail`` leads with the detail.
+    static let genericStatuses: Set<KeychainStatus> = [.notAvailable, .io, .param, .internal, .internalError, .internalComponent,
+                                                       .unimplemented, .wrongSecVersion, .badRequest]
+
+    /// Whether the first line is the cause (``detail``) rather than the status's Apple text: for the generic
+    /// statuses. The others keep macOS's exact line first ("The specified item could not be found in the
+    /// keychain.", "User interaction is not allowed."), which scripts match, with the detail after it.
+    var leadsWithCause: Bool { summary == nil && detail != nil && Self.genericStatuses.contains(status) }
+
+    /// The text written to stderr. For a generic status with a cause: what happened, what to do, then the
+    /// function and `OSStatus` (whose Apple text `security error N` prints); otherwise macOS's
+    /// `security: <function>: <message>`, then the explanation when there is one.
     var text: String {
+        if leadsWithCause, let detail {
+            let (what, next) = Self.splitFirstSentence(detail)
+            var out = "security: \(what)\n"
+            for line in next?.split(separator: "\n") ?? [] { out += "security: \(line)\n" }
+            out += "security: \(function): OSStatus \(status.rawValue) (see `security error \(status.rawValue)`)\n"
+            return out
+        }
         var out = "security: \(function): \(summary ?? status.message)\n"
-        if let detail { out += "security: \(detail)\n" }
+        for line in detail?.split(separator: "\n") ?? [] { out += "security: \(line)\n" }
         return out
+    }
+
+    /// `text` cut after its first line, when it has several, else after its first sentence (a period outside
+    /// parentheses, followed by a space and a capital letter or a backquote), so that what happened and what to do
+    /// go on lines of their own; the whole text when it is one sentence.
+    static func splitFirstSentence(_ text: String) -> (first: String, rest: String?) {
+        if let newline = text.firstIndex(of: "\n") {
+            let rest = text[text.index(after: newline)...].trimmingCharacters(in: .whitespacesAndNewlines)
+            return (String(text[..<newline]), rest.isEmpty ? nil : rest)
+        }
+        var depth = 0
+        var index = text.startIndex
+        while index < text.endIndex {
+            let character = text[index]
+            let next = text.index(after: index)
+            switch character {
+            case "(": depth += 1
+            case ")": depth = max(0, depth - 1)
+            case "." where depth == 0 && next < text.endIndex && text[next] == " ":
+                let start = text.index(after: next)
+                if start < text.endIndex, text[start].isUppercase || text[start] == "`" {
+                    let rest = text[start...].trimmingCharacters(in: .whitespacesAndNewlines)
+                    return (String(text[...index]), rest.isEmpty ? nil : rest)
+                }
+            default: break
+            }
+            index = next
+        }
+        return (text, nil)
     }
 
     /// The process exit status: the status's low byte, never 0 for a failure.

@@ -190,6 +190,41 @@ import Testing
         }
     }
 
+    /// git's protocol is bytes; this helper keeps its fields as text, so a username, host or path that is not
+    /// UTF-8 is refused with a message (errSecParam), never stored or matched under a repaired name that another
+    /// credential could share (issue 30, item 8).
+    @Test("a username or host that is not UTF-8 is refused with a message, never merged with another")
+    func nonUTF8FieldsAreRefused() throws {
+        try withSandbox { sb in
+            func credential(_ key: String, _ byte: UInt8, password: String? = nil) -> Data {
+                var fields: [String: [UInt8]] = ["protocol": Array("https".utf8), "host": Array("example.com".utf8),
+                                                 "username": Array("user".utf8)]
+                fields[key] = Array("x".utf8) + [byte]
+                var data = Data()
+                for key in ["protocol", "host", "username"] {
+                    data.append(contentsOf: Array(key.utf8) + [UInt8(ascii: "=")] + (fields[key] ?? []) + [0x0A])
+                }
+                if let password { data.append(contentsOf: Array("password=\(password)\n".utf8)) }
+                return data
+            }
+            for key in ["username", "host"] {
+                for operation in ["store", "get", "erase"] {
+                    let refused = try sb.helper(operation, bytes: credential(key, 0xFF, password: "one"))
+                    #expect(refused.status == 1)
+                    #expect(refused.stdout == "")
+                    #expect(refused.stderr == "git-credential-keychain: cannot \(operation) the credential: its \(key) is not UTF-8 text, and the keychain keeps git's fields as text (-50)\n")
+                }
+            }
+            // Nothing was stored under a repaired name: the U+FFFD credential is a credential of its own.
+            try expect(sb, "get", "protocol=https\nhost=example.com\nusername=x\u{FFFD}\n")
+            try expect(sb, "store", "protocol=https\nhost=example.com\nusername=x\u{FFFD}\npassword=text\n")
+            let other = try sb.helper("get", bytes: credential("username", 0xFE))
+            #expect(other.status == 1 && other.stdout == "")
+            try expect(sb, "get", "protocol=https\nhost=example.com\nusername=x\u{FFFD}\n",
+                       prints: "username=x\u{FFFD}\npassword=text\n")
+        }
+    }
+
     /// Bad input is ignored quietly.
     @Test("bad input is ignored quietly")
     func badInput() throws {
@@ -209,12 +244,17 @@ import Testing
             try expect(sb, "get", "protocol=https\nhost=example.com:99999\n")
             try expect(sb, "store", "host=example.com\nusername=u\npassword=p\n")
             try expect(sb, "get", "")
-            // A malformed line or bytes that are not UTF-8 make the whole request void: erase removes nothing.
+            // A malformed line or bytes that are not UTF-8 make the whole request void: erase removes nothing. (A
+            // field the helper uses that is not UTF-8 is refused with a message: see nonUTF8FieldsAreRefused.)
             try expect(sb, "erase", "protocol=https\nhost=example.com\nthis line has no equals sign\nusername=someone\n")
             var bytes = Data("protocol=https\nhost=example.com\nusername=".utf8)
             bytes.append(contentsOf: [0xFF, 0xFE, 0x0A])
             let nonUTF8 = try sb.helper("erase", bytes: bytes)
-            #expect(nonUTF8.status == 0 && nonUTF8.stdout == "" && nonUTF8.stderr == "")
+            #expect(nonUTF8.status == 1 && nonUTF8.stdout == "")
+            var unknownKey = Data("protocol=https\nhost=example.com\nwwwauth[]=".utf8)
+            unknownKey.append(contentsOf: [0xFF, 0x0A])
+            let ignored = try sb.helper("erase", bytes: unknownKey)
+            #expect(ignored.status == 0 && ignored.stdout == "" && ignored.stderr == "")
             let nul = try sb.helper("erase", bytes: Data("protocol=https\nhost=example.com\u{0}\n".utf8))
             #expect(nul.status == 0 && nul.stdout == "")
             try expect(sb, "get", "protocol=https\nhost=example.com\n", prints: "username=user\npassword=pass\n")

@@ -6,7 +6,12 @@
 //   keychain-test-helper hold                                → does nothing until killed (a trusted program an attacker
 //                                                               execs while keeping its connection)
 //   keychain-test-helper race BARRIER ACCOUNT SERVICE SECRET  → waits for file BARRIER, adds, "status=N"
-//   keychain-test-helper find ACCOUNT SERVICE [GROUP]         → "status=N", "data=…", "agrp=…"
+//   keychain-test-helper find ACCOUNT SERVICE [GROUP]         → "status=N", "data=…", "agrp=…" (and "trusted=A,B"
+//                                                               when the item has trusted applications)
+//   keychain-test-helper trusted-add ACCOUNT SERVICE SECRET [TERM…] → SecItemAdd with kSecAttrTrustedApplications
+//                                                               TERM…: "status=N"
+//   keychain-test-helper trusted-set ACCOUNT SERVICE [TERM…]  → SecItemUpdate of kSecAttrTrustedApplications: "status=N"
+//   keychain-test-helper delete ACCOUNT SERVICE               → SecItemDelete: "status=N"
 //   keychain-test-helper fork-find ACCOUNT SERVICE            → finds ("parent=N"), forks, the child finds
 //                                                               ("child=N"), then the parent again ("parent-after=N")
 //   keychain-test-helper set-passcode P ACCOUNT SERVICE SECRET → sets passcode P, adds a WhenUnlocked item
@@ -152,6 +157,7 @@ case "find" where args.count >= 3:
     if let dict = item as? [String: Any] {
         if let data = dict[kSecValueData as String] as? Data { flushLine("data=\(String(decoding: data, as: UTF8.self))") }
         if let group = dict[kSecAttrAccessGroup as String] as? String { flushLine("agrp=\(group)") }
+        if let trusted = dict[kSecAttrTrustedApplications as String] as? [String] { flushLine("trusted=\(trusted.joined(separator: ","))") }
     }
 case "set-passcode" where args.count == 5:
     do {
@@ -287,6 +293,25 @@ case "sync-writer" where args.count == 4 || (args.count == 5 && args[4] == "sett
     let (home, prefix, seed, settle) = (args[1], args[2], UInt64(args[3]) ?? 0, args.count == 5)
     Task { exit(await SyncWriter.run(home: home, prefix: prefix, seed: seed, settle: settle)) }
     dispatchMain()
+case "trusted-add" where args.count >= 4:
+    // kSecAttrTrustedApplications (ours) on SecItemAdd: the terms after the secret.
+    let query: [String: Any] = [
+        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[1], kSecAttrService as String: args[2],
+        kSecValueData as String: Data(args[3].utf8), kSecAttrTrustedApplications as String: Array(args.dropFirst(4)),
+    ]
+    flushLine("status=\(SecItemAdd(query as CFDictionary, nil))")
+case "trusted-set" where args.count >= 3:
+    // SecItemUpdate of kSecAttrTrustedApplications to the terms given (none: the list is removed).
+    let query: [String: Any] = [
+        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[1], kSecAttrService as String: args[2],
+    ]
+    let changes: [String: Any] = [kSecAttrTrustedApplications as String: Array(args.dropFirst(3))]
+    flushLine("status=\(SecItemUpdate(query as CFDictionary, changes as CFDictionary))")
+case "delete" where args.count == 3:
+    let query: [String: Any] = [
+        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[1], kSecAttrService as String: args[2],
+    ]
+    flushLine("status=\(SecItemDelete(query as CFDictionary))")
 case "trust" where args.count >= 2:
     // Evaluates DER certificates (leaf first) against the system roots; "host=NAME" adds an SSL server policy,
     // "revocation=FLAGS" a revocation policy, "nofetch" disallows network fetching.

@@ -667,7 +667,7 @@ import Testing
         #expect(try Self.integer(folder, "SELECT COUNT(*) FROM genp") == 5)
 
         engine = try Self.engine(folder)
-        #expect(try Self.integer(folder, "PRAGMA user_version") == 2)
+        #expect(try Self.integer(folder, "PRAGMA user_version") == KeychainEngine.schemaVersion)
         let objects = try Self.raw(folder) { db in
             try Row.fetchAll(db, sql: "SELECT type, name, tbl_name FROM sqlite_master WHERE name LIKE 'genp_xattr%' ORDER BY name")
                 .map { "\($0[0] as String) \($0[1] as String) \($0[2] as String)" }
@@ -695,11 +695,12 @@ import Testing
         try engine.close()
 
         // A later schema than this build knows is refused, and left as it is.
-        try Self.raw(folder, writable: true) { db in try db.execute(sql: "PRAGMA user_version = 3") }
+        let later = KeychainEngine.schemaVersion + 1
+        try Self.raw(folder, writable: true) { db in try db.execute(sql: "PRAGMA user_version = \(later)") }
         let error = expectKeychainError(.notAvailable, status: .wrongSecVersion) { try Self.engine(folder) }
-        #expect(error?.message.contains("schema version 3") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("schema version \(later)") == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("Upgrade swift-keychain") == true, "\(error?.message ?? "")")
-        #expect(try Self.integer(folder, "PRAGMA user_version") == 3)
+        #expect(try Self.integer(folder, "PRAGMA user_version") == later)
         #expect(try Self.integer(folder, "SELECT COUNT(*) FROM genp") == 4)
     }
 

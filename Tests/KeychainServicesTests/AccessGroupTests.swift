@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 import KeychainServices
 
@@ -59,14 +60,15 @@ import KeychainServices
         r = try runHelper(["add", "carol", "svc", "x", "SOMEONE.else"], environment: env)
         #expect(r.stdout == "status=-34018\n")
 
-        // Without the variable, the process's only group is its executable's name.
+        // Without the variable, the process's only group is its executable's full path: the group keychaind gives it.
         let plain = baseEnvironment(home: home)
         r = try runHelper(["find", "alice", "svc"], environment: plain)
         #expect(r.stdout == "status=-25300\n")
         r = try runHelper(["add", "dave", "svc", "y"], environment: plain)
         #expect(r.stdout == "status=0\n")
         r = try runHelper(["find", "dave", "svc"], environment: plain)
-        #expect(r.stdout == "status=0\ndata=y\nagrp=keychain-test-helper\n")
+        let helper = URL(fileURLWithPath: try BuiltProducts.path(of: "keychain-test-helper")).resolvingSymlinksInPath().path
+        #expect(r.stdout == "status=0\ndata=y\nagrp=\(helper)\n")
 
         // A broken entitlements file is a missing entitlement, not a crash.
         try Data("not a plist".utf8).write(to: URL(fileURLWithPath: plist))

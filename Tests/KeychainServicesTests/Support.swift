@@ -130,6 +130,7 @@ func baseEnvironment(home: String) -> [String: String] {
     var env = ProcessInfo.processInfo.environment
     env["KEYCHAIN_HOME"] = home
     env.removeValue(forKey: "KEYCHAIN_ENTITLEMENTS")
-    env.removeValue(forKey: "KEYCHAIN_DAEMON_SOCKET")
+    // In the helper's own process, unless a test names a keychaind.
+    env["KEYCHAIN_DAEMON_SOCKET"] = "off"
     return env
 }

@@ -140,7 +140,7 @@ final class SystemDaemon: @unchecked Sendable {
     let uid: UInt32
     let daemon: KeychaindProcess
 
-    init(ptrace: Bool = true) throws {
+    init(ptrace: Bool = true, arguments: [String] = []) throws {
         let gid: UInt32
         (uid, gid) = try Self.systemUser()
         folder = try Self.scratchFolder()
@@ -155,7 +155,7 @@ final class SystemDaemon: @unchecked Sendable {
         var prefix = ["/usr/bin/setpriv"] + Self.asSystemUser(uid, gid)
         if !ptrace { prefix = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups"] }
         daemon = try KeychaindProcess(socketPath: socket, environment: ["PATH": "/usr/bin:/bin"],
-                                      arguments: ["--system", "--state-directory", state], commandPrefix: prefix)
+                                      arguments: ["--system", "--state-directory", state] + arguments, commandPrefix: prefix)
     }
 
     deinit {

@@ -65,7 +65,7 @@ import Testing
             let invalid = try kc.run(["add-generic-password", "-a", "dave", "-s", "vault", "-w", "pw",
                                       "--access-control", "userPresence,devicePasscode"])
             #expect(invalid.status == 206)
-            #expect(invalid.stderr.hasPrefix("security: SecKeychainItemCreateFromContent (<default>): One or more parameters passed to a function were not valid.\n"))
+            #expect(invalid.stderr.hasSuffix("security: SecKeychainItemCreateFromContent (<default>): OSStatus -50 (see `security error -50`)\n"))
             // An unknown name is a usage error.
             let unknown = try kc.run(["add-generic-password", "-a", "dave", "-s", "vault", "-w", "pw", "--access-control", "faceID"])
             #expect(unknown.status == 2)

@@ -84,7 +84,7 @@ struct BackupToolTests {
             // errSecParam (-50) exits 206.
             let partial = try kc.run(["export", "-t", "certs", "-f", "backup", "-P", "pp", "-o", kc.root + "/x"])
             #expect(partial.status == 206)
-            #expect(partial.stderr == "security: SecKeychainItemExport: One or more parameters passed to a function were not valid.\nsecurity: The backup format holds the whole keychain: use -t all (the default).\n")
+            #expect(partial.stderr == "security: The backup format holds the whole keychain: use -t all (the default).\nsecurity: SecKeychainItemExport: OSStatus -50 (see `security error -50`)\n")
             #expect(try kc.run(["export", "-f", "tarball"]).status == 2, "an unknown format is a usage error")
 
             let text = kc.root + "/cert.pem"

@@ -21,12 +21,21 @@ struct KeychainPasswordTests {
             #expect(set.status == 0)
             #expect(set.stdout == "" && set.stderr == "")
 
-            // A new process starts before its first unlock: a WhenUnlocked item needs the passcode, and with no
-            // terminal to ask on the command fails at once with errSecInteractionNotAllowed.
-            let locked = try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"], detached: true)
-            #expect(locked.status == 36)
-            #expect(locked.stdout == "")
-            #expect(locked.stderr.hasPrefix("security: SecKeychainUnlock default: User interaction is not allowed.\n"))
+            let later = try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"], detached: true)
+            switch mode {
+            case .inProcess:
+                // A new process opening the keychain itself starts before its first unlock: a WhenUnlocked item needs
+                // the passcode, and with no terminal to ask on the command fails at once with
+                // errSecInteractionNotAllowed.
+                #expect(later.status == 36)
+                #expect(later.stdout == "")
+                #expect(later.stderr.hasPrefix("security: SecKeychainUnlock default: User interaction is not allowed.\n"))
+            case .keychaind:
+                // keychaind holds the keychain unlocked (it was when the passcode was set) for every later program,
+                // and the tool reads its own item without the passcode.
+                #expect(later.status == 0, "\(later.stderr)")
+                #expect(later.stdout == "s3cret\n")
+            }
 
             let wrong = try kc.run(["unlock-keychain", "-p", "0000"])
             #expect(wrong.status == 51)

@@ -83,7 +83,7 @@ struct SyncToolTests {
         let malformed = try alpha.sandbox.run(["sync", "approve", "NOT-A-CODE!"])
         #expect(malformed.status == 206)
         #expect(malformed.stdout == "")
-        #expect(malformed.stderr.hasPrefix("security: sync approve: One or more parameters passed to a function were not valid.\nsecurity: "))
+        #expect(malformed.stderr.hasSuffix("security: sync approve: OSStatus -50 (see `security error -50`)\n"))
         #expect(malformed.stderr.contains("XXXXX-XXXXX"))
 
         // The first approves it, showing the same fingerprint; the second joins.
@@ -166,8 +166,8 @@ struct SyncToolTests {
         let result = try machine.sandbox.run(["sync", "create-account", "--server", "ftp://example.com"])
         #expect(result.status == 206)
         #expect(result.stderr == """
-            security: sync create-account: One or more parameters passed to a function were not valid.
             security: 'ftp://example.com' is not a sync server's address: give an https (or http) URL, like https://sync.example.com.
+            security: sync create-account: OSStatus -50 (see `security error -50`)
 
             """)
     }

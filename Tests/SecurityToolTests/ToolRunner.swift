@@ -29,9 +29,11 @@ struct Sandbox {
     }
 
     /// The environment of every run: only what the tool needs, so the developer's own keychain and
-    /// entitlements are never touched.
+    /// entitlements are never touched. The keychain is opened in the tool's own process
+    /// (`KEYCHAIN_DAEMON_SOCKET=off`) unless the sandbox is served by a keychaind or a run says otherwise (an empty
+    /// `KEYCHAIN_DAEMON_SOCKET` lets the tool start its keychaind on demand).
     func environment(_ extra: [String: String]) -> [String: String] {
-        var env = ["KEYCHAIN_HOME": home, "HOME": root, "LANG": "C"]
+        var env = ["KEYCHAIN_HOME": home, "HOME": root, "LANG": "C", "KEYCHAIN_DAEMON_SOCKET": "off"]
         env["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         env.merge(shared) { _, new in new }
         env.merge(extra) { _, new in new }

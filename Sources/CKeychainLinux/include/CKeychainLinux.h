@@ -81,4 +81,12 @@ int ckeychain_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from)
 /// glibc's `POSIX_SPAWN_SETSID` flag (the child starts a session of its own), or 0 where the C library has none.
 short ckeychain_spawn_setsid_flag(void);
 
+/// Starts `path` detached from this process: in a session of its own, as a grandchild (so it is never this
+/// process's zombie), with standard input from /dev/null, standard output and error on `log_fd`, `ready_fd` as its
+/// descriptor 3 and no other descriptor. Waits only for the intermediate child. Returns 0, or an error number.
+int ckeychain_spawn_detached(const char *path, char *const argv[], char *const envp[], int ready_fd, int log_fd);
+
+/// Makes a pipe whose two ends are close-on-exec (`pipe2(O_CLOEXEC)`). Returns 0, or -1 with errno set.
+int ckeychain_pipe_cloexec(int fds[2]);
+
 #endif

@@ -27,9 +27,10 @@ package struct ItemCrypto: Sendable {
     /// are computed once per key rather than once per hash.
     let indexMAC: IndexMAC
     let random: any RandomSource
-    /// The blind indexes of access groups already computed under these keys, by table and group.
+    /// The blind indexes of access groups (and of callers' trusted-application terms) already computed under these
+    /// keys, by table, attribute code and value.
     private let groupHashes = GroupHashes()
-    private struct GroupKey: Hashable { var table: String; var group: String }
+    private struct GroupKey: Hashable { var table: String; var group: String; var code = "agrp" }
     private final class GroupHashes: Sendable {
         let cache = Mutex<[GroupKey: Data]>([:])
     }
@@ -67,6 +68,19 @@ package struct ItemCrypto: Sendable {
         let key = GroupKey(table: table, group: group)
         if let hash = groupHashes.cache.withLock({ $0[key] }) { return hash }
         let hash = attributeHash(table: table, code: "agrp", value: .string(group))
+        groupHashes.cache.withLock { cache in
+            if cache.count >= 1_024 { cache.removeAll() }
+            cache[key] = hash
+        }
+        return hash
+    }
+
+    /// The keyed hash of a caller's trusted-application term in `table` (see ``TrustedApplications``): looked up on
+    /// a caller's finds, so kept once computed, as access groups' are.
+    package func trustedApplicationHash(table: String, term: String) -> Data {
+        let key = GroupKey(table: table, group: term, code: TrustedApplications.code)
+        if let hash = groupHashes.cache.withLock({ $0[key] }) { return hash }
+        let hash = attributeHash(table: table, code: TrustedApplications.code, value: .string(term))
         groupHashes.cache.withLock { cache in
             if cache.count >= 1_024 { cache.removeAll() }
             cache[key] = hash

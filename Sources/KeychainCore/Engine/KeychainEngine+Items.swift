@@ -28,6 +28,7 @@ extension KeychainEngine {
             group = first
         }
         attributes["agrp"] = .string(group)
+        if attributes[TrustedApplications.code]?.stringValue == "" { attributes[TrustedApplications.code] = nil }
         let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:))
             ?? cls.defaultAccessibility
         if protection == .whenPasscodeSetThisDeviceOnly, !keys.passcodeSet {
@@ -78,13 +79,48 @@ extension KeychainEngine {
         var identity: ItemCrypto.RowIdentity
         /// The keyed hashes of the item's free-form attributes, for ``ExtendedAttributes/indexTable``.
         var extendedHashes: [Data]
+        /// The keyed hashes of the item's trusted applications, for ``TrustedApplications/indexTable``.
+        var trustedHashes: [Data] = []
 
-        /// Inserts the row, then its free-form attributes' index rows.
+        /// Inserts the row, then its free-form attributes' and trusted applications' index rows.
         func insert(_ db: Database) throws {
             try db.cachedStatement(sql: sql).execute(arguments: arguments)
-            guard !extendedHashes.isEmpty else { return }
-            try KeychainEngine.indexExtendedAttributes(db, item: db.lastInsertedRowID, hashes: extendedHashes)
+            guard !extendedHashes.isEmpty || !trustedHashes.isEmpty else { return }
+            let item = db.lastInsertedRowID
+            if !extendedHashes.isEmpty {
+                try KeychainEngine.indexExtendedAttributes(db, item: item, hashes: extendedHashes)
+            }
+            if !trustedHashes.isEmpty {
+                try KeychainEngine.indexTrustedApplications(db, table: identity.table, item: item, hashes: trustedHashes)
+            }
         }
+    }
+
+    /// Replaces the index rows of `item`'s trusted applications (in class table `table`) with `hashes`.
+    static func indexTrustedApplications(_ db: Database, table: String, item: Int64, hashes: [Data], replacing: Bool = false) throws {
+        let index = TrustedApplications.indexTable
+        if replacing {
+            try db.cachedStatement(sql: "DELETE FROM \"\(index)\" WHERE tbl = ? AND item = ?").execute(arguments: [table, item])
+        }
+        let statement = try db.cachedStatement(sql: "INSERT OR IGNORE INTO \"\(index)\" (tbl, h, item) VALUES (?, ?, ?)")
+        for hash in hashes { try statement.execute(arguments: [table, hash, item]) }
+    }
+
+    /// The keyed hash of a trusted-application term in `cls`'s table: what an item's list is indexed by, and what a
+    /// caller's terms are looked up as.
+    func trustedHash(_ cls: ItemClass, _ term: String) -> Data {
+        crypto.trustedApplicationHash(table: cls.table, term: term)
+    }
+
+    /// The keyed hashes of the trusted applications among `attributes` (none without a list; `errSecParam` for a
+    /// malformed one).
+    func trustedHashes(_ cls: ItemClass, _ attributes: [String: AttributeValue]) throws(KeychainError) -> [Data] {
+        guard let value = attributes[TrustedApplications.code] else { return [] }
+        guard case .string(let joined) = value else {
+            throw .param("The trusted applications (xtap) must be given as a list of strings.")
+        }
+        let list = try TrustedApplications(joined.split(separator: "\n").map(String.init))
+        return list.terms.map { trustedHash(cls, $0) }
     }
 
     /// Replaces the index rows of `item`'s free-form attributes with `hashes`.
@@ -150,6 +186,7 @@ extension KeychainEngine {
         }
         let secret = try inner.map { (data) throws(KeychainError) in try crypto.sealSecret(data, row: identity) }
         let extended = try extendedHashes(cls, attributes)
+        let trusted = try trustedHashes(cls, attributes)
         let hashes: [(String, Data)] = cls.attributes.compactMap { d in
             guard d.searchable, let v = attributes[d.code] else { return nil }
             return (d.code, crypto.attributeHash(table: cls.table, code: d.code, value: v))
@@ -159,7 +196,7 @@ extension KeychainEngine {
         var args: [(any DatabaseValueConvertible)?] = [uuid, identity.primaryKeyHash, sync ? 1 : 0, 0, protection.rawValue, meta, secret]
         args += hashes.map { $0.1 }
         return PreparedInsert(sql: sql, arguments: StatementArguments(args), uuid: uuid, identity: identity,
-                              extendedHashes: extended)
+                              extendedHashes: extended, trustedHashes: trusted)
     }
 
     /// Finds matching items (Apple's `SecItemCopyMatching`); throws `errSecItemNotFound` when none match. A token
@@ -171,7 +208,7 @@ extension KeychainEngine {
     }
 
     /// Finds matching items as stored, private key bytes included: for the engine's own use only. Without a
-    /// `gate`, protected secrets are returned as stored (see ``matchingRows(_:_:groups:includeSecret:limit:damaged:onlyMatched:gate:)``).
+    /// `gate`, protected secrets are returned as stored (see ``matchingRows(_:_:groups:trusted:includeSecret:limit:damaged:onlyMatched:gate:)``).
     func findStored(_ q: ItemQuery, caller: AccessPolicy, gate: PresenceGate? = nil) throws(KeychainError) -> [FoundItem] {
         let groups = try visibleGroups(q, caller: caller)
         if q.itemClass == .identity {
@@ -185,9 +222,13 @@ extension KeychainEngine {
         // them; and a query with no return keys gets every attribute, for the engine's own callers.)
         let onlyMatched = q.returns.data && !q.returns.attributes && !q.returns.ref
             && [.genericPassword, .internetPassword].contains(q.itemClass)
+        let includeSecret = q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass))
+        // The items the caller's groups hold first; then, while the limit allows, those it is a trusted application
+        // of (outside its groups): a program's own items always come before those it was given.
+        let trusted = groups != nil && q.accessGroup == nil ? caller.trustedAs : []
         let items = try read { db in
-            try matchingRows(db, q, groups: groups, includeSecret: q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass)), limit: q.limit.maximum,
-                         damaged: .forQuery(q), onlyMatched: onlyMatched, gate: gate).map { $0.1 }
+            try matchingRows(db, q, groups: groups, trusted: trusted, includeSecret: includeSecret, limit: q.limit.maximum,
+                             damaged: .forQuery(q), onlyMatched: onlyMatched, gate: gate).map { $0.1 }
         }
         logger.debug("copy-matching", metadata: ["class": "\(q.itemClass.rawValue)", "count": "\(items.count)"])
         guard !items.isEmpty else { throw .notFound() }
@@ -211,6 +252,9 @@ extension KeychainEngine {
         // index rows, which re-indexing would replace.
         let newExtended: [Data]? = cls != .genericPassword || changes[ExtendedAttributes.code] == nil
             ? nil : try extendedHashes(cls, changes)
+        // A new list of trusted applications (an empty one removes the list): only the item's owners reach it, since
+        // an update is confined to the caller's own groups.
+        let newTrusted: [Data]? = changes[TrustedApplications.code] == nil ? nil : try trustedHashes(cls, changes)
         let newControl = changes["accc"].flatMap { value -> AccessControl? in
             guard case .data(let bytes) = value else { return nil }
             return AccessControl(encoded: bytes)
@@ -259,6 +303,7 @@ extension KeychainEngine {
                 }
                 var attributes = item.attributes
                 for (code, value) in changes { attributes[code] = value }
+                if attributes[TrustedApplications.code]?.stringValue == "" { attributes[TrustedApplications.code] = nil }
                 let sync = newSync ?? stored.identity.sync
                 attributes["sync"] = .int(sync ? 1 : 0)
                 attributes["mdat"] = .date(timestamp)
@@ -293,6 +338,9 @@ extension KeychainEngine {
                 }
                 if let newExtended {
                     try KeychainEngine.indexExtendedAttributes(db, item: stored.rowid, hashes: newExtended, replacing: true)
+                }
+                if let newTrusted {
+                    try KeychainEngine.indexTrustedApplications(db, table: cls.table, item: stored.rowid, hashes: newTrusted, replacing: true)
                 }
                 if observed { changed.withLock { $0.append(ItemChange(kind: .updated, itemClass: cls, attributes: attributes)) } }
             }

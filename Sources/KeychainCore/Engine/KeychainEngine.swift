@@ -51,12 +51,15 @@ package final class KeychainEngine: Sendable {
     let secretServiceSession = SessionCollection()
     /// The user's other keychains, when this is a login keychain (see ``keychain(named:)``).
     let otherKeychains = OtherKeychains()
+    /// The old private groups (executable names) already looked at for items to move to the program's full path
+    /// (see ``adoptLegacyPrivateGroup(_:as:)``).
+    let legacyGroupsChecked = Mutex<Set<String>>([])
 
     /// The keys usable right now.
     var crypto: ItemCrypto { keys.crypto }
 
     /// Schema version of `keychain-2.db` (`PRAGMA user_version`).
-    package static let schemaVersion = 2
+    package static let schemaVersion = 3
 
     /// Opens the keychain at `location`, creating it when missing unless `createIfMissing` is false (read-only
     /// work): then a folder without a keychain database is left as it is (not even created) and the open fails
@@ -84,6 +87,8 @@ package final class KeychainEngine: Sendable {
         self.defaultIdleTimeout = defaultIdleTimeout
         autoLock = Mutex(AutoLockState(lastUse: clocks.sinceBoot(), suspended: clocks.suspended()))
         if !createIfMissing, !FileManager.default.fileExists(atPath: location.databasePath) {
+            // A folder on the way that is a file, or that this user may not enter, is the cause, not a missing keychain.
+            if let obstacle = FileSystem.obstacle(to: location.home) { throw obstacle.error(location.home) }
             throw .noSuchKeychain(location)
         }
         try FileSystem.ensurePrivateDirectory(location.home)

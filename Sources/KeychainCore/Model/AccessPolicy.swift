@@ -12,6 +12,10 @@ package struct AccessPolicy: Sendable, Hashable {
     package var program: String = "this process"
     /// The program as a prompt names it (keychaind: as identified, never as the client describes itself).
     package var programName: String = AccessPolicy.processName
+    /// The terms this caller is known by in items' trusted-application lists (``TrustedApplications``): `*`, its
+    /// program (keychaind: as the kernel identified it, never for an untrusted process; in a program's own process:
+    /// its executable's path) and the `teamid:` of its groups. Empty: it reads only its groups' items.
+    package var trustedAs: [String] = []
 
     package init(groups: [String]) {
         self.groups = groups.filter { $0 != "*" }
@@ -33,15 +37,25 @@ package struct AccessPolicy: Sendable, Hashable {
 
     package var defaultGroup: String? { groups.first }
 
+    /// The same groups, known in trusted-application lists as `program` (nil: by `*` and its teams only) and by the
+    /// teams of `teamGroups` (by default its groups; keychaind passes only those the registry gave it, so that a
+    /// program's self-chosen name, such as a Flatpak app ID, never makes it a member of a team).
+    package func trusted(as program: String?, teamGroups: [String]? = nil) -> AccessPolicy {
+        var copy = self
+        copy.trustedAs = TrustedApplications.callerTerms(program: program, groups: teamGroups ?? groups)
+        return copy
+    }
+
     package func allows(_ group: String) -> Bool { unrestricted || groups.contains(group) }
 
     /// The caller's groups from the entitlements plist named by `KEYCHAIN_ENTITLEMENTS`: its
-    /// `keychain-access-groups`, then its `application-identifier` (Apple's order). Without the variable,
-    /// the only group is the executable's name.
+    /// `keychain-access-groups`, then its `application-identifier` (Apple's order). Without the variable, the only
+    /// group is the program's private group, the one keychaind gives it too (``ProgramName/ownPrivateGroup``: its
+    /// executable's full path, a Flatpak app's ID, `snap.NAME`).
     package static func fromEnvironment(_ environment: [String: String] = KeychainLocation.processEnvironment(),
-                                        executableName: String = currentExecutableName()) throws(KeychainError) -> AccessPolicy {
+                                        privateGroup: String = ProgramName.ownPrivateGroup) throws(KeychainError) -> AccessPolicy {
         guard let path = environment["KEYCHAIN_ENTITLEMENTS"], !path.isEmpty else {
-            return AccessPolicy(groups: [executableName])
+            return AccessPolicy(groups: [privateGroup])
         }
         return try fromEntitlements(at: path)
     }
@@ -66,7 +80,7 @@ package struct AccessPolicy: Sendable, Hashable {
     }
 
     /// This process's executable name, read once.
-    static let processName = currentExecutableName()
+    package static let processName = currentExecutableName()
 
     /// The name of the running executable (`/proc/self/exe`, else `argv[0]`).
     package static func currentExecutableName() -> String {

@@ -17,11 +17,12 @@ package struct KeychainLocation: Sendable, Hashable {
     }
 
     /// The variables that name a keychain, its daemon and its caller (`KEYCHAIN_HOME`, `XDG_DATA_HOME`,
-    /// `HOME`, `KEYCHAIN_ENTITLEMENTS`, `KEYCHAIN_DAEMON_SOCKET`, `XDG_RUNTIME_DIR`, and the trust store's, ``TrustStoreLocation/environmentNames``), read with `getenv`: SecItem calls look them up every time, and building
+    /// `HOME`, `KEYCHAIN_ENTITLEMENTS`, `KEYCHAIN_DAEMON_SOCKET`, `XDG_RUNTIME_DIR`, `KEYCHAIN_SYSTEM_SOCKET`, and the trust store's, ``TrustStoreLocation/environmentNames``), read with `getenv`: SecItem calls look them up every time, and building
     /// Foundation's whole environment dictionary would cost more than the keychain lookup itself.
     package static func processEnvironment() -> [String: String] {
         var environment: [String: String] = [:]
-        for name in ["KEYCHAIN_HOME", "XDG_DATA_HOME", "HOME", "KEYCHAIN_ENTITLEMENTS", "KEYCHAIN_DAEMON_SOCKET", "XDG_RUNTIME_DIR"]
+        for name in ["KEYCHAIN_HOME", "XDG_DATA_HOME", "HOME", "KEYCHAIN_ENTITLEMENTS", "KEYCHAIN_DAEMON_SOCKET", "XDG_RUNTIME_DIR",
+                     "KEYCHAIN_SYSTEM_SOCKET"]
             + TrustStoreLocation.environmentNames {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }

@@ -222,6 +222,23 @@ package enum QueryParser {
             case .data(let bytes) where AccessControl(encoded: bytes) != nil: return .data(bytes)
             default: throw .param("kSecAttrAccessControl must be a SecAccessControl made by SecAccessControlCreateWithFlags, not a \(value.typeName).")
             }
+        case .trustedApplications:
+            // An array of terms (an empty one: none), or the stored form (terms joined by newlines).
+            let terms: [String]
+            switch value {
+            case .array(let entries):
+                terms = try entries.map { (entry) throws(KeychainError) -> String in
+                    guard case .string(let term) = entry else {
+                        throw .param("kSecAttrTrustedApplications must be an array of strings (paths, flatpak:ID, snap:NAME, teamid:TEAM, or \"*\"), not one holding a \(entry.typeName).")
+                    }
+                    return term
+                }
+            case .string(let joined):
+                terms = joined.split(separator: "\n").map(String.init)
+            default:
+                throw .param("kSecAttrTrustedApplications must be an array of strings, not a \(value.typeName).")
+            }
+            return try TrustedApplications(terms).attributeValue
         }
     }
 

@@ -14,6 +14,8 @@ package enum AttributeKind: Sendable {
     case accessibility
     /// An access-control object (not yet supported; any value is rejected with `errSecParam`).
     case accessControl
+    /// Ours: a list of trusted applications (``TrustedApplications``), given as an array of strings.
+    case trustedApplications
 }
 
 /// One attribute of an item class: the row of the schema table that drives every class.
@@ -101,6 +103,9 @@ package enum Schema {
         .init("tkid", .string, primaryKey: true, default: emptyString),
         .init("ggrp", .string, primaryKey: true, default: emptyString),
         .init("accc", .accessControl, searchable: false),
+        // Ours, not Apple's: the programs trusted to read the item besides its group's (TrustedApplications),
+        // found through their own index table.
+        .init(TrustedApplications.code, .trustedApplications, searchable: false),
     ]
 
     static let passwordCommon: [AttributeDescriptor] = [

@@ -33,6 +33,9 @@ package enum SecItemDictionaries {
         if case .data(let bytes)? = item.attributes["accc"], let control = AccessControl(encoded: bytes) {
             out["accc"] = .accessControl(control)
         }
+        if let trusted = TrustedApplications(stored: item.attributes[TrustedApplications.code]) {
+            out[TrustedApplications.code] = .array(trusted.terms.map(PlistValue.string))
+        }
         out["musr"] = .data(Data())
         return out
     }

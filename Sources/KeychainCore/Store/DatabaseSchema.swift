@@ -44,6 +44,21 @@ extension KeychainEngine {
                 CREATE TRIGGER "\(table)_gone" AFTER DELETE ON "genp" BEGIN DELETE FROM "\(table)" WHERE item = OLD.rowid; END;
                 """)
         }
+        if version < 3 {
+            // Version 3: the keyed hashes of items' trusted applications (TrustedApplications), one row per term,
+            // removed with their item by a trigger on each class's table.
+            let table = TrustedApplications.indexTable
+            try db.execute(sql: """
+                CREATE TABLE IF NOT EXISTS "\(table)" (tbl TEXT NOT NULL, h BLOB NOT NULL, item INTEGER NOT NULL, PRIMARY KEY (tbl, h, item)) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS "\(table)_item" ON "\(table)" (tbl, item);
+                """)
+            for cls in ItemClass.stored {
+                try db.execute(sql: """
+                    CREATE TRIGGER IF NOT EXISTS "\(table)_\(cls.table)_gone" AFTER DELETE ON "\(cls.table)"
+                    BEGIN DELETE FROM "\(table)" WHERE tbl = '\(cls.table)' AND item = OLD.rowid; END
+                    """)
+            }
+        }
         try db.execute(sql: "PRAGMA user_version = \(schemaVersion)")
     }
 }

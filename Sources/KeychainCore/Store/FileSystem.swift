@@ -17,12 +17,16 @@ package enum FileSystem {
     package static func ensurePrivateDirectory(_ path: String) throws(KeychainError) {
         var info = stat()
         if lstat(path, &info) != 0 {
-            guard errno == ENOENT else { throw ioError("examine", path) }
+            guard errno == ENOENT else {
+                if let obstacle = obstacle(to: path) { throw obstacle.error(path) }
+                throw ioError("examine", path)
+            }
             do {
                 try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
             } catch {
-                throw KeychainError(code: .io, message: "Cannot create the keychain folder \(path): \(error.localizedDescription). Check its parent's permissions or set KEYCHAIN_HOME to a writable folder.", cause: nil)
+                if let obstacle = obstacle(to: path, creating: true) { throw obstacle.error(path, creating: true) }
+                throw KeychainError(code: .io, message: "Cannot create the folder \(path): \(error.localizedDescription). Check its parent's permissions or set KEYCHAIN_HOME to a writable folder.", cause: nil)
             }
         }
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -33,6 +37,7 @@ package enum FileSystem {
             if errno == ENOTDIR {
                 throw KeychainError(code: .io, message: "\(path) exists and is not a folder. Set KEYCHAIN_HOME to a folder.")
             }
+            if let obstacle = obstacle(to: path) { throw obstacle.error(path) }
             throw ioError("open the folder", path)
         }
         defer { close(fd) }
@@ -175,6 +180,78 @@ package enum FileSystem {
     package static func syncDirectory(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd >= 0 { fsync(fd); close(fd) }
+    }
+
+    /// What stands in the way of `path`, in a person's terms: a folder on the way that is a file, a folder this
+    /// user may not enter (or, at `path` itself, open), or, when `creating`, the last existing folder, which this
+    /// user may not write in. `nil` when nothing does (the failure is elsewhere: a full disk, a missing folder).
+    package static func obstacle(to path: String, creating: Bool = false) -> Obstacle? {
+        let components = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        var reached = path.hasPrefix("/") ? "/" : "."
+        for (index, component) in components.enumerated() {
+            let isLast = index == components.count - 1
+            if !mayUse(reached, X_OK) { return Obstacle(kind: .mayNotEnter, folder: reached) }
+            let next = reached == "/" ? "/" + component : reached + "/" + component
+            var info = stat()
+            guard stat(next, &info) == 0 else {
+                if errno == ENOENT, creating, !mayUse(reached, W_OK | X_OK) {
+                    return Obstacle(kind: .mayNotWrite, folder: reached)
+                }
+                return nil
+            }
+            if info.st_mode & S_IFMT != S_IFDIR { return Obstacle(kind: .notAFolder, folder: next) }
+            if isLast, !mayUse(next, R_OK | X_OK) { return Obstacle(kind: .mayNotOpen, folder: next) }
+            reached = next
+        }
+        return nil
+    }
+
+    /// Whether this process's effective user may use `path` as `mode` says (`access(2)` by the effective ids).
+    private static func mayUse(_ path: String, _ mode: Int32) -> Bool {
+        faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0 || errno != EACCES
+    }
+
+    /// A folder in the way of another, found by ``obstacle(to:creating:)``.
+    package struct Obstacle: Sendable, Equatable {
+        /// How the folder is in the way.
+        package enum Kind: Sendable, Equatable {
+            /// It is a file (or a device, a socket), not a folder.
+            case notAFolder
+            /// This user may not enter it (no search permission).
+            case mayNotEnter
+            /// This user may not list it (the folder itself, not readable).
+            case mayNotOpen
+            /// This user may not create anything in it.
+            case mayNotWrite
+        }
+        /// How the folder is in the way.
+        package var kind: Kind
+        /// The folder (or file) in the way.
+        package var folder: String
+
+        /// The folder's owner and mode, as `, which belongs to user 0 (mode 700)`; empty when it cannot be read.
+        var ownership: String {
+            var info = stat()
+            guard stat(folder, &info) == 0 else { return "" }
+            return ", which belongs to user \(info.st_uid) (mode \(String(info.st_mode & 0o7777, radix: 8)))"
+        }
+
+        /// The error for `path`: the obstacle first, then what to do.
+        package func error(_ path: String, creating: Bool = false) -> KeychainError {
+            let me = geteuid()
+            let what = creating ? "Cannot create the folder \(path)" : "Cannot use the folder \(path)"
+            let message = switch kind {
+            case .notAFolder:
+                "\(what): \(folder) is a file, not a folder. Move that file away, or set KEYCHAIN_HOME to a folder of your own."
+            case .mayNotEnter:
+                "\(what): you (user \(me)) have no permission to enter \(folder)\(ownership). Run as the user whose keychain it is, or set KEYCHAIN_HOME to a folder of your own."
+            case .mayNotOpen:
+                "\(what): you (user \(me)) have no permission to open it\(ownership). Run as the user whose keychain it is, or set KEYCHAIN_HOME to a folder of your own."
+            case .mayNotWrite:
+                "\(what): you (user \(me)) have no permission to create folders in \(folder)\(ownership). Set KEYCHAIN_HOME to a folder you may write in."
+            }
+            return KeychainError(code: .io, message: message)
+        }
     }
 
     package static func ioError(_ operation: String, _ path: String) -> KeychainError {

@@ -39,10 +39,44 @@ extension KeychainEngine {
         var codes: [String]
         /// How many free-form attribute pairs are looked up in their index (generic passwords).
         var extended = 0
+        /// How many trusted-application terms the rows are found by (``TrustedApplications/indexTable``); then the
+        /// groups are those the rows are *not* in (the caller's own, found already).
+        var trusted = 0
     }
 
     /// Builds the SQL filter for a query and the checks that must run on decrypted attributes.
     func selectSQL(_ q: ItemQuery, groups: [String]?, columns: String, db: Database? = nil) -> (sql: String, arguments: [BoundValue]) {
+        let (shape, args) = selectShape(q, groups: groups, columns: columns, db: db)
+        return (sqlText(shape), args)
+    }
+
+    /// The same query for the rows outside `groups` whose trusted applications name one of `trusted`: the form and
+    /// arguments of the query over `groups` (``selectShape(_:groups:columns:db:)``), with the trusted terms' clause
+    /// and arguments after all of its own, so that nothing of it is computed twice.
+    func trustedSelect(_ shape: SelectShape, _ arguments: [BoundValue], _ cls: ItemClass, trusted: [String]) -> (sql: String, arguments: [BoundValue]) {
+        var shape = shape
+        shape.trusted = trusted.count
+        var args = arguments
+        args.reserveCapacity(arguments.count + trusted.count + 1)
+        args.append(.text(cls.table))
+        for term in trusted { args.append(.blob(trustedHash(cls, term))) }
+        return (sqlText(shape), args)
+    }
+
+    /// The SQL text of a form, made once.
+    func sqlText(_ shape: SelectShape) -> String {
+        selectStatements.withLock { cache in
+            if let sql = cache[shape] { return sql }
+            let sql = KeychainEngine.selectSQL(shape)
+            // The forms are few (classes × attribute combinations in use); a cache that somehow grows is reset.
+            if cache.count >= 512 { cache.removeAll() }
+            cache[shape] = sql
+            return sql
+        }
+    }
+
+    /// A query's form and the values it binds.
+    func selectShape(_ q: ItemQuery, groups: [String]?, columns: String, db: Database? = nil) -> (shape: SelectShape, arguments: [BoundValue]) {
         let cls = q.itemClass
         var shape = SelectShape(table: cls.table, columns: columns, tombstones: .hidden, byReference: q.persistentRef != nil,
                                 sync: q.sync, groups: groups?.count, codes: [])
@@ -80,15 +114,7 @@ extension KeychainEngine {
             if hashes.count > 1, let db { hashes = Self.bySelectivity(hashes, db) }
             args += hashes.map { .blob($0) }
         }
-        let sql = selectStatements.withLock { cache in
-            if let sql = cache[shape] { return sql }
-            let sql = KeychainEngine.selectSQL(shape)
-            // The forms are few (classes × attribute combinations in use); a cache that somehow grows is reset.
-            if cache.count >= 512 { cache.removeAll() }
-            cache[shape] = sql
-            return sql
-        }
-        return (sql, args)
+        return (shape, args)
     }
 
     /// Free-form attribute hashes, rarest first: each is counted in the index up to a small cap (a bounded walk of
@@ -122,7 +148,7 @@ extension KeychainEngine {
             }
         }
         if let groups = shape.groups {
-            clauses.append("h_agrp IN (\(Array(repeating: "?", count: groups).joined(separator: ",")))")
+            clauses.append("h_agrp \(shape.trusted > 0 ? "NOT IN" : "IN") (\(Array(repeating: "?", count: groups).joined(separator: ",")))")
         }
         // With free-form attributes, the search starts from their index (a few rows), not from a column index such as
         // service + account that every item of a Secret Service collection shares: `+` keeps SQLite off the latter.
@@ -137,6 +163,10 @@ extension KeychainEngine {
             clauses.append(index == 0
                 ? "rowid IN (SELECT item FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ?)"
                 : "EXISTS (SELECT 1 FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ? AND item = \"\(shape.table)\".rowid)")
+        }
+        // Last, so that its values follow the query's own (see trustedSelect).
+        if shape.trusted > 0 {
+            clauses.append("rowid IN (SELECT item FROM \"\(TrustedApplications.indexTable)\" WHERE tbl = ? AND h IN (\(Array(repeating: "?", count: shape.trusted).joined(separator: ","))))")
         }
         let whereClause = clauses.isEmpty ? "" : " WHERE " + clauses.joined(separator: " AND ")
         return "SELECT \(shape.columns) FROM \"\(shape.table)\"\(whereClause) ORDER BY rowid"
@@ -155,14 +185,15 @@ extension KeychainEngine {
     /// the proof; otherwise the query fails with `errSecAuthNeeded` listing what each such item needs, or, with
     /// `kSecUseAuthenticationUISkip`, leaves the item out (Apple's `q_skip_acl_items`). Without a gate (the
     /// engine's own reads: verification, backup's envelope, a token key's use) secrets are opened as stored.
-    func matchingRows(_ db: Database, _ q: ItemQuery, groups: [String]?, includeSecret: Bool, limit: Int?,
+    ///
+    /// With `trusted` terms (a caller's ``AccessPolicy/trustedAs``) and `groups`, the rows of `groups` come first;
+    /// then, while `limit` allows, the rows outside `groups` whose trusted applications name one of the terms.
+    func matchingRows(_ db: Database, _ q: ItemQuery, groups: [String]?, trusted: [String] = [], includeSecret: Bool, limit: Int?,
                       damaged policy: DamagedRowPolicy, onlyMatched: Bool = false,
                       gate: PresenceGate? = nil) throws -> [(StoredRow, FoundItem)] {
         let cls = q.itemClass
         let columns = KeychainEngine.rowColumns + (includeSecret ? ", secret" : "")
-        let (sql, arguments) = selectSQL(q, groups: groups, columns: columns, db: db)
-        let rows = try RowStatement(db.cachedStatement(sql: sql), in: db, binding: arguments)
-        defer { rows.finish() }
+        let (shape, arguments) = selectShape(q, groups: groups, columns: columns, db: db)
         var keeping: [String]?
         if onlyMatched {
             keeping = Array(q.attributes.keys)
@@ -174,6 +205,31 @@ extension KeychainEngine {
         var out: [(StoredRow, FoundItem)] = []
         var damaged = 0
         var needed: [PresenceRequirement] = []
+        try collectRows(db, q, sql: sqlText(shape), arguments: arguments, includeSecret: includeSecret, limit: limit,
+                        policy: policy, keeping: keeping, gate: gate, into: &out, damaged: &damaged, needed: &needed)
+        if !trusted.isEmpty, groups != nil, limit.map({ out.count < $0 }) ?? true {
+            let (sql, trustedArguments) = trustedSelect(shape, arguments, cls, trusted: trusted)
+            try collectRows(db, q, sql: sql, arguments: trustedArguments, includeSecret: includeSecret, limit: limit,
+                            policy: policy, keeping: keeping, gate: gate, into: &out, damaged: &damaged, needed: &needed)
+        }
+        if !needed.isEmpty { throw KeychainEngine.presenceNeeded(needed) }
+        if damaged > 0 {
+            logger.error("skipped damaged items", metadata: ["class": "\(cls.rawValue)", "count": "\(damaged)"])
+            if out.isEmpty && policy == .skipUnlessNoneIntact { throw KeychainError.damagedItem(cls) }
+        }
+        return out
+    }
+
+    /// Runs one SELECT of ``matchingRows(_:_:groups:trusted:includeSecret:limit:damaged:onlyMatched:gate:)``,
+    /// adding its matches to `out` (until `out` holds `limit`), and counting its damaged rows and the presence its
+    /// protected items need.
+    private func collectRows(_ db: Database, _ q: ItemQuery, sql: String, arguments: [BoundValue], includeSecret: Bool,
+                             limit: Int?, policy: DamagedRowPolicy, keeping: [String]?, gate: PresenceGate?,
+                             into out: inout [(StoredRow, FoundItem)], damaged: inout Int,
+                             needed: inout [PresenceRequirement]) throws {
+        let cls = q.itemClass
+        let rows = try RowStatement(db.cachedStatement(sql: sql), in: db, binding: arguments)
+        defer { rows.finish() }
         rows: while try rows.next() {
             let outcome: RowOutcome
             if let stored = rows.storedRow(table: cls.table, includeSecret: includeSecret) {
@@ -195,12 +251,6 @@ extension KeychainEngine {
                 if needed.count < KeychainEngine.maximumRequirements { needed.append(requirement) }
             }
         }
-        if !needed.isEmpty { throw KeychainEngine.presenceNeeded(needed) }
-        if damaged > 0 {
-            logger.error("skipped damaged items", metadata: ["class": "\(cls.rawValue)", "count": "\(damaged)"])
-            if out.isEmpty && policy == .skipUnlessNoneIntact { throw KeychainError.damagedItem(cls) }
-        }
-        return out
     }
 
     /// Identities: certificates matching the query's certificate attributes, each with the private key whose

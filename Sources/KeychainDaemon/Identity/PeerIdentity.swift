@@ -239,38 +239,11 @@ package final class PeerInspector: Sendable {
 
     /// `[Application] name=` of the sandbox's `.flatpak-info`, read through the process's root.
     func flatpakAppID(_ base: String) -> String? {
-        guard let data = try? FileSystem.read("\(base)/root/.flatpak-info"), let text = String(data: data, encoding: .utf8) else {
-            return nil
-        }
-        var inApplication = false
-        for raw in text.split(whereSeparator: \.isNewline) {
-            let line = raw.trimmingCharacters(in: .whitespaces)
-            if line.hasPrefix("[") {
-                inApplication = line == "[Application]"
-            } else if inApplication, line.hasPrefix("name=") {
-                let id = String(line.dropFirst(5))
-                return id.isEmpty ? nil : id
-            }
-        }
-        return nil
+        ProgramName.flatpakAppID(processFolder: base)
     }
 
     /// The snap's name from the AppArmor label `snap.NAME.APP (enforce)`, else from a `snap.NAME.…` cgroup.
     func snapName(_ base: String) -> String? {
-        func name(fromLabel label: Substring) -> String? {
-            let parts = label.split(separator: ".")
-            guard parts.count >= 3, parts[0] == "snap", !parts[1].isEmpty else { return nil }
-            return String(parts[1])
-        }
-        if let data = try? FileSystem.read("\(base)/attr/current"), let text = String(data: data, encoding: .utf8),
-           let label = text.split(separator: " ").first, let snap = name(fromLabel: label) {
-            return snap
-        }
-        if let data = try? FileSystem.read("\(base)/cgroup"), let text = String(data: data, encoding: .utf8) {
-            for component in text.split(whereSeparator: { $0 == "/" || $0.isNewline }) where component.hasPrefix("snap.") {
-                if let snap = name(fromLabel: component) { return snap }
-            }
-        }
-        return nil
+        ProgramName.snapName(processFolder: base)
     }
 }

@@ -79,16 +79,35 @@ package final class Authority: Sendable {
         }
     }
 
+    /// Whether the session is the admin tool acting, for now, in its own access group only: a passcode is set and it
+    /// has not given it on this connection.
+    func needsPasscodeForEveryGroup(_ session: Session) -> Bool {
+        session.isAdminTool && session.engine.lockState != .noPasscode && !session.authenticated
+    }
+
     /// The access groups a call may use, given what the caller claims (nil: everything it has).
     func policy(for session: Session, claim: [String]?) throws(KeychainError) -> AccessPolicy {
-        try groupPolicy(for: session, claim: claim)
+        let policy = try groupPolicy(for: session, claim: claim)
             .identified(as: session.identity.presenceKey, name: session.identity.description)
+        // Known in items' trusted-application lists as the kernel identified it, and by the teams of the groups the
+        // registry gave it (never of its private group, whose name the program chose: a Flatpak app ID).
+        return policy.trusted(as: session.identity.trustedApplication,
+                              teamGroups: policy.groups.filter { $0 != session.identity.privateGroup })
     }
 
     private func groupPolicy(for session: Session, claim: [String]?) throws(KeychainError) -> AccessPolicy {
         if session.isAdminTool {
-            try requireAdmin(session, for: "use every access group")
-            return AccessPolicy(groups: claim ?? [session.identity.privateGroup, "*"])
+            guard needsPasscodeForEveryGroup(session) else {
+                return AccessPolicy(groups: claim ?? [session.identity.privateGroup, "*"])
+            }
+            // Before it gives the passcode on its connection, the admin tool is a program like any other: its own
+            // items (its private group) need nothing more while the keychain is unlocked; another group needs the
+            // passcode (the tool then asks for it on the terminal and sends it).
+            let own = session.identity.privateGroup
+            if let claim, claim.contains(where: { $0 != own && $0 != "*" }) {
+                try requireAdmin(session, for: "use another program's access group")
+            }
+            return AccessPolicy(groups: [own])
         }
         let allowed = try registeredGroups(session)
         guard let claim else { return AccessPolicy(groups: allowed) }
@@ -104,6 +123,10 @@ package final class Authority: Sendable {
     /// registered.
     func registeredGroups(_ session: Session) throws(KeychainError) -> [String] {
         if let entry = try session.keychain.registry().registration(for: session.identity) { return entry.groups }
+        if session.identity.untrusted == nil, case .executable(let path) = session.identity.program {
+            // Items the program stored in its own process before 0.30, under its executable's name.
+            session.engine.adoptLegacyPrivateGroup(NSString(string: path).lastPathComponent, as: path)
+        }
         return [session.identity.privateGroup]
     }
 }

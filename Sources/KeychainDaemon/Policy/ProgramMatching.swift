@@ -38,3 +38,17 @@ extension PeerIdentity {
         }
     }
 }
+
+extension PeerIdentity {
+    /// The term items' trusted-application lists name this program by (``TrustedApplications``): its executable's
+    /// path, `flatpak:APPID` or `snap:NAME`. Nil for an untrusted process: code injected into a program is never that
+    /// program in a trusted list (it still matches `*`, as any program of the user does).
+    package var trustedApplication: String? {
+        guard untrusted == nil else { return nil }
+        return switch program {
+        case .executable(let path): path
+        case .flatpak(let id): "flatpak:\(id)"
+        case .snap(let name): "snap:\(name)"
+        }
+    }
+}

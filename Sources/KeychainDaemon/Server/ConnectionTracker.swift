@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -11,6 +12,8 @@ package final class ConnectionTracker: Sendable {
     private struct State {
         var open: [Int32: Bool] = [:] // descriptor → busy
         var draining = false
+        /// When the last connection closed (monotonic nanoseconds), or the tracker was made.
+        var lastClosed = DispatchTime.now().uptimeNanoseconds
     }
     private let state = Mutex(State())
     private let allClosed = Mutex<[CheckedContinuation<Void, Never>]>([])
@@ -34,6 +37,7 @@ package final class ConnectionTracker: Sendable {
         let last: Bool = state.withLock { s in
             guard s.open.removeValue(forKey: fd) != nil else { return false }
             _ = Glibc.close(fd)
+            s.lastClosed = DispatchTime.now().uptimeNanoseconds
             return s.draining && s.open.isEmpty
         }
         if last { resumeWaiters() }
@@ -69,6 +73,14 @@ package final class ConnectionTracker: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             allClosed.withLock { $0.append(continuation) }
             if state.withLock({ $0.open.isEmpty }) { resumeWaiters() }
+        }
+    }
+
+    /// How long no connection has been open; nil while one is.
+    package var idleFor: Duration? {
+        state.withLock { s in
+            guard s.open.isEmpty else { return nil }
+            return .nanoseconds(Int64(clamping: DispatchTime.now().uptimeNanoseconds &- s.lastClosed))
         }
     }
 

@@ -35,12 +35,13 @@ struct DaemonServer: Service {
     let listener: Listener
     let dispatcher: RequestDispatcher
     let limits: ConnectionLimits
+    /// The open connections (``IdleExit`` reads it too).
+    let tracker: ConnectionTracker
     let logger: Logger
     let ready: @Sendable () -> Void
 
     func run() async throws {
         let fd = try Self.listen(listener)
-        let tracker = ConnectionTracker()
         let context = ServerContext(dispatcher: dispatcher, budget: ResourceBudget(limits: limits), tracker: tracker, logger: logger)
         let acceptor = Acceptor(fd: fd, context: context)
         logger.notice("listening", metadata: ["socket": "\(listener.path ?? "inherited")"])
@@ -141,9 +142,12 @@ final class Acceptor: Sendable {
                     return
                 }
             }
+            // Limits first: a thread is started only for a connection within them.
+            guard let peer = PeerConnection.admit(client, context: context) else { continue }
             // The engine's calls (SQLite, crypto, the group commit) fit well in 1 MiB of stack.
-            if !startThread(stackSize: 1 << 20, { PeerConnection.serve(client, context: context) }) {
+            if !startThread(stackSize: 1 << 20, { PeerConnection.serve(client, peer: peer, context: context) }) {
                 context.logger.warning("cannot start a thread for a connection; closing it")
+                context.budget.release(uid: peer.uid)
                 _ = close(client)
             }
         }

@@ -44,27 +44,45 @@ package struct ServerContext: Sendable {
 ///   attaches after the handshake closes the connection.
 /// This is what Apple's audit token with its pid version gives securityd, built from the pieces Linux has.
 package enum PeerConnection {
-    /// Serves the accepted socket `fd` until the client leaves, breaks the protocol, or the server shuts down; then
-    /// closes it. Blocking: runs on the connection's own thread.
-    package static func serve(_ fd: Int32, context: ServerContext) {
+    /// Admits the accepted socket `fd` within the limits, on the accepting thread, before any thread is started for
+    /// it: the peer's uid from the kernel, then ``ResourceBudget/admit(uid:)``. A connection over a limit is told why
+    /// (without waiting on a client that does not read) and closed. Returns the peer of an admitted connection,
+    /// which ``serve(_:peer:context:)`` then owns; nil when `fd` is closed.
+    package static func admit(_ fd: Int32, context: ServerContext) -> ckeychain_peer_credentials? {
         var peer = ckeychain_peer_credentials()
         guard ckeychain_peer_credentials_of(fd, &peer) == 0 else {
             _ = close(fd)
-            return
+            return nil
         }
+        if let reason = context.budget.admit(uid: peer.uid) {
+            context.logger.notice("refused connection", metadata: ["pid": "\(peer.pid)", "uid": "\(peer.uid)", "reason": "\(reason)"])
+            let error = KeychainError(code: .notAvailable, message: "\(reason); close some of them and try again.")
+            let frame = Frame(id: 0, body: .response(.failure(error))).encoded
+            _ = frame.withUnsafeBytes { raw in Glibc.send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            _ = close(fd)
+            return nil
+        }
+        return peer
+    }
+
+    /// Admits and serves `fd` on the calling thread: what the accepting thread and the connection's thread do, in
+    /// one call.
+    package static func serve(_ fd: Int32, context: ServerContext) {
+        guard let peer = admit(fd, context: context) else { return }
+        serve(fd, peer: peer, context: context)
+    }
+
+    /// Serves the admitted socket `fd` of `peer` until the client leaves, breaks the protocol, or the server shuts
+    /// down; then closes it and gives back its place in the budget. Blocking: runs on the connection's own thread.
+    package static func serve(_ fd: Int32, peer: ckeychain_peer_credentials, context: ServerContext) {
         let (budget, tracker) = (context.budget, context.tracker)
+        defer { budget.release(uid: peer.uid) }
         guard tracker.opened(fd) else {
             _ = close(fd)
             return
         }
         defer { tracker.close(fd) }
         _ = ckeychain_set_send_timeout(fd, milliseconds(context.limits.sendTimeout))
-        if let reason = budget.admit(uid: peer.uid) {
-            context.logger.notice("refused connection", metadata: ["pid": "\(peer.pid)", "uid": "\(peer.uid)", "reason": "\(reason)"])
-            refuse(fd, KeychainError(code: .notAvailable, message: "\(reason); close some connections and try again."))
-            return
-        }
-        defer { budget.release(uid: peer.uid) }
         var pidfd = ckeychain_peer_pidfd(fd)
         if pidfd < 0 { pidfd = ckeychain_pidfd_open(peer.pid) }
         guard pidfd >= 0 else {
