@@ -32,7 +32,7 @@ import KeychainCore
         #expect(process.terminationReason == .uncaughtSignal)
 
         let r = try runHelper(["find", "durable", "svc"], environment: baseEnvironment(home: home))
-        #expect(r.stdout == "status=0\ndata=survives-kill-9\nagrp=keychain-test-helper\n")
+        #expect(r.stdout == "status=0\ndata=survives-kill-9\nagrp=\(try helperGroup())\n")
     }
 
     @Test(arguments: 0 ..< 3)
@@ -105,7 +105,7 @@ import KeychainCore
         holder.waitUntilExit()
         #expect(r.stdout == "status=0\n")
         #expect(waited > 0.5, "the add should have waited for the lock, took \(waited) s")
-        #expect(try runHelper(["find", "second", "svc"], environment: env).stdout == "status=0\ndata=y\nagrp=keychain-test-helper\n")
+        #expect(try runHelper(["find", "second", "svc"], environment: env).stdout == "status=0\ndata=y\nagrp=\(try helperGroup())\n")
     }
 
     @Test func anAppUnlocksOnceForBothAPIs() throws {

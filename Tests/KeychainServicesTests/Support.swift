@@ -126,6 +126,11 @@ func runProgram(_ path: String, _ args: [String], environment: [String: String])
     try ProgramRun.run(path, args, environment: environment, timeout: 300)
 }
 
+/// The test helper's private access group: its executable's full path, in its own process as through keychaind.
+func helperGroup() throws -> String {
+    URL(fileURLWithPath: try BuiltProducts.path(of: "keychain-test-helper")).resolvingSymlinksInPath().path
+}
+
 func baseEnvironment(home: String) -> [String: String] {
     var env = ProcessInfo.processInfo.environment
     env["KEYCHAIN_HOME"] = home

@@ -177,6 +177,7 @@ extension KeychainEngine {
     /// Closes the database after the writes in progress: the WAL is checkpointed and the files released.
     /// The engine must not be used afterwards.
     package func close() throws(KeychainError) {
+        readers.close()
         do {
             try pool.close()
         } catch {

@@ -14,6 +14,8 @@ final class ReadConnections: Sendable {
     private struct State {
         var idle: [DatabaseQueue] = []
         var opened = 0
+        /// Set by ``close()``: no connection is kept or opened after it.
+        var closed = false
     }
     private let state = Mutex(State())
     /// The most connections kept; reads beyond go to the pool.
@@ -32,8 +34,26 @@ final class ReadConnections: Sendable {
     /// `pool`'s readers when none is idle and no more may be opened.
     func read<T>(fallback pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
         guard let connection = take() else { return try pool.unsafeRead(body) }
-        defer { state.withLock { $0.idle.append(connection) } }
+        defer {
+            let keep = state.withLock { state in
+                if state.closed { return false }
+                state.idle.append(connection)
+                return true
+            }
+            if !keep { try? connection.close() }
+        }
         return try connection.unsafeRead(body)
+    }
+
+    /// Closes the idle connections, and each busy one when its read ends, so that the last connection to the
+    /// database goes with the engine's pool (SQLite then checkpoints and removes the write-ahead log).
+    func close() {
+        let idle = state.withLock { state in
+            state.closed = true
+            defer { state.idle.removeAll() }
+            return state.idle
+        }
+        for connection in idle { try? connection.close() }
     }
 
     /// An idle connection, a new one while fewer than ``limit`` are open, or nil.
@@ -41,7 +61,7 @@ final class ReadConnections: Sendable {
         enum Next { case use(DatabaseQueue), open, none }
         let next: Next = state.withLock { state in
             if let connection = state.idle.popLast() { return .use(connection) }
-            guard state.opened < limit else { return .none }
+            guard state.opened < limit, !state.closed else { return .none }
             state.opened += 1
             return .open
         }
