@@ -130,8 +130,9 @@ package enum KeychainConnector {
         let registry = EngineRegistry.shared
         let location = KeychainLocation(home: URL(fileURLWithPath: home).standardizedFileURL.path)
         if case .daemon(let socket, _, _)? = try? KeychainEndpoint.resolve(environment) {
+            // Only a keychaind already running: asking whether it serves this folder starts none.
             let client = registry.daemonClient(for: socket)
-            if client.isReachable() && client.serves(location.home) {
+            if DaemonSocket.accepts(socket) && client.isReachable() && client.serves(location.home) {
                 return DaemonKeychain(client: client, claim: try caller.claim())
             }
         }

@@ -88,7 +88,7 @@ struct DBusServerConnectionTests {
         let address = bus.address
         func busctl(_ arguments: [String]) async throws -> ProgramRun {
             try await onThread {
-                try ProgramRun.run("/usr/bin/busctl", ["--address=\(address)", "--timeout=10"] + arguments,
+                try ProgramRun.run("/usr/bin/busctl", ["--address=\(address)", "--timeout=60"] + arguments,
                                    environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"])
             }
         }

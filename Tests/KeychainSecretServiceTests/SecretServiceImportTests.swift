@@ -146,7 +146,8 @@ struct SecretServiceImportTests {
         var env = ["KEYCHAIN_HOME": home + "/keychain", "HOME": home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
                    "XDG_RUNTIME_DIR": home + "/run"]
         if let address { env["DBUS_SESSION_BUS_ADDRESS"] = address }
-        if let socket { env["KEYCHAIN_DAEMON_SOCKET"] = socket }
+        // In this process: `off`, or the tool would start a keychaind of its own for the keychain.
+        env["KEYCHAIN_DAEMON_SOCKET"] = socket ?? "off"
         return env
     }
 

@@ -48,14 +48,25 @@ package final class ResourceBudget: Sendable {
         self.limits = limits
     }
 
+    /// Connections kept for users who hold few (at most ``fewConnections``): once the others have taken all but
+    /// these, only such users are admitted, so that users who each stay within their own limit still cannot, together,
+    /// shut another user out.
+    package var reservedConnections: Int { min(limits.connections / 8, 64) }
+    /// What counts as holding few connections, for ``reservedConnections``.
+    package let fewConnections = 4
+
     /// Counts a new connection of `uid`; nil when it may open, else why not.
     package func admit(uid: UInt32) -> String? {
         state.withLock { s in
             if s.connections >= limits.connections {
                 return "keychaind already serves \(limits.connections) connections"
             }
-            if s.perUser[uid, default: 0] >= limits.connectionsPerUser {
+            let held = s.perUser[uid, default: 0]
+            if held >= limits.connectionsPerUser {
                 return "user \(uid) already has \(limits.connectionsPerUser) connections to keychaind"
+            }
+            if s.connections >= limits.connections - reservedConnections && held >= fewConnections {
+                return "keychaind keeps its last \(reservedConnections) connections for users with fewer than \(fewConnections), and user \(uid) has \(held)"
             }
             s.connections += 1
             s.perUser[uid, default: 0] += 1
