@@ -43,7 +43,8 @@ package enum KeychainCaller: Sendable, Hashable {
 ///
 /// 1. `KEYCHAIN_DAEMON_SOCKET=PATH`: keychaind at PATH, always.
 /// 2. `KEYCHAIN_DAEMON_SOCKET=off`: the engine in this process ("no isolation": for tests and single-program
-///    containers), unless a keychaind has served that keychain (`keychaind.serves`), which is then used.
+///    containers), unless a keychaind has served that keychain (`keychaind.serves`), which is then used (and started
+///    again on demand when it was the keychain's per-user keychaind).
 /// 3. With no `KEYCHAIN_HOME`, when the system keychaind is installed (its socket `/run/keychain/keychaind.sock`
 ///    exists): the system keychaind, and only it — busy or stopped, it is an error naming it.
 /// 4. Otherwise the per-user keychaind of the keychain (`KEYCHAIN_HOME`, else the default folder): at
@@ -210,10 +211,13 @@ package enum KeychainEndpoint: Sendable, Hashable {
         let location = KeychainLocation.fromEnvironment(environment)
         if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
             guard named == "off" else { return .daemon(socket: named, kind: .named, autostart: nil) }
-            if let recorded = try KeychainConnector.servingDaemon(location) {
-                return .daemon(socket: recorded, kind: .recorded, autostart: nil)
+            guard let recorded = try KeychainConnector.servingDaemon(location) else { return .inProcess(location) }
+            // A keychain keychaind has served is reached through it only; one started on demand is started again.
+            if recorded == perUserSocket(for: location, environment),
+               let program = daemonProgram ?? DaemonAutostart.locateProgram(searchPath: getenv("PATH").map { String(cString: $0) }) {
+                return .daemon(socket: recorded, kind: .perUser, autostart: DaemonAutostart(program: program, socket: recorded, home: location.home))
             }
-            return .inProcess(location)
+            return .daemon(socket: recorded, kind: .recorded, autostart: nil)
         }
         let homeNamed = environment["KEYCHAIN_HOME"].map { !$0.isEmpty } ?? false
         if !homeNamed && systemInstalled(systemSocket) {

@@ -30,6 +30,12 @@ import Testing
         #expect(r.stdout == "status=0\n")
         r = try runHelper(["find", "bob", "svc"], environment: onDemand)
         #expect(r.stdout == "status=0\ndata=x\nagrp=\(helper)\n")
+        // Stopped (as when it exits idle), it is started again, for such a program too.
+        let first = try #require(daemon.pid)
+        #expect(daemon.stop())
+        r = try runHelper(["find", "bob", "svc"], environment: inProcess)
+        #expect(r.stdout == "status=0\ndata=x\nagrp=\(helper)\n", "\(r.stderr)")
+        #expect(daemon.isRunning && daemon.pid != first, "\(daemon.log)")
     }
 
     @Test func itemsStoredUnderTheOldInProcessGroupAreMovedOnce() throws {
