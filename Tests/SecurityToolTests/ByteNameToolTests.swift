@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 
 /// Names given as bytes that are not UTF-8 (issue 30, item 8): `security` reads argv as bytes, stores such a name
@@ -13,7 +14,10 @@ struct ByteNameToolTests {
     func run(_ kc: Sandbox, _ arguments: [[UInt8]]) throws -> ToolResult {
         var script = "exec \"$0\""
         for argument in arguments {
-            precondition(!argument.contains(0) && argument.last != UInt8(ascii: "\n"), "not passable through $(printf)")
+            // A NUL or a trailing newline cannot pass through $(printf): a test that asks for one is wrong, and fails.
+            guard !argument.contains(0), argument.last != UInt8(ascii: "\n") else {
+                throw TestProcessError("argument \(argument) cannot be passed through $(printf)")
+            }
             let octal = argument.map { "\\" + String($0, radix: 8).leftPadded(to: 3) }.joined()
             script += " \"$(printf '\(octal)')\""
         }
