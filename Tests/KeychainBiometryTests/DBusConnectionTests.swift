@@ -4,7 +4,7 @@ import Testing
 
 /// KeychainDBus against a real dbus-daemon (a private bus per test).
 @Suite(.enabled(if: Machine.hasDBusDaemon, "needs dbus-daemon (Debian package dbus-daemon) for a private bus"),
-       .timeLimit(.minutes(1)))
+       .timeLimit(.minutes(10)))
 struct DBusConnectionTests {
     @Test func listsNamesAndFindsItselfOnTheBus() throws {
         let bus = try PrivateBus()

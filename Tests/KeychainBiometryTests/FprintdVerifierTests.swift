@@ -6,7 +6,7 @@ import Testing
 
 /// The verifier where fprintd is not: a private bus without it, and no bus at all.
 @Suite(.enabled(if: Machine.hasDBusDaemon, "needs dbus-daemon (Debian package dbus-daemon) for a private bus"),
-       .timeLimit(.minutes(1)))
+       .timeLimit(.minutes(10)))
 struct FprintdAbsentTests {
     @Test func noFprintdOnTheBusIsUnavailableAtOnce() throws {
         let bus = try PrivateBus()
@@ -57,7 +57,7 @@ struct FprintdAbsentTests {
 @Suite(.serialized,
        .enabled(if: Machine.hasFprintd,
                 "needs fprintd (/usr/libexec/fprintd, Debian package fprintd), dbus-daemon and python3-dbusmock (polkitd template) to run the real fprintd on a private bus"),
-       .timeLimit(.minutes(2)))
+       .timeLimit(.minutes(10)))
 struct FprintdVerifierTests {
     let user = FprintdVerifier.effectiveUserName() ?? "root"
 

@@ -11,7 +11,7 @@ import Glibc
 /// DBusServerConnection against a real dbus-daemon (a private session bus per test), called by DBusConnection, by
 /// another DBusServerConnection and by busctl.
 @Suite(.enabled(if: PrivateSessionBus.isAvailable, "needs dbus-daemon (Debian package dbus-daemon) for a private session bus"),
-       .timeLimit(.minutes(2)))
+       .timeLimit(.minutes(10)))
 struct DBusServerConnectionTests {
     /// The name the echo server owns, also its interface.
     static let name = "org.example.Echo"

@@ -105,7 +105,7 @@ final class SecretstorageClient {
 /// The service against secretstorage, a client people use, running its own Diffie-Hellman and AES code.
 @Suite(.enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/python3"),
                 "needs /usr/bin/python3 with secretstorage and cryptography (Debian package python3-secretstorage)"),
-       .timeLimit(.minutes(1)))
+       .timeLimit(.minutes(10)))
 struct SecretTransferPythonTests {
     @Test func secretstorageAndTheServiceExchangeSecretsBothWays() throws {
         let client = try SecretstorageClient()

@@ -4,7 +4,7 @@ import KeychainSyncServer
 import Testing
 
 /// Request signatures against a real server and PostgreSQL: what is accepted and each way a request is refused.
-@Suite(.needsPostgres, .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(10)))
 struct AuthenticationTests {
     @Test func anAccountIsCreatedAndASignedRequestWorks() async throws {
         try await TestServers.with { servers in

@@ -4,7 +4,7 @@ import KeychainSyncServer
 import Testing
 
 /// Joining, approval through the device list, zone keys, and the device list's rules, against a real server.
-@Suite(.needsPostgres, .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(10)))
 struct DeviceTests {
     @Test func aJoiningDeviceIsApprovedThenWritesAndFetchesItsZoneKey() async throws {
         try await TestServers.with { servers in

@@ -29,7 +29,7 @@ struct RequestSigningMiddleware: ClientMiddleware {
 }
 
 /// The client generated from the OpenAPI document, over AsyncHTTPClient, against a real server.
-@Suite(.needsPostgres, .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(10)))
 struct GeneratedClientTests {
     @Test func theGeneratedClientCreatesWritesAndReads() async throws {
         try await TestServers.with { servers in

@@ -8,7 +8,7 @@ import Synchronization
 import Testing
 
 /// Several instances on one database, and push over WebSockets across them.
-@Suite(.needsPostgres, .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(10)))
 struct PushTests {
     @Test func twoInstancesOnOneDatabaseBothServe() async throws {
         try await TestServers.with(count: 2) { servers in

@@ -5,7 +5,7 @@ import Logging
 import Testing
 
 /// Writes, conflicts, the change feed and tombstone purging against a real server and PostgreSQL.
-@Suite(.needsPostgres, .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(10)))
 struct RecordTests {
     @Test func writtenRecordsComeBackThroughTheFeedPageByPage() async throws {
         try await TestServers.with { servers in

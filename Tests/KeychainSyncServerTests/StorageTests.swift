@@ -3,7 +3,7 @@ import PostgresNIO
 import Testing
 
 /// The schema migrations against a real PostgreSQL.
-@Suite(.needsPostgres, .timeLimit(.minutes(2)))
+@Suite(.needsPostgres, .timeLimit(.minutes(10)))
 struct StorageTests {
     @Test func instancesMigratingAtOnceApplyEachStepOnce() async throws {
         try await TestPostgres.withDatabase { database in

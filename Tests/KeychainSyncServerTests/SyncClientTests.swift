@@ -7,7 +7,7 @@ import Testing
 
 /// Devices (real keychains on disk) syncing through the real server and PostgreSQL, with the client generated
 /// from the API document.
-@Suite("Sync clients and the server", .needsPostgres, .timeLimit(.minutes(5)))
+@Suite("Sync clients and the server", .needsPostgres, .timeLimit(.minutes(10)))
 struct SyncClientTests {
     @Test("A device makes the account, another joins with the code it shows, and items go both ways; the database holds no name or secret")
     func joinAndSync() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// Three devices on the real server, apart for a while: each makes 200 random edits of the same few items (updates,
 /// deletes, adds again) without syncing; then they sync until nothing moves. They must end identical, and each item
 /// as the written conflict rule (``SyncChangeStamp``) says.
-@Suite("A partition heals", .needsPostgres, .timeLimit(.minutes(5)))
+@Suite("A partition heals", .needsPostgres, .timeLimit(.minutes(10)))
 struct SyncPartitionTests {
     /// When and by whom a change was made, ordered as ``SyncChangeStamp`` orders changes of different devices.
     struct Stamp: Comparable, CustomStringConvertible {

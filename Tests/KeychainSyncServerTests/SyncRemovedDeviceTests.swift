@@ -9,7 +9,7 @@ import Testing
 /// What a removed device can still get, beyond what ``SyncClientTests`` checks (its rounds refused, a later record
 /// not opening with its keys): with three devices, the ones that remain go on with the new zone key, which was never
 /// wrapped to the removed one, and even every byte the operator could hand it opens nothing.
-@Suite("A removed device", .needsPostgres, .timeLimit(.minutes(5)))
+@Suite("A removed device", .needsPostgres, .timeLimit(.minutes(10)))
 struct SyncRemovedDeviceTests {
     @Test("After a removal the new zone key reaches the devices that remain and never the removed one; nothing written after opens for it")
     func removedDeviceReadsNothingNew() async throws {

@@ -6,7 +6,7 @@ import Testing
 /// How the sync service schedules its work: the serial lane commands and rounds share, the wakeup its loops wait
 /// on, and its retry delays. (A broken wait shows as the time limit, not as a timing assertion; the limit leaves room
 /// for a suite on two cores whose other tests hold the cooperative threads for a while.)
-@Suite("Sync service scheduling", .timeLimit(.minutes(3)))
+@Suite("Sync service scheduling", .timeLimit(.minutes(10)))
 struct SyncServiceSchedulingTests {
     @Test("The lane runs one piece of work at a time, and a piece that throws lets the next run")
     func laneIsSerial() async throws {

@@ -12,7 +12,7 @@ import Testing
 /// The sync service (what keychaind runs) with real keychains on disk, through the real server and PostgreSQL:
 /// its commands and their error codes, rounds started by push and local writes, the status it records, and
 /// recovery from a server that was down.
-@Suite("The sync service", .needsPostgres, .timeLimit(.minutes(5)))
+@Suite("The sync service", .needsPostgres, .timeLimit(.minutes(10)))
 struct SyncServiceTests {
     typealias Device = SyncTestDevice
 

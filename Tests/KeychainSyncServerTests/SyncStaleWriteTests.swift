@@ -7,7 +7,7 @@ import Testing
 
 /// A write made stale by another device's, through the real server: the server's conflict answer, and what the
 /// device that got it does with it.
-@Suite("Stale writes", .needsPostgres, .timeLimit(.minutes(5)))
+@Suite("Stale writes", .needsPostgres, .timeLimit(.minutes(10)))
 struct SyncStaleWriteTests {
     /// Waits until `count` statements of `database` wait on a lock (at most about ten seconds).
     static func waitForLockWaiters(_ count: Int64, in servers: TestServers) async throws {

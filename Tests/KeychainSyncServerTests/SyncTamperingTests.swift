@@ -9,7 +9,7 @@ import Testing
 /// A malicious operator editing the records table behind the server's back (the schema of
 /// `Sources/KeychainSyncServer/Storage`), and raising the sequence so that devices read what it made: the devices
 /// reject those records and their items stay as they were.
-@Suite("Records tampered with in the database", .needsPostgres, .timeLimit(.minutes(5)))
+@Suite("Records tampered with in the database", .needsPostgres, .timeLimit(.minutes(10)))
 struct SyncTamperingTests {
     /// What the operator does.
     enum Tampering: String, CaseIterable, Sendable, CustomTestStringConvertible {

@@ -8,7 +8,7 @@ import Testing
 
 /// Three devices (three keychains on disk, three sessions) and one real server on PostgreSQL: what each device ends
 /// with, and what the server's database holds, row by row and as an operator's `pg_dump` of it.
-@Suite("Three devices and one server", .needsPostgres, .timeLimit(.minutes(5)))
+@Suite("Three devices and one server", .needsPostgres, .timeLimit(.minutes(10)))
 struct ThreeDeviceSyncTests {
     /// An item a device adds, with names and a secret that appear nowhere else.
     struct Planted {
