@@ -11,9 +11,17 @@ import Crypto
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("proc-\(UUID().uuidString)").path
         deinit { try? FileManager.default.removeItem(atPath: root) }
 
-        func process(_ pid: Int32, exe: String, files: [String: String] = [:]) throws {
+        /// A process folder for `pid` running `exe`, with `files` in it. Its namespaces are this test's own (the
+        /// host's), unless `ownNamespaces`: then they are files of its own, which no other process shares.
+        func process(_ pid: Int32, exe: String, files: [String: String] = [:], ownNamespaces: Bool = false) throws {
             let base = "\(root)/\(pid)"
             try FileManager.default.createDirectory(atPath: base + "/root", withIntermediateDirectories: true)
+            if ownNamespaces {
+                try FileManager.default.createDirectory(atPath: base + "/ns", withIntermediateDirectories: true)
+                for kind in ["user", "mnt", "pid"] { try Data().write(to: URL(fileURLWithPath: "\(base)/ns/\(kind)")) }
+            } else {
+                try FileManager.default.createSymbolicLink(atPath: base + "/ns", withDestinationPath: "/proc/self/ns")
+            }
             try FileManager.default.createDirectory(atPath: base + "/attr", withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: base + "/exe", withDestinationPath: exe)
             // What the kernel shows for an ordinary process: no loader variables, no tracer.
@@ -45,18 +53,37 @@ import Crypto
         #expect(!changed.matches(id), "a different hash is a different program")
     }
 
-    @Test func aFlatpakAppIsItsAppID() throws {
+    /// A `.flatpak-info` is believed only from a sandbox keychaind can verify: in the host's namespaces it proves
+    /// nothing, and in namespaces of the process's own, on a writable file system, it is a forgery.
+    @Test func aFlatpakInfoKeychaindCannotVerifyMakesNoFlatpak() throws {
         let proc = FakeProc(), prog = try program()
         defer { try? FileManager.default.removeItem(atPath: prog.path) }
-        try proc.process(200, exe: prog.path, files: ["root/.flatpak-info": "[Application]\nname=org.example.App\nruntime=runtime/x\n\n[Instance]\nname=other\n"])
-        let id = try PeerInspector(proc: proc.root).identity(pid: 200, uid: 1000)
-        #expect(id.program == .flatpak("org.example.App"))
-        #expect(id.privateGroup == "org.example.App")
-        #expect(AppRegistration(program: .flatpak("org.example.App"), applicationIdentifier: nil, accessGroups: ["g"]).matches(id))
+        let info = "[Application]\nname=org.example.App\nruntime=runtime/x\n\n[Instance]\ninstance-id=123\n"
+        try proc.process(200, exe: prog.path, files: ["root/.flatpak-info": info])
+        try proc.process(201, exe: prog.path, files: ["root/.flatpak-info": info], ownNamespaces: true)
+        let inspector = PeerInspector(proc: proc.root)
+        let host = try inspector.identity(pid: 200, uid: 1000)
+        #expect(host.program == .executable(prog.path))
+        #expect(host.untrusted == nil)
+        let forged = try inspector.identity(pid: 201, uid: 1000)
+        #expect(forged.program == .executable(prog.path))
+        #expect(forged.untrusted?.contains("writable file system") == true, "\(forged.untrusted ?? "trusted")")
+        #expect(forged.privateGroup == "untrusted:" + prog.path)
+        #expect(!AppRegistration(program: .flatpak("org.example.App"), applicationIdentifier: nil, accessGroups: ["g"]).matches(forged))
+    }
+
+    /// In namespaces of its own, without a sandbox keychaind can verify, a process is untrusted: its path may
+    /// name anything that was mounted there.
+    @Test func aProcessInNamespacesOfItsOwnIsUntrusted() throws {
+        let proc = FakeProc(), prog = try program()
+        defer { try? FileManager.default.removeItem(atPath: prog.path) }
+        try proc.process(210, exe: prog.path, ownNamespaces: true)
+        let id = try PeerInspector(proc: proc.root).identity(pid: 210, uid: 1000)
+        #expect(id.untrusted?.contains("namespace of its own") == true)
         #expect(!AppRegistration(program: .executable(path: prog.path, sha256: id.executableSHA256), applicationIdentifier: nil, accessGroups: ["g"]).matches(id))
     }
 
-    @Test func aSnapIsItsNameFromAppArmorOrTheCgroup() throws {
+    @Test func aSnapIsItsNameFromAppArmorNeverFromTheCgroup() throws {
         let proc = FakeProc(), prog = try program()
         defer { try? FileManager.default.removeItem(atPath: prog.path) }
         try proc.process(300, exe: prog.path, files: ["attr/current": "snap.firefox.firefox (enforce)\n"])
@@ -64,7 +91,7 @@ import Crypto
         try proc.process(302, exe: prog.path, files: ["attr/current": "unconfined\n", "cgroup": "0::/user.slice/session-2.scope\n"])
         let inspector = PeerInspector(proc: proc.root)
         #expect(try inspector.identity(pid: 300, uid: 1).program == .snap("firefox"))
-        #expect(try inspector.identity(pid: 301, uid: 1).program == .snap("slack"))
+        #expect(try inspector.identity(pid: 301, uid: 1).program == .executable(prog.path), "any program can make a snap.NAME scope")
         #expect(try inspector.identity(pid: 302, uid: 1).program == .executable(prog.path))
         #expect(try inspector.identity(pid: 300, uid: 1).privateGroup == "snap.firefox")
     }

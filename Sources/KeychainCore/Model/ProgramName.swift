@@ -18,40 +18,41 @@ package enum ProgramName {
         return privateGroup(processFolder: "/proc/self", executable: exe ?? AccessPolicy.currentExecutableName())
     }()
 
-    /// The app ID in the process's sandbox's `.flatpak-info` (`[Application]`, `name=`), or nil.
+    /// The app ID in the process's sandbox's `.flatpak-info` (`[Application]`, `name=`), or nil. This is how a
+    /// program names itself in its own process; keychaind believes a `.flatpak-info` only from a verified sandbox.
     package static func flatpakAppID(processFolder base: String) -> String? {
-        guard let data = try? FileSystem.read("\(base)/root/.flatpak-info"), let text = String(data: data, encoding: .utf8) else {
-            return nil
-        }
-        var inApplication = false
+        guard let data = try? FileSystem.read("\(base)/root/.flatpak-info") else { return nil }
+        return flatpakInfo(data)?.appID
+    }
+
+    /// The fields of a `.flatpak-info` keychaind uses: `[Application] name=` and `[Instance] instance-id=`; nil
+    /// when the bytes are not UTF-8.
+    package static func flatpakInfo(_ data: Data) -> (appID: String?, instanceID: String?)? {
+        guard let text = String(data: data, encoding: .utf8) else { return nil }
+        var section = ""
+        var app: String?
+        var instance: String?
         for raw in text.split(whereSeparator: \.isNewline) {
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.hasPrefix("[") {
-                inApplication = line == "[Application]"
-            } else if inApplication, line.hasPrefix("name=") {
-                let id = String(line.dropFirst(5))
-                return id.isEmpty ? nil : id
+                section = line
+            } else if section == "[Application]", app == nil, line.hasPrefix("name=") {
+                app = String(line.dropFirst(5))
+            } else if section == "[Instance]", instance == nil, line.hasPrefix("instance-id=") {
+                instance = String(line.dropFirst(12))
             }
         }
-        return nil
+        return (app.flatMap { $0.isEmpty ? nil : $0 }, instance)
     }
 
-    /// The snap's name from the AppArmor label `snap.NAME.APP (enforce)`, else from a `snap.NAME.…` cgroup.
+    /// The snap's name from the AppArmor label `snap.NAME.APP (enforce)` that snapd's profile gives the process.
+    /// A cgroup name proves nothing: any program of the user makes a `snap.NAME.…` scope with
+    /// `systemd-run --user --scope`.
     package static func snapName(processFolder base: String) -> String? {
-        func name(fromLabel label: Substring) -> String? {
-            let parts = label.split(separator: ".")
-            guard parts.count >= 3, parts[0] == "snap", !parts[1].isEmpty else { return nil }
-            return String(parts[1])
-        }
-        if let data = try? FileSystem.read("\(base)/attr/current"), let text = String(data: data, encoding: .utf8),
-           let label = text.split(separator: " ").first, let snap = name(fromLabel: label) {
-            return snap
-        }
-        if let data = try? FileSystem.read("\(base)/cgroup"), let text = String(data: data, encoding: .utf8) {
-            for component in text.split(whereSeparator: { $0 == "/" || $0.isNewline }) where component.hasPrefix("snap.") {
-                if let snap = name(fromLabel: component) { return snap }
-            }
-        }
-        return nil
+        guard let data = try? FileSystem.read("\(base)/attr/current"), let text = String(data: data, encoding: .utf8),
+              let label = text.split(separator: " ").first else { return nil }
+        let parts = label.split(separator: ".")
+        guard parts.count >= 3, parts[0] == "snap", !parts[1].isEmpty else { return nil }
+        return String(parts[1])
     }
 }

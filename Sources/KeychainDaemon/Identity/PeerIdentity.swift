@@ -88,10 +88,19 @@ struct ExecutableFile: Equatable {
 package final class PeerInspector: Sendable {
     private let digests = Mutex<[FileStamp: String]>([:])
     private let proc: String
+    private let host: HostNamespaces
+    private let runtimeRoot: String
+    /// The host's `/etc/ld.so.preload` (nil: none), compared with a sandbox's.
+    private let hostPreload: Data?
 
-    /// - Parameter proc: where procfs is mounted (tests may point elsewhere).
-    package init(proc: String = "/proc") {
+    /// - Parameters:
+    ///   - proc: where procfs is mounted (tests may point elsewhere).
+    ///   - runtimeRoot: where the users' runtime folders are (`/run/user`), for Flatpak's instance records.
+    package init(proc: String = "/proc", runtimeRoot: String = "/run/user") {
         self.proc = proc
+        self.runtimeRoot = runtimeRoot
+        host = HostNamespaces.current()
+        hostPreload = try? FileSystem.read("/etc/ld.so.preload", followingLinks: true)
     }
 
     /// The identity of process `pid` running as `uid`. A process that cannot be trusted to run only its program's
@@ -110,14 +119,8 @@ package final class PeerInspector: Sendable {
         case .none: throw refusal(pid, "keychaind cannot read /proc/\(pid)/status")
         }
         let digest = try executableDigest("\(base)/exe")
-        let program: PeerIdentity.Program
-        if let app = flatpakAppID(base) {
-            program = .flatpak(app)
-        } else if let snap = snapName(base) {
-            program = .snap(snap)
-        } else {
-            program = .executable(before.path)
-        }
+        let (program, sandboxUntrusted) = try sandbox(base, pid: pid, uid: uid, executable: before.path)
+        untrusted = untrusted ?? sandboxUntrusted
         // The same executable file before and after: the process did not start another program meanwhile.
         guard try executable(base, pid: pid, uid: uid) == before else {
             throw refusal(pid, "it started another program while keychaind identified it")
@@ -237,13 +240,42 @@ package final class PeerInspector: Sendable {
         return hex
     }
 
-    /// `[Application] name=` of the sandbox's `.flatpak-info`, read through the process's root.
-    func flatpakAppID(_ base: String) -> String? {
-        ProgramName.flatpakAppID(processFolder: base)
-    }
-
-    /// The snap's name from the AppArmor label `snap.NAME.APP (enforce)`, else from a `snap.NAME.…` cgroup.
-    func snapName(_ base: String) -> String? {
-        ProgramName.snapName(processFolder: base)
+    /// What program a process is, judged by the namespaces it runs in, and why it is untrusted if it is.
+    ///
+    /// In the host's user and mount namespaces (``HostNamespaces``) a process is its executable's path (or a snap,
+    /// by its AppArmor label), and a `.flatpak-info` proves nothing. In namespaces of its own the path names
+    /// whatever its creator mounted there (a bind mount of another binary, an overlay on `/etc` with an
+    /// `ld.so.preload`): it is a verified Flatpak app (``FlatpakSandbox``), a snap by its AppArmor label in the
+    /// host's user namespace, or untrusted. A sandbox whose `/etc/ld.so.preload` is not the host's is untrusted too.
+    func sandbox(_ base: String, pid: Int32, uid: UInt32, executable path: String) throws(KeychainError) -> (PeerIdentity.Program, String?) {
+        guard let namespaces = ProcessNamespaces(processFolder: base) else {
+            throw refusal(pid, "keychaind cannot examine the namespaces in /proc/\(pid)/ns")
+        }
+        let snap = ProgramName.snapName(processFolder: base)
+        if host.isHost(namespaces) {
+            return (snap.map { .snap($0) } ?? .executable(path), nil)
+        }
+        let program: PeerIdentity.Program
+        switch FlatpakSandbox.verify(processFolder: base, uid: uid, namespaces: namespaces, host: host, runtimeRoot: runtimeRoot, proc: proc) {
+        case .success(let sandbox):
+            program = .flatpak(sandbox.appID)
+        case .failure(.forged(let reason)):
+            return (.executable(path), "it shows a Flatpak sandbox keychaind cannot verify: \(reason)")
+        case .failure(.notFlatpak):
+            guard let snap, host.user.contains(namespaces.user) else {
+                return (.executable(path), "it runs in a user or mount namespace of its own, where the path \(path) and its libraries "
+                    + "may be anything its creator mounted, and it is no verified Flatpak app or snap")
+            }
+            program = .snap(snap)
+        }
+        // A link or anything unreadable there counts as different: the loader would follow it.
+        let preload: Data?
+        do { preload = try FileSystem.read("\(base)/root/etc/ld.so.preload", followingLinks: false) } catch {
+            return (program, "its /etc/ld.so.preload cannot be read as a plain file, so it may load code that is not its program's")
+        }
+        guard preload == hostPreload else {
+            return (program, "its /etc/ld.so.preload differs from the host's, so it may load code that is not its program's")
+        }
+        return (program, nil)
     }
 }
