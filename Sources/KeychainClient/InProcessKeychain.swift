@@ -125,6 +125,7 @@ package struct InProcessKeychain: KeychainConnection {
     package func setSettings(_ settings: KeychainSettings) throws(KeychainError) {
         try KeychainEngine.refuseReadOnly(target, "change the settings of")
         let chosen = try targetEngine()
+        try settings.validate(replacing: (try? KeychainSettings.load(chosen.location)) ?? nil)
         try settings.save(chosen.location)
         chosen.lockSettingsChanged()
     }

@@ -128,6 +128,7 @@ package struct RequestDispatcher: Sendable {
             try authority.requireAdmin(session, for: "change the keychain's settings")
             try KeychainEngine.refuseReadOnly(readOnlyTarget, "change the settings of")
             let chosen = try target()
+            try settings.validate(replacing: (try? KeychainSettings.load(chosen.location)) ?? nil)
             try settings.save(chosen.location)
             chosen.lockSettingsChanged()
             return .done

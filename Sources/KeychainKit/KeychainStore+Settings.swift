@@ -10,8 +10,9 @@ extension KeychainStore {
         /// Whether the keychain locks when the machine has been suspended: on resume, before the next request is
         /// answered (Linux tells a program that it slept only afterwards).
         public var lockOnSleep: Bool
-        /// The pinentry program that asks for the user's presence (an absolute path); nil: `KEYCHAIN_PINENTRY`, else
-        /// `pinentry` on the `PATH`.
+        /// The pinentry program that asks for the user's presence: an installed one, which only root can change (such
+        /// as `/usr/bin/pinentry-gnome3`); another is refused with `errSecParam`. nil: `KEYCHAIN_PINENTRY` in the
+        /// environment keychaind started with, else root's `pinentry` on the `PATH`.
         public var pinentryProgram: String?
         /// Seconds after which an unanswered prompt is stopped and its request fails as cancelled (1–600); nil: 60.
         public var promptTimeout: Int?

@@ -9,11 +9,15 @@ import KeychainCore
 /// 3. `pinentry` in a folder of `PATH` (on Debian `/usr/bin/pinentry`, the alternatives link choosing among
 ///    pinentry-gnome3, -qt, -gtk2, -curses and -tty).
 ///
-/// A program named by 1 or 2 must be an absolute path to an executable file; when it is not, the choice is
-/// ``unavailable(_:)`` with the reason, and no other program is tried in its place (the person asked for that one).
-/// A relative path is refused because it would be looked up from whatever folder keychaind or the app happens to
-/// run in, and a program planted there would be the one asking for the keychain passcode. For the same reason, the
-/// `PATH` search skips relative folders (an empty entry or `.` in `PATH`).
+/// Whoever names the pinentry reads the passcode typed into it, so each source is held to who may set it:
+/// - 1 is the environment keychaind (or the program) was started with: its path must be absolute and the file, and
+///   every folder on the way, belong to root or to the user this process runs as and be writable by nobody else;
+/// - 2 is written by programs that may change the settings: it must be an installed pinentry
+///   (``InstalledPinentry``: `/usr/bin/pinentry*` or a program an administrator lists, only root may change it);
+/// - 3 skips relative folders (an empty entry or `.` in `PATH`) and programs that are not root's.
+///
+/// When the program named by 1 or 2 fails its check, the choice is ``unavailable(_:)`` with the reason, and no other
+/// program is tried in its place (the person asked for that one).
 package enum PinentryChoice: Sendable, Hashable {
     /// This program, an absolute path to an executable file.
     case program(String)
@@ -34,15 +38,22 @@ package enum PinentryChoice: Sendable, Hashable {
     /// Chooses the program from `environment` and the configured path (see the type's description).
     package static func resolve(configured: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> PinentryChoice {
         if let named = environment[environmentVariable], !named.isEmpty {
-            return checked(named, source: environmentVariable)
+            let checked = checked(named, source: environmentVariable)
+            if case .program = checked, let unsafe = InstalledPinentry.changeableByOthers(named, owners: [0, geteuid()]) {
+                return .unavailable("\(environmentVariable) names `\(named)`, which cannot be the pinentry: \(unsafe).")
+            }
+            return checked
         }
         if let configured, !configured.isEmpty {
+            if let refusal = InstalledPinentry.refusal(configured) {
+                return .unavailable("pinentry-program in keychain.settings is refused: \(refusal)")
+            }
             return checked(configured, source: "pinentry-program in keychain.settings")
         }
         let searchPath = environment["PATH"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultSearchPath
         for folder in searchPath.split(separator: ":", omittingEmptySubsequences: true).prefix(64) where folder.hasPrefix("/") {
             let candidate = (folder.hasSuffix("/") ? String(folder) : folder + "/") + "pinentry"
-            if isExecutableFile(candidate) { return .program(candidate) }
+            if isExecutableFile(candidate), InstalledPinentry.changeableByOthers(candidate, owners: [0]) == nil { return .program(candidate) }
         }
         return .unavailable("No pinentry program was found in PATH to show the prompt. " + installAdvice)
     }

@@ -60,7 +60,7 @@ struct SetKeychainSettings: AsyncParsableCommand {
     @Option(name: .customShort("t"), help: ArgumentHelp("Specify timeout interval in seconds (omitting this option specifies \"no timeout\").", valueName: "timeout"))
     var timeout: Int?
 
-    @Option(name: .customLong("pinentry"), help: ArgumentHelp("The pinentry program that asks for the user's presence (an absolute path; KEYCHAIN_PINENTRY overrides it). Kept when not given.", valueName: "path"))
+    @Option(name: .customLong("pinentry"), help: ArgumentHelp("The installed pinentry that asks for the passcode and approvals: /usr/bin/pinentry, /usr/bin/pinentry-*, or another program only root can change. Kept when not given.", valueName: "path"))
     var pinentry: String?
 
     @Option(name: .customLong("prompt-timeout"), help: ArgumentHelp("Seconds before an unanswered prompt is stopped and its request fails as cancelled (1-600; default 60). Kept when not given.", valueName: "seconds"))

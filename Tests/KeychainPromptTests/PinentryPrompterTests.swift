@@ -256,15 +256,56 @@ struct PinentryProcessTests {
 
 /// Which pinentry is chosen.
 struct PinentryChoiceTests {
-    @Test func theEnvironmentBeatsTheSettingWhichBeatsPath() throws {
+    static let curses = "/usr/bin/pinentry-curses"
+    static let hasCurses = FileManager.default.isExecutableFile(atPath: curses)
+
+    @Test(.enabled(if: hasCurses, "needs pinentry-curses (Debian package pinentry-curses) as the installed pinentry"))
+    func theEnvironmentBeatsTheSettingWhichBeatsPath() throws {
         let pinentry = try ScriptedPinentry([])
         let folder = pinentry.folder + "/bin"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: folder + "/pinentry", withDestinationPath: pinentry.program)
-        #expect(PinentryChoice.resolve(configured: nil, environment: ["PATH": "relative:/nonexistent:" + folder]) == .program(folder + "/pinentry"))
-        #expect(PinentryChoice.resolve(configured: pinentry.program, environment: ["PATH": folder]) == .program(pinentry.program))
-        #expect(PinentryChoice.resolve(configured: "/nonexistent", environment: ["KEYCHAIN_PINENTRY": pinentry.program]) == .program(pinentry.program))
-        #expect(PinentryChoice.resolve(settings: KeychainSettings(pinentryProgram: pinentry.program), environment: ["PATH": folder]) == .program(pinentry.program))
+        #expect(PinentryChoice.resolve(configured: Self.curses, environment: ["PATH": folder]) == .program(Self.curses))
+        #expect(PinentryChoice.resolve(configured: Self.curses, environment: ["KEYCHAIN_PINENTRY": pinentry.program]) == .program(pinentry.program))
+        #expect(PinentryChoice.resolve(settings: KeychainSettings(pinentryProgram: Self.curses), environment: ["PATH": folder]) == .program(Self.curses))
+    }
+
+    /// A setting is written by programs, so it may only pick an installed pinentry (one only root can change): one
+    /// planted by a program of the user (the attack: set it before a passcode exists, then read the passcode at the
+    /// next prompt) is never run.
+    @Test func aSettingNamingAProgramThatIsNotAnInstalledPinentryIsRefused() throws {
+        let pinentry = try ScriptedPinentry([])
+        let planted = pinentry.folder + "/planted"
+        try FileManager.default.createDirectory(atPath: planted, withIntermediateDirectories: true)
+        let evil = planted + "/pinentry"
+        try FileManager.default.copyItem(atPath: pinentry.program, toPath: evil)
+        // The user's own file (nobody, when this test runs as root).
+        if getuid() == 0 { #expect(chown(evil, 65534, 65534) == 0) }
+        guard case .unavailable(let reason) = PinentryChoice.resolve(configured: evil, environment: ["PATH": "/nonexistent"]) else {
+            Issue.record("a planted pinentry was chosen"); return
+        }
+        #expect(reason.contains("is not an installed pinentry"))
+        #expect(InstalledPinentry.refusal("/tmp/x")?.contains("is not an installed pinentry") == true)
+        #expect(InstalledPinentry.refusal("pinentry-curses")?.contains("not an absolute path") == true)
+        #expect(throws: KeychainError.self) { try KeychainSettings(pinentryProgram: evil).validate(replacing: nil) }
+        // A setting already there passes a change of another setting (it is checked again at every prompt).
+        try KeychainSettings(idleTimeout: 5, pinentryProgram: evil).validate(replacing: KeychainSettings(pinentryProgram: evil))
+    }
+
+    /// Whoever can change the program named in the environment or found in PATH reads the passcode: a program
+    /// others may write is not run, and PATH only finds root's.
+    @Test func aPinentryOthersCanChangeIsNeverRun() throws {
+        let pinentry = try ScriptedPinentry([])
+        let folder = pinentry.folder + "/open"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let copy = folder + "/pinentry"
+        try FileManager.default.copyItem(atPath: pinentry.program, toPath: copy)
+        #expect(chmod(copy, 0o777) == 0)
+        guard case .unavailable(let reason) = PinentryChoice.resolve(configured: nil, environment: ["KEYCHAIN_PINENTRY": copy]) else {
+            Issue.record("a pinentry others may write was chosen"); return
+        }
+        #expect(reason.contains("writable by others"))
+        #expect(PinentryChoice.resolve(configured: nil, environment: ["PATH": folder]) != .program(copy))
     }
 
     @Test func aRelativeOrMissingProgramIsRefusedWithoutFallingBack() throws {
@@ -276,7 +317,7 @@ struct PinentryChoiceTests {
             Issue.record("a missing program was accepted"); return
         }
         #expect(missing.contains("/nonexistent/pinentry-curses"))
-        #expect(missing.contains("not an executable file"))
+        #expect(missing.contains("it does not exist"))
     }
 
     @Test func onlyAllowedVariablesReachThePinentry() {

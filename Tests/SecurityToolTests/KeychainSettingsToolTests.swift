@@ -45,6 +45,27 @@ struct KeychainSettingsToolTests {
         }
     }
 
+    /// The pinentry reads the passcode, so a setting may only pick an installed one, in a program's own process
+    /// and through keychaind alike; the refused change changes nothing.
+    @Test func onlyAnInstalledPinentryCanBeSet() throws {
+        try withKeychain { kc in
+            let daemon = try SandboxDaemon(kc)
+            let settingsFile = kc.home + "/keychain.settings"
+            for env in [[:], daemon.environment] {
+                let planted = try kc.run(["set-keychain-settings", "--pinentry", "/tmp/x"], environment: env)
+                #expect(planted.status == 206, "errSecParam (-50) as the exit status: \(planted.stdout)\(planted.stderr)")
+                #expect(planted.stderr.contains("`/tmp/x` is not an installed pinentry"), "\(planted.stderr)")
+                #expect((try? String(contentsOfFile: settingsFile, encoding: .utf8))?.contains("/tmp/x") != true)
+            }
+            if FileManager.default.isExecutableFile(atPath: "/usr/bin/pinentry-curses") {
+                let installed = try kc.run(["set-keychain-settings", "--pinentry", "/usr/bin/pinentry-curses"], environment: daemon.environment)
+                #expect(installed.status == 0, "\(installed.stderr)")
+                #expect(try String(contentsOfFile: settingsFile, encoding: .utf8).contains("/usr/bin/pinentry-curses"))
+            }
+            #expect(daemon.stop() == 0)
+        }
+    }
+
     @Test func keychaindLocksAfterTheTimeoutTheSettingsGive() throws {
         try withKeychain { kc in
             let daemon = try SandboxDaemon(kc)
