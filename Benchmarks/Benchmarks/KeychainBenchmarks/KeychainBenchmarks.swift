@@ -219,6 +219,13 @@ let benchmarks: @Sendable () -> Void = {
             }
             let suffix = clients == 1 ? "1 client" : "\(clients) clients (\(clients) calls per iteration)"
 
+            if size == small, clients == 1 {
+                // A new client's cost before its first request: connect, admission, identification, greeting.
+                Benchmark("new connection to its greeting · keychaind", configuration: reads, closure: { _ in
+                    guard f.daemon?.greeting() == true else { throw BenchmarkFailure("keychaind sent no greeting") }
+                }, setup: setup, teardown: teardown)
+            }
+
             Benchmark("SecItemCopyMatching data · keychaind · \(name) · \(suffix)", configuration: reads, closure: { _ in
                 let missing = Atomic<Int>(0)
                 f.clients?.round { _ in

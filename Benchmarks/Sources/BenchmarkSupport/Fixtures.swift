@@ -329,6 +329,16 @@ public final class DaemonProcess: @unchecked Sendable {
         close(fd)
         return true
     }
+
+    /// One new connection, as far as keychaind's greeting: it admits the connection, identifies the process from
+    /// the kernel (`SO_PEERCRED`, pidfd, `/proc`: executable, hash, loader variables, tracer, namespaces) and speaks
+    /// first. What every new client pays before its first request.
+    public func greeting() -> Bool {
+        guard let fd = UnixSocket.connect(socket) else { return false }
+        defer { close(fd) }
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, 0) == 1
+    }
 }
 
 /// Unix-domain stream sockets for the harness.
