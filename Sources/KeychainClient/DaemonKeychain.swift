@@ -148,6 +148,16 @@ package struct DaemonKeychain: KeychainConnection {
         try expectLoginCount(.revokeConsents(name, subject: subject))
     }
 
+    package func pendingApprovals() throws(KeychainError) -> [PendingApproval] {
+        let response = try client.call(.pendingApprovals)
+        guard case .pendingApprovals(let pending) = response else { throw unexpected(response, "pending approvals") }
+        return pending
+    }
+
+    package func answerPending(id: UInt64, answer: ConsentAnswer) throws(KeychainError) {
+        try expectLoginDone(.answerPending(id: id, answer: answer))
+    }
+
     package func importSecretServiceItems(_ batch: SecretServiceImportBatch) throws(KeychainError) -> SecretServiceImportSummary {
         let response = try client.call(.importSecretServiceItems(batch))
         guard case .importSummary(let summary) = response else { throw unexpected(response, "import") }

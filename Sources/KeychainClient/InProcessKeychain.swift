@@ -157,6 +157,13 @@ package struct InProcessKeychain: KeychainConnection {
         return try engine.revokeConsents(named: name, subject: subject)
     }
 
+    /// Nothing waits in a program's own process: requests wait for approval only in keychaind.
+    package func pendingApprovals() throws(KeychainError) -> [PendingApproval] { [] }
+
+    package func answerPending(id: UInt64, answer: ConsentAnswer) throws(KeychainError) {
+        throw KeychainError(code: .notAvailable, message: "No keychaind serves this keychain, so no request waits for approval (this program opens the keychain itself).")
+    }
+
     package func importSecretServiceItems(_ batch: SecretServiceImportBatch) throws(KeychainError) -> SecretServiceImportSummary {
         engine.applyLockSettings()
         return try SecretStore(engine: engine).importItems(batch)

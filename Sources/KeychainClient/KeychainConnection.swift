@@ -96,6 +96,14 @@ package protocol KeychainConnection: Sendable {
     @discardableResult
     func revokeConsents(named name: String, subject: String?) throws(KeychainError) -> Int
 
+    // MARK: Approvals from a terminal
+
+    /// The requests keychaind holds until the person approves them from a terminal. A keychain opened in the calling
+    /// process has none.
+    func pendingApprovals() throws(KeychainError) -> [PendingApproval]
+    /// Answers the waiting request `id`: keychaind asks for the keychain's passcode on this process's terminal first.
+    func answerPending(id: UInt64, answer: ConsentAnswer) throws(KeychainError)
+
     // MARK: Import
 
     /// Adds items read from another Secret Service provider to the Secret Service collection `batch` names,

@@ -75,7 +75,6 @@ extension RequestDispatcher {
             }
             do {
                 try engine.unlock(passcode: String(decoding: passcode, as: UTF8.self))
-                if session.isAdminTool { session.markAuthenticated() }
                 logger.info("unlocked after a prompt", metadata: ["pid": "\(session.identity.pid)"])
                 return
             } catch where error.code == .authenticationFailed {

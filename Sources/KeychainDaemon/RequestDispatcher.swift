@@ -16,13 +16,16 @@ package struct RequestDispatcher: Sendable {
     package let prompters: PrompterCache
     /// The fingerprint reader (fprintd), when there is one.
     package let biometrics: any BiometricVerifier
+    /// The requests waiting for the person's approval from a terminal.
+    package let approvals: PendingApprovals
 
     package init(authority: Authority, logger: Logger, prompters: PrompterCache = PrompterCache(),
-                 biometrics: any BiometricVerifier = NoBiometrics()) {
+                 biometrics: any BiometricVerifier = NoBiometrics(), approvals: PendingApprovals = PendingApprovals()) {
         self.authority = authority
         self.logger = logger
         self.prompters = prompters
         self.biometrics = biometrics
+        self.approvals = approvals
     }
 
     /// The response to `request`: its result, or the failure (code, `OSStatus` and message) the client reports.
@@ -75,24 +78,28 @@ package struct RequestDispatcher: Sendable {
         let readOnlyTarget = names.flatMap { $0.count == 1 ? $0.first : nil }
         switch request {
         case .add(let query, let claim):
-            return .item(try engine.addRouted(routed(query), caller: authority.policy(for: session, claim: claim)).leavingEngine().trimmed(to: query.returns))
-        case .find(let query, let claim):
-            return .items(try beyondOwnItems(session) { () throws(KeychainError) in
-                try engine.findRouted(routed(query), caller: authority.policy(for: session, claim: claim)).map { $0.trimmed(to: query.returns) }
-            })
-        case .update(let query, let changes, let claim):
-            try beyondOwnItems(session) { () throws(KeychainError) in
-                try engine.updateRouted(routed(query), attributes: changes.attributes, sync: changes.sync, data: changes.data,
-                                        caller: authority.policy(for: session, claim: claim))
+            let policy = try authority.policy(for: session, claim: claim)
+            if session.isAdminTool, let group = query.accessGroup ?? policy.groups.first, group != session.identity.privateGroup {
+                try approve(.add(to: group), session: session, engine: engine)
             }
+            return .item(try engine.addRouted(routed(query), caller: policy).leavingEngine().trimmed(to: query.returns))
+        case .find(let query, let claim):
+            let found = try engine.findRouted(routed(query), caller: authority.policy(for: session, claim: claim))
+            return .items(try approvedReads(found, session: session, engine: engine).map { $0.trimmed(to: query.returns) })
+        case .update(let query, let changes, let claim):
+            let policy = try authority.policy(for: session, claim: claim)
+            try approveChanges(routed(query), session: session, engine: engine, policy: policy)
+            try engine.updateRouted(routed(query), attributes: changes.attributes, sync: changes.sync, data: changes.data, caller: policy)
             return .done
         case .delete(let query, let claim):
-            return .count(try beyondOwnItems(session) { () throws(KeychainError) in
-                try engine.deleteRouted(routed(query), caller: authority.policy(for: session, claim: claim))
-            })
+            let policy = try authority.policy(for: session, claim: claim)
+            try approveChanges(routed(query), session: session, engine: engine, policy: policy)
+            return .count(try engine.deleteRouted(routed(query), caller: policy))
         case .tokenKey(let tokenRequest, let claim, let authentication):
+            let policy = try authority.policy(for: session, claim: claim)
+            try approveTokenKey(tokenRequest, keychains: names ?? tokenRequest.keychains, session: session, engine: engine, policy: policy)
             return .tokenKey(try engine.tokenKeyRouted(tokenRequest, keychains: names ?? tokenRequest.keychains,
-                                                       caller: authority.policy(for: session, claim: claim), authentication: authentication))
+                                                       caller: policy, authentication: authentication))
         case .status:
             return .status(status(session, engine: try target()))
         case .lock:
@@ -102,8 +109,6 @@ package struct RequestDispatcher: Sendable {
         case .unlock(let passcode):
             let chosen = try target()
             try chosen.unlock(passcode: passcode)
-            // The admin tool proves itself with the login keychain's passcode only.
-            if session.isAdminTool, chosen === engine { session.markAuthenticated() }
             logger.info("unlocked", metadata: ["pid": "\(session.identity.pid)"])
             return .done
         case .changePasscode(let old, let new):
@@ -111,16 +116,17 @@ package struct RequestDispatcher: Sendable {
             try KeychainEngine.refuseReadOnly(readOnlyTarget, "set a passcode on")
             let chosen = try target()
             try chosen.changePasscode(from: old, to: new)
-            if new != nil, chosen === engine { session.markAuthenticated() }
             return .done
         case .backup(let password, let authentication):
             try authority.requireAdmin(session, for: "back up the keychain")
+            try approve(Approval(subject: "backup-export", action: "export a backup of every item in the keychain"), session: session, engine: engine)
             let (data, summary) = try target().backup(password: password, authentication: authentication,
                                                     caller: authority.policy(for: session, claim: nil))
             return .backup(data, summary)
         case .restore(let data, let password):
             try authority.requireAdmin(session, for: "restore a backup")
             try KeychainEngine.refuseReadOnly(readOnlyTarget, "restore a backup into")
+            try approve(Approval(subject: "backup-restore", action: "restore a backup into the keychain, replacing older items"), session: session, engine: engine)
             return .restored(try target().restore(data, password: password))
         case .settings:
             return .settings(try KeychainSettings.load(target().location))
@@ -128,7 +134,11 @@ package struct RequestDispatcher: Sendable {
             try authority.requireAdmin(session, for: "change the keychain's settings")
             try KeychainEngine.refuseReadOnly(readOnlyTarget, "change the settings of")
             let chosen = try target()
-            try settings.validate(replacing: (try? KeychainSettings.load(chosen.location)) ?? nil)
+            let current = (try? KeychainSettings.load(chosen.location)) ?? nil
+            try settings.validate(replacing: current)
+            if settings != current {
+                try approve(.settings(settings, replacing: current), session: session, engine: engine)
+            }
             try settings.save(chosen.location)
             chosen.lockSettingsChanged()
             return .done
@@ -138,6 +148,7 @@ package struct RequestDispatcher: Sendable {
             guard !entry.accessGroups.contains(where: \.isEmpty) else {
                 throw KeychainError(code: .invalidParameter, message: "An access group name is empty. Register the program with non-empty group names.")
             }
+            try approve(.register(entry), session: session, engine: engine)
             try engine.updateAppRegistry { $0.register(entry) }
             return .done
         case .listPrograms:
@@ -178,9 +189,19 @@ package struct RequestDispatcher: Sendable {
                 throw KeychainError(code: .invalidParameter, message: "The program's name or the subject is empty. Name the program by its path, Flatpak app ID or snap name, as `security app consents` shows it.")
             }
             return .count(try engine.revokeConsents(named: name, subject: subject))
+        case .pendingApprovals:
+            try loginOnly()
+            try authority.requireAdmin(session, for: "list the requests waiting for approval")
+            return .pendingApprovals(approvals.list(uid: session.identity.uid))
+        case .answerPending(let id, let answer):
+            try loginOnly()
+            try authority.requireAdmin(session, for: "answer a request waiting for approval")
+            try answerPending(id: id, answer: answer, session: session, engine: engine)
+            return .done
         case .importSecretServiceItems(let batch):
             try loginOnly()
             try authority.requireAdmin(session, for: "import Secret Service items")
+            try approve(Approval(subject: "import", action: "import items from another keychain"), session: session, engine: engine)
             let summary = try SecretStore(engine: engine).importItems(batch)
             logger.info("imported Secret Service items", metadata: [
                 "added": "\(summary.added)", "skipped": "\(summary.skipped)", "failed": "\(summary.failed)"])
@@ -190,6 +211,7 @@ package struct RequestDispatcher: Sendable {
             // The account and its devices are the user's to manage, like the passcode and backups; where sync
             // stands (no item data, no key) any caller of the keychain may read, as it may read the lock state.
             if command != .status { try authority.requireAdmin(session, for: command.action) }
+            if command.needsApproval { try approve(Approval(subject: "sync-account", action: command.action), session: session, engine: engine) }
             let service = session.keychain.sync
             return .sync(try waitBlocking { () async throws(KeychainError) -> SyncReply in try await service.perform(command) })
         case .onKeychains:
@@ -205,6 +227,7 @@ package struct RequestDispatcher: Sendable {
         case .deleteKeychain(let name):
             try loginOnly()
             try authority.requireAdmin(session, for: "delete a keychain")
+            try approve(Approval(subject: "delete-keychain \(name)", action: "delete the keychain \(name) and every item in it"), session: session, engine: engine)
             try engine.deleteKeychain(name)
             return .done
         case .setSearchList(let list, let defaultKeychain):
@@ -241,6 +264,15 @@ package struct RequestDispatcher: Sendable {
 }
 
 extension SyncCommand {
+    /// Whether the person must approve it: joining, creating or changing the account sends the keychain's items to
+    /// another machine (listing, status and syncing now do not).
+    var needsApproval: Bool {
+        switch self {
+        case .createAccount, .join, .approve, .removeDevice: true
+        case .devices, .status, .now: false
+        }
+    }
+
     /// What the command does, as the admin-only refusal names it ("Only the security tool may … through keychaind").
     var action: String {
         switch self {
@@ -251,20 +283,6 @@ extension SyncCommand {
         case .removeDevice: "remove a device from sync"
         case .status: "read the sync status"
         case .now: "sync now"
-        }
-    }
-}
-
-extension RequestDispatcher {
-    /// Runs an item call of the admin tool: before it gives the passcode it acts in its own access group only
-    /// (``Authority/needsPasscodeForEveryGroup(_:)``), so finding nothing there means it must give the passcode to
-    /// look in the others' (errSecInteractionNotAllowed, which makes the tool ask on its terminal), not that nothing
-    /// matches.
-    func beyondOwnItems<T>(_ session: Session, _ body: () throws(KeychainError) -> T) throws(KeychainError) -> T {
-        do {
-            return try body()
-        } catch where error.code == .itemNotFound && authority.needsPasscodeForEveryGroup(session) {
-            throw KeychainError(code: .interactionNotAllowed, message: "No item of the security tool's own matches; to look in other programs' items it must give the keychain's passcode.\nRun it from a terminal to be asked for the passcode.")
         }
     }
 }

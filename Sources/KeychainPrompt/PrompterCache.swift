@@ -10,6 +10,7 @@ package final class PrompterCache: Sendable {
     private struct Key: Hashable {
         var choice: PinentryChoice
         var timeout: Int?
+        var terminal: String?
     }
 
     private let prompters = Mutex<[Key: PinentryPrompter]>([:])
@@ -23,12 +24,19 @@ package final class PrompterCache: Sendable {
     }
 
     /// The prompter for the keychain at `location` (its settings read now: a changed setting applies to the next
-    /// prompt). An unreadable settings file falls back to the defaults.
-    package func prompter(for location: KeychainLocation) -> any PresencePrompter {
+    /// prompt). An unreadable settings file falls back to the defaults. With `terminal` (the device of the
+    /// requesting process's terminal), a pinentry that finds no display asks there.
+    package func prompter(for location: KeychainLocation, terminal: String? = nil) -> any PresencePrompter {
         let settings = (try? KeychainSettings.load(location)) ?? nil
-        let key = Key(choice: PinentryChoice.resolve(settings: settings, environment: environment), timeout: settings?.promptTimeout)
+        let key = Key(choice: PinentryChoice.resolve(settings: settings, environment: environment), timeout: settings?.promptTimeout,
+                      terminal: terminal)
         return prompters.withLock { prompters in
             if let known = prompters[key] { return known }
+            var environment = environment
+            if let terminal {
+                environment["GPG_TTY"] = terminal
+                if environment["TERM", default: ""].isEmpty { environment["TERM"] = "xterm" }
+            }
             let made = PinentryPrompter(choice: key.choice, timeout: key.timeout.map { .seconds($0) } ?? PinentryPrompter.defaultTimeout,
                                         environment: environment, logger: logger)
             if prompters.count >= 16 { prompters.removeAll() }

@@ -55,6 +55,11 @@ package indirect enum KeychainRequest: Sendable, Hashable {
     /// Forget the remembered answers for the program a path, Flatpak app ID or snap name names, only those about
     /// `subject` when given (admin tool only).
     case revokeConsents(String, subject: String?)
+    /// The requests waiting for the person's approval from a terminal (`security approve`).
+    case pendingApprovals
+    /// Answers a waiting request (`security approve ID`): keychaind first asks for the keychain's passcode on the
+    /// asking program's terminal.
+    case answerPending(id: UInt64, answer: ConsentAnswer)
     /// Add items read from another Secret Service provider to the collection the batch names, keeping their
     /// dates; items already there with the same attributes and secret are skipped (admin tool only;
     /// `security import-secret-service`).
@@ -102,6 +107,8 @@ package indirect enum KeychainRequest: Sendable, Hashable {
         case .resetAuthorizations: "resetAuthorizations"
         case .listConsents: "listConsents"
         case .revokeConsents: "revokeConsents"
+        case .pendingApprovals: "pendingApprovals"
+        case .answerPending: "answerPending"
         case .importSecretServiceItems: "importSecretServiceItems"
         case .sync: "sync"
         case .onKeychains(_, let request): request.name

@@ -27,6 +27,8 @@ package enum KeychainResponse: Sendable {
     case verification(KeychainVerification)
     /// The remembered answers to "allow PROGRAM to use SUBJECT?".
     case consents([ConsentDecision])
+    /// The requests waiting for the person's approval.
+    case pendingApprovals([PendingApproval])
     /// What an import of Secret Service items did.
     case importSummary(SecretServiceImportSummary)
     /// The sync engine's answer to a sync command.

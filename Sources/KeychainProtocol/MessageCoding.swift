@@ -45,6 +45,8 @@ extension KeychainRequest {
         case .resetAuthorizations: w.u8(24)
         case .listConsents: w.u8(30)
         case .revokeConsents(let name, let subject): w.u8(31); w.string(name); w.optional(subject) { $0.string($1) }
+        case .pendingApprovals: w.u8(32)
+        case .answerPending(let id, let answer): w.u8(33); w.u64(id); w.string(answer.rawValue)
         case .importSecretServiceItems(let batch): w.u8(40); w.importBatch(batch)
         case .sync(let command): w.u8(50); w.syncCommand(command)
         case .onKeychains(let names, let request): w.u8(60); w.keychainNames(names); request.encode(into: &w)
@@ -104,6 +106,11 @@ extension KeychainRequest {
         case 24: return .resetAuthorizations
         case 30: return .listConsents
         case 31: return .revokeConsents(try r.string(), subject: try r.optional { (r) throws(KeychainError) in try r.string() })
+        case 32: return .pendingApprovals
+        case 33:
+            let id = try r.u64()
+            guard let answer = ConsentAnswer(rawValue: try r.string()) else { throw malformedMessage }
+            return .answerPending(id: id, answer: answer)
         case 40: return .importSecretServiceItems(try r.importBatch())
         case 50: return .sync(try r.syncCommand())
         case 60:
@@ -173,6 +180,10 @@ extension KeychainResponse {
             w.u8(30)
             w.u32(UInt32(decisions.count))
             for decision in decisions { w.consent(decision) }
+        case .pendingApprovals(let pending):
+            w.u8(31)
+            w.u32(UInt32(pending.count))
+            for p in pending { w.u64(p.id); w.string(p.program); w.string(p.action); w.int(p.waited); w.int(p.remaining) }
         case .importSummary(let s):
             w.u8(40)
             w.int(s.added); w.int(s.skipped); w.int(s.failed)
@@ -252,6 +263,14 @@ extension KeychainResponse {
             decisions.reserveCapacity(n)
             for _ in 0 ..< n { decisions.append(try r.consent()) }
             return .consents(decisions)
+        case 31:
+            let n = try r.count(minimumSize: 32)
+            var pending: [PendingApproval] = []
+            pending.reserveCapacity(n)
+            for _ in 0 ..< n {
+                pending.append(PendingApproval(id: try r.u64(), program: try r.string(), action: try r.string(), waited: try r.int(), remaining: try r.int()))
+            }
+            return .pendingApprovals(pending)
         case 40:
             return .importSummary(SecretServiceImportSummary(added: try count(&r), skipped: try count(&r), failed: try count(&r)))
         case 50: return .sync(try r.syncReply())

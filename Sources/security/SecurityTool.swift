@@ -33,7 +33,7 @@ struct SecurityTool: AsyncParsableCommand {
             AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
             AddCRL.self,
             SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self,
-            LoginKeychainPAM.self,
+            LoginKeychainPAM.self, Approve.self,
         ]
     )
 
@@ -46,9 +46,8 @@ struct SecurityTool: AsyncParsableCommand {
             do {
                 try await runOnce(arguments)
             } catch let failure as ToolFailure where failure.status == .interactionNotAllowed && failure.fromKeychain {
-                // keychaind wants the passcode before its admin tool may manage the keychain, or the item's class is
-                // locked in this process: as macOS does, ask on the terminal (never a pipe), unlock, and run the
-                // command once more. (The keychaind client keeps the connection the passcode was given on.)
+                // The keychain (or the item's class) is locked: as macOS does, ask on the terminal (never a pipe),
+                // unlock, and run the command once more. (The keychaind client keeps the connection the passcode was given on.)
                 let keychain = try ToolContext.keychain()
                 let status: KeychainStore.Status
                 do {
@@ -70,11 +69,10 @@ struct SecurityTool: AsyncParsableCommand {
                     try await runOnce(arguments)
                     return
                 }
-                guard status.daemon != nil || loginLocked else { throw failure }
+                // keychaind asks for approvals itself, in its own prompt: only a locked keychain is unlocked here.
+                guard loginLocked else { throw failure }
                 let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
-                                                      hint: status.daemon != nil
-                                                          ? "keychaind lets the security tool manage the keychain only after it gives the keychain's passcode; run the command from a terminal to be asked for it."
-                                                          : "The item's class is locked; run the command from a terminal to be asked for the keychain's passcode.")
+                                                      hint: "The keychain is locked; run the command from a terminal to be asked for the keychain's passcode, or unlock it with `security unlock-keychain`.")
                 do {
                     try keychain.unlock(passcode: passcode)
                 } catch {

@@ -184,6 +184,7 @@ import Testing
             .registerProgram(AppRegistration(program: .snap("app"), applicationIdentifier: nil, accessGroups: ["s"])),
             .listPrograms, .unregisterProgram("/usr/bin/app"), .listConsents, .revokeConsents("/usr/bin/app", subject: nil),
             .revokeConsents("org.example.App", subject: "/org/freedesktop/secrets/collection/login"),
+            .pendingApprovals, .answerPending(id: 1, answer: .once), .answerPending(id: .max, answer: .deny),
             .add(Self.authenticatedQuery, claim: nil), .find(Self.authenticatedQuery, claim: ["g"]),
             .tokenKey(.sign(reference: reference, algorithm: "alg", input: Data([1])), claim: nil, authentication: Self.authentication),
             .backup(password: "b", authentication: Self.authentication),

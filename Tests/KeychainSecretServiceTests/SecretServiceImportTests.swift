@@ -176,6 +176,8 @@ struct SecretServiceImportTests {
             var daemonEnv = env
             daemonEnv["DBUS_SESSION_BUS_ADDRESS"] = ours.address
             daemonEnv["KEYCHAIN_SECRET_SERVICE_UNREGISTERED"] = "allow"
+            // The person at the machine approves the import and the dump of other programs' secrets.
+            daemonEnv.merge(try ApprovingPerson(in: home + "/person").environment) { $1 }
             daemon = try KeychaindProcess(socketPath: home + "/d.sock", environment: daemonEnv, arguments: ["--secret-service"])
         }
         defer { _ = daemon?.stop() }
@@ -200,6 +202,7 @@ struct SecretServiceImportTests {
             var daemonEnv = env
             daemonEnv["DBUS_SESSION_BUS_ADDRESS"] = ours.address
             daemonEnv["KEYCHAIN_SECRET_SERVICE_UNREGISTERED"] = "allow"
+            daemonEnv.merge(try ApprovingPerson(in: home + "/person").environment) { $1 }
             daemon = try KeychaindProcess(socketPath: home + "/d.sock", environment: daemonEnv, arguments: ["--secret-service"])
             env["KEYCHAIN_DAEMON_SOCKET"] = home + "/d.sock"
         }

@@ -39,7 +39,7 @@ final class SecretServiceRig: @unchecked Sendable {
         let wrapper = root + "/pinentry"
         try writeExecutable(Data("""
         #!/bin/sh
-        SCRIPTED_PINENTRY_SCRIPT='\(script)' SCRIPTED_PINENTRY_LOG='\(pinentryLog)' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'
+        SCRIPTED_PINENTRY_SCRIPT='\(script)' SCRIPTED_PINENTRY_LOG='\(pinentryLog)' SCRIPTED_PINENTRY_DEFAULT='\(root)/person' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'
 
         """.utf8), to: wrapper)
         try KeychainSettings(pinentryProgram: wrapper, promptTimeout: 20).save(KeychainLocation(home: home))
@@ -85,8 +85,14 @@ final class SecretServiceRig: @unchecked Sendable {
     }
 
     /// Runs `security`.
+    /// Runs the security tool against the rig's keychaind, with the person at the machine approving what keychaind
+    /// asks them meanwhile (registering a program, a setting, another program's item); the queued answers of
+    /// ``queuePrompts(_:)`` still come first.
     func security(_ arguments: [String]) throws -> ProgramRun {
-        try run(try BuiltProducts.path(of: "security"), arguments)
+        let person = root + "/person"
+        try "confirm\n".write(toFile: person, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: person) }
+        return try run(try BuiltProducts.path(of: "security"), arguments)
     }
 
     /// Runs a Python program (given as text) with `/usr/bin/python3` or another interpreter.

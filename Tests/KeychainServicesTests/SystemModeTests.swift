@@ -139,6 +139,8 @@ final class SystemDaemon: @unchecked Sendable {
     let socket: String
     let uid: UInt32
     let daemon: KeychaindProcess
+    /// Who answers keychaind's prompts.
+    let person: ApprovingPerson
 
     init(ptrace: Bool = true, arguments: [String] = []) throws {
         let gid: UInt32
@@ -154,7 +156,9 @@ final class SystemDaemon: @unchecked Sendable {
         socket = folder + "/run/keychaind.sock"
         var prefix = ["/usr/bin/setpriv"] + Self.asSystemUser(uid, gid)
         if !ptrace { prefix = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups"] }
-        daemon = try KeychaindProcess(socketPath: socket, environment: ["PATH": "/usr/bin:/bin"],
+        // The person at the machine approves what keychaind asks (the admin tool reading a secret, a setting).
+        person = try ApprovingPerson(in: folder + "/person")
+        daemon = try KeychaindProcess(socketPath: socket, environment: ["PATH": "/usr/bin:/bin"].merging(person.environment) { $1 },
                                       arguments: ["--system", "--state-directory", state] + arguments, commandPrefix: prefix)
     }
 

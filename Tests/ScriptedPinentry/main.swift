@@ -4,6 +4,10 @@
 // Environment:
 //   SCRIPTED_PINENTRY_SCRIPT  a file of lines; each start takes (removes) the FIRST line, under an exclusive flock,
 //                             so a test can queue one answer per prompt. A missing or empty file means `cancel`.
+//   SCRIPTED_PINENTRY_DEFAULT a file whose first line (not taken) answers keychaind's approval prompts (titled "Allow
+//                             access to the keychain?" or "Keychain passcode") when the script has no line left: a
+//                             person who approves everything the same way. Any other prompt then answers as
+//                             `nodisplay` (as if no pinentry could be shown). Without the file, `cancel`.
 //   SCRIPTED_PINENTRY_LOG     a file this program appends to: `--- start PID` at each start, then `--- fds N N …`
 //                             (the descriptors it was started with, from /proc/self/fd, its own log and listing
 //                             left out), then every line it receives, exactly as it came on the wire (still
@@ -21,6 +25,8 @@
 //   die           exits at once without answering
 //   flood         answers with one endless `D` line (no LF ever)
 //   flood-lines   answers with endless `D` lines of 900 bytes each
+//   nodisplay     `ERR 83918950 Inappropriate ioctl for device` (what pinentry-curses says with no display and no
+//                 terminal: the prompt cannot be shown)
 // Every other command (SETTITLE, SETDESC, SETPROMPT, SETERROR, SETOK, SETNOTOK, SETCANCEL, SETTIMEOUT, OPTION …)
 // answers `OK`; BYE answers `OK closing connection` and exits. The greeting is `OK Pleased to meet you`.
 #if canImport(Glibc)
@@ -30,7 +36,7 @@ import Musl
 #endif
 
 enum Step: Equatable {
-    case pin([UInt8]), confirm, notok, cancel, hang, die, flood, floodLines
+    case pin([UInt8]), confirm, notok, cancel, hang, die, flood, floodLines, nodisplay
 }
 
 func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
@@ -95,33 +101,58 @@ func escape(_ bytes: [UInt8]) -> [UInt8] {
 
 // MARK: The script
 
-var delay: UInt32 = 0
-var steps: [Step] = [.cancel]
-if var line = takeScriptLine() {
+/// The first line of the SCRIPTED_PINENTRY_DEFAULT file, when there is one.
+func defaultLine() -> [UInt8]? {
+    guard let path = environmentValue("SCRIPTED_PINENTRY_DEFAULT"), let file = fopen(path, "r") else { return nil }
+    defer { fclose(file) }
+    var line: [UInt8] = []
+    while line.count < 4096 {
+        let c = fgetc(file)
+        if c == EOF || c == 0x0A { break }
+        line.append(UInt8(truncatingIfNeeded: c))
+    }
+    return line.isEmpty ? nil : line
+}
+
+/// The steps a script line gives, and the delay before each answer.
+func parse(_ raw: [UInt8]) -> (steps: [Step], delay: UInt32) {
+    var line = raw
     if line.last == UInt8(ascii: "\r") { line.removeLast() }
     var text = String(decoding: line, as: UTF8.self)
+    var delay: UInt32 = 0
     if text.hasPrefix("after ") {
         let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
         if parts.count >= 2, let milliseconds = UInt32(parts[1]) { delay = milliseconds }
         text = parts.count == 3 ? String(parts[2]) : ""
     }
     if text.hasPrefix("pin ") || text == "pin" {
-        steps = [.pin(Array(text.utf8.dropFirst(4)))]
-    } else {
-        let words: [Step] = text.split(separator: " ").map { word in
-            switch word {
-            case "confirm": .confirm
-            case "notok": .notok
-            case "hang": .hang
-            case "die": .die
-            case "flood": .flood
-            case "flood-lines": .floodLines
-            default: .cancel
-            }
-        }
-        if !words.isEmpty { steps = words }
+        return ([.pin(Array(text.utf8.dropFirst(4)))], delay)
     }
+    let words: [Step] = text.split(separator: " ").map { word in
+        switch word {
+        case "confirm": .confirm
+        case "notok": .notok
+        case "hang": .hang
+        case "die": .die
+        case "flood": .flood
+        case "flood-lines": .floodLines
+        case "nodisplay": .nodisplay
+        default: .cancel
+        }
+    }
+    return (words.isEmpty ? [.cancel] : words, delay)
 }
+
+var delay: UInt32 = 0
+var steps: [Step] = [.cancel]
+/// The standing answer, used at the first question when no script line was taken (decided by the title then).
+var standing: [UInt8]?
+if let line = takeScriptLine() {
+    (steps, delay) = parse(line)
+} else {
+    standing = defaultLine()
+}
+var title = ""
 
 /// The descriptors open now, apart from the log's and the listing's own.
 func inheritedDescriptors() -> [Int32] {
@@ -142,6 +173,10 @@ reply("OK Pleased to meet you")
 
 var asked = 0
 @MainActor func answer(getpin: Bool) {
+    if asked == 0, let line = standing {
+        let approval = title.hasPrefix("Allow access to the keychain?") || title.hasPrefix("Keychain passcode")
+        if approval { (steps, delay) = parse(line) } else { steps = [.nodisplay] }
+    }
     let step = steps[min(asked, steps.count - 1)]
     asked += 1
     if delay > 0 { usleep(delay * 1000) }
@@ -163,6 +198,8 @@ var asked = 0
         writeAll(1, Array("D ".utf8))
         let chunk = [UInt8](repeating: UInt8(ascii: "A"), count: 4096)
         while true { writeAll(1, chunk) }
+    case .nodisplay:
+        reply("ERR 83918950 Inappropriate ioctl for device <Pinentry>")
     case .floodLines:
         let line = Array("D ".utf8) + [UInt8](repeating: UInt8(ascii: "A"), count: 898) + [UInt8(ascii: "\n")]
         while true { writeAll(1, line) }
@@ -187,6 +224,9 @@ while true {
             answer(getpin: true)
         case "CONFIRM":
             answer(getpin: false)
+        case "SETTITLE":
+            title = String(decoding: line.dropFirst(9), as: UTF8.self)
+            reply("OK")
         default:
             reply("OK")
         }

@@ -13,9 +13,30 @@ import Glibc
 typealias SandboxDaemon = KeychaindProcess
 
 extension KeychaindProcess {
-    /// keychaind for the sandbox's keychain.
+    /// keychaind for the sandbox's keychain, with a person at the machine who approves what keychaind asks
+    /// (``Sandbox/daemonEnvironment()``).
     convenience init(_ kc: Sandbox) throws {
-        try self.init(socketPath: kc.root + "/d.sock", environment: kc.environment([:]))
+        try self.init(socketPath: kc.root + "/d.sock", environment: kc.daemonEnvironment())
+    }
+}
+
+extension Sandbox {
+    /// The environment of a keychaind serving this sandbox: its keychain, and a person at the machine who approves
+    /// every request keychaind asks them about (``ApprovingPerson``, answering `confirm`: Allow and Always allow; a
+    /// test whose keychain has a passcode makes them give it with ``personKnowsPasscode(_:)``). Lines queued in
+    /// `<root>/pinentry-script/script` answer first, and every start is logged in `<root>/pinentry-script/log` (as
+    /// `PresenceToolTests.Pinentry` reads them).
+    func daemonEnvironment() throws -> [String: String] {
+        let folder = root + "/pinentry-script"
+        let person = try ApprovingPerson(in: root + "/person", answer: FileManager.default.fileExists(atPath: root + "/person/person") ? nil : "confirm",
+                                         script: folder + "/script", log: folder + "/log")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return environment([:]).merging(person.environment) { $1 }
+    }
+
+    /// The approving person gives `passcode` when keychaind asks for it after an approval.
+    func personKnowsPasscode(_ passcode: String) throws {
+        try "pin \(passcode)\n".write(toFile: root + "/person/person", atomically: true, encoding: .utf8)
     }
 }
 
@@ -63,7 +84,7 @@ struct DaemonToolTests {
 
     /// The keychaind refusal printed when the tool has no terminal to ask for the passcode on.
     static let noTerminalForDaemon = "security: SecKeychainUnlock default: User interaction is not allowed.\n"
-        + "security: There is no terminal to ask on. keychaind lets the security tool manage the keychain only after it gives the keychain's passcode; run the command from a terminal to be asked for it.\n"
+        + "security: There is no terminal to ask on. The keychain is locked; run the command from a terminal to be asked for the keychain's passcode, or unlock it with `security unlock-keychain`.\n"
 
     @Test func daemonStatusRunningAndNotRunning() throws {
         try withKeychain { kc in
@@ -248,7 +269,7 @@ struct DaemonToolTests {
         }
     }
 
-    @Test("with a passcode, keychaind lets the tool manage the registry only after it gives the passcode",
+    @Test("with a passcode, registering needs the person, who gives the passcode to keychaind's prompt, never to the tool",
           .enabled(if: hasScript, "needs script(1) for a terminal"))
     func passcodeGatesTheDaemonsRegistry() throws {
         try withKeychain { kc in
@@ -259,33 +280,30 @@ struct DaemonToolTests {
             let env = daemon.environment
             #expect(try kc.run(["daemon", "status"], environment: env).stdout.contains("\nlock state: before first unlock\n"))
 
-            // No terminal to ask on: the tool fails at once, as it does for a locked item.
-            let refused = try kc.run(["app", "list"], environment: env, detached: true)
+            // Locked, and no terminal to ask on: the tool fails at once, as it does for a locked item.
+            let refused = try kc.run(["app", "add", "-g", "TEAM.a", appA], environment: env, detached: true)
             #expect(refused.status == 36)
             #expect(refused.stdout == "")
             #expect(refused.stderr == Self.noTerminalForDaemon)
 
             // A wrong passcode on the terminal is refused by the daemon.
-            let wrong = try kc.onTerminal(["app", "list"], typing: "0000\n", environment: env)
+            let wrong = try kc.onTerminal(["app", "add", "-g", "TEAM.a", appA], typing: "0000\n", environment: env)
             #expect(wrong.status == 51)
             #expect(wrong.stdout.contains("password to unlock default: "))
             #expect(wrong.stdout.contains("security: SecKeychainUnlock default: The user name or passphrase you entered is not correct.\r\n"))
             #expect(!wrong.stdout.contains(lineA))
 
-            // The right one: the tool unlocks through its connection and runs the verb again.
-            let added = try kc.onTerminal(["app", "add", "-g", "TEAM.a", appA], typing: "correct-horse-7\n", environment: env)
-            #expect(added.status == 0, "\(added.stdout)")
-            #expect(added.stdout.contains("password to unlock default: "))
-            #expect(added.stdout.hasSuffix("registered \(lineA)\r\n"))
-            let listed = try kc.onTerminal(["app", "list"], typing: "correct-horse-7\n", environment: env)
-            #expect(listed.status == 0)
-            #expect(listed.stdout.hasSuffix("password to unlock default: \r\n\(lineA)\r\n"))
-            #expect(try kc.run(["daemon", "status"], environment: env).stdout.contains("\nlock state: unlocked\n"))
-
-            // Every connection must give the passcode, even with the daemon unlocked.
-            let again = try kc.run(["app", "list"], environment: env, detached: true)
-            #expect(again.status == 36)
-            #expect(again.stderr == Self.noTerminalForDaemon)
+            // Unlocked, registering still needs the person: they allow it in keychaind's prompt and give the passcode
+            // there; a person who gives the wrong one registers nothing.
+            #expect(try kc.run(["unlock-keychain", "-p", "correct-horse-7"], environment: env).status == 0)
+            let guessed = try kc.run(["app", "add", "-g", "TEAM.a", appA], environment: env, detached: true)
+            #expect(guessed.status == 51, "\(guessed.stderr)")
+            #expect(!(try kc.run(["app", "list"], environment: env).stdout.contains(lineA)))
+            try kc.personKnowsPasscode("correct-horse-7")
+            let added = try kc.run(["app", "add", "-g", "TEAM.a", appA], environment: env, detached: true)
+            #expect(added.status == 0, "\(added.stderr)")
+            #expect(added.stdout.hasSuffix("registered \(lineA)\n"))
+            #expect(try kc.run(["app", "list"], environment: env).stdout == lineA + "\n")
             // The registered program uses its group while the daemon is unlocked.
             #expect(try kc.launch(appA, ["add", "acct", "svc", "s3cret"], environment: env).stdout == "status=0\n")
             #expect(try kc.launch(appA, ["find", "acct", "svc"], environment: env).stdout == "status=0\ndata=s3cret\nagrp=TEAM.a\n")
@@ -392,13 +410,15 @@ struct DaemonToolTests {
             #expect(try kc.run(["unlock-keychain", "-p", "pw-3"], environment: env).status == 0)
             let app = try kc.program("app")
             #expect(try kc.launch(app, ["add", "acct", "svc", "app-secret"], environment: env).stdout == "status=0\n")
-            // The daemon is unlocked, yet the admin tool reads other programs' items only with the passcode.
+            // The daemon is unlocked, yet the admin tool reads another program's secret only with the person's
+            // approval, given with the passcode in keychaind's prompt (the person first answers with a wrong one).
             let refused = try kc.run(["find-generic-password", "-a", "acct", "-s", "svc", "-w"], environment: env, detached: true)
-            #expect(refused.status == 36)
+            #expect(refused.status == 51, "\(refused.stderr)")
             #expect(refused.stdout == "")
-            let shown = try kc.onTerminal(["find-generic-password", "-a", "acct", "-s", "svc", "-w"], typing: "pw-3\n", environment: env)
-            #expect(shown.status == 0)
-            #expect(shown.stdout.hasSuffix("password to unlock default: \r\napp-secret\r\n"))
+            try kc.personKnowsPasscode("pw-3")
+            let shown = try kc.run(["find-generic-password", "-a", "acct", "-s", "svc", "-w"], environment: env, detached: true)
+            #expect(shown.status == 0, "\(shown.stderr)")
+            #expect(shown.stdout == "app-secret\n", "the tool asked for nothing itself")
             #expect(daemon.stop() == 0)
         }
     }

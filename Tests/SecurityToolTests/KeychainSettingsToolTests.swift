@@ -74,8 +74,10 @@ struct KeychainSettingsToolTests {
             func status() throws -> String { try kc.run(["daemon", "status"], environment: env).stdout }
             #expect(try status().contains("\nlock state: unlocked\n"))
             // The daemon started with its 600 s default; the settings shorten it while it runs. The tool reaches the
-            // daemon through the keychain's folder (keychaind.serves) and gives it the passcode.
-            let changed = try kc.onTerminal(["set-keychain-settings", "-t", "1"], typing: "pw-1\n")
+            // daemon through the keychain's folder (keychaind.serves); the person approves the change in keychaind's
+            // prompt, with the passcode.
+            try kc.personKnowsPasscode("pw-1")
+            let changed = try kc.onTerminal(["set-keychain-settings", "-t", "1"], typing: "")
             #expect(changed.status == 0, "\(changed.stdout)")
             // `daemon status` is itself a request (it resets the idle clock): ask once, after the quiet spell.
             usleep(2_500_000)

@@ -34,25 +34,29 @@ import Testing
             // Settings of macOS's own change without losing the prompt settings.
             try kc.succeed(["set-keychain-settings", "-t", "3600"])
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "vault", "-w", "s3cret", "--access-control", "devicePasscode"])
-            try pinentry.queue("cancel", "confirm", "cancel", "confirm")
-
+            // Through keychaind the person approved both settings changes too (a start each, answered "always"), and
+            // approves the backup below before its proof is asked for (one more answer).
+            let approvals = mode == .keychaind ? 1 : 0
+            try pinentry.queue("cancel", "confirm", "cancel", "confirm", mode == .keychaind ? "confirm" : "")
             let cancelled = try kc.run(["find-generic-password", "-a", "alice", "-s", "vault", "-w"], detached: true)
             #expect(cancelled.status == 128) // errSecUserCanceled's low byte
             #expect(cancelled.stdout == "")
             let shown = try kc.run(["find-generic-password", "-a", "alice", "-s", "vault", "-w"], detached: true)
             #expect(shown.status == 0)
             #expect(shown.stdout == "s3cret\n")
-            #expect(pinentry.starts == 2)
+            #expect(pinentry.starts == 2 + 2 * approvals)
             #expect(pinentry.log.contains("security"))
 
-            // A backup holds the secret (sealed under the backup password): it needs the same proof.
+            // A backup holds the secret (sealed under the backup password): it needs the same proof (through
+            // keychaind, after the person approves the backup itself: the cancel ends that approval, then a confirm
+            // gives it and another the proof).
             let file = kc.root + "/protected.backup"
             let refused = try kc.run(["backup-keychain", "-o", file, "-P", "backup pw"], detached: true)
             #expect(refused.status == 128)
             #expect(!FileManager.default.fileExists(atPath: file))
             let backup = try kc.run(["backup-keychain", "-o", file, "-P", "backup pw"], detached: true)
             #expect(backup.status == 0)
-            #expect(pinentry.starts == 4)
+            #expect(pinentry.starts == 4 + 3 * approvals)
         }
     }
 

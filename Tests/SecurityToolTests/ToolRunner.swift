@@ -87,7 +87,7 @@ func withKeychain(_ mode: ToolMode = .inProcess, _ body: (Sandbox) throws -> Voi
     var sandbox = try Sandbox()
     defer { sandbox.remove() }
     guard mode == .keychaind else { return try body(sandbox) }
-    let daemon = try KeychaindProcess(socketPath: sandbox.root + "/d.sock", environment: sandbox.environment([:]))
+    let daemon = try KeychaindProcess(socketPath: sandbox.root + "/d.sock", environment: sandbox.daemonEnvironment())
     defer { daemon.stop() }
     sandbox.shared = daemon.environment
     try body(sandbox)

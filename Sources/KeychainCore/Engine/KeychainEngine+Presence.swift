@@ -47,7 +47,7 @@ extension KeychainEngine {
     }
 
     /// What to call an item in a prompt: its label, else its service or server, else its account, else its class.
-    static func promptName(_ attributes: [String: AttributeValue]) -> String {
+    package static func promptName(_ attributes: [String: AttributeValue]) -> String {
         for code in ["labl", "svce", "srvr", "acct"] {
             if let text = attributes[code]?.stringValue, !text.isEmpty { return String(text.prefix(200)) }
         }

@@ -68,21 +68,12 @@ package final class Authority: Sendable {
         return Session(identity: identity, isAdminTool: admin, keychain: keychain)
     }
 
-    /// Whether the session may manage the keychain (passcode, backup, program registry): the admin tool,
-    /// after giving the passcode when one is set.
+    /// Whether the session may manage the keychain (passcode, backup, program registry): only the admin tool, and
+    /// then what changes the keychain still needs the person's approval (``RequestDispatcher/approve(_:session:engine:)``).
     func requireAdmin(_ session: Session, for action: String) throws(KeychainError) {
         guard session.isAdminTool else {
             throw KeychainError(code: .missingEntitlement, message: "Only the security tool may \(action) through keychaind; \(session.identity) may not.")
         }
-        guard session.engine.lockState == .noPasscode || session.authenticated else {
-            throw KeychainError(code: .interactionNotAllowed, message: "The security tool must give the keychain's passcode to \(action). Run it from a terminal to be asked for the passcode.")
-        }
-    }
-
-    /// Whether the session is the admin tool acting, for now, in its own access group only: a passcode is set and it
-    /// has not given it on this connection.
-    func needsPasscodeForEveryGroup(_ session: Session) -> Bool {
-        session.isAdminTool && session.engine.lockState != .noPasscode && !session.authenticated
     }
 
     /// The access groups a call may use, given what the caller claims (nil: everything it has).
@@ -97,17 +88,9 @@ package final class Authority: Sendable {
 
     private func groupPolicy(for session: Session, claim: [String]?) throws(KeychainError) -> AccessPolicy {
         if session.isAdminTool {
-            guard needsPasscodeForEveryGroup(session) else {
-                return AccessPolicy(groups: claim ?? [session.identity.privateGroup, "*"])
-            }
-            // Before it gives the passcode on its connection, the admin tool is a program like any other: its own
-            // items (its private group) need nothing more while the keychain is unlocked; another group needs the
-            // passcode (the tool then asks for it on the terminal and sends it).
-            let own = session.identity.privateGroup
-            if let claim, claim.contains(where: { $0 != own && $0 != "*" }) {
-                try requireAdmin(session, for: "use another program's access group")
-            }
-            return AccessPolicy(groups: [own])
+            // Every group, but another program's secrets, changes and new items each need the person's approval
+            // (RequestDispatcher+Approval).
+            return AccessPolicy(groups: claim ?? [session.identity.privateGroup, "*"])
         }
         let allowed = try registeredGroups(session)
         guard let claim else { return AccessPolicy(groups: allowed) }

@@ -1,15 +1,14 @@
 import KeychainCore
-import Synchronization
 
 /// One connection's peer, as the kernel identified it when it connected, and what it has proved since.
 package final class Session: Sendable {
     package let identity: PeerIdentity
     /// The `security` tool installed beside this keychaind (same folder, same contents as at start-up):
-    /// the user's own admin tool, which may use every access group once it has given the passcode.
+    /// the user's own admin tool, which may reach every access group and manage the keychain, each time with the
+    /// person's approval (``RequestDispatcher/approve(_:session:engine:)``).
     package let isAdminTool: Bool
     /// The keychain this connection's requests use: its user's (``ServedKeychains``).
     package let keychain: ServedKeychain
-    private let passcodeGiven = Atomic<Bool>(false)
 
     package init(identity: PeerIdentity, isAdminTool: Bool, keychain: ServedKeychain) {
         self.identity = identity
@@ -20,7 +19,4 @@ package final class Session: Sendable {
     /// The engine of this connection's keychain.
     package var engine: KeychainEngine { keychain.engine }
 
-    /// Whether this connection has given the keychain's passcode.
-    var authenticated: Bool { passcodeGiven.load(ordering: .acquiring) }
-    func markAuthenticated() { passcodeGiven.store(true, ordering: .releasing) }
 }
