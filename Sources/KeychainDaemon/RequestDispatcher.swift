@@ -136,7 +136,7 @@ package struct RequestDispatcher: Sendable {
             let chosen = try target()
             let current = (try? KeychainSettings.load(chosen.location)) ?? nil
             try settings.validate(replacing: current)
-            if settings != current {
+            if settings != current ?? KeychainSettings() {
                 try approve(.settings(settings, replacing: current), session: session, engine: engine)
             }
             try settings.save(chosen.location)

@@ -14,7 +14,7 @@ struct SyncToolTests {
         init(_ mode: ToolMode) throws {
             sandbox = try Sandbox()
             if mode == .keychaind {
-                let daemon = try KeychaindProcess(socketPath: sandbox.root + "/d.sock", environment: sandbox.environment([:]))
+                let daemon = try KeychaindProcess(socketPath: sandbox.root + "/d.sock", environment: sandbox.daemonEnvironment())
                 sandbox.shared = daemon.environment
                 self.daemon = daemon
             } else {

@@ -90,7 +90,8 @@ extension RequestDispatcher {
     /// |---|---|
     /// | `always` remembered | allowed, no prompt |
     /// | `deny` remembered | `errSecAuthFailed`, no prompt |
-    /// | Allow once / Always allow (then the passcode, when one is set) | allowed; `always` remembered |
+    /// | Allow once (then the passcode, when one is set) | allowed; nothing remembered |
+    /// | Always allow (then the passcode, when one is set) | allowed; `always` remembered |
     /// | Deny | `errSecAuthFailed`, remembered |
     /// | a wrong passcode | `errSecAuthFailed`, nothing remembered (counted by the passcode throttle) |
     /// | cancelled, timed out | `errSecUserCanceled`, nothing remembered |
