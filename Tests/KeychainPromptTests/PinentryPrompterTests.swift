@@ -287,7 +287,7 @@ struct PinentryChoiceTests {
         #expect(reason.contains("is not an installed pinentry"))
         #expect(InstalledPinentry.refusal("/tmp/x")?.contains("is not an installed pinentry") == true)
         #expect(InstalledPinentry.refusal("pinentry-curses")?.contains("not an absolute path") == true)
-        #expect(throws: KeychainError.self) { try KeychainSettings(pinentryProgram: evil).validate(replacing: nil) }
+        #expect { try KeychainSettings(pinentryProgram: evil).validate(replacing: nil) } throws: { ($0 as? KeychainError)?.code == .invalidParameter }
         // A setting already there passes a change of another setting (it is checked again at every prompt).
         try KeychainSettings(idleTimeout: 5, pinentryProgram: evil).validate(replacing: KeychainSettings(pinentryProgram: evil))
     }

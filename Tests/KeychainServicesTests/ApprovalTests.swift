@@ -126,7 +126,8 @@ final class DaemonPinentry: @unchecked Sendable {
         #expect(daemon.stop() == 0)
         let decisions = try victim.fixture.engine.consents()
         #expect(decisions.map(\.verdict).sorted { $0.rawValue < $1.rawValue } == [.always, .deny])
-        #expect(decisions.allSatisfy { $0.programIsNamed(try! BuiltProducts.path(of: "security")) })
+        let security = try BuiltProducts.path(of: "security")
+        #expect(decisions.allSatisfy { $0.programIsNamed(security) })
     }
 
     /// With a passcode set, the trusted prompt asks for it after "Allow": a wrong one allows nothing and remembers
