@@ -78,25 +78,25 @@ package struct RequestDispatcher: Sendable {
         let readOnlyTarget = names.flatMap { $0.count == 1 ? $0.first : nil }
         switch request {
         case .add(let query, let claim):
-            let policy = try authority.policy(for: session, claim: claim)
+            let policy = try itemPolicy(for: session, claim: claim)
             if session.isAdminTool, let group = query.accessGroup ?? policy.groups.first, group != session.identity.privateGroup {
                 try approve(.add(to: group), session: session, engine: engine)
             }
             return .item(try engine.addRouted(routed(query), caller: policy).leavingEngine().trimmed(to: query.returns))
         case .find(let query, let claim):
-            let found = try engine.findRouted(routed(query), caller: authority.policy(for: session, claim: claim))
+            let found = try engine.findRouted(routed(query), caller: itemPolicy(for: session, claim: claim))
             return .items(try approvedReads(found, session: session, engine: engine).map { $0.trimmed(to: query.returns) })
         case .update(let query, let changes, let claim):
-            let policy = try authority.policy(for: session, claim: claim)
+            let policy = try itemPolicy(for: session, claim: claim)
             try approveChanges(routed(query), session: session, engine: engine, policy: policy)
             try engine.updateRouted(routed(query), attributes: changes.attributes, sync: changes.sync, data: changes.data, caller: policy)
             return .done
         case .delete(let query, let claim):
-            let policy = try authority.policy(for: session, claim: claim)
+            let policy = try itemPolicy(for: session, claim: claim)
             try approveChanges(routed(query), session: session, engine: engine, policy: policy)
             return .count(try engine.deleteRouted(routed(query), caller: policy))
         case .tokenKey(let tokenRequest, let claim, let authentication):
-            let policy = try authority.policy(for: session, claim: claim)
+            let policy = try itemPolicy(for: session, claim: claim)
             try approveTokenKey(tokenRequest, keychains: names ?? tokenRequest.keychains, session: session, engine: engine, policy: policy)
             return .tokenKey(try engine.tokenKeyRouted(tokenRequest, keychains: names ?? tokenRequest.keychains,
                                                        caller: policy, authentication: authentication))

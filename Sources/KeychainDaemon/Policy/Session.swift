@@ -1,4 +1,5 @@
 import KeychainCore
+import Synchronization
 
 /// One connection's peer, as the kernel identified it when it connected, and what it has proved since.
 package final class Session: Sendable {
@@ -9,6 +10,9 @@ package final class Session: Sendable {
     package let isAdminTool: Bool
     /// The keychain this connection's requests use: its user's (``ServedKeychains``).
     package let keychain: ServedKeychain
+    /// Whether the program was confirmed as the one its private group belongs to (``RequestDispatcher/confirmOwnGroup(_:)``),
+    /// which is checked once per connection.
+    let ownGroupConfirmed = Mutex(false)
 
     package init(identity: PeerIdentity, isAdminTool: Bool, keychain: ServedKeychain) {
         self.identity = identity
