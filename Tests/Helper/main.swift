@@ -41,6 +41,8 @@
 //                                                               succeeded (what this process's user may read)
 //   keychain-test-helper find-in-context ACCOUNT SERVICE CONTEXT → finds the data under the authentication context
 //                                                               CONTEXT (32 hex digits): "status=N", "data=…"
+//   keychain-test-helper with-plugin LIBRARY COMMAND …        → loads LIBRARY (as a program loads a plugin its
+//                                                               configuration names), then runs COMMAND
 //   keychain-test-helper latency OP N THREADS [FILE]          → OP (add or find) N times on THREADS threads; prints
 //                                                               "ops/s p50_us p99_us"; FILE gets every sample (µs)
 import Foundation
@@ -51,7 +53,14 @@ import KeychainCore
 
 // Every `print` is flushed at once (line-buffered output), so a parent sees a status before a kill.
 func flushLine(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
-let args = Array(CommandLine.arguments.dropFirst())
+var args = Array(CommandLine.arguments.dropFirst())
+if args.first == "with-plugin", args.count >= 3 {
+    guard dlopen(args[1], RTLD_NOW) != nil else {
+        flushLine("dlopen failed: \(dlerror().map { String(cString: $0) } ?? "")")
+        exit(2)
+    }
+    args.removeFirst(2)
+}
 
 func add(_ account: String, _ service: String, _ secret: String, group: String?) -> OSStatus {
     var query: [String: Any] = [

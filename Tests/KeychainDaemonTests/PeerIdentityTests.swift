@@ -24,8 +24,9 @@ import Crypto
             }
             try FileManager.default.createDirectory(atPath: base + "/attr", withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: base + "/exe", withDestinationPath: exe)
-            // What the kernel shows for an ordinary process: no loader variables, no tracer.
-            let ordinary = ["environ": "HOME=/home/u\u{0}PATH=/usr/bin\u{0}LD_PRELOAD=\u{0}", "status": "Name:\tprog\nTracerPid:\t0\nUid:\t1000\n"]
+            // What the kernel shows for an ordinary process: no loader variables, no tracer, code only from its program.
+            let ordinary = ["environ": "HOME=/home/u\u{0}PATH=/usr/bin\u{0}LD_PRELOAD=\u{0}", "status": "Name:\tprog\nTracerPid:\t0\nUid:\t1000\n",
+                            "maps": "55d0c0000000-55d0c0001000 r-xp 00001000 fe:00 4242                       \(exe)\n"]
             for (name, text) in ordinary.merging(files, uniquingKeysWith: { $1 }) { try Data(text.utf8).write(to: URL(fileURLWithPath: base + "/" + name)) }
         }
     }

@@ -79,6 +79,8 @@ struct ExecutableFile: Equatable {
     var path: String
     var device: UInt64
     var inode: UInt64
+    /// The user the file belongs to.
+    var owner: uid_t
     /// Why the file cannot vouch for the process, or nil.
     var untrusted: String?
 }
@@ -87,6 +89,8 @@ struct ExecutableFile: Equatable {
 /// change time).
 package final class PeerInspector: Sendable {
     private let digests = Mutex<[FileStamp: String]>([:])
+    /// What the processes run code from, judged against what their programs link.
+    private let mappedCode = MappedCode()
     private let proc: String
     private let host: HostNamespaces
     private let runtimeRoot: String
@@ -106,7 +110,8 @@ package final class PeerInspector: Sendable {
     /// The identity of process `pid` running as `uid`. A process that cannot be trusted to run only its program's
     /// code is marked ``PeerIdentity/untrusted``: one started with the dynamic loader told to load other code
     /// (`LD_PRELOAD`, `LD_LIBRARY_PATH`, `LD_AUDIT`), one being traced, one whose executable was deleted or can be
-    /// changed by someone else. A process whose state cannot be read, or that started another program while it was
+    /// changed by someone else, one in namespaces of its own that is no verified sandbox (``sandbox(_:pid:uid:executable:)``),
+    /// one running code from a file its program does not link (``MappedCode``). A process whose state cannot be read, or that started another program while it was
     /// being identified, is refused.
     package func identity(pid: Int32, uid: UInt32) throws(KeychainError) -> PeerIdentity {
         let base = "\(proc)/\(pid)"
@@ -121,6 +126,9 @@ package final class PeerInspector: Sendable {
         let digest = try executableDigest("\(base)/exe")
         let (program, sandboxUntrusted) = try sandbox(base, pid: pid, uid: uid, executable: before.path)
         untrusted = untrusted ?? sandboxUntrusted
+        if untrusted == nil {
+            untrusted = try mappedCode.foreignCode(processFolder: base, pid: pid, executable: before)
+        }
         // The same executable file before and after: the process did not start another program meanwhile.
         guard try executable(base, pid: pid, uid: uid) == before else {
             throw refusal(pid, "it started another program while keychaind identified it")
@@ -199,7 +207,7 @@ package final class PeerInspector: Sendable {
         } else if info.st_uid != 0, info.st_uid != uid {
             untrusted = "its executable \(path) belongs to user \(info.st_uid), who could change it"
         }
-        return ExecutableFile(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino), untrusted: untrusted)
+        return ExecutableFile(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino), owner: info.st_uid, untrusted: untrusted)
     }
 
     /// The loader variable (`LD_PRELOAD`, …) the process was started with, from the environment it started with.

@@ -1,0 +1,164 @@
+import KeychainCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The files a process runs code from (the executable mappings of `/proc/PID/maps`), judged against what its
+/// program links: code put into a running program (a library loaded by a debugger that attached and left, or by
+/// the program's own plugin loading steered elsewhere) makes the process untrusted.
+///
+/// A mapped file is the program's when it is
+/// - its executable;
+/// - a file only root can change (it and every folder above it belong to root and nobody else may write them):
+///   the system's libraries, and the plugins (NSS modules, gconv, Python extensions) installed with them, which
+///   the user cannot have planted;
+/// - or a library in the executable's `DT_NEEDED` closure (``ELFDependencies``: matched by `DT_SONAME` from the
+///   executable outwards) that belongs to root or to the executable's owner and that nobody else may write: the
+///   libraries a program in the user's own folders ships with (a toolchain in the home folder).
+///
+/// Anything else — a library it does not link in a folder the user can write, a deleted file that was not root's, a
+/// memory file (`memfd`) — is code that is not its program's. Verdicts are cached by executable and list of mapped
+/// files, so a program that connects again costs one read of its `maps`.
+final class MappedCode: Sendable {
+    private let verdicts = Mutex<[String: Verdict]>([:])
+    /// The most verdicts kept; past it the cache starts afresh.
+    static let cacheLimit = 1024
+    /// The most bytes of `maps` read (a large program maps a few hundred files: some 50 KB).
+    static let maximumMapsSize = 4 << 20
+
+    struct Verdict: Sendable { var reason: String? }
+
+    /// Why process `pid` (its `/proc` folder `base`) may run code that is not `executable`'s, or nil when every file
+    /// it runs code from is its program's. Throws when `maps` cannot be read.
+    func foreignCode(processFolder base: String, pid: Int32, executable: ExecutableFile) throws(KeychainError) -> String? {
+        guard let maps = readMaps(base) else {
+            throw KeychainError(code: .missingEntitlement, message: "keychaind refuses process \(pid): keychaind cannot read /proc/\(pid)/maps.")
+        }
+        let mapped = MappedCode.executableMappings(maps)
+        let key = executable.path + "\n" + mapped.map(\.path).joined(separator: "\n")
+        if let known = verdicts.withLock({ $0[key] }) { return known.reason }
+        let verdict = Verdict(reason: judge(mapped, executable: executable))
+        verdicts.withLock { cache in
+            if cache.count >= MappedCode.cacheLimit { cache.removeAll() }
+            cache[key] = verdict
+        }
+        return verdict.reason
+    }
+
+    /// The files mapped executable (`x` in the permissions, a file behind them), each once, in the order of `maps`.
+    static func executableMappings(_ maps: [UInt8]) -> [(path: String, inode: UInt64)] {
+        var seen = Set<String>()
+        var found: [(path: String, inode: UInt64)] = []
+        var lineStart = 0
+        while lineStart < maps.count {
+            let lineEnd = maps[lineStart...].firstIndex(of: 0x0a) ?? maps.count
+            defer { lineStart = lineEnd + 1 }
+            // range perms offset dev inode   path
+            var fields: [Range<Int>] = []
+            var cursor = lineStart
+            while fields.count < 5, cursor < lineEnd {
+                while cursor < lineEnd, maps[cursor] == 0x20 { cursor += 1 }
+                let start = cursor
+                while cursor < lineEnd, maps[cursor] != 0x20 { cursor += 1 }
+                if start < cursor { fields.append(start ..< cursor) }
+            }
+            guard fields.count == 5, fields[1].count >= 3, maps[fields[1].lowerBound + 2] == 0x78 else { continue }
+            var inode: UInt64 = 0
+            for byte in maps[fields[4]] {
+                guard byte >= 0x30, byte <= 0x39 else { inode = 0; break }
+                inode = inode &* 10 &+ UInt64(byte - 0x30)
+            }
+            while cursor < lineEnd, maps[cursor] == 0x20 { cursor += 1 }
+            guard inode != 0, cursor < lineEnd else { continue }
+            let path = String(decoding: maps[cursor ..< lineEnd], as: UTF8.self)
+            if seen.insert(path).inserted { found.append((path, inode)) }
+        }
+        return found
+    }
+
+    /// Why the files in `mapped` are not all `executable`'s program's, or nil.
+    func judge(_ mapped: [(path: String, inode: UInt64)], executable: ExecutableFile) -> String? {
+        struct Candidate {
+            var path: String
+            var dependencies: ELFDependencies
+            var accepted = false
+        }
+        var candidates: [Candidate] = []
+        for (path, inode) in mapped where path != executable.path {
+            if path.hasPrefix("/memfd:") || !path.hasPrefix("/") {
+                return "it runs code from a file in memory (\(path)), not from its program's files"
+            }
+            var file = path
+            let deleted = file.hasSuffix(" (deleted)")
+            if deleted { file.removeLast(" (deleted)".count) }
+            if InstalledPinentry.changeableByOthers(file, owners: [0], executable: false) == nil { continue }
+            if deleted {
+                return "it runs code from \(file), deleted since, which someone other than root could have put there"
+            }
+            let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+            guard fd >= 0 else { return "it runs code from \(file), which keychaind cannot examine" }
+            defer { close(fd) }
+            var info = stat()
+            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, UInt64(info.st_ino) == inode else {
+                return "it runs code from \(file), which was replaced since it was loaded"
+            }
+            guard info.st_uid == 0 || info.st_uid == executable.owner, info.st_mode & 0o022 == 0 else {
+                return "it runs code from \(file), which user \(info.st_uid) or others can change"
+            }
+            candidates.append(Candidate(path: file, dependencies: ELFDependencies(descriptor: fd) ?? ELFDependencies(soname: nil, needed: [])))
+        }
+        guard !candidates.isEmpty else { return nil }
+        // The executable's DT_NEEDED closure among the mapped files, by name, from the executable outwards.
+        let own = open(executable.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        var needed = Set<String>()
+        if own >= 0 {
+            needed.formUnion(ELFDependencies(descriptor: own)?.needed ?? [])
+            close(own)
+        }
+        var grew = true
+        while grew {
+            grew = false
+            for index in candidates.indices where !candidates[index].accepted {
+                let name = candidates[index].dependencies.soname ?? String(candidates[index].path.split(separator: "/").last ?? "")
+                if needed.contains(name) {
+                    candidates[index].accepted = true
+                    needed.formUnion(candidates[index].dependencies.needed)
+                    grew = true
+                }
+            }
+        }
+        if let stranger = candidates.first(where: { !$0.accepted }) {
+            return "it has loaded \(stranger.path), which its program does not link and which someone other than root can change"
+        }
+        return nil
+    }
+
+    /// The bytes of `base/maps` (nil when it cannot be read, or is larger than ``maximumMapsSize``).
+    func readMaps(_ base: String) -> [UInt8]? {
+        let fd = open(base + "/maps", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 64 << 10)
+        var filled = 0
+        while true {
+            if filled == bytes.count {
+                guard bytes.count < MappedCode.maximumMapsSize else { return nil }
+                bytes.append(contentsOf: repeatElement(0, count: bytes.count))
+            }
+            let n = bytes.withUnsafeMutableBytes { buffer -> Int in
+                guard let start = buffer.baseAddress else { return -1 }
+                return read(fd, start + filled, buffer.count - filled)
+            }
+            if n < 0, errno == EINTR { continue }
+            if n < 0 { return nil }
+            if n == 0 { break }
+            filled += n
+        }
+        bytes.removeSubrange(filled...)
+        return bytes
+    }
+}
