@@ -8,38 +8,8 @@ import Glibc
 #endif
 
 /// A scripted pinentry for a keychaind, named by `KEYCHAIN_PINENTRY` in keychaind's own environment (a setting may
-/// only name an installed pinentry): each prompt takes the next queued line (none: cancel).
-final class DaemonPinentry: @unchecked Sendable {
-    let folder: String
-    var program: String { folder + "/pinentry" }
-    private var script: String { folder + "/script" }
-    private var logPath: String { folder + "/log" }
-
-    init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("approve-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        try writeExecutable(Data("""
-            #!/bin/sh
-            SCRIPTED_PINENTRY_SCRIPT='\(script)' SCRIPTED_PINENTRY_LOG='\(logPath)' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'
-
-            """.utf8), to: program)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: folder) }
-
-    /// Queues answers, one line per pinentry to come (`confirm`: Allow then Always allow; `confirm notok`: Allow then
-    /// Only this time; `notok`: Deny; `pin TEXT`: TEXT as the passcode; `nodisplay`: the prompt cannot be shown). With
-    /// a passcode set, an approval starts two: the question, then the passcode.
-    func queue(_ lines: String...) throws {
-        let old = (try? String(contentsOfFile: script, encoding: .utf8)) ?? ""
-        try (old + lines.map { $0 + "\n" }.joined()).write(toFile: script, atomically: true, encoding: .utf8)
-    }
-
-    /// Everything the pinentries received.
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-    /// How many pinentries were started.
-    var starts: Int { log.components(separatedBy: "\n").filter { $0.hasPrefix("--- start") }.count }
-}
+/// only name an installed pinentry).
+typealias DaemonPinentry = PinentryScript
 
 /// Reaching another program's items, through keychaind, needs the person, whether or not a passcode is set: the
 /// security tool is no skeleton key. (Exit statuses are the OSStatus's low byte, as macOS's tool gives them:
@@ -180,13 +150,8 @@ final class DaemonPinentry: @unchecked Sendable {
         try requester.run()
         defer { if requester.isRunning { requester.terminate() } }
 
-        var listing = ""
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            listing = try runProgram(security, ["approve"], environment: env).stdout
-            if listing.contains("wants to use your confidential information") { break }
-            usleep(50_000)
-        }
+        #expect(daemon.daemon.waitForOutput(containing: "a request waits for approval"), "\(daemon.output)")
+        let listing = try runProgram(security, ["approve"], environment: env).stdout
         let id = try #require(listing.split(separator: " ").first.flatMap { UInt64($0) }, "the request is listed: \(listing)")
         #expect(listing.contains(security) && listing.contains("stored in \"svc\""), "\(listing)")
 

@@ -16,7 +16,8 @@ private func plainPassword(_ account: String) -> ItemQuery {
 /// the keychain locked asks for the passcode through the keychain's pinentry (the scripted one here), unlocks and is
 /// served; a wrong passcode is asked again up to three times; no prompt when the request forbids one or none can
 /// be shown.
-@Suite struct LockedKeychainPromptTests {
+@Suite(.enabled(if: settingsMayNameATestPinentry, "a keychain setting names only a pinentry only root can change: the scripted one is, only when the tests run as root"))
+struct LockedKeychainPromptTests {
     /// A keychain with the passcode 1234 and one WhenUnlocked item, served by a real keychaind and locked.
     private func lockedKeychain() throws -> (TestKeychain, ScriptedPrompts, any KeychainConnection) {
         let kc = try TestKeychain(.daemon)

@@ -133,3 +133,74 @@ struct NamespaceAttackTests {
         #expect(daemon.stop() == 0)
     }
 }
+
+/// What a real Flatpak sandbox needs here: bwrap, and the user's runtime folder (where flatpak keeps
+/// `.flatpak/INSTANCE/bwrapinfo.json`) writable by this test.
+enum FlatpakSupport {
+    static let runtimeFolder = "/run/user/\(getuid())"
+
+    static let canSandbox: Bool = {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/bwrap"), access(runtimeFolder, W_OK) == 0 || getuid() == 0,
+              let run = try? ProgramRun.run("/usr/bin/bwrap", ["--unshare-pid", "--ro-bind", "/", "/", "/bin/true"], environment: [:]) else { return false }
+        return run.status == 0
+    }()
+}
+
+/// A sandbox made the way flatpak makes one (bwrap in a PID namespace of its own, `.flatpak-info` bound read-only at
+/// its root, the instance's `bwrapinfo.json` written from bwrap's `--info-fd`) is served as its app: the
+/// verification believes a real sandbox, not only refuses forged ones.
+@Suite(.enabled(if: FlatpakSupport.canSandbox, "needs bubblewrap (`bwrap`), PID namespaces, and a writable /run/user/UID"))
+struct FlatpakSandboxTests {
+    /// Runs `arguments` in a bwrap sandbox of Flatpak instance `instance` of `app`; `sharePIDs` leaves out
+    /// `--unshare-pid` (what no Flatpak sandbox does).
+    func inSandbox(app: String, instance: String, sharePIDs: Bool = false, _ arguments: [String], folder: String,
+                   environment: [String: String]) throws -> ProcessResult {
+        let records = "\(FlatpakSupport.runtimeFolder)/.flatpak/\(instance)"
+        try FileManager.default.createDirectory(atPath: records, withIntermediateDirectories: true)
+        let info = folder + "/flatpak-info-\(instance)"
+        try "[Application]\nname=\(app)\n\n[Instance]\ninstance-id=\(instance)\n".write(toFile: info, atomically: true, encoding: .utf8)
+        // A root of its own showing the host's folders read-only (links as links; /tmp writable, for the socket),
+        // a /proc and /dev of its own, and the `.flatpak-info` on top.
+        var bwrap = sharePIDs ? [] : ["--unshare-pid"]
+        for name in try FileManager.default.contentsOfDirectory(atPath: "/").sorted() where !["proc", "dev", "tmp"].contains(name) {
+            if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/" + name) {
+                bwrap += ["--symlink", target, "/" + name]
+            } else {
+                var isFolder: ObjCBool = false
+                if FileManager.default.fileExists(atPath: "/" + name, isDirectory: &isFolder), isFolder.boolValue {
+                    bwrap += ["--ro-bind", "/" + name, "/" + name]
+                }
+            }
+        }
+        bwrap += ["--bind", "/tmp", "/tmp", "--proc", "/proc", "--dev", "/dev", "--ro-bind-data", "5", "/.flatpak-info", "--info-fd", "6", "--"]
+        let command = (["/usr/bin/bwrap"] + bwrap + arguments).map { "'\($0)'" }.joined(separator: " ")
+        return try ProgramRun.run("/bin/sh", ["-c", "exec \(command) 5<'\(info)' 6>'\(records)/bwrapinfo.json'"], environment: environment, timeout: 120)
+    }
+
+    @Test func aRealSandboxIsServedAsItsAppAndOneSharingTheHostsPIDsIsNot() throws {
+        let f = try DaemonFixture()
+        let program = try f.program("flatpak-app")
+        let instance = "\(UInt32.random(in: 1_000_000 ... 999_999_999))"
+        defer { try? FileManager.default.removeItem(atPath: "\(FlatpakSupport.runtimeFolder)/.flatpak/\(instance)") }
+        try f.engine.updateAppRegistry {
+            $0.register(AppRegistration(program: .flatpak("org.example.Real"), applicationIdentifier: nil, accessGroups: ["TEAM.flat"]))
+        }
+        _ = try InProcessKeychain(engine: f.engine, caller: AccessPolicy(groups: ["TEAM.flat"]))
+            .secItemAdd(["class": .string("genp"), "acct": .string("x"), "svce": .string("svc"), "v_Data": .data(Data("secret-f".utf8))])
+        let daemon = try DaemonProcess(home: f.home)
+        let env = try f.environment(daemon)
+
+        let served = try inSandbox(app: "org.example.Real", instance: instance, [program, "find", "x", "svc"], folder: f.folder, environment: env)
+        #expect(served.stdout == "status=0\ndata=secret-f\nagrp=TEAM.flat\n", "\(served.stdout)\(served.stderr)\(daemon.output)")
+        let status = try inSandbox(app: "org.example.Real", instance: instance, [try BuiltProducts.path(of: "security"), "daemon", "status"],
+                                   folder: f.folder, environment: env)
+        #expect(status.stdout.contains("caller: flatpak org.example.Real"), "\(status.stdout)")
+
+        // The same files in the host's PID namespace: not a Flatpak sandbox.
+        let shared = try inSandbox(app: "org.example.Real", instance: instance, sharePIDs: true, [program, "find", "x", "svc", "TEAM.flat"],
+                                   folder: f.folder, environment: env)
+        #expect(shared.stdout.hasPrefix("status=-34018\n"), "\(shared.stdout)\(shared.stderr)")
+        #expect(daemon.output.contains("shares the host's PID namespace"), "\(daemon.output)")
+        #expect(daemon.stop() == 0)
+    }
+}

@@ -5,39 +5,26 @@ import KeychainClient
 import KeychainProtocol
 @testable import KeychainCore
 
-/// Prompts answered by the scripted pinentry (Tests/ScriptedPinentry), for one keychain: a wrapper script named in
-/// the keychain's settings runs it with this test's script and log, so keychaind and the test process (in-process
-/// mode) start the same program, and tests running side by side never share a script.
+/// Prompts answered by a scripted pinentry (``PinentryScript``) named in one keychain's settings, so keychaind and
+/// the test process (in-process mode) start the same program.
 final class ScriptedPrompts: @unchecked Sendable {
-    let folder: String
-    var script: String { folder + "/script" }
-    var logPath: String { folder + "/log" }
+    let pinentry: PinentryScript
+    var logPath: String { pinentry.logPath }
 
     init(_ keychain: TestKeychain, timeout: Int? = nil) throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("pinentry-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let wrapper = folder + "/pinentry"
-        let text = """
-        #!/bin/sh
-        SCRIPTED_PINENTRY_SCRIPT='\(script)' SCRIPTED_PINENTRY_LOG='\(logPath)' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'
-
-        """
-        try writeExecutable(Data(text.utf8), to: wrapper)
-        try KeychainSettings(pinentryProgram: wrapper, promptTimeout: timeout).save(keychain.engine.location)
+        pinentry = try PinentryScript()
+        try KeychainSettings(pinentryProgram: pinentry.program, promptTimeout: timeout).save(keychain.engine.location)
     }
-
-    deinit { try? FileManager.default.removeItem(atPath: folder) }
 
     /// Queues answers, one line per prompt to come.
     func queue(_ lines: String...) throws {
-        let old = (try? String(contentsOfFile: script, encoding: .utf8)) ?? ""
-        try (old + lines.map { $0 + "\n" }.joined()).write(toFile: script, atomically: true, encoding: .utf8)
+        for line in lines { try pinentry.queue(line) }
     }
 
     /// Everything the pinentry received, every start included.
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    var log: String { pinentry.log }
     /// How many pinentries were started.
-    var starts: Int { log.components(separatedBy: "\n").filter { $0.hasPrefix("--- start") }.count }
+    var starts: Int { pinentry.starts }
 }
 
 extension TestKeychain {
@@ -74,7 +61,8 @@ func dataQuery(_ account: String, ui: AuthenticationUI = .allow, context: Authen
 
 /// User presence, end to end: a protected item's secret is released only after the scripted pinentry answers, in
 /// the engine opened here and through a real keychaind, and never by any other request shape.
-@Suite struct PresenceTests {
+@Suite(.enabled(if: settingsMayNameATestPinentry, "a keychain setting names only a pinentry only root can change: the scripted one is, only when the tests run as root"))
+struct PresenceTests {
     @Test(arguments: Backend.allCases)
     func aConfirmationReleasesTheSecretAndACancelDoesNot(_ backend: Backend) throws {
         let kc = try TestKeychain(backend)

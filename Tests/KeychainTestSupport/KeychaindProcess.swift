@@ -44,6 +44,11 @@ public final class KeychaindProcess: @unchecked Sendable {
     /// What the daemon wrote to stderr so far.
     public var output: String { log.text }
 
+    /// Waits up to `timeout` for keychaind to write `text` to its log; false when it did not.
+    public func waitForOutput(containing text: String, timeout: Duration = .seconds(60)) -> Bool {
+        log.waitFor(text, timeout: timeout)
+    }
+
     /// The environment that sends a program's keychain calls to this daemon.
     public var environment: [String: String] { ["KEYCHAIN_DAEMON_SOCKET": socketPath] }
 

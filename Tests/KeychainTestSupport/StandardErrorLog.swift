@@ -4,8 +4,9 @@ import Foundation
 /// the process is ready (or ended without saying so). Held apart from the process's wrapper, so that the reading
 /// thread does not keep the wrapper alive (its deinit stops the process).
 final class StandardErrorLog: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NSCondition()
     private var collected = ""
+    private var ended = false
     private let ready = DispatchSemaphore(value: 0)
 
     /// Everything read so far.
@@ -21,6 +22,7 @@ final class StandardErrorLog: @unchecked Sendable {
                 if chunk.isEmpty { break }
                 let text = lock.withLock {
                     collected += String(decoding: chunk, as: UTF8.self)
+                    lock.broadcast()
                     return collected
                 }
                 if !signalled, isReady(text) {
@@ -29,6 +31,21 @@ final class StandardErrorLog: @unchecked Sendable {
                 }
             }
             if !signalled { ready.signal() }
+            lock.withLock {
+                ended = true
+                lock.broadcast()
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for `text` to be written; false when it was not (in time, or before the process ended).
+    func waitFor(_ text: String, timeout: Duration) -> Bool {
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds))
+        return lock.withLock {
+            while !collected.contains(text) {
+                if ended || !lock.wait(until: deadline) { return collected.contains(text) }
+            }
+            return true
         }
     }
 

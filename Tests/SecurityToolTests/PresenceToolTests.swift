@@ -6,38 +6,19 @@ import Testing
 /// settings name (set with `set-keychain-settings --pinentry`), in-process and through keychaind, where keychaind
 /// shows the prompt and names the tool as it identified it.
 @Suite struct PresenceToolTests {
-    /// A wrapper that runs the scripted pinentry with this test's script and log.
-    struct Pinentry {
-        let folder: String
-        var wrapper: String { folder + "/pinentry" }
-        var script: String { folder + "/script" }
-        var log: String { (try? String(contentsOfFile: folder + "/log", encoding: .utf8)) ?? "" }
-        var starts: Int { log.components(separatedBy: "\n").filter { $0.hasPrefix("--- start") }.count }
-
-        init(in root: String) throws {
-            folder = root + "/pinentry-script"
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let text = "#!/bin/sh\nSCRIPTED_PINENTRY_SCRIPT='\(folder)/script' SCRIPTED_PINENTRY_LOG='\(folder)/log' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'\n"
-            try writeExecutable(Data(text.utf8), to: wrapper)
-        }
-
-        func queue(_ lines: String...) throws {
-            try lines.map { $0 + "\n" }.joined().write(toFile: script, atomically: true, encoding: .utf8)
-        }
-    }
-
-    @Test(arguments: ToolMode.allCases)
+    @Test(.enabled(if: settingsMayNameATestPinentry, "a keychain setting names only a pinentry only root can change: the scripted one is, only when the tests run as root"),
+          arguments: ToolMode.allCases)
     func aProtectedItemIsReadAndBackedUpOnlyAfterThePrompt(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
-            let pinentry = try Pinentry(in: kc.root)
-            try kc.succeed(["set-keychain-settings", "--pinentry", pinentry.wrapper, "--prompt-timeout", "20"])
+            let pinentry = try PinentryScript(in: kc.root + "/pinentry-script")
+            try kc.succeed(["set-keychain-settings", "--pinentry", pinentry.program, "--prompt-timeout", "20"])
             // Settings of macOS's own change without losing the prompt settings.
             try kc.succeed(["set-keychain-settings", "-t", "3600"])
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "vault", "-w", "s3cret", "--access-control", "devicePasscode"])
             // Through keychaind the person approved both settings changes too (a start each, answered "always"), and
             // approves the backup below before its proof is asked for (one more answer).
             let approvals = mode == .keychaind ? 1 : 0
-            try pinentry.queue("cancel", "confirm", "cancel", "confirm", mode == .keychaind ? "confirm" : "")
+            try pinentry.replaceQueue("cancel", "confirm", "cancel", "confirm", mode == .keychaind ? "confirm" : "")
             let cancelled = try kc.run(["find-generic-password", "-a", "alice", "-s", "vault", "-w"], detached: true)
             #expect(cancelled.status == 128) // errSecUserCanceled's low byte
             #expect(cancelled.stdout == "")

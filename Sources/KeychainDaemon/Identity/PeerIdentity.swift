@@ -124,9 +124,11 @@ package final class PeerInspector: Sendable {
         case .none: throw refusal(pid, "keychaind cannot read /proc/\(pid)/status")
         }
         let digest = try executableDigest("\(base)/exe")
-        let (program, sandboxUntrusted) = try sandbox(base, pid: pid, uid: uid, executable: before.path)
+        let (program, sandboxUntrusted, onHost) = try sandbox(base, pid: pid, uid: uid, executable: before.path)
         untrusted = untrusted ?? sandboxUntrusted
-        if untrusted == nil {
+        // What a process on the host maps names the host's files. A verified sandbox's paths name its own (a
+        // Flatpak runtime's /usr), which keychaind does not judge: the sandbox is its app ID, proved otherwise.
+        if untrusted == nil, onHost {
             untrusted = try mappedCode.foreignCode(processFolder: base, pid: pid, executable: before)
         }
         // The same executable file before and after: the process did not start another program meanwhile.
@@ -255,35 +257,37 @@ package final class PeerInspector: Sendable {
     /// whatever its creator mounted there (a bind mount of another binary, an overlay on `/etc` with an
     /// `ld.so.preload`): it is a verified Flatpak app (``FlatpakSandbox``), a snap by its AppArmor label in the
     /// host's user namespace, or untrusted. A sandbox whose `/etc/ld.so.preload` is not the host's is untrusted too.
-    func sandbox(_ base: String, pid: Int32, uid: UInt32, executable path: String) throws(KeychainError) -> (PeerIdentity.Program, String?) {
+    ///
+    /// - Returns: the program, why it is untrusted (nil: it is not), and whether it runs in the host's namespaces.
+    func sandbox(_ base: String, pid: Int32, uid: UInt32, executable path: String) throws(KeychainError) -> (PeerIdentity.Program, String?, onHost: Bool) {
         guard let namespaces = ProcessNamespaces(processFolder: base) else {
             throw refusal(pid, "keychaind cannot examine the namespaces in /proc/\(pid)/ns")
         }
         let snap = ProgramName.snapName(processFolder: base)
         if host.isHost(namespaces) {
-            return (snap.map { .snap($0) } ?? .executable(path), nil)
+            return (snap.map { .snap($0) } ?? .executable(path), nil, true)
         }
         let program: PeerIdentity.Program
         switch FlatpakSandbox.verify(processFolder: base, uid: uid, namespaces: namespaces, host: host, runtimeRoot: runtimeRoot, proc: proc) {
         case .success(let sandbox):
             program = .flatpak(sandbox.appID)
         case .failure(.forged(let reason)):
-            return (.executable(path), "it shows a Flatpak sandbox keychaind cannot verify: \(reason)")
+            return (.executable(path), "it shows a Flatpak sandbox keychaind cannot verify: \(reason)", false)
         case .failure(.notFlatpak):
             guard let snap, host.user.contains(namespaces.user) else {
                 return (.executable(path), "it runs in a user or mount namespace of its own, where the path \(path) and its libraries "
-                    + "may be anything its creator mounted, and it is no verified Flatpak app or snap")
+                    + "may be anything its creator mounted, and it is no verified Flatpak app or snap", false)
             }
             program = .snap(snap)
         }
         // A link or anything unreadable there counts as different: the loader would follow it.
         let preload: Data?
         do { preload = try FileSystem.read("\(base)/root/etc/ld.so.preload", followingLinks: false) } catch {
-            return (program, "its /etc/ld.so.preload cannot be read as a plain file, so it may load code that is not its program's")
+            return (program, "its /etc/ld.so.preload cannot be read as a plain file, so it may load code that is not its program's", false)
         }
         guard preload == hostPreload else {
-            return (program, "its /etc/ld.so.preload differs from the host's, so it may load code that is not its program's")
+            return (program, "its /etc/ld.so.preload differs from the host's, so it may load code that is not its program's", false)
         }
-        return (program, nil)
+        return (program, nil, false)
     }
 }
