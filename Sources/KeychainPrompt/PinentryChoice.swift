@@ -39,7 +39,7 @@ package enum PinentryChoice: Sendable, Hashable {
     package static func resolve(configured: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> PinentryChoice {
         if let named = environment[environmentVariable], !named.isEmpty {
             let checked = checked(named, source: environmentVariable)
-            if case .program = checked, let unsafe = InstalledPinentry.changeableByOthers(named, owners: [0, geteuid()]) {
+            if case .program = checked, let unsafe = FileOwnership.changeableByOthers(named, owners: [0, geteuid()]) {
                 return .unavailable("\(environmentVariable) names `\(named)`, which cannot be the pinentry: \(unsafe).")
             }
             return checked
@@ -53,7 +53,7 @@ package enum PinentryChoice: Sendable, Hashable {
         let searchPath = environment["PATH"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultSearchPath
         for folder in searchPath.split(separator: ":", omittingEmptySubsequences: true).prefix(64) where folder.hasPrefix("/") {
             let candidate = (folder.hasSuffix("/") ? String(folder) : folder + "/") + "pinentry"
-            if isExecutableFile(candidate), InstalledPinentry.changeableByOthers(candidate, owners: [0]) == nil { return .program(candidate) }
+            if isExecutableFile(candidate), FileOwnership.changeableByOthers(candidate, owners: [0]) == nil { return .program(candidate) }
         }
         return .unavailable("No pinentry program was found in PATH to show the prompt. " + installAdvice)
     }

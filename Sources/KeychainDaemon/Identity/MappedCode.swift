@@ -95,7 +95,7 @@ final class MappedCode: Sendable {
             var file = path
             let deleted = file.hasSuffix(" (deleted)")
             if deleted { file.removeLast(" (deleted)".count) }
-            if InstalledPinentry.changeableByOthers(file, owners: [0], executable: false) == nil { continue }
+            if FileOwnership.changeableByOthers(file, owners: [0], executable: false) == nil { continue }
             if deleted {
                 return "it runs code from \(file), deleted since, which someone other than root could have put there"
             }

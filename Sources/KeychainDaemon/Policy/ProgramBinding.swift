@@ -39,7 +39,7 @@ extension RequestDispatcher {
         let identity = session.identity
         guard !session.isAdminTool, let program = identity.consentProgram, case .executable(let path, _) = program,
               try session.keychain.registry().registration(for: identity) == nil,
-              InstalledPinentry.changeableByOthers(path, owners: [0]) != nil else { return }
+              FileOwnership.changeableByOthers(path, owners: [0]) != nil else { return }
         let engine = session.engine
         let bindings = try ownGroupBindings(path, engine: engine)
         if bindings.contains(where: { $0.program == program && $0.verdict == .always }) { return }
