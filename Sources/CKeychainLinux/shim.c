@@ -276,3 +276,38 @@ int ckeychain_pipe_cloexec(int fds[2]) {
     return -1;
 #endif
 }
+
+/// The kernel's `struct procmap_query` (include/uapi/linux/fs.h, Linux 6.11), declared here for older headers.
+struct ckeychain_procmap_query {
+    unsigned long long size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+    unsigned int dev_major, dev_minor, vma_name_size, build_id_size;
+    unsigned long long vma_name_addr, build_id_addr;
+};
+
+int ckeychain_next_code_mapping(int maps_fd, unsigned long long address, ckeychain_code_mapping *out, char *name, unsigned int name_size) {
+#ifdef __linux__
+    /* _IOWR('f', 17, struct procmap_query); flags: covering or next, executable, file-backed. */
+    const unsigned long request = (3UL << 30) | ((unsigned long)sizeof(struct ckeychain_procmap_query) << 16) | ('f' << 8) | 17;
+    struct ckeychain_procmap_query query;
+    memset(&query, 0, sizeof query);
+    query.size = sizeof query;
+    query.query_flags = 0x10 | 0x04 | 0x20;
+    query.query_addr = address;
+    if (name != NULL && name_size > 0) {
+        query.vma_name_addr = (unsigned long long)(unsigned long)name;
+        query.vma_name_size = name_size;
+    }
+    if (ioctl(maps_fd, request, &query) != 0) return errno == ENOENT ? 1 : -1;
+    out->start = query.vma_start;
+    out->end = query.vma_end;
+    out->inode = query.inode;
+    out->dev_major = query.dev_major;
+    out->dev_minor = query.dev_minor;
+    if (name != NULL && name_size > 0 && query.vma_name_size == 0) name[0] = 0;
+    return 0;
+#else
+    (void)maps_fd; (void)address; (void)out; (void)name; (void)name_size;
+    errno = ENOTTY;
+    return -1;
+#endif
+}

@@ -88,3 +88,29 @@ import Glibc
         #expect(MappedCode().judge([zlib], executable: foreign)?.contains("or others can change") == true)
     }
 }
+
+/// Whether this kernel answers `PROCMAP_QUERY` (Linux 6.11+).
+let kernelAnswersMappingQueries: Bool = {
+    let fd = open("/proc/self/maps", O_RDONLY)
+    defer { close(fd) }
+    return MappedCode.queryMappings(fd, names: false) != nil
+}()
+
+extension MappedCodeTests {
+    /// The kernel's answer to `PROCMAP_QUERY` names the same files as the text of `maps`.
+    @Test(.enabled(if: kernelAnswersMappingQueries, "needs PROCMAP_QUERY (Linux 6.11+); older kernels use the text of maps"))
+    func theKernelsQueryAndTheTextOfMapsNameTheSameFiles() throws {
+        let fd = open("/proc/self/maps", O_RDONLY)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        let queried = try #require(MappedCode.queryMappings(fd, names: true))
+        let textFile = open("/proc/self/maps", O_RDONLY)
+        try #require(textFile >= 0)
+        defer { close(textFile) }
+        let text = try #require(MappedCode.readAll(textFile))
+        let listed = MappedCode.executableMappings(text)
+        #expect(Set(queried.compactMap(\.path)) == Set(listed.map(\.path)))
+        #expect(Set(queried.map(\.inode)) == Set(listed.map(\.inode)))
+        #expect(queried.contains { $0.path?.hasSuffix("/swift-keychainPackageTests.xctest") == true })
+    }
+}

@@ -75,6 +75,27 @@ final class DaemonFixture: @unchecked Sendable {
     }
 }
 
+extension DaemonFixture {
+    /// Registers `program` for `group`, and stores there, in this process, the generic password (x, svc) holding
+    /// `secret`.
+    func registeredItem(of program: AppRegistration.Program, group: String, secret: String) throws {
+        try engine.updateAppRegistry { $0.register(AppRegistration(program: program, applicationIdentifier: nil, accessGroups: [group])) }
+        _ = try InProcessKeychain(engine: engine, caller: AccessPolicy(groups: [group]))
+            .secItemAdd(["class": .string("genp"), "acct": .string("x"), "svce": .string("svc"), "v_Data": .data(Data(secret.utf8))])
+    }
+
+    /// A program `victim` registered for TEAM.victim, a keychaind, and the victim's item (x, svc) holding `secret-v`,
+    /// stored through that keychaind.
+    func servedVictim() throws -> (app: String, daemon: DaemonProcess, environment: [String: String]) {
+        let app = try program("victim")
+        try registerProgram(engine, path: app, groups: ["TEAM.victim"])
+        let daemon = try DaemonProcess(home: home)
+        let env = try environment(daemon)
+        #expect(try runProgram(app, ["add", "x", "svc", "secret-v"], environment: env).stdout == "status=0\n")
+        return (app, daemon, env)
+    }
+}
+
 @Suite struct DaemonIdentityTests {
     @Test func registeredProgramsSeeTheirGroupsAndOnlyThose() throws {
         let f = try DaemonFixture()

@@ -20,11 +20,7 @@ struct InjectedCodeTests {
     @Test func aLibraryTheProgramDoesNotLinkFromAFolderOthersCanWriteMakesItUntrusted() throws {
         let library = try #require(unlinkedSystemLibrary)
         let f = try DaemonFixture()
-        let app = try f.program("victim")
-        try registerProgram(f.engine, path: app, groups: ["TEAM.victim"])
-        let daemon = try DaemonProcess(home: f.home)
-        let env = try f.environment(daemon)
-        #expect(try runProgram(app, ["add", "x", "svc", "secret-v"], environment: env).stdout == "status=0\n")
+        let (app, daemon, env) = try f.servedVictim()
 
         // The attacker's "plugin", in a folder any program of the user may write, and (as root) someone else's file.
         let plugins = f.folder + "/plugins"

@@ -51,11 +51,7 @@ struct NamespaceAttackTests {
 
     @Test func anLdSoPreloadOnAnOverlayOverEtcGetsNoRegisteredIdentity() throws {
         let f = try DaemonFixture()
-        let app = try f.program("victim")
-        try registerProgram(f.engine, path: app, groups: ["TEAM.victim"])
-        let daemon = try DaemonProcess(home: f.home)
-        let env = try f.environment(daemon)
-        #expect(try runProgram(app, ["add", "x", "svc", "secret-v"], environment: env).stdout == "status=0\n")
+        let (app, daemon, env) = try f.servedVictim()
         for name in ["upper", "work"] { try FileManager.default.createDirectory(atPath: "\(f.folder)/\(name)", withIntermediateDirectories: true) }
         let setUp = "mount -t overlay overlay -o lowerdir=/etc,upperdir=\(f.folder)/upper,workdir=\(f.folder)/work /etc "
             + "&& echo /nonexistent/inject.so > /etc/ld.so.preload"
@@ -86,11 +82,7 @@ struct NamespaceAttackTests {
     @Test func aChrootWithAHomeMadeFlatpakInfoIsNoFlatpakApp() throws {
         let f = try DaemonFixture()
         let program = try f.program("pretender")
-        try f.engine.updateAppRegistry {
-            $0.register(AppRegistration(program: .flatpak("org.example.Victim"), applicationIdentifier: nil, accessGroups: ["TEAM.flat"]))
-        }
-        _ = try InProcessKeychain(engine: f.engine, caller: AccessPolicy(groups: ["TEAM.flat"]))
-            .secItemAdd(["class": .string("genp"), "acct": .string("x"), "svce": .string("svc"), "v_Data": .data(Data("secret-f".utf8))])
+        try f.registeredItem(of: .flatpak("org.example.Victim"), group: "TEAM.flat", secret: "secret-f")
         let daemon = try DaemonProcess(home: f.home)
         let env = try f.environment(daemon)
         let root = f.folder + "/root"
@@ -113,11 +105,7 @@ struct NamespaceAttackTests {
         let parent = try #require(NamespaceSupport.cgroupParent)
         let f = try DaemonFixture()
         let program = try f.program("pretender")
-        try f.engine.updateAppRegistry {
-            $0.register(AppRegistration(program: .snap("victim"), applicationIdentifier: nil, accessGroups: ["TEAM.snap"]))
-        }
-        _ = try InProcessKeychain(engine: f.engine, caller: AccessPolicy(groups: ["TEAM.snap"]))
-            .secItemAdd(["class": .string("genp"), "acct": .string("x"), "svce": .string("svc"), "v_Data": .data(Data("secret-s".utf8))])
+        try f.registeredItem(of: .snap("victim"), group: "TEAM.snap", secret: "secret-s")
         let daemon = try DaemonProcess(home: f.home)
         let env = try f.environment(daemon)
         // What `systemd-run --user --scope --unit snap.victim.x` makes, made by hand.
@@ -182,11 +170,7 @@ struct FlatpakSandboxTests {
         let program = try f.program("flatpak-app")
         let instance = "\(UInt32.random(in: 1_000_000 ... 999_999_999))"
         defer { try? FileManager.default.removeItem(atPath: "\(FlatpakSupport.runtimeFolder)/.flatpak/\(instance)") }
-        try f.engine.updateAppRegistry {
-            $0.register(AppRegistration(program: .flatpak("org.example.Real"), applicationIdentifier: nil, accessGroups: ["TEAM.flat"]))
-        }
-        _ = try InProcessKeychain(engine: f.engine, caller: AccessPolicy(groups: ["TEAM.flat"]))
-            .secItemAdd(["class": .string("genp"), "acct": .string("x"), "svce": .string("svc"), "v_Data": .data(Data("secret-f".utf8))])
+        try f.registeredItem(of: .flatpak("org.example.Real"), group: "TEAM.flat", secret: "secret-f")
         let daemon = try DaemonProcess(home: f.home)
         let env = try f.environment(daemon)
 

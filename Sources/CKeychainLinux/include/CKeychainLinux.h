@@ -89,4 +89,19 @@ int ckeychain_spawn_detached(const char *path, char *const argv[], char *const e
 /// Makes a pipe whose two ends are close-on-exec (`pipe2(O_CLOEXEC)`). Returns 0, or -1 with errno set.
 int ckeychain_pipe_cloexec(int fds[2]);
 
+/// One file-backed executable mapping of a process, as `PROCMAP_QUERY` reports it.
+typedef struct {
+    unsigned long long start;
+    unsigned long long end;
+    unsigned long long inode;
+    unsigned int dev_major;
+    unsigned int dev_minor;
+} ckeychain_code_mapping;
+
+/// The first file-backed executable mapping at or above `address` of the process whose `/proc/PID/maps` is open at
+/// `maps_fd` (`PROCMAP_QUERY`, Linux 6.11+), with its file's path in `name` (up to `name_size` bytes, NUL-ended)
+/// when `name` is not NULL. Returns 0, 1 when there is none, or -1 with errno set (ENOTTY or EINVAL: a kernel
+/// without `PROCMAP_QUERY`).
+int ckeychain_next_code_mapping(int maps_fd, unsigned long long address, ckeychain_code_mapping *out, char *name, unsigned int name_size);
+
 #endif
