@@ -110,9 +110,10 @@ package final class PeerInspector: Sendable {
     /// The identity of process `pid` running as `uid`. A process that cannot be trusted to run only its program's
     /// code is marked ``PeerIdentity/untrusted``: one started with the dynamic loader told to load other code
     /// (`LD_PRELOAD`, `LD_LIBRARY_PATH`, `LD_AUDIT`), one being traced, one whose executable was deleted or can be
-    /// changed by someone else, one in namespaces of its own that is no verified sandbox (``sandbox(_:pid:uid:executable:)``),
-    /// one running code from a file its program does not link (``MappedCode``). A process whose state cannot be read, or that started another program while it was
-    /// being identified, is refused.
+    /// changed by someone else, one in namespaces of its own that is no verified sandbox
+    /// (``sandbox(_:pid:uid:executable:)``), one running code from a file its program does not link (``MappedCode``).
+    /// A process whose state cannot be read, or that started another program while it was being identified, is
+    /// refused.
     package func identity(pid: Int32, uid: UInt32) throws(KeychainError) -> PeerIdentity {
         let base = "\(proc)/\(pid)"
         let before = try executable(base, pid: pid, uid: uid)
