@@ -55,10 +55,7 @@ final class SecretServiceRig: @unchecked Sendable {
     /// (An empty `policy` leaves `KEYCHAIN_SECRET_SERVICE_UNREGISTERED` unset: the keychain's settings decide.)
     var environment: [String: String] {
         var env = ["KEYCHAIN_HOME": home, "HOME": root, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                   "DBUS_SESSION_BUS_ADDRESS": bus.address, "KEYCHAIN_DAEMON_SOCKET": socket,
-                   // The same pinentry as the settings name, for keychaind when the tests do not run as root (a
-                   // setting names only a pinentry only root can change).
-                   "KEYCHAIN_PINENTRY": root + "/pinentry"]
+                   "DBUS_SESSION_BUS_ADDRESS": bus.address, "KEYCHAIN_DAEMON_SOCKET": socket]
         if !policy.isEmpty { env["KEYCHAIN_SECRET_SERVICE_UNREGISTERED"] = policy }
         return env
     }
