@@ -5,7 +5,8 @@ import Testing
 
 /// The Secret Service as real clients use it, on a private bus: libsecret's `secret-tool`, Python's `secretstorage`
 /// (both transfer algorithms), `busctl`; and the items seen as keychain items by `security`.
-@Suite("Secret Service clients", .serialized, .enabled(if: SecretServiceRig.isAvailable, "needs dbus-daemon and secret-tool (Debian: dbus-daemon, libsecret-tools)"))
+@Suite("Secret Service clients", .serialized, .enabled(if: SecretServiceRig.isAvailable, "needs dbus-daemon and secret-tool (Debian: dbus-daemon, libsecret-tools)"),
+       .enabled(if: settingsMayNameATestPinentry, "the rig names its scripted pinentry in the keychain's settings, which only a root run may (a setting names only a pinentry only root can change)"))
 struct SecretServiceClientTests {
     @Test("secret-tool stores, looks up, searches and clears")
     func secretTool() async throws {

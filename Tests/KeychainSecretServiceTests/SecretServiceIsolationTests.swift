@@ -9,7 +9,8 @@ import Glibc
 /// Per-application isolation on the bus: programs are identified by keychaind from the bus daemon's credentials
 /// for their connection (executable path and SHA-256), never from anything they say.
 @Suite("Secret Service isolation", .serialized,
-       .enabled(if: SecretServiceRig.isAvailable && SecretServiceRig.hasSecretStorage, "needs dbus-daemon, secret-tool and python3-secretstorage"))
+       .enabled(if: SecretServiceRig.isAvailable && SecretServiceRig.hasSecretStorage, "needs dbus-daemon, secret-tool and python3-secretstorage"),
+       .enabled(if: settingsMayNameATestPinentry, "the rig names its scripted pinentry in the keychain's settings, which only a root run may (a setting names only a pinentry only root can change)"))
 struct SecretServiceIsolationTests {
     /// Stores then reads one item in the default collection; prints `stored`, `read VALUE` or `locked`.
     static let storeAndRead = """

@@ -9,7 +9,8 @@ import Glibc
 
 /// What a hostile or broken client can do to the Secret Service: die in the middle, send garbage.
 @Suite("Secret Service robustness", .serialized,
-       .enabled(if: SecretServiceRig.isAvailable && SecretServiceRig.hasSecretStorage, "needs dbus-daemon, secret-tool and python3-secretstorage"))
+       .enabled(if: SecretServiceRig.isAvailable && SecretServiceRig.hasSecretStorage, "needs dbus-daemon, secret-tool and python3-secretstorage"),
+       .enabled(if: settingsMayNameATestPinentry, "the rig names its scripted pinentry in the keychain's settings, which only a root run may (a setting names only a pinentry only root can change)"))
 struct SecretServiceRobustnessTests {
     @Test("A client killed mid-session leaves no session or prompt behind")
     func killedClientLeavesNothing() async throws {
