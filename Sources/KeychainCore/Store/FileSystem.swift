@@ -83,15 +83,22 @@ package enum FileSystem {
             throw ioError("read", path)
         }
         defer { close(fd) }
+        guard let result = readAll(fd) else { throw ioError("read", path) }
+        return result
+    }
+
+    /// Everything left to read from `fd`, to its end; nil when a read fails, or when there is more than `limit`
+    /// bytes (a file a peer controls, such as one in its `/proc` folder or its sandbox, is read with a bound).
+    package static func readAll(_ fd: Int32, limit: Int = .max) -> Data? {
         var result = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
         while true {
             let n = buffer.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; throw ioError("read", path) }
-            if n == 0 { break }
+            if n < 0 { if errno == EINTR { continue }; return nil }
+            if n == 0 { return result }
+            guard n <= limit - result.count else { return nil }
             result.append(contentsOf: buffer[0 ..< n])
         }
-        return result
     }
 
     /// Writes `bytes` to a new 0600 file beside `path` (created with `O_EXCL`), fsyncs it, and publishes it at

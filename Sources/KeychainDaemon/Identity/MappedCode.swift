@@ -1,4 +1,5 @@
 import CKeychainLinux
+import Foundation
 import KeychainCore
 import Synchronization
 
@@ -58,8 +59,8 @@ final class MappedCode: Sendable {
         if let files = MappedCode.queryMappings(fd, names: false) {
             key = Key(executable: executable.path, files: files.flatMap { [$0.device, $0.inode] })
         } else {
-            guard let maps = MappedCode.readAll(fd) else { throw unreadable }
-            let mapped = MappedCode.executableMappings(maps)
+            guard let maps = FileSystem.readAll(fd, limit: MappedCode.maximumMapsSize) else { throw unreadable }
+            let mapped = MappedCode.executableMappings(Array(maps))
             key = Key(executable: executable.path, paths: mapped.map(\.path))
             named = mapped
         }
@@ -188,27 +189,5 @@ final class MappedCode: Sendable {
             return "it has loaded \(stranger.path), which its program does not link and which someone other than root can change"
         }
         return nil
-    }
-
-    /// The bytes of the `maps` file open at `fd` (nil when it cannot be read, or is larger than ``maximumMapsSize``).
-    static func readAll(_ fd: Int32) -> [UInt8]? {
-        var bytes = [UInt8](repeating: 0, count: 64 << 10)
-        var filled = 0
-        while true {
-            if filled == bytes.count {
-                guard bytes.count < MappedCode.maximumMapsSize else { return nil }
-                bytes.append(contentsOf: repeatElement(0, count: bytes.count))
-            }
-            let n = bytes.withUnsafeMutableBytes { buffer -> Int in
-                guard let start = buffer.baseAddress else { return -1 }
-                return read(fd, start + filled, buffer.count - filled)
-            }
-            if n < 0, errno == EINTR { continue }
-            if n < 0 { return nil }
-            if n == 0 { break }
-            filled += n
-        }
-        bytes.removeSubrange(filled...)
-        return bytes
     }
 }

@@ -92,7 +92,7 @@ struct FlatpakSandbox: Sendable, Equatable {
         guard fstatvfs(fd, &volume) == 0, volume.f_flag & UInt(ST_RDONLY) != 0 else {
             return .failure(.forged("its /.flatpak-info is on a writable file system, not on the read-only mount Flatpak makes"))
         }
-        guard let bytes = readAll(fd), let fields = ProgramName.flatpakInfo(bytes), let app = fields.appID else {
+        guard let bytes = FileSystem.readAll(fd, limit: maximumFileSize), let fields = ProgramName.flatpakInfo(bytes), let app = fields.appID else {
             return .failure(.forged("its /.flatpak-info names no application"))
         }
         guard let instance = fields.instanceID, !instance.isEmpty, instance.utf8.count <= 64,
@@ -121,17 +121,5 @@ struct FlatpakSandbox: Sendable, Equatable {
         case notFlatpak
         /// It shows one that fails a check; the reason says which.
         case forged(String)
-    }
-
-    private static func readAll(_ fd: Int32) -> Data? {
-        var result = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while result.count <= maximumFileSize {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR { continue }; return nil }
-            if n == 0 { return result }
-            result.append(contentsOf: buffer[0 ..< n])
-        }
-        return nil
     }
 }
