@@ -6,6 +6,9 @@ let strictSwift: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+/// A dependency only the Network trait brings (see `traits` below).
+let network: TargetDependencyCondition? = .when(traits: ["Network"])
+
 let package = Package(
     name: "swift-keychain",
     platforms: [.macOS(.v15), .iOS(.v18)], // String(validating:as:) needs these on Apple systems
@@ -13,12 +16,22 @@ let package = Package(
         .library(name: "KeychainServices", targets: ["KeychainServices"]),
         .library(name: "KeychainKit", targets: ["KeychainKit"]),
         .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
+        // The installed programs: one multi-call binary that is `security`, `keychaind` or `git-credential-keychain`
+        // by the name it is run as (Support/package.sh installs it with hard links of those names).
+        .executable(name: "keychain", targets: ["keychain"]),
         .executable(name: "security", targets: ["security"]),
         .executable(name: "keychaind", targets: ["keychaind"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
         .executable(name: "keychain-sync-server", targets: ["keychain-sync-server"]),
         // The PAM module that unlocks the login keychain at login (libpam_keychain.so, installed as pam_keychain.so).
         .library(name: "pam_keychain", type: .dynamic, targets: ["CPAMKeychain"]),
+    ],
+    // Network: what talks to other machines, sync (its client and server: HTTP, TLS, WebSockets, PostgreSQL) and OCSP
+    // questions. The installed programs are built with it (`swift build --traits Network`); an app that depends on
+    // KeychainServices or KeychainKit leaves it off and resolves none of those packages. Every use of a package below
+    // the line "Network only" is conditioned on it, which is what keeps them out of an app's resolution.
+    traits: [
+        .trait(name: "Network", description: "Sync over the network (client and server) and OCSP revocation questions."),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
@@ -30,14 +43,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         // `swift package generate-documentation` builds the DocC catalogs of KeychainServices and KeychainKit.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
-        // The sync server: HTTP and WebSockets (Hummingbird), its API generated from an OpenAPI document,
-        // PostgreSQL storage, Prometheus metrics; the tests talk to it with AsyncHTTPClient, directly and through
-        // the generated client.
+        // ---- Network only (every use below is conditioned on the Network trait) ----
+        // The sync server: HTTP and WebSockets (Hummingbird), its API generated from an OpenAPI document (the
+        // generated code is committed: Support/generate-sync-api.sh), PostgreSQL storage, Prometheus metrics; the
+        // tests talk to it with AsyncHTTPClient, directly and through the generated client.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", from: "2.1.0"),
-        .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
@@ -47,6 +61,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
+        // ---- C ----
         // The few Linux calls Swift cannot make directly (variadic prctl, struct ucred, glibc's _GNU_SOURCE spawn extensions).
         .target(name: "CKeychainLinux"),
         // pam_keychain.so, in C as PAM modules are (headers from Debian's libpam0g-dev): it runs
@@ -61,12 +76,13 @@ let package = Package(
         .target(name: "CKeychainTPM", linkerSettings: [.linkedLibrary("dl")]),
         // D-Bus through sd-bus from libsystemd (Debian's libsystemd-dev): the headers as a module, nothing more.
         .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
-        // A small Swift layer over sd-bus: connections with deadlines, method calls, typed errors, signal waits.
-        .target(name: "KeychainDBus", dependencies: ["CSystemdBus"], swiftSettings: strictSwift),
-        // The release version every program's --version prints (KeychainVersion.string): depends on nothing, so the
-        // sync server, which links no keychain module, shares it.
+
+        // ---- The engine ----
+        // The release version every program's --version prints (KeychainVersion.string): depends on nothing.
         .target(name: "KeychainVersion", swiftSettings: strictSwift),
-        // The engine shared by both APIs: schema, codecs, keybag, encrypted SQLite store, query evaluation.
+        // The engine shared by both APIs: schema, codecs, keybag, encrypted SQLite store, query evaluation, trust.
+        // No network client: OCSP questions and sync go through seams (OCSPTransport, SyncEngines) that the
+        // Network modules fill in.
         .target(
             name: "KeychainCore",
             dependencies: [
@@ -77,9 +93,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
-                // OCSP questions to a certificate's responder, when a revocation policy asks for them.
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 "CKeychainLinux",
                 "CKeychainPKCS12",
                 "CKeychainTPM",
@@ -95,60 +108,29 @@ let package = Package(
             dependencies: ["KeychainCore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSwift
         ),
-        // The seam: a keychain this process can talk to, in-process (the engine, and its sync engine) or keychaind
-        // (its client), and the one place that chooses between them.
-        .target(
-            name: "KeychainClient",
-            dependencies: ["KeychainPrompt", "KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strictSwift
-        ),
         // Prompts for the user's presence through pinentry (GnuPG's PIN entry programs, over the Assuan protocol).
         .target(
             name: "KeychainPrompt",
             dependencies: ["KeychainCore", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
-        // keychaind as a library: peer identity, policy, request dispatch, the server (connections read with recvmsg
-        // for the kernel's per-message credentials, which SwiftNIO's stream channels do not receive).
+        // The seam: a keychain this process can talk to, in-process (the engine) or keychaind (its client), and the
+        // one place that chooses between them.
         .target(
-            name: "KeychainDaemon",
-            dependencies: [
-                "KeychainPrompt",
-                "KeychainBiometry",
-                "KeychainCore",
-                "KeychainProtocol",
-                // The sync engine of each served keychain, run in the background and answering `security sync`.
-                "KeychainSyncClient",
-                "CKeychainLinux",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            name: "KeychainClient",
+            dependencies: ["KeychainPrompt", "KeychainCore", "KeychainProtocol", "CKeychainLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
+        // A small Swift layer over sd-bus: connections with deadlines, method calls, typed errors, signal waits.
+        .target(name: "KeychainDBus", dependencies: ["CSystemdBus"], swiftSettings: strictSwift),
         // Fingerprints through fprintd on the system bus, for SecAccessControl's biometry flags.
         .target(
             name: "KeychainBiometry",
             dependencies: ["KeychainCore", "KeychainDBus", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSwift
         ),
-        // The freedesktop Secret Service (org.freedesktop.secrets) over sd-bus: sessions, transfer algorithms, collections and items as keychain items.
-        .target(
-            name: "KeychainSecretService",
-            dependencies: [
-                "KeychainCore",
-                "KeychainDBus",
-                // keychaind's caller identification and prompts: the Secret Service runs inside keychaind.
-                "KeychainDaemon",
-                "KeychainPrompt",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                // The Diffie-Hellman exponentiation of dh-ietf1024-sha256-aes128-cbc-pkcs7, through the libcrypto it opens.
-                "CKeychainPKCS12",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSwift
-        ),
+
+        // ---- The APIs (the library products) ----
         // The part of Apple's LocalAuthentication the keychain uses (`LAContext` for kSecUseAuthenticationContext),
         // source-compatible with `import LocalAuthentication`. Linux only: on Apple's systems the module would hide
         // the system's framework.
@@ -160,63 +142,114 @@ let package = Package(
         // Apple's Keychain Services API, source-compatible with `import Security`.
         .target(
             name: "KeychainServices",
-            dependencies: ["KeychainCore", "KeychainClient", .target(name: "LocalAuthentication", condition: .when(platforms: [.linux]))],
+            dependencies: [
+                "KeychainCore", "KeychainClient", .target(name: "LocalAuthentication", condition: .when(platforms: [.linux])),
+                // OCSP questions over HTTP for SecTrust's revocation policies.
+                .target(name: "KeychainNetwork", condition: network),
+            ],
             swiftSettings: strictSwift
         ),
-        // What is ours alone: the Swift-native API.
+        // What is ours alone: the Swift-native API. With the Network trait it also runs sync engines in the process
+        // (KeychainSyncClient) for keychains a program opens itself, and asks OCSP responders; without it, sync goes
+        // through keychaind and revocation is checked against CRLs only.
         .target(
             name: "KeychainKit",
-            // KeychainSyncClient: the sync engine of keychains a program opens itself, registered with KeychainClient
-            // here so that programs on Keychain Services alone link no HTTP client.
-            dependencies: ["KeychainCore", "KeychainClient", "KeychainSyncClient", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "KeychainCore", "KeychainClient", .product(name: "Logging", package: "swift-log"),
+                .target(name: "KeychainSyncClient", condition: network),
+                .target(name: "KeychainNetwork", condition: network),
+            ],
             swiftSettings: strictSwift
         ),
-        .executableTarget(
-            name: "security",
+
+        // ---- keychaind ----
+        // keychaind as a library: peer identity, policy, request dispatch, the server (connections read with recvmsg
+        // for the kernel's per-message credentials, which SwiftNIO's stream channels do not receive).
+        .target(
+            name: "KeychainDaemon",
             dependencies: [
-                // Public API only, as macOS's tool uses Security.framework; except import-secret-service, which reads
-                // another Secret Service provider with KeychainSecretService's client (Import/) and hands the items
-                // to KeychainKit's package-level importSecretServiceItems.
-                "KeychainKit",
-                "KeychainSecretService",
-                "KeychainVersion",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "KeychainPrompt",
+                "KeychainBiometry",
+                "KeychainCore",
+                "KeychainProtocol",
+                "CKeychainLinux",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),
-        // The daemon that alone opens the keychain and decides from the kernel's peer credentials who may
-        // use which access group (Apple's securityd).
-        .executableTarget(
-            name: "keychaind",
+        // The freedesktop Secret Service's transfer algorithms (plain and dh-ietf1024-sha256-aes128-cbc-pkcs7), and a
+        // client of another provider on the session bus (what `security import-secret-service` reads).
+        .target(
+            name: "KeychainSecretServiceClient",
             dependencies: [
                 "KeychainCore",
+                "KeychainDBus",
+                // The Diffie-Hellman exponentiation of dh-ietf1024-sha256-aes128-cbc-pkcs7, through the libcrypto it opens.
+                "CKeychainPKCS12",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // The freedesktop Secret Service (org.freedesktop.secrets) served from keychaind over sd-bus: sessions,
+        // collections and items as keychain items.
+        .target(
+            name: "KeychainSecretService",
+            dependencies: [
+                "KeychainCore",
+                "KeychainDBus",
+                "KeychainSecretServiceClient",
+                // keychaind's caller identification and prompts: the Secret Service runs inside keychaind.
                 "KeychainDaemon",
-                "KeychainSecretService",
-                "KeychainVersion",
-                "CKeychainLinux",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "KeychainPrompt",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),
-        // git's credential helper backed by the keychain (the Linux counterpart of git-credential-osxkeychain).
-        .executableTarget(
-            name: "git-credential-keychain",
-            dependencies: ["KeychainServices", "KeychainVersion"],
+
+        // ---- Network (every module's sources are within `#if Network`) ----
+        // The HTTP client the programs share, and OCSP questions sent over it (registered with KeychainCore).
+        .target(
+            name: "KeychainNetwork",
+            dependencies: [
+                "KeychainCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: network),
+                .product(name: "NIOCore", package: "swift-nio", condition: network),
+            ],
             swiftSettings: strictSwift
         ),
-        // The sync server's HTTP API: one OpenAPI document (served as is at /openapi.yaml) from which the server's
-        // and the clients' code is generated.
+        // The sync server's HTTP API: one OpenAPI document (served as is at /openapi.yaml) and the server's and the
+        // clients' code generated from it (Generated/, by Support/generate-sync-api.sh), with the signing rule.
         .target(
             name: "KeychainSyncAPI",
-            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"), .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: network),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            exclude: ["openapi-generator-config.yaml"],
             resources: [.embedInCode("openapi.yaml")],
-            // The generated files import Foundation and OpenAPIRuntime with `package import` whether they use them or not,
-            // which Swift 6.3 warns about in every file; the generator silences that itself from Swift 6.4 on
-            // (`@diagnose(UnusedImportAccess, as: ignored)`). The module holds generated code only (and the document itself and the signing rule, `RequestSignature`).
-            swiftSettings: strictSwift + [.unsafeFlags(["-suppress-warnings"])],
-            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
+            swiftSettings: strictSwift
+        ),
+        // The device's side of sync over the network: the generated client, every request signed by the device's
+        // key, and the session (account, joining, approving, sync rounds); registered as the process's SyncEngines.
+        .target(
+            name: "KeychainSyncClient",
+            dependencies: [
+                "KeychainSync", "KeychainSyncAPI", "KeychainCore", "KeychainNetwork",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: network),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client", condition: network),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: network),
+                .product(name: "NIOCore", package: "swift-nio", condition: network),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: network),
+                .product(name: "Crypto", package: "swift-crypto"),
+                // The push connection (a WebSocket to the server).
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: network),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
         ),
         // The end-to-end-encrypted sync server as a library: request signatures, PostgreSQL storage and
         // migrations, the change feed, push over WebSockets, metrics. It stores opaque bytes only.
@@ -224,36 +257,66 @@ let package = Package(
             name: "KeychainSyncServer",
             dependencies: [
                 "KeychainSyncAPI",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: network),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: network),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird", condition: network),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: network),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: network),
+                .product(name: "Metrics", package: "swift-metrics", condition: network),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: network),
+                .product(name: "NIOCore", package: "swift-nio", condition: network),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),
-        // The device's side of sync over the network: the client generated from the API document, every request
-        // signed by the device's key, and the session (account, joining, approving, sync rounds).
+
+        // ---- The programs: their logic as libraries, each executable a few lines ----
+        // `security`: macOS's keychain tool on KeychainKit's public API (as macOS's uses Security.framework), and the
+        // Secret Service client for import-secret-service. With the Network trait, the sync client and OCSP.
         .target(
-            name: "KeychainSyncClient",
+            name: "SecurityCommand",
             dependencies: [
-                "KeychainSync", "KeychainSyncAPI", "KeychainCore",
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                // The push connection (a WebSocket to the server).
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                "KeychainKit",
+                "KeychainSecretServiceClient",
+                "KeychainVersion",
+                .target(name: "KeychainSyncClient", condition: network),
+                .target(name: "KeychainNetwork", condition: network),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),
+        // keychaind's command line: the daemon that alone opens the keychain and decides from the kernel's peer
+        // credentials who may use which access group (Apple's securityd), with the Secret Service.
+        .target(
+            name: "KeychaindCommand",
+            dependencies: [
+                "KeychainCore",
+                "KeychainDaemon",
+                "KeychainSecretService",
+                "KeychainVersion",
+                "CKeychainLinux",
+                .target(name: "KeychainSyncClient", condition: network),
+                .target(name: "KeychainNetwork", condition: network),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // git's credential helper backed by the keychain (the Linux counterpart of git-credential-osxkeychain).
+        .target(name: "GitCredentialCommand", dependencies: ["KeychainServices", "KeychainVersion"], swiftSettings: strictSwift),
+        // The installed multi-call binary: the tool named by the executable's file name (a hard link), else by argv[0].
+        .executableTarget(
+            name: "keychain",
+            dependencies: ["SecurityCommand", "KeychaindCommand", "GitCredentialCommand", "KeychainVersion"],
+            swiftSettings: strictSwift
+        ),
+        // The same tools as programs of their own, for development and the tests.
+        .executableTarget(name: "security", dependencies: ["SecurityCommand"], swiftSettings: strictSwift),
+        .executableTarget(name: "keychaind", dependencies: ["KeychaindCommand"], swiftSettings: strictSwift),
+        .executableTarget(name: "git-credential-keychain", dependencies: ["GitCredentialCommand"], swiftSettings: strictSwift),
         // The sync server's command line; everything else is in KeychainSyncServer.
         .executableTarget(
             name: "keychain-sync-server",
@@ -271,7 +334,7 @@ let package = Package(
         .executableTarget(
             name: "keychain-test-helper",
             // KeychainSyncClient for sync-writer, the client the sync kill test kills.
-            dependencies: ["KeychainServices", "KeychainKit", "KeychainClient", "KeychainCore", "KeychainSync", "KeychainSyncClient", "KeychainTestSupport"],
+            dependencies: ["KeychainServices", "KeychainKit", "KeychainClient", "KeychainCore", "KeychainSync", .target(name: "KeychainSyncClient", condition: network), "KeychainTestSupport"],
             path: "Tests/Helper",
             swiftSettings: strictSwift
         ),
@@ -342,8 +405,9 @@ let package = Package(
         .testTarget(
             name: "SecurityToolTests",
             // keychain-sync-server: the sync verbs' tests run the real server (on a PostgreSQL the environment gives).
-            // git-credential-keychain and KeychainVersion: every program's --help and --version (ProgramMessagesTests).
-            dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "scripted-pinentry", "keychain-sync-server", "git-credential-keychain", "KeychainCore", "KeychainClient", "KeychainVersion"],
+            // git-credential-keychain and KeychainVersion: every program's --help and --version (ProgramMessagesTests); keychain:
+            // the multi-call binary the packages install (MultiCallBinaryTests).
+            dependencies: ["KeychainTestSupport", "security", "keychaind", "keychain-test-helper", "scripted-pinentry", "keychain-sync-server", "git-credential-keychain", "keychain", "KeychainCore", "KeychainClient", "KeychainVersion"],
             swiftSettings: strictSwift
         ),
         .testTarget(
@@ -359,7 +423,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainSecretServiceTests",
-            dependencies: ["KeychainSecretService", "KeychainTestSupport", "KeychainDBus", "KeychainCore", "CKeychainPKCS12", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
+            dependencies: ["KeychainSecretService", "KeychainSecretServiceClient", "KeychainTestSupport", "KeychainDBus", "KeychainCore", "CKeychainPKCS12", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
             exclude: ["Scripts"],
             swiftSettings: strictSwift
         ),
@@ -377,12 +441,16 @@ let package = Package(
                 // The processes the kill test starts and kills: the server, and sync-writer in the helper.
                 "keychain-sync-server",
                 "keychain-test-helper",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: network),
                 // The generated client over AsyncHTTPClient, as the keychain's sync client will use it.
-                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client", condition: network),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: network),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: network),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: network),
+                .product(name: "NIOCore", package: "swift-nio", condition: network),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: network),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: network),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -171,11 +171,11 @@ package struct InProcessKeychain: KeychainConnection {
 
     package func sync(_ command: SyncCommand) async throws(KeychainError) -> SyncReply {
         engine.applyLockSettings()
-        return try await InProcessSyncEngineRegistry.engines().perform(command, engine: engine)
+        return try await SyncEngineRegistry.engines().perform(command, engine: engine)
     }
 
     package func runSync() async {
-        guard let engines = try? InProcessSyncEngineRegistry.engines() else { return }
+        guard let engines = SyncEngineRegistry.current else { return }
         await engines.run(engine: engine)
     }
 

@@ -2,7 +2,6 @@ import Foundation
 import KeychainCore
 import KeychainProtocol
 import KeychainPrompt
-import KeychainSyncClient
 import Logging
 
 /// Carries out one typed request for one session against its keychain's engine (its user's, ``Session/keychain``): the daemon's policy decides the access
@@ -212,8 +211,8 @@ package struct RequestDispatcher: Sendable {
             // stands (no item data, no key) any caller of the keychain may read, as it may read the lock state.
             if command != .status { try authority.requireAdmin(session, for: command.action) }
             if command.needsApproval { try approve(Approval(subject: "sync-account", action: command.action), session: session, engine: engine) }
-            let service = session.keychain.sync
-            return .sync(try waitBlocking { () async throws(KeychainError) -> SyncReply in try await service.perform(command) })
+            let engines = try SyncEngineRegistry.engines()
+            return .sync(try waitBlocking { () async throws(KeychainError) -> SyncReply in try await engines.perform(command, engine: engine) })
         case .onKeychains:
             throw KeychainError(code: .invalidParameter, message: "A request for some keychains cannot hold another.")
         case .listKeychains:

@@ -1,5 +1,10 @@
 import Foundation
 import KeychainCore
+#if Network
+// OCSP questions over HTTP, when the package is built with its Network trait (else revocation is left unchecked
+// wherever a responder would be asked).
+import KeychainNetwork
+#endif
 
 /// How `KeychainCertificate/verify(intermediates:anchors:anchorsOnly:hostname:at:revocation:crls:)` checks
 /// revocation (`security verify-cert -R`).
@@ -40,6 +45,9 @@ extension KeychainCertificate {
                        crls: [Data] = []) throws(KeychainError) -> KeychainVerification {
         var lists: [CertificateRevocationList] = []
         for data in crls { lists += try CertificateRevocationList.read(data) }
+        #if Network
+        if revocation != nil { HTTPOCSPTransport.install() }
+        #endif
         let outcome = try TrustEvaluation.evaluateInDetail(.init(
             leaf: parsed, intermediates: intermediates.map(\.parsed), anchors: anchors.map(\.parsed), anchorsOnly: anchorsOnly,
             hostname: hostname, date: date, revocation: revocation.map { RevocationOptions(rawValue: $0.rawValue) }, crls: lists))

@@ -1,6 +1,10 @@
 import Foundation
 import KeychainClient
 import KeychainCore
+#if Network
+// The sync client, when the package is built with its Network trait (else sync goes through keychaind).
+import KeychainSyncClient
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -221,7 +225,9 @@ extension KeychainStore {
     /// A program that opens its keychain itself (no keychaind) runs this for as long as it wants its keychain to sync.
     /// When keychaind serves the keychain it returns at once: keychaind syncs it.
     public func runSync() async {
+        #if Network
         SyncServices.register()
+        #endif
         await connection.runSync()
     }
 
@@ -276,7 +282,9 @@ extension KeychainStore {
 
     /// Sends `command` to the sync engine: this process's, or keychaind's.
     func sync(_ command: SyncCommand) async throws(KeychainError) -> SyncReply {
+        #if Network
         SyncServices.register()
+        #endif
         return try await connection.sync(command)
     }
 

@@ -3,6 +3,11 @@
 #else
 import Foundation
 import KeychainCore
+#if Network
+// OCSP questions over HTTP, when the package is built with its Network trait (else revocation is left unchecked
+// wherever a responder would be asked).
+import KeychainNetwork
+#endif
 
 // Keychain Services trust functions, with Apple's signatures (SecPolicy.h, SecTrust.h). Evaluation is the
 // engine's (`TrustEvaluation`, on swift-certificates' verifier); this file only declares the API.
@@ -122,6 +127,9 @@ public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutableP
         var pathPolicies = trust.policies.filter { $0.revocation == nil }
         if pathPolicies.isEmpty { pathPolicies = [SecPolicyCreateBasicX509()] }
         trust.revocationChecked = false
+        #if Network
+        if revocation != nil { HTTPOCSPTransport.install() }
+        #endif
         for policy in pathPolicies {
             let outcome = try TrustEvaluation.evaluateInDetail(.init(
                 leaf: trust.certificates[0].data, intermediates: trust.certificates.dropFirst().map(\.data),

@@ -1,5 +1,5 @@
 internal import Crypto
-package import Foundation
+import Foundation
 
 /// The signature rule every sync request follows: which headers carry it and what string it signs.
 ///

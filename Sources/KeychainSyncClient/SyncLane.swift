@@ -1,3 +1,4 @@
+#if Network
 import KeychainCore
 import Synchronization
 
@@ -44,3 +45,4 @@ final class SyncLane: Sendable {
         next?.resume()
     }
 }
+#endif

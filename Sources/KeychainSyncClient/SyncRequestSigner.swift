@@ -1,3 +1,4 @@
+#if Network
 import Crypto
 import Foundation
 import HTTPTypes
@@ -59,3 +60,4 @@ struct SyncRequestSigner: ClientMiddleware {
             .replacingOccurrences(of: "=", with: "")
     }
 }
+#endif

@@ -1,6 +1,8 @@
+#if Network
 import AsyncHTTPClient
 import Foundation
 import KeychainCore
+import KeychainNetwork
 import KeychainSync
 import KeychainSyncAPI
 import NIOCore
@@ -275,3 +277,4 @@ struct SyncTransportFailure: Error, Sendable, CustomStringConvertible {
         return keys.isEmpty ? "the top" : keys.joined(separator: ".")
     }
 }
+#endif

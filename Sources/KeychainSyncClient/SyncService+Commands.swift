@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -126,3 +127,4 @@ extension SyncService {
         return url
     }
 }
+#endif

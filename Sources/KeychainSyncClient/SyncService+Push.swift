@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import HummingbirdWSClient
@@ -81,3 +82,4 @@ extension SyncService {
         return (url, path)
     }
 }
+#endif

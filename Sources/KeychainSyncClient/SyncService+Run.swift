@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 
@@ -94,3 +95,4 @@ extension SyncService {
         }
     }
 }
+#endif

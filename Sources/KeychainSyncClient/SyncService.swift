@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -209,3 +210,4 @@ package final class SyncService: Sendable {
         WriteMark(generation: engine.writeGeneration, log: FileStamp(path: engine.location.databasePath + "-wal"))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import KeychainCore
 
 /// What a ``SyncService`` tells whoever listens (``SyncService/events()``): each round's outcome and the push
@@ -10,3 +11,4 @@ package enum SyncServiceEvent: Sendable, Hashable {
     /// The push connection to the server opened (true) or closed (false).
     case push(connected: Bool)
 }
+#endif

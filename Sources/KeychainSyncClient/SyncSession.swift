@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -290,3 +291,4 @@ package final class SyncSession: Sendable {
         return summary
     }
 }
+#endif

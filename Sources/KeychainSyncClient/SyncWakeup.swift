@@ -1,3 +1,4 @@
+#if Network
 import Synchronization
 
 /// Wakes one waiting loop early: ``wait(until:)`` returns at its deadline, when the task is cancelled, or when
@@ -56,3 +57,4 @@ final class SyncWakeup: Sendable {
         }
     }
 }
+#endif

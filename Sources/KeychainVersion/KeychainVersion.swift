@@ -5,9 +5,9 @@
 /// shares it too.
 package enum KeychainVersion {
     /// The release version. Bump it with every release, in the same commit as CHANGELOG.md's new heading.
-    package static let string = "0.30.0"
+    package static let string = "0.1.0"
 
-    /// What `PROGRAM --version` prints: `security 0.30.0 (swift-keychain)`.
+    /// What `PROGRAM --version` prints: `security 0.1.0 (swift-keychain)`.
     package static func line(program: String) -> String {
         "\(program) \(string) (swift-keychain)"
     }

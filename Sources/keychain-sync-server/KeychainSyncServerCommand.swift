@@ -1,3 +1,4 @@
+#if Network
 import ArgumentParser
 import KeychainSyncServer
 import KeychainVersion
@@ -95,3 +96,15 @@ struct KeychainSyncServerCommand: AsyncParsableCommand {
         try await group.run()
     }
 }
+#else
+import Foundation
+
+/// Built without the package's Network trait: says how to build the server, and fails.
+@main
+enum KeychainSyncServerUnavailable {
+    static func main() {
+        FileHandle.standardError.write(Data("keychain-sync-server: this build has no sync server. Build it with the Network trait: swift build --traits Network\n".utf8))
+        exit(1)
+    }
+}
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -227,3 +228,4 @@ enum SyncWriter {
         }
     }
 }
+#endif

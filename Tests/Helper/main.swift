@@ -298,10 +298,12 @@ case "latency" where args.count == 4 || args.count == 5:
             exit(1)
         }
     }
+#if Network
 case "sync-writer" where args.count == 4 || (args.count == 5 && args[4] == "settle"):
     let (home, prefix, seed, settle) = (args[1], args[2], UInt64(args[3]) ?? 0, args.count == 5)
     Task { exit(await SyncWriter.run(home: home, prefix: prefix, seed: seed, settle: settle)) }
     dispatchMain()
+#endif
 case "trusted-add" where args.count >= 4:
     // kSecAttrTrustedApplications (ours) on SecItemAdd: the terms after the secret.
     let query: [String: Any] = [

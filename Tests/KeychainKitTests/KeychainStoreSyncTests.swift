@@ -13,7 +13,7 @@ import Testing
         func store() throws -> KeychainStore { try KeychainStore(directory: path, accessGroups: ["com.example.sync"]) }
     }
 
-    @Test(.enabled(if: SyncServerProcess.isAvailable, "needs PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"))
+    @Test(.enabled(if: SyncServerProcess.isAvailable, "needs the Network trait (swift test --traits Network) and PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"))
     func twoStoresJoinAndSyncWithTheirStatusAsEvents() async throws {
         let server = try SyncServerProcess()
         defer { server.stop() }

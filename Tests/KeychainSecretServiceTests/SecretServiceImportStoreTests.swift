@@ -3,6 +3,7 @@ import KeychainCore
 import KeychainTestSupport
 import Testing
 @testable import KeychainSecretService
+@testable import KeychainSecretServiceClient
 
 /// The two halves of the import that need no provider: the client's side of the key exchange, and
 /// `SecretStore.importItems` on a real engine.

@@ -2,6 +2,7 @@ import Foundation
 import KeychainDBus
 import Testing
 @testable import KeychainSecretService
+@testable import KeychainSecretServiceClient
 
 /// Which calls the bus thread may answer itself: small reads only, never one whose cost grows with a collection.
 @Suite("Secret Service calls answered on the bus thread")

@@ -2,6 +2,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 @testable import KeychainSecretService
+@testable import KeychainSecretServiceClient
 import Testing
 
 /// secretstorage's own client side (python3-secretstorage's `dhcrypto.Session` and `util.format_secret`, and the

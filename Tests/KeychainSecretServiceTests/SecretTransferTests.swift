@@ -3,6 +3,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 @testable import KeychainSecretService
+@testable import KeychainSecretServiceClient
 import Testing
 
 /// RFC 2409 section 6.2's prime, as the RFC prints it (independent of the table in OakleyGroup2).

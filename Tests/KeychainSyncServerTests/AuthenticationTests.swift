@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncAPI
 import KeychainSyncServer
@@ -131,3 +132,4 @@ func join(_ device: TestDevice, account: String, client: SyncTestClient, code: [
     )
     #expect(response.status == 202)
 }
+#endif

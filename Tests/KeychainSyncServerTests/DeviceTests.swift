@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncAPI
 import KeychainSyncServer
@@ -122,3 +123,4 @@ struct DeviceTests {
         }
     }
 }
+#endif

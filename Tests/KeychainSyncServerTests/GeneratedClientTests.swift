@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import HTTPTypes
 import KeychainSyncAPI
@@ -69,3 +70,4 @@ struct GeneratedClientTests {
         }
     }
 }
+#endif

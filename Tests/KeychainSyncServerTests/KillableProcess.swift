@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainTestSupport
 
@@ -112,3 +113,4 @@ final class KillableProcess: @unchecked Sendable {
         if process.isRunning { _ = Glibc.kill(process.processIdentifier, SIGKILL) }
     }
 }
+#endif

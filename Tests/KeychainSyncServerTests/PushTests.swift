@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import HTTPTypes
 import HummingbirdWSClient
@@ -161,3 +162,4 @@ func openPushSocket(
         url: "ws://127.0.0.1:\(port)\(path)", configuration: .init(additionalHeaders: fields), logger: TestPostgres.logger, handler: handler
     )
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncAPI
 import KeychainSyncServer
@@ -174,3 +175,4 @@ struct RecordTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import KeychainSyncServer
 import PostgresNIO
 import Testing
@@ -56,3 +57,4 @@ struct DatabaseAddressTests {
         }
     }
 }
+#endif

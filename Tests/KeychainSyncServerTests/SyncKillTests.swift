@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -320,3 +321,4 @@ struct SyncKillTests {
         }
     }
 }
+#endif

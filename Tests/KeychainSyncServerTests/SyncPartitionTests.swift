@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -203,3 +204,4 @@ struct SyncPartitionTests {
         }
     }
 }
+#endif

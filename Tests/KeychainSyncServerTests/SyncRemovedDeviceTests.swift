@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -105,3 +106,4 @@ struct SyncRemovedDeviceTests {
         }
     }
 }
+#endif

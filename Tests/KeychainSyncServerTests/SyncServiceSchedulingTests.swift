@@ -1,3 +1,4 @@
+#if Network
 import KeychainCore
 @testable import KeychainSyncClient
 import Synchronization
@@ -65,3 +66,4 @@ struct SyncServiceSchedulingTests {
         }
     }
 }
+#endif

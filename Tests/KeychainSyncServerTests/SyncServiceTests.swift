@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -360,3 +361,4 @@ struct SyncServiceTests {
         return try result.get()
     }
 }
+#endif

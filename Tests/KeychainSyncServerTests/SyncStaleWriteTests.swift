@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -77,3 +78,4 @@ struct SyncStaleWriteTests {
         }
     }
 }
+#endif

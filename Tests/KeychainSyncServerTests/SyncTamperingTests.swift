@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -117,3 +118,4 @@ struct SyncTamperingTests {
         }
     }
 }
+#endif

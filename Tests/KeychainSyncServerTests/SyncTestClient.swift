@@ -1,3 +1,4 @@
+#if Network
 import AsyncHTTPClient
 import Crypto
 import Foundation
@@ -155,3 +156,4 @@ func recordWrite(_ id: String, expected: Int64, deleted: Bool = false, text: Str
 
 /// A new account id.
 func newAccountID() -> String { UUID().uuidString.lowercased() }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -151,3 +152,4 @@ final class SyncTestDevice: @unchecked Sendable {
         return nil
     }
 }
+#endif

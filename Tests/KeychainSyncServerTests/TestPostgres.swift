@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncServer
 import Logging
@@ -73,3 +74,4 @@ enum TestPostgres {
         }
     }
 }
+#endif

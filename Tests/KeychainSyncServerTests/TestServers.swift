@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncServer
 import Logging
@@ -104,3 +105,4 @@ struct TestServers: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainCore
 import KeychainSync
@@ -143,3 +144,4 @@ struct ThreeDeviceSyncTests {
         }
     }
 }
+#endif

@@ -19,10 +19,12 @@ public final class KeychaindProcess: @unchecked Sendable {
     private var stopped = false
 
     /// Starts keychaind with `environment` (its `KEYCHAIN_HOME` is the keychain), on `socketPath`, with extra
-    /// `arguments`; `commandPrefix` runs it through another program (`setpriv …` to run it as another user).
-    public init(socketPath: String, environment: [String: String], arguments: [String] = [], commandPrefix: [String] = []) throws {
+    /// `arguments`; `commandPrefix` runs it through another program (`setpriv …` to run it as another user);
+    /// `executable` is another keychaind than the build products' (the multi-call binary under that name).
+    public init(socketPath: String, environment: [String: String], arguments: [String] = [], commandPrefix: [String] = [],
+                executable: String? = nil) throws {
         self.socketPath = socketPath
-        let command = commandPrefix + [try BuiltProducts.path(of: "keychaind"), "--foreground", "--socket", socketPath] + arguments
+        let command = commandPrefix + [try executable ?? BuiltProducts.path(of: "keychaind"), "--foreground", "--socket", socketPath] + arguments
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         process.environment = environment

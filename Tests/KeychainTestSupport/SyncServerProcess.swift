@@ -40,9 +40,14 @@ public final class SyncServerProcess: @unchecked Sendable {
         return folders.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Whether a server can be started: a PostgreSQL socket, and `createdb` and `dropdb` to make its database.
+    /// Whether a server can be started: a build with the Network trait (the sync server and client), a PostgreSQL
+    /// socket, and `createdb` and `dropdb` to make its database.
     public static var isAvailable: Bool {
+        #if Network
         postgresSocket != nil && postgresProgram("createdb") != nil && postgresProgram("dropdb") != nil
+        #else
+        false
+        #endif
     }
 
     /// Makes a new database and starts the server on it; returns once it listens.

@@ -47,7 +47,7 @@ struct SyncToolTests {
         output.split(separator: "\n").first { $0.hasPrefix(name + ": ") }.map { String($0.dropFirst(name.count + 2)) }
     }
 
-    @Test(.enabled(if: SyncServerProcess.isAvailable, "needs PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
+    @Test(.enabled(if: SyncServerProcess.isAvailable, "needs the Network trait (swift test --traits Network) and PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
           arguments: ToolMode.allCases)
     func twoMachinesJoinSyncAndPartThroughTheServer(_ mode: ToolMode) throws {
         let server = try SyncServerProcess()

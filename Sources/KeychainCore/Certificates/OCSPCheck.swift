@@ -1,6 +1,4 @@
-import AsyncHTTPClient
 import Foundation
-import NIOCore
 import SwiftASN1
 import Synchronization
 // SecTrustSetVerifyDate judges an answer's freshness at a fixed time, which swift-certificates offers as SPI.
@@ -13,7 +11,8 @@ import Synchronization
 /// answer: signed by the issuer or by a responder the issuer delegated to (OCSP signing), for this certificate,
 /// current at the verify date (`thisUpdate` ≤ date ≤ `nextUpdate`), the nonce echoed if any. An answer that fails
 /// any of these counts for nothing: a responder that is not the issuer's can neither revoke a certificate nor vouch
-/// for it. This type sends the request (an HTTP POST, bounded in time and size) and sorts the outcome.
+/// for it. This type has the request sent (an HTTP POST, bounded in time and size, by the process's
+/// ``OCSPTransport``) and sorts the outcome.
 package enum OCSPCheck {
     /// What the responder said, as far as it counts.
     package enum Status: Sendable, Equatable {
@@ -26,9 +25,18 @@ package enum OCSPCheck {
     }
 
     /// The longest answer read (a responder's answer for one certificate is a few kilobytes).
-    static let maximumAnswer = 64 * 1024
+    package static let maximumAnswer = 64 * 1024
     /// How long one certificate's question may take in all.
-    static let timeout: TimeAmount = .seconds(10)
+    package static let timeout: Duration = .seconds(10)
+
+    private static let transport = Mutex<(any OCSPTransport)?>(nil)
+
+    /// Makes `transport` the way this process sends OCSP questions (the first registration stays). The programs
+    /// built with the package's `Network` trait register KeychainNetwork's HTTP client when they start; without one,
+    /// revocation is left unchecked wherever OCSP would be asked.
+    package static func register(_ transport: any OCSPTransport) {
+        Self.transport.withLock { if $0 == nil { $0 = transport } }
+    }
 
     /// The responder's address `certificate` names, if any.
     static func responder(of certificate: Certificate) -> String? {
@@ -49,7 +57,10 @@ package enum OCSPCheck {
         guard let url = URL(string: uri), url.scheme == "http" || url.scheme == "https", url.host?.isEmpty == false else {
             return .notChecked("its OCSP responder's address is not an http or https URL")
         }
-        let requester = FirstQueryRequester()
+        guard let transport = transport.withLock({ $0 }) else {
+            return .notChecked("this program cannot ask OCSP responders (it was built without the package's Network trait)")
+        }
+        let requester = FirstQueryRequester(transport: transport)
         let roots = CertificateStore([chain[chain.count - 1]])
         let intermediates = CertificateStore(Array(chain.dropFirst().dropLast()))
         let result = try? waitBlocking { () async throws(KeychainError) -> CertificateValidationResult in
@@ -84,9 +95,27 @@ package enum OCSPCheck {
             return .notChecked("the question to its OCSP responder at \(uri) ended without an answer")
         }
     }
+}
 
-    /// The HTTP client OCSP questions share.
-    static let httpClient = HTTPClient.keychainShared(connectTimeout: .seconds(5), readTimeout: .seconds(10))
+/// How OCSP questions reach their responders: an HTTP POST of the DER request, bounded in time and size. The library
+/// has no network client of its own; KeychainNetwork provides this over AsyncHTTPClient (``OCSPCheck/register(_:)``).
+package protocol OCSPTransport: Sendable {
+    /// Posts `request` to `uri` (`Content-Type: application/ocsp-request`) and reads the answer's body.
+    /// - Parameters:
+    ///   - request: The DER-encoded OCSP request.
+    ///   - uri: The responder's http or https address, as the certificate names it (no redirect is followed).
+    ///   - maximumAnswer: The most bytes of answer to read; a longer one is a failure.
+    ///   - timeout: How long the whole exchange may take.
+    /// - Returns: The body of an HTTP 200 answer, or why there is none, in words that name no secret.
+    func post(_ request: [UInt8], to uri: String, maximumAnswer: Int, timeout: Duration) async -> OCSPTransportOutcome
+}
+
+/// What became of one OCSP question's HTTP exchange.
+package enum OCSPTransportOutcome: Sendable {
+    /// The responder answered HTTP 200 with these bytes.
+    case answer([UInt8])
+    /// No answer to judge: "answered HTTP 500", "could not be reached (…)".
+    case failed(String)
 }
 
 /// The chain was validated (with every policy its critical extensions call for) before revocation is checked: this
@@ -112,6 +141,11 @@ private final class FirstQueryRequester: OCSPRequester {
     private struct Declined: Error {}
 
     private let state = Mutex<(asked: Bool, outcome: Outcome?)>((false, nil))
+    private let transport: any OCSPTransport
+
+    init(transport: any OCSPTransport) {
+        self.transport = transport
+    }
 
     var outcome: Outcome? { state.withLock { $0.outcome } }
 
@@ -123,39 +157,15 @@ private final class FirstQueryRequester: OCSPRequester {
         guard first else { return .nonTerminalError(Declined()) }
         let outcome: Outcome
         let result: OCSPRequesterQueryResult
-        do {
-            var question = HTTPClientRequest(url: uri)
-            question.method = .POST
-            question.headers.add(name: "Content-Type", value: "application/ocsp-request")
-            question.headers.add(name: "Accept", value: "application/ocsp-response")
-            question.body = .bytes(ByteBuffer(bytes: request))
-            let answer = try await OCSPCheck.httpClient.execute(question, timeout: OCSPCheck.timeout)
-            if answer.status == .ok {
-                let body = try await answer.body.collect(upTo: OCSPCheck.maximumAnswer)
-                outcome = .answered
-                result = .response(Array(body.readableBytesView))
-            } else {
-                outcome = .failed("answered HTTP \(answer.status.code)")
-                result = .nonTerminalError(Declined())
-            }
-        } catch let error as NIOTooManyBytesError {
-            outcome = .failed("answered more than \(OCSPCheck.maximumAnswer / 1024) KiB (\(type(of: error)))")
-            result = .nonTerminalError(error)
-        } catch {
-            outcome = .failed("could not be reached (\(Self.describe(error)))")
-            result = .nonTerminalError(error)
+        switch await transport.post(request, to: uri, maximumAnswer: OCSPCheck.maximumAnswer, timeout: OCSPCheck.timeout) {
+        case .answer(let body):
+            outcome = .answered
+            result = .response(body)
+        case .failed(let why):
+            outcome = .failed(why)
+            result = .nonTerminalError(Declined())
         }
         state.withLock { $0.outcome = outcome }
         return result
-    }
-
-    /// The transport's error, which names no secret (OCSP carries none).
-    static func describe(_ error: any Error) -> String {
-        switch error {
-        case let error as HTTPClientError: String(describing: error)
-        case let error as IOError: String(describing: error)
-        case is CancellationError: "it took longer than \(OCSPCheck.timeout.nanoseconds / 1_000_000_000) s"
-        default: String(describing: type(of: error))
-        }
     }
 }

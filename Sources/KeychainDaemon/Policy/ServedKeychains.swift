@@ -1,6 +1,5 @@
 import Foundation
 import KeychainCore
-import KeychainSyncClient
 import Logging
 import Synchronization
 
@@ -9,20 +8,17 @@ import Glibc
 #endif
 
 /// One user's keychain as keychaind serves it: the engine (with its own lock state, passcode and settings), the
-/// user it belongs to, its program registry, read again whenever the file changes, and its sync engine.
+/// user it belongs to, and its program registry, read again whenever the file changes. Its sync engine is the process's
+/// (``SyncEngineRegistry``), when keychaind was built with the sync client.
 package final class ServedKeychain: Sendable {
     /// The user whose keychain this is (the kernel's uid of the processes it serves).
     package let uid: UInt32
     package let engine: KeychainEngine
-    /// The keychain's sync engine (its mirror at ``KeychainLocation/syncMirrorPath``): keychaind runs it in the
-    /// background while it serves the keychain, and answers sync requests with it.
-    package let sync: SyncService
     private let registryCache = Mutex<(stamp: FileStamp, registry: AppRegistry)?>(nil)
 
     package init(uid: UInt32, engine: KeychainEngine) {
         self.uid = uid
         self.engine = engine
-        sync = SyncService(engine: engine, mirrorPath: engine.location.syncMirrorPath)
     }
 
     /// The keychain's program registry, read again whenever the file changes.

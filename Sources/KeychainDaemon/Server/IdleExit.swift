@@ -40,7 +40,7 @@ struct IdleExit: Service {
     /// Whether a keychain is unlocked with a passcode, or syncs.
     func holdsState() -> Bool {
         keychains.open.contains { served in
-            served.sync.hasAccount || ([served.engine] + served.engine.openKeychains).contains { $0.lockState == .unlocked }
+            SyncEngineRegistry.current?.hasAccount(engine: served.engine) == true || ([served.engine] + served.engine.openKeychains).contains { $0.lockState == .unlocked }
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainCore
 import KeychainDBus
+import KeychainSecretServiceClient
 
 /// The methods of `org.freedesktop.Secret.Service`, `.Collection`, `.Item`, `.Session` and `.Prompt`.
 extension SecretServiceProvider {

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainDBus
+import KeychainSecretServiceClient
 import Synchronization
 
 /// The open sessions (`/org/freedesktop/secrets/session/ID`): each belongs to the bus connection that opened it,

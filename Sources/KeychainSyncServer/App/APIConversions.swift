@@ -1,3 +1,4 @@
+#if Network
 import KeychainSyncAPI
 import OpenAPIRuntime
 
@@ -55,3 +56,4 @@ extension Components.Schemas.Record {
         )
     }
 }
+#endif

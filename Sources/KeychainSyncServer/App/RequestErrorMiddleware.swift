@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import HTTPTypes
 import Logging
@@ -34,3 +35,4 @@ struct RequestErrorMiddleware: ServerMiddleware {
         }
     }
 }
+#endif

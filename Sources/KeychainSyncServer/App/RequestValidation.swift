@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncAPI
 import OpenAPIRuntime
@@ -107,3 +108,4 @@ enum RequestValidation {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncAPI
 import OpenAPIRuntime
@@ -154,3 +155,4 @@ extension SyncAPI {
         }
     }
 }
+#endif

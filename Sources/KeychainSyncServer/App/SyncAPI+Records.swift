@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncAPI
 import OpenAPIRuntime
@@ -80,3 +81,4 @@ extension SyncAPI {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncAPI
 import Logging
@@ -65,3 +66,4 @@ func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable 
         return first
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -78,3 +79,4 @@ extension SyncFailure: HTTPResponseConvertible {
     /// The body of the answer, for the OpenAPI runtime.
     package var httpBody: HTTPBody? { HTTPBody(jsonBody) }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 /// The bounds the server enforces on what clients send; the OpenAPI document lists the same numbers.
 package enum SyncLimits {
     /// The largest request body, in bytes (8 MiB).
@@ -35,3 +36,4 @@ package enum SyncLimits {
     /// The most push sockets on one server instance.
     package static let maximumSockets = 10_000
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Hummingbird
 import HummingbirdWebSocket
 
@@ -21,3 +22,4 @@ package struct SyncRequestContext: RequestContext, WebSocketRequestContext {
     /// The largest body a handler may collect (the authentication middleware enforces it first).
     package var maxUploadSize: Int { SyncLimits.maximumBodyBytes }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Hummingbird
 import HummingbirdWebSocket
 import KeychainSyncAPI
@@ -66,3 +67,4 @@ package enum SyncServer {
         return app
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 /// What an operator chooses about a sync server instance.
 package struct SyncServerConfiguration: Sendable {
     /// The address to listen on.
@@ -30,3 +31,4 @@ package struct SyncServerConfiguration: Sendable {
         self.pushSockets = pushSockets
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 /// The state of a device in an account.
 package enum DeviceState: String, Sendable, Equatable {
     /// The device asked to join and waits for a trusted device's approval.
@@ -22,3 +23,4 @@ package struct AuthenticatedDevice: Sendable, Equatable {
     /// The device of the request being handled, set by ``AuthenticationMiddleware`` around the handler.
     @TaskLocal package static var current: AuthenticatedDevice?
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncAPI
 import HTTPTypes
@@ -168,3 +169,4 @@ package struct AuthenticationMiddleware: RouterMiddleware {
         return Array(key)
     }
 }
+#endif

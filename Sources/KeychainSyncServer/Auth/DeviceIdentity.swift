@@ -1,3 +1,4 @@
+#if Network
 import Crypto
 import Foundation
 import KeychainSyncAPI
@@ -33,3 +34,4 @@ package enum DeviceIdentity {
         return key.isValidSignature(signature, for: message)
     }
 }
+#endif

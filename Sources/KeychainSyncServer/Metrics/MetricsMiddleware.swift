@@ -1,3 +1,4 @@
+#if Network
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -43,3 +44,4 @@ struct RequestObservationMiddleware: RouterMiddleware {
         context.logger.log(level: status >= 500 ? .error : .info, "Request", metadata: metadata)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Synchronization
 import Metrics
 import Prometheus
@@ -67,3 +68,4 @@ private final class SocketCount: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Synchronization
 
 /// What a push socket is handed.
@@ -99,3 +100,4 @@ package final class PushHub: Sendable {
         for subscriber in subscribers { subscriber.continuation.finish() }
     }
 }
+#endif

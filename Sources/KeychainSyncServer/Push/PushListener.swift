@@ -1,3 +1,4 @@
+#if Network
 import Logging
 import PostgresNIO
 import ServiceLifecycle
@@ -43,3 +44,4 @@ struct PushListener: Service, CustomStringConvertible {
         hub.finishAll()
     }
 }
+#endif

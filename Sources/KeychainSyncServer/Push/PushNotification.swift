@@ -1,3 +1,4 @@
+#if Network
 /// What the instances tell each other through PostgreSQL's `NOTIFY keychain_sync`, sent inside the committing
 /// transaction so that it is heard only if the change commits.
 package enum PushNotification: Sendable, Equatable {
@@ -40,3 +41,4 @@ package enum PushNotification: Sendable, Equatable {
         #"{"zone":"\#(zone)","seq":\#(seq)}"#
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
@@ -63,3 +64,4 @@ enum PushRoute {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import PostgresNIO
 
@@ -60,3 +61,4 @@ package enum DatabaseAddress {
         )
     }
 }
+#endif

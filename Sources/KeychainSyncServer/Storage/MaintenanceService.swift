@@ -1,3 +1,4 @@
+#if Network
 import Logging
 import ServiceLifecycle
 
@@ -40,3 +41,4 @@ struct MaintenanceService: Service, CustomStringConvertible {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Logging
 import PostgresNIO
 
@@ -112,3 +113,4 @@ package enum SchemaMigrations {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import NIOCore
 
 /// An account's signed device list as stored, with the trusted set the server derives from it.
@@ -92,3 +93,4 @@ extension ByteBuffer {
     /// The readable bytes as an array.
     var bytes: [UInt8] { Array(readableBytesView) }
 }
+#endif

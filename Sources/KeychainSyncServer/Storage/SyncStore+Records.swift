@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import Logging
 import NIOCore
@@ -221,3 +222,4 @@ extension SyncStore {
         return report
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import Foundation
 import KeychainSyncAPI
 import Logging
@@ -344,3 +345,4 @@ package struct SyncStore: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Network
 import AsyncHTTPClient
 import NIOCore
 
@@ -18,3 +19,4 @@ extension HTTPClient {
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 }
+#endif

@@ -33,7 +33,7 @@ enum HelperUsage {
 
         """
 
-    /// What `--version` prints: `git-credential-keychain 0.30.0 (swift-keychain)`.
+    /// What `--version` prints: `git-credential-keychain 0.1.0 (swift-keychain)`.
     static var version: String { KeychainVersion.line(program: "git-credential-keychain") + "\n" }
 
     /// The text to print for `operation` when it asks for help or the version, else `nil` (the operation is

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeychainKit
-import KeychainSecretService
+import KeychainSecretServiceClient
 
 #if canImport(Glibc)
 import Glibc

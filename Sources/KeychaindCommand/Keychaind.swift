@@ -6,14 +6,17 @@ import KeychainDaemon
 import KeychainSecretService
 import KeychainVersion
 import Logging
+#if Network
+// The sync client and OCSP over HTTP, registered with KeychainCore at start (the Network trait).
+import KeychainSyncClient
+#endif
 
 /// keychaind: the one process that opens the keychain in `KEYCHAIN_HOME`, holds its unlocked class keys in
 /// memory, and serves keychain calls over a Unix-domain socket, deciding each caller's access groups from
 /// the kernel's peer credentials. With `--system` it runs as a system user and serves every local user their own
 /// keychain. Everything but the command line lives in the KeychainDaemon library.
-@main
-struct Keychaind: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct Keychaind: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "keychaind",
         abstract: "The keychain daemon: serves the keychain in KEYCHAIN_HOME to the programs of this user.",
         discussion: """
@@ -80,7 +83,22 @@ struct Keychaind: AsyncParsableCommand {
     /// The exit status when another program owns org.freedesktop.secrets.
     static let nameTakenStatus: Int32 = 3
 
-    mutating func run() async throws {
+    package init() {}
+
+    /// Parses the command line and runs keychaind; `--help`, `--version` and bad flags exit as ArgumentParser's do.
+    package static func runCommandLine() async {
+        do {
+            var command = try parse()
+            try await command.run()
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    package mutating func run() async throws {
+        #if Network
+        NetworkServices.install()
+        #endif
         // No core dumps, no ptrace or /proc/PID/mem by other processes of this user: the class keys live here.
         if ckeychain_set_nondumpable() != 0 {
             throw StartFailure("keychaind could not make itself non-dumpable (prctl failed); refusing to hold keys.")

@@ -2,12 +2,15 @@ import ArgumentParser
 import Foundation
 import KeychainKit
 import KeychainVersion
+#if Network
+// The sync client and OCSP over HTTP, registered with KeychainCore at start (the Network trait).
+import KeychainSyncClient
+#endif
 
 /// The `security` command: macOS's keychain tool, with its verbs, flags, output and exit statuses, working on
 /// the keychain in `KEYCHAIN_HOME` (else `$XDG_DATA_HOME/keychain`, else `~/.local/share/keychain`).
-@main
-struct SecurityTool: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+package struct SecurityTool: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "security",
         abstract: "Command line interface to the keychain.",
         discussion: """
@@ -37,9 +40,14 @@ struct SecurityTool: AsyncParsableCommand {
         ]
     )
 
+    package init() {}
+
     /// Parses and runs a verb, printing errors as macOS does: keychain failures as `security: …` with the
     /// status's exit code, usage errors with the usage message and exit status 2.
-    static func main() async {
+    package static func runCommandLine() async {
+        #if Network
+        NetworkServices.install()
+        #endif
         // argv as bytes: an account such as $'\xff' stays those bytes instead of becoming U+FFFD (RawArguments).
         let arguments = PromptRequest.normalized(RawArguments.commandLine())
         do {

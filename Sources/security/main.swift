@@ -1,0 +1,4 @@
+// `security`, on its own for development and the tests; installed, it is the multi-call `keychain` binary.
+import SecurityCommand
+
+await SecurityTool.runCommandLine()
