@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Turns `swift package benchmark` text output into the README's tables: the results of every benchmark, then each
-of issue 15's targets against the floor measured in the same run, with the ratio and whether it is met.
+"""Turns `swift package benchmark` text output into Benchmarks/README.md's tables: the results of every benchmark,
+then each target against the floor measured in the same run, with the ratio and whether it is met.
 
     swift package --package-path Benchmarks benchmark --no-progress | tee /tmp/bench.txt | python3 Benchmarks/Scripts/summarize.py
     python3 Benchmarks/Scripts/summarize.py /tmp/bench.txt --process-start /tmp/start.json
@@ -103,7 +103,7 @@ def p99_growth(run, kind, pattern):
 
 
 def process_start(path):
-    """The process-start row from hyperfine's JSON or markdown export, or a pointer to the README's section."""
+    """The process-start row from hyperfine's JSON or markdown export, or a pointer to Benchmarks/README.md's section."""
     target = "`git-credential-keychain get`, whole process ≤ 8 ms"
     if not path:
         return Row(target, "see Process start", "", "", "")
