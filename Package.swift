@@ -210,7 +210,7 @@ let package = Package(
             swiftSettings: strictSwift
         ),
 
-        // ---- Network (every module's sources are within `#if Network`) ----
+        // ---- Network (each module's code that needs a network package is within `#if Network`) ----
         // The HTTP client the programs share, and OCSP questions sent over it (registered with KeychainCore).
         .target(
             name: "KeychainNetwork",

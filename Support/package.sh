@@ -18,7 +18,7 @@
 #     /lib/MULTIARCH/security/pam_keychain.so (where pam_unix.so is), /usr/share/pam-configs/swift-keychain   off until
 #                                                   `pam-auth-update --enable swift-keychain`
 #     man pages security(1), git-credential-keychain(1), keychaind(8); copyright, changelog
-#   keychain-sync-server_VERSION_ARCH.deb           (when SyncServer/Package.swift exists)
+#   keychain-sync-server_VERSION_ARCH.deb           (the product keychain-sync-server, built with the Network trait)
 #     /usr/bin/keychain-sync-server, /usr/lib/systemd/system/keychain-sync-server.service (not enabled),
 #     keychain-sync-server(8)
 #
@@ -32,8 +32,7 @@
 #                      reused and only the binary is linked: for CI on the machine that built it, never for a release
 #                      (the package then needs the toolchain's folder; not stripped, light compression)
 #   --no-build         package what is already built in the build folder (by this script, earlier)
-#   --build-path DIR   SwiftPM's scratch folder (default .build); the sync server's is DIR/SyncServer (default
-#                      SyncServer/.build)
+#   --build-path DIR   SwiftPM's scratch folder (default .build)
 #   --out DIR          where the .deb files go (default: BUILD-PATH/packages)
 #
 # Needs: dpkg-deb and dpkg-shlibdeps (dpkg-dev), a C compiler and libpam0g-dev (pam_keychain.so), binutils (strip),
@@ -81,10 +80,8 @@ parse_arguments() {
     if [ -n "$scratch" ]; then
         mkdir -p "$scratch"
         scratch=$(cd "$scratch" && pwd)
-        sync_scratch="$scratch/SyncServer"
     else
         scratch="$root/.build"
-        sync_scratch="$root/SyncServer/.build"
     fi
     [ -n "$out" ] || out="$scratch/packages"
     mkdir -p "$out"
@@ -134,11 +131,9 @@ build_programs() {
     step "Building keychain (swift build -c $config ${static[*]} --traits Network)"
     (cd "$root" && swift build -c "$config" "${static[@]}" --traits Network --scratch-path "$scratch" --product keychain) \
         || die "swift build failed; $hint"
-    if [ -f "$root/SyncServer/Package.swift" ]; then
-        step "Building keychain-sync-server (swift build -c $config ${static[*]} --package-path SyncServer)"
-        swift build -c "$config" "${static[@]}" --package-path "$root/SyncServer" --scratch-path "$sync_scratch" \
-            --product keychain-sync-server || die "swift build of the sync server failed; ${hint//$scratch/$sync_scratch}"
-    fi
+    step "Building keychain-sync-server (swift build -c $config ${static[*]} --traits Network)"
+    (cd "$root" && swift build -c "$config" "${static[@]}" --traits Network --scratch-path "$scratch" --product keychain-sync-server) \
+        || die "swift build of the sync server failed; $hint"
 }
 
 # A release binary must carry the Swift runtime: no RPATH into a toolchain, no Swift library loaded at run time. A
@@ -477,7 +472,7 @@ stage_sync_server() {
     grep -q '^ExecStart=/usr/bin/keychain-sync-server' "$stage/usr/lib/systemd/system/keychain-sync-server.service" \
         || die "keychain-sync-server.service has no ExecStart=/usr/local/bin/keychain-sync-server to point at /usr/bin"
     man_page "$stage/usr/bin/keychain-sync-server" 8 "$stage/usr/share/man/man8"
-    write_docs "$stage" keychain-sync-server "$root/SyncServer/Package.resolved" "$(checkouts_of "$sync_scratch")"
+    write_docs "$stage" keychain-sync-server "$root/Package.resolved" "$(checkouts_of "$scratch")"
     for script in postinst prerm postrm; do maintainer_script "$stage" keychain-sync-server "$script"; done
     depends=$(shlib_depends "$stage/usr/bin/keychain-sync-server")
     write_control "$stage" keychain-sync-server "$depends" "" "postgresql" \
@@ -512,8 +507,7 @@ main() {
     arch=$(dpkg --print-architecture)
     multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || "${CC:-cc}" -print-multiarch)
     maintainer="${DEBFULLNAME:-$(git -C "$root" config user.name 2>/dev/null || echo swift-keychain)} <${DEBEMAIL:-$(git -C "$root" config user.email 2>/dev/null || echo "root@localhost")}>"
-    local sync=no
-    [ -f "$root/SyncServer/Package.swift" ] && sync=yes
+    local sync=yes
     # Steps: build (1, or 2 with the server), PAM, checks, staging, man pages, dependencies, deb (+ server: staging, deb).
     step_count=6
     [ "$build" = yes ] && step_count=$((step_count + 1))
@@ -544,14 +538,12 @@ main() {
     stage_swift_keychain
 
     if [ "$sync" = yes ]; then
-        server_binary="$sync_scratch/$config/keychain-sync-server"
+        server_binary="$scratch/$config/keychain-sync-server"
         [ -x "$server_binary" ] || die "$server_binary is missing: build it (run without --no-build)"
         check_self_contained "$server_binary"
         ln -sf "$server_binary" "$work/links/keychain-sync-server"
         check_version "$work/links/keychain-sync-server"
         stage_sync_server
-    else
-        echo "package.sh: skipping keychain-sync-server: SyncServer/Package.swift is missing (the sync server is not its own package yet)" >&2
     fi
 
     echo "Built ($config):"

@@ -1,20 +1,25 @@
 #!/bin/sh
 # What a script or git pays to start the tools: `security find-generic-password -w` and
-# `git-credential-keychain get` as whole processes, timed with hyperfine, beside `/bin/true` and `security help`,
-# with the keychain opened in the process (KEYCHAIN_HOME, no keychaind) and through a keychaind found the default
-# way ($XDG_RUNTIME_DIR/keychain/keychaind.sock). Prints a markdown table: median, mean ± σ, min, max.
+# `git-credential-keychain get` as whole processes, timed with hyperfine and their peak resident memory read by GNU
+# time (`%M`, the median of 5 runs), beside `/bin/true` and `security help`, with the keychain opened in the process
+# (KEYCHAIN_HOME, no keychaind) and through a keychaind found the default way ($XDG_RUNTIME_DIR/keychain/keychaind.sock);
+# and, as the floor of what Linux users run today, `secret-tool lookup` against gnome-keyring on a private session bus
+# and `pass show` with a throwaway GnuPG key. Prints a markdown table: median, mean ± σ, min, max, peak RSS.
 #
 #   Benchmarks/Scripts/startup.sh [--bin DIR] [--build-path DIR] [--runs N] [--warmup N] [--json FILE]
 #
-#   --bin DIR         time the programs in DIR (security, git-credential-keychain, keychaind) instead of building
+#   --bin DIR         time the multi-call binary DIR/keychain instead of building it
 #   --build-path DIR  build in DIR (swift build --scratch-path); default .build
 #   --runs N          runs per command (default 200); --warmup N runs first, untimed (default 20)
 #   --json FILE       also keep hyperfine's JSON export
 #
-# Without --bin it builds the release programs as Support/install.sh does (`swift build -c release
-# --static-swift-stdlib`). Everything runs in a temporary folder (two keychains, one keychaind), removed at the end;
-# your own keychain is never touched. Needs hyperfine (Debian: apt-get install hyperfine), python3, and a C compiler
-# when hyperfine is older than 1.16 (for `--input`): then a five-line program feeds standard input by one exec.
+# Without --bin it builds the installed binary as Support/package.sh does (`swift build -c release
+# --static-swift-stdlib --traits Network --product keychain`, stripped) and runs it by hard links named security,
+# git-credential-keychain and keychaind, as installed. Everything runs in a temporary folder (two keychains, one
+# keychaind, a gnome-keyring, a password store), removed at the end; your own keychain is never touched. Needs
+# hyperfine, GNU time, python3 (Debian: apt-get install hyperfine time), and for the floor rows gnome-keyring,
+# libsecret-tools, dbus-daemon and pass (rows left out without them); a C compiler when hyperfine is older than 1.16
+# (for `--input`): then a five-line program feeds standard input by one exec.
 set -eu
 
 bin=""
@@ -39,24 +44,29 @@ command -v hyperfine >/dev/null || { echo "startup.sh: needs hyperfine (apt-get 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 if [ -z "$bin" ]; then
     [ -n "$scratch" ] || scratch="$root/.build"
-    for program in security git-credential-keychain keychaind; do
-        (cd "$root" && swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product "$program" >&2)
-    done
+    (cd "$root" && swift build -c release --static-swift-stdlib --traits Network --scratch-path "$scratch" --product keychain >&2)
     bin="$scratch/release"
 fi
 bin=$(cd "$bin" && pwd)
+command -v /usr/bin/time >/dev/null || { echo "startup.sh: needs GNU time (apt-get install time)" >&2; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/keychain-startup.XXXXXX")
 daemon=""
 cleanup() {
     [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+    [ -n "${bus_pid:-}" ] && kill "$bus_pid" 2>/dev/null
+    [ -n "${keyring_pid:-}" ] && kill "$keyring_pid" 2>/dev/null
+    gpgconf --homedir "$work/gnupg" --kill all 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
 
-# The programs side by side in one folder (keychaind trusts the security beside it as the admin tool).
+# The multi-call binary, stripped, under the tools' names as hard links, as the package installs it (keychaind trusts
+# the security beside it as the admin tool).
 mkdir -p "$work/bin"
-for program in security git-credential-keychain keychaind; do cp "$bin/$program" "$work/bin/"; done
+cp "$bin/keychain" "$work/bin/keychain"
+strip --strip-all "$work/bin/keychain"
+for program in security git-credential-keychain keychaind; do ln "$work/bin/keychain" "$work/bin/$program"; done
 security="$work/bin/security"
 helper="$work/bin/git-credential-keychain"
 printf 'protocol=https\nhost=example.com\n\n' > "$work/get.txt"
@@ -103,10 +113,32 @@ time_rows() { # $1: label suffix, $2: JSON file
         -n "git-credential-keychain get$1" $(with_input) "$(run_get)" >&2
 }
 
+# Peak resident memory of one command (KiB, GNU time's %M), the median of 5 runs, kept for the table as JSON lines.
+peak_rss() { # $1: label, $2: stdin file or "", then the command
+    local label="$1" input="$2" i values=""
+    shift 2
+    for i in 1 2 3 4 5; do
+        if [ -n "$input" ]; then
+            /usr/bin/time -f %M -o "$work/rss.txt" "$@" < "$input" > /dev/null
+        else
+            /usr/bin/time -f %M -o "$work/rss.txt" "$@" > /dev/null
+        fi
+        values="$values $(tail -n 1 "$work/rss.txt")"
+    done
+    python3 -c 'import json,statistics,sys; print(json.dumps({"command": sys.argv[1], "kib": statistics.median(int(v) for v in sys.argv[2:])}))' "$label" $values >> "$work/rss.jsonl"
+}
+rss_rows() { # $1: label suffix
+    peak_rss "/bin/true" "" /bin/true
+    peak_rss "security help$1" "" "$security" help
+    peak_rss "security find-generic-password -w$1" "" "$security" find-generic-password -a A -s S -w
+    peak_rss "git-credential-keychain get$1" "$work/get.txt" "$helper" get
+}
+
 # (a) The keychain opened in each process.
 export KEYCHAIN_HOME="$work/embedded"
 seed
 time_rows " (in-process)" "$work/embedded.json"
+rss_rows " (in-process)"
 
 # (b) Through keychaind, found the default way: $XDG_RUNTIME_DIR/keychain/keychaind.sock.
 unset KEYCHAIN_HOME
@@ -118,6 +150,44 @@ for _ in $(seq 100); do grep -q 'ready' "$work/keychaind.log" 2>/dev/null && bre
 grep -q 'ready' "$work/keychaind.log" || { cat "$work/keychaind.log" >&2; echo "startup.sh: keychaind did not start" >&2; exit 1; }
 seed
 time_rows " (keychaind)" "$work/daemon.json"
+rss_rows " (keychaind)"
+python3 - "$daemon" >> "$work/rss.jsonl" <<'EOF'
+import json, sys
+status = open(f"/proc/{sys.argv[1]}/status").read()
+hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+print(json.dumps({"command": "keychaind (serving, peak after the runs)", "kib": hwm}))
+EOF
+
+# (c) The floor: gnome-keyring's Secret Service through libsecret's secret-tool, on a private session bus.
+if command -v secret-tool >/dev/null && command -v gnome-keyring-daemon >/dev/null && command -v dbus-daemon >/dev/null; then
+    mkdir -m 0700 -p "$work/gk/run" "$work/gk/home"
+    dbus-daemon --session --fork --print-address=3 --print-pid=4 3> "$work/gk/address" 4> "$work/gk/pid"
+    bus_pid=$(cat "$work/gk/pid")
+    export DBUS_SESSION_BUS_ADDRESS
+    DBUS_SESSION_BUS_ADDRESS=$(cat "$work/gk/address")
+    (export HOME="$work/gk/home" XDG_RUNTIME_DIR="$work/gk/run" XDG_DATA_HOME="$work/gk/home/.local/share"
+     printf 'login
+' | gnome-keyring-daemon --unlock --components=secrets > "$work/gk/env" 2>/dev/null)
+    keyring_pid=$(sed -n 's/^GNOME_KEYRING_PID=//p' "$work/gk/env")
+    printf 'secret' | HOME="$work/gk/home" secret-tool store --label=bench service S account A
+    [ "$(secret-tool lookup service S account A)" = secret ] || { echo "startup.sh: secret-tool lookup did not return the stored secret" >&2; exit 1; }
+    hyperfine -N --style basic --warmup "$warmup" --runs "$runs" --export-json "$work/gk.json" \
+        -n "secret-tool lookup (gnome-keyring)" "secret-tool lookup service S account A" >&2
+    peak_rss "secret-tool lookup (gnome-keyring)" "" secret-tool lookup service S account A
+fi
+
+# (d) The floor: pass, with a throwaway GnuPG key that has no passphrase (gpg-agent started by the first run).
+if command -v pass >/dev/null && command -v gpg >/dev/null; then
+    export GNUPGHOME="$work/gnupg" PASSWORD_STORE_DIR="$work/pass"
+    mkdir -m 0700 -p "$GNUPGHOME"
+    gpg --batch --quiet --passphrase '' --quick-gen-key "bench <bench@localhost>" ed25519 default never 2>/dev/null
+    gpg --batch --quiet --passphrase '' --quick-add-key "$(gpg --list-keys --with-colons | awk -F: '/^fpr/ {print $10; exit}')" cv25519 encr never 2>/dev/null
+    pass init bench@localhost >/dev/null
+    printf 'secret\n' | pass insert -e S >/dev/null
+    [ "$(pass show S)" = secret ] || { echo "startup.sh: pass show did not return the stored secret" >&2; exit 1; }
+    hyperfine -N --style basic --warmup "$warmup" --runs "$runs" --export-json "$work/pass.json" -n "pass show" "pass show S" >&2
+    peak_rss "pass show" "" pass show S
+fi
 
 extra=""
 [ -x "$work/stdin-from" ] && extra="$work/stdin-from $work/get.txt /bin/true"
@@ -129,7 +199,12 @@ python3 - "$work" "$stdin_note" "$bin" <<'EOF'
 import json, os, statistics, sys
 work, note, binary = sys.argv[1], sys.argv[2], sys.argv[3]
 rows, seen = [], set()
-for name in ("embedded.json", "daemon.json", "wrapper.json"):
+rss = {}
+if os.path.exists(os.path.join(work, "rss.jsonl")):
+    for line in open(os.path.join(work, "rss.jsonl")):
+        entry = json.loads(line)
+        rss[entry["command"]] = entry["kib"]
+for name in ("embedded.json", "daemon.json", "gk.json", "pass.json", "wrapper.json"):
     path = os.path.join(work, name)
     if not os.path.exists(path):
         continue
@@ -139,11 +214,19 @@ for name in ("embedded.json", "daemon.json", "wrapper.json"):
         seen.add(r["command"])
         rows.append(r)
 print(f"Programs: {binary}; standard input: {note}.\n")
-print("| command | median ms | mean ± σ ms | min ms | max ms |")
-print("|---|---:|---:|---:|---:|")
+size = os.path.getsize(os.path.join(work, "bin", "keychain"))
+print(f"The multi-call binary, stripped: {size / 1e6:.1f} MB.\n")
+print("| command | median ms | mean ± σ ms | min ms | max ms | peak RSS MiB |")
+print("|---|---:|---:|---:|---:|---:|")
 for r in rows:
     ms = [t * 1000 for t in r["times"]]
-    print(f"| `{r['command']}` | {statistics.median(ms):.1f} | {statistics.mean(ms):.1f} ± {statistics.stdev(ms):.1f} | {min(ms):.1f} | {max(ms):.1f} |")
+    name = r.get("command")
+    peak = rss.get(name)
+    peak_text = f"{peak / 1024:.1f}" if peak is not None else ""
+    print(f"| `{name}` | {statistics.median(ms):.1f} | {statistics.mean(ms):.1f} ± {statistics.stdev(ms):.1f} | {min(ms):.1f} | {max(ms):.1f} | {peak_text} |")
+for name, kib in rss.items():
+    if name.startswith("keychaind"):
+        print(f"| `{name}` | | | | | {kib / 1024:.1f} |")
 EOF
 if [ -n "$json_out" ]; then
     python3 -c 'import json,sys; print(json.dumps([json.load(open(p)) for p in sys.argv[1:]]))' "$work"/*.json > "$json_out"

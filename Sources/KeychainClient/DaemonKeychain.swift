@@ -106,7 +106,7 @@ package struct DaemonKeychain: KeychainConnection {
         return summary
     }
 
-    package func verify() throws(KeychainError) -> KeychainVerification {
+    package func verify() throws(KeychainError) -> KeychainIntegrityReport {
         let response = try call(.verify)
         guard case .verification(let report) = response else { throw unexpected(response, "verify") }
         return report

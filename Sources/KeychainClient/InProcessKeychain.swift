@@ -114,7 +114,7 @@ package struct InProcessKeychain: KeychainConnection {
         return try targetEngine().restore(backup, password: password)
     }
 
-    package func verify() throws(KeychainError) -> KeychainVerification {
+    package func verify() throws(KeychainError) -> KeychainIntegrityReport {
         try targetEngine().verify()
     }
 

@@ -66,7 +66,7 @@ package protocol KeychainConnection: Sendable {
 
     /// Checks every stored item for damage (its row, sealed attributes, search index and sealed secret) and
     /// lists the damaged ones, never their contents. Through keychaind only its admin tool may ask.
-    func verify() throws(KeychainError) -> KeychainVerification
+    func verify() throws(KeychainError) -> KeychainIntegrityReport
 
     // MARK: Settings
 

@@ -24,7 +24,7 @@ public struct KeychainRevocationOptions: OptionSet, Sendable {
 }
 
 /// What a verification with revocation found.
-public struct KeychainVerification: Sendable {
+public struct KeychainCertificateVerification: Sendable {
     /// The validated chain, leaf first.
     public var chain: [KeychainCertificate]
     /// Whether every certificate's revocation status was learned.
@@ -42,7 +42,7 @@ extension KeychainCertificate {
     ///   `errSecIncompleteCertRevocationCheck`, or `errSecUnknownFormat` when one of `crls` is not a CRL.
     public func verify(intermediates: [KeychainCertificate] = [], anchors: [KeychainCertificate] = [], anchorsOnly: Bool = false,
                        hostname: String? = nil, at date: Date? = nil, revocation: KeychainRevocationOptions?,
-                       crls: [Data] = []) throws(KeychainError) -> KeychainVerification {
+                       crls: [Data] = []) throws(KeychainError) -> KeychainCertificateVerification {
         var lists: [CertificateRevocationList] = []
         for data in crls { lists += try CertificateRevocationList.read(data) }
         #if Network
@@ -51,7 +51,7 @@ extension KeychainCertificate {
         let outcome = try TrustEvaluation.evaluateInDetail(.init(
             leaf: parsed, intermediates: intermediates.map(\.parsed), anchors: anchors.map(\.parsed), anchorsOnly: anchorsOnly,
             hostname: hostname, date: date, revocation: revocation.map { RevocationOptions(rawValue: $0.rawValue) }, crls: lists))
-        return KeychainVerification(chain: outcome.chain.map(KeychainCertificate.init), revocationChecked: outcome.revocation?.checked ?? false,
+        return KeychainCertificateVerification(chain: outcome.chain.map(KeychainCertificate.init), revocationChecked: outcome.revocation?.checked ?? false,
                                     revocationNotes: outcome.revocation?.notes ?? [])
     }
 }

@@ -68,7 +68,7 @@ public struct KeychainKey: Sendable {
 }
 
 /// What a PEM or DER file, or a PKCS#12 archive, holds.
-public struct KeyAndCertificateFile: Sendable {
+public struct KeychainKeyAndCertificateFile: Sendable {
     /// The certificates, in file order.
     public var certificates: [KeychainCertificate] = []
     /// The private keys.
@@ -82,9 +82,9 @@ public struct KeyAndCertificateFile: Sendable {
     /// Reads PEM (any number of certificates and keys) or one DER certificate or key; nil when `data` is neither.
     ///
     /// - Throws: `KeychainError` for a PEM block that does not parse.
-    public static func read(_ data: Data) throws(KeychainError) -> KeyAndCertificateFile? {
+    public static func read(_ data: Data) throws(KeychainError) -> KeychainKeyAndCertificateFile? {
         guard let contents = try ExchangeContents.read(data) else { return nil }
-        var out = KeyAndCertificateFile()
+        var out = KeychainKeyAndCertificateFile()
         out.certificates = contents.certificates.map(KeychainCertificate.init)
         out.privateKeys = contents.privateKeys.map(KeychainKey.init)
         out.publicKeys = contents.publicKeys.map(KeychainKey.init)

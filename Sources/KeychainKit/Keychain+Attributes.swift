@@ -11,13 +11,13 @@ extension Keychain {
         /// The server of an internet password (`kSecAttrServer`); `nil` for a generic password.
         public let server: String?
         /// The protocol of an internet password (`kSecAttrProtocol`), if it has a known one.
-        public let `protocol`: InternetProtocol?
+        public let `protocol`: KeychainInternetProtocol?
         /// The port of an internet password (`kSecAttrPort`), if it has one.
         public let port: Int?
         /// The path of an internet password (`kSecAttrPath`), if it has one.
         public let path: String?
         /// The authentication type of an internet password (`kSecAttrAuthenticationType`), if it has a known one.
-        public let authenticationType: AuthenticationType?
+        public let authenticationType: KeychainAuthenticationType?
         /// The security domain of an internet password (`kSecAttrSecurityDomain`), if it has one.
         public let securityDomain: String?
         /// The item's label (`kSecAttrLabel`), if it has one.
@@ -27,13 +27,13 @@ extension Keychain {
         /// The access group the item belongs to (`kSecAttrAccessGroup`).
         public let accessGroup: String
         /// When the item's secret can be read (`kSecAttrAccessible`).
-        public let accessibility: Accessibility
+        public let accessibility: KeychainAccessibility
         /// The item's access control (`kSecAttrAccessControl`), if it has one.
         public let accessControl: KeychainAccessControl?
         /// Whether the item is synchronizable (`kSecAttrSynchronizable`).
         public let synchronizable: Bool
-        /// The programs the item trusts to read it besides its access group's (see ``TrustedApplication``).
-        public let trustedApplications: [TrustedApplication]
+        /// The programs the item trusts to read it besides its access group's (see ``KeychainTrustedApplication``).
+        public let trustedApplications: [KeychainTrustedApplication]
         /// When the item was added (`kSecAttrCreationDate`).
         public let creationDate: Date
         /// When the item was last changed (`kSecAttrModificationDate`).
@@ -53,26 +53,26 @@ extension Keychain {
             let isInternet = item.itemClass == .internetPassword
             service = isInternet ? nil : (a["svce"]?.stringValue ?? "")
             server = isInternet ? (a["srvr"]?.stringValue ?? "") : nil
-            `protocol` = text("ptcl").flatMap(InternetProtocol.init(rawValue:))
+            `protocol` = text("ptcl").flatMap(KeychainInternetProtocol.init(rawValue:))
             if let p = a["port"]?.intValue, p != 0, let port = Int(exactly: p) {
                 self.port = port
             } else {
                 port = nil
             }
             path = text("path")
-            authenticationType = text("atyp").flatMap(AuthenticationType.init(rawValue:))
+            authenticationType = text("atyp").flatMap(KeychainAuthenticationType.init(rawValue:))
             securityDomain = text("sdmn")
             label = a["labl"]?.stringValue
             comment = a["icmt"]?.stringValue
             accessGroup = a["agrp"]?.stringValue ?? ""
-            accessibility = text("pdmn").flatMap(ProtectionClass.init(rawValue:)).map(Accessibility.init) ?? .whenUnlocked
+            accessibility = text("pdmn").flatMap(ProtectionClass.init(rawValue:)).map(KeychainAccessibility.init) ?? .whenUnlocked
             if case .data(let bytes)? = a["accc"], let control = AccessControl(encoded: bytes) {
                 accessControl = KeychainAccessControl(control)
             } else {
                 accessControl = nil
             }
             synchronizable = a["sync"]?.intValue == 1
-            trustedApplications = TrustedApplication.list(a)
+            trustedApplications = KeychainTrustedApplication.list(a)
             creationDate = date("cdat")
             modificationDate = date("mdat")
         }

@@ -214,7 +214,7 @@ extension Keychain {
         var attributes: [String: AttributeValue] = [:]
         if let label { attributes["labl"] = .string(label) }
         if let comment { attributes["icmt"] = .string(comment) }
-        if let trustedApplications { attributes[TrustedApplications.code] = TrustedApplication.attributeValue(trustedApplications) }
+        if let trustedApplications { attributes[TrustedApplications.code] = KeychainTrustedApplication.attributeValue(trustedApplications) }
         if let accessControl {
             // The access control carries the accessibility (Apple refuses both).
             attributes["accc"] = accessControl.attributeValue

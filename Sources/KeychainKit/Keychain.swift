@@ -57,14 +57,14 @@ public struct Keychain: Sendable {
     /// The server of an internet-password keychain (`kSecAttrServer`); `nil` for a generic-password keychain.
     public let server: String?
     /// The protocol of an internet-password keychain (`kSecAttrProtocol`), if it has one.
-    public let `protocol`: InternetProtocol?
+    public let `protocol`: KeychainInternetProtocol?
     /// The port of an internet-password keychain (`kSecAttrPort`), if it has one.
     public let port: Int?
     /// The path of an internet-password keychain (`kSecAttrPath`), if it has one.
     public let path: String?
     /// The authentication type of an internet-password keychain (`kSecAttrAuthenticationType`); `nil` for a
     /// generic-password keychain.
-    public let authenticationType: AuthenticationType?
+    public let authenticationType: KeychainAuthenticationType?
     /// The security domain of an internet-password keychain (`kSecAttrSecurityDomain`), if it has one.
     public let securityDomain: String?
 
@@ -72,8 +72,8 @@ public struct Keychain: Sendable {
     /// groups. Set it with ``accessGroup(_:)``.
     public private(set) var accessGroup: String?
     /// The accessibility written items get (`kSecAttrAccessible`), or `nil` for Apple's default,
-    /// ``Accessibility/whenUnlocked``. Set it with ``accessibility(_:)``; it does not filter reads.
-    public private(set) var accessibility: Accessibility?
+    /// ``KeychainAccessibility/whenUnlocked``. Set it with ``accessibility(_:)``; it does not filter reads.
+    public private(set) var accessibility: KeychainAccessibility?
     /// Whether the keychain works on synchronizable items (`kSecAttrSynchronizable`) instead of local ones.
     /// Set it with ``synchronizable(_:)``.
     public private(set) var isSynchronizable = false
@@ -89,8 +89,8 @@ public struct Keychain: Sendable {
     /// ``comment(_:)``.
     public private(set) var comment: String?
     /// The programs written items trust to read them besides the store's access group (see
-    /// ``TrustedApplication``), or `nil` to leave items' lists alone. Set it with ``trustedApplications(_:)``.
-    public private(set) var trustedApplications: [TrustedApplication]?
+    /// ``KeychainTrustedApplication``), or `nil` to leave items' lists alone. Set it with ``trustedApplications(_:)``.
+    public private(set) var trustedApplications: [KeychainTrustedApplication]?
 
     let store: KeychainStore?
     /// A problem with the configuration itself (an unparsable server URL), thrown by every operation.
@@ -117,7 +117,7 @@ public struct Keychain: Sendable {
     /// A keychain of the internet passwords of a server (`kSecClassInternetPassword`), in the default store.
     ///
     /// `server` is a host name such as `"github.com"`, or a URL such as `"https://github.com:8443/api"`, whose
-    /// scheme gives the protocol (see ``InternetProtocol/init(scheme:)``), and whose host, port and path give
+    /// scheme gives the protocol (see ``KeychainInternetProtocol/init(scheme:)``), and whose host, port and path give
     /// the rest; explicit arguments win over what the URL says. A path of `"/"` counts as no path. A URL
     /// without a host makes every operation throw `KeychainError/Code/invalidParameter`.
     ///
@@ -126,10 +126,10 @@ public struct Keychain: Sendable {
     ///   - protocol: The protocol, or `nil` for none (or the URL's scheme).
     ///   - port: The port, or `nil` for none (or the URL's port).
     ///   - path: The path, or `nil` for none (or the URL's path).
-    ///   - authenticationType: The authentication type; ``AuthenticationType/default`` unless given.
+    ///   - authenticationType: The authentication type; ``KeychainAuthenticationType/default`` unless given.
     ///   - securityDomain: The security domain (an HTTP realm, for example), or `nil` for none.
-    public init(server: String, protocol: InternetProtocol? = nil, port: Int? = nil, path: String? = nil,
-                authenticationType: AuthenticationType = .default, securityDomain: String? = nil) {
+    public init(server: String, protocol: KeychainInternetProtocol? = nil, port: Int? = nil, path: String? = nil,
+                authenticationType: KeychainAuthenticationType = .default, securityDomain: String? = nil) {
         self.init(server: server, protocol: `protocol`, port: port, path: path,
                   authenticationType: authenticationType, securityDomain: securityDomain, store: nil)
     }
@@ -143,11 +143,11 @@ public struct Keychain: Sendable {
     ///   - protocol: The protocol, or `nil` for none (or the URL's scheme).
     ///   - port: The port, or `nil` for none (or the URL's port).
     ///   - path: The path, or `nil` for none (or the URL's path).
-    ///   - authenticationType: The authentication type; ``AuthenticationType/default`` unless given.
+    ///   - authenticationType: The authentication type; ``KeychainAuthenticationType/default`` unless given.
     ///   - securityDomain: The security domain, or `nil` for none.
     ///   - store: The keychain folder and the access groups to act as.
-    public init(server: String, protocol: InternetProtocol? = nil, port: Int? = nil, path: String? = nil,
-                authenticationType: AuthenticationType = .default, securityDomain: String? = nil,
+    public init(server: String, protocol: KeychainInternetProtocol? = nil, port: Int? = nil, path: String? = nil,
+                authenticationType: KeychainAuthenticationType = .default, securityDomain: String? = nil,
                 in store: KeychainStore) {
         self.init(server: server, protocol: `protocol`, port: port, path: path,
                   authenticationType: authenticationType, securityDomain: securityDomain, store: store)
@@ -165,17 +165,17 @@ public struct Keychain: Sendable {
         configurationError = nil
     }
 
-    init(server: String, protocol: InternetProtocol?, port: Int?, path: String?,
-         authenticationType: AuthenticationType, securityDomain: String?, store: KeychainStore?) {
+    init(server: String, protocol: KeychainInternetProtocol?, port: Int?, path: String?,
+         authenticationType: KeychainAuthenticationType, securityDomain: String?, store: KeychainStore?) {
         var host = server
-        var parsedProtocol: InternetProtocol?
+        var parsedProtocol: KeychainInternetProtocol?
         var parsedPort: Int?
         var parsedPath: String?
         var problem: KeychainError?
         if server.contains("://") {
             if let url = URLComponents(string: server), let urlHost = url.host, !urlHost.isEmpty {
                 host = urlHost
-                parsedProtocol = url.scheme.flatMap(InternetProtocol.init(scheme:))
+                parsedProtocol = url.scheme.flatMap(KeychainInternetProtocol.init(scheme:))
                 parsedPort = url.port
                 parsedPath = url.path
             } else {
@@ -214,7 +214,7 @@ public struct Keychain: Sendable {
 
     /// A copy of this keychain that writes items with `accessibility` (`kSecAttrAccessible`), changing it on
     /// items it overwrites. Pass `nil` for Apple's default on new items and no change on existing ones.
-    public func accessibility(_ accessibility: Accessibility?) -> Keychain {
+    public func accessibility(_ accessibility: KeychainAccessibility?) -> Keychain {
         with(\.accessibility, accessibility)
     }
 
@@ -262,7 +262,7 @@ public struct Keychain: Sendable {
     /// A copy of this keychain that gives written items `applications` as their trusted applications: those
     /// programs may then find and read the items too (not change or remove them). An empty list removes items'
     /// lists; `nil` leaves them alone. A swift-keychain extension (macOS's `-T`), not Apple's data-protection API.
-    public func trustedApplications(_ applications: [TrustedApplication]?) -> Keychain {
+    public func trustedApplications(_ applications: [KeychainTrustedApplication]?) -> Keychain {
         with(\.trustedApplications, applications)
     }
 

@@ -56,7 +56,7 @@ public struct KeychainAccessControl: Sendable, Hashable, CustomStringConvertible
     /// - Throws: `KeychainError` with status `KeychainStatus/param` (-50) for constraints Apple rejects: both
     ///   `.or` and `.and`, both biometry constraints, or `.userPresence` with anything but
     ///   `.applicationPassword` and `.privateKeyUsage`.
-    public init(_ constraints: Constraints, accessibility: Accessibility = .whenUnlocked) throws(KeychainError) {
+    public init(_ constraints: Constraints, accessibility: KeychainAccessibility = .whenUnlocked) throws(KeychainError) {
         control = try AccessControl(protection: accessibility.protectionClass, flags: AccessControlFlags(rawValue: constraints.rawValue))
     }
 
@@ -66,7 +66,7 @@ public struct KeychainAccessControl: Sendable, Hashable, CustomStringConvertible
     public var constraints: Constraints { Constraints(rawValue: control.flags.rawValue) }
 
     /// The accessibility written items take.
-    public var accessibility: Accessibility { Accessibility(control.protection) }
+    public var accessibility: KeychainAccessibility { KeychainAccessibility(control.protection) }
 
     /// Whether some operation needs the user's presence or a password (what ``KeychainAuthentication/UI/skipProtected``
     /// leaves out).
@@ -163,14 +163,14 @@ public struct KeychainAuthentication: Sendable, Hashable {
 public struct KeychainAuthenticationContext: Sendable, Hashable {
     /// The identifier the keychain keeps proofs under.
     let id: AuthenticationContextID
-    private var storedReuseDuration: TimeInterval = 0
+    private var storedReuseDuration: Duration = .zero
 
-    /// How long, in seconds, a proof obtained under the context serves later calls: 0 (the default) means only
-    /// the call that asked; at most 300 (Apple's `LATouchIDAuthenticationMaximumAllowableReuseDuration`), and
-    /// larger values are stored as 300.
-    public var reuseDuration: TimeInterval {
+    /// How long a proof obtained under the context serves later calls: zero (the default) means only the call that
+    /// asked; at most 300 seconds (Apple's `LATouchIDAuthenticationMaximumAllowableReuseDuration`), and longer
+    /// durations are stored as 300 seconds, negative ones as zero.
+    public var reuseDuration: Duration {
         get { storedReuseDuration }
-        set { storedReuseDuration = newValue.isNaN ? 0 : min(max(newValue, 0), AuthenticationOptions.maximumReuseDuration) }
+        set { storedReuseDuration = min(max(newValue, .zero), .seconds(AuthenticationOptions.maximumReuseDuration)) }
     }
     /// The reason a prompt shows when the call gives none (`LAContext.localizedReason`).
     public var reason: String?
@@ -180,7 +180,7 @@ public struct KeychainAuthenticationContext: Sendable, Hashable {
     public var applicationPassword: Data?
 
     /// A new context, with no proof yet.
-    public init(reuseDuration: TimeInterval = 0, reason: String? = nil) {
+    public init(reuseDuration: Duration = .zero, reason: String? = nil) {
         id = .random()
         self.reason = reason
         self.reuseDuration = reuseDuration
@@ -197,7 +197,7 @@ public struct KeychainAuthenticationContext: Sendable, Hashable {
     /// What a call carries.
     var value: AuthenticationContextValue {
         AuthenticationContextValue(id: id, localizedReason: reason, interactionNotAllowed: interactionNotAllowed,
-                                   reuseDuration: reuseDuration, applicationPassword: applicationPassword)
+                                   reuseDuration: reuseDuration.timeInterval, applicationPassword: applicationPassword)
     }
 }
 
@@ -206,5 +206,13 @@ extension KeychainItem {
     public var accessControl: KeychainAccessControl? {
         guard case .data(let bytes)? = attributes["accc"], let control = AccessControl(encoded: bytes) else { return nil }
         return KeychainAccessControl(control)
+    }
+}
+
+extension Duration {
+    /// The span in seconds, as the engine keeps it.
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

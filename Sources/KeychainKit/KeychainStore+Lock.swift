@@ -48,7 +48,7 @@ extension KeychainStore {
     ///
     /// - Parameters:
     ///   - newPasscode: The new passcode, or `nil` to remove it. Removing it destroys every item whose
-    ///     accessibility is ``Accessibility/whenPasscodeSetThisDeviceOnly``.
+    ///     accessibility is ``KeychainAccessibility/whenPasscodeSetThisDeviceOnly``.
     ///   - currentPasscode: The current passcode, required when one is set.
     /// - Throws: `KeychainError` with status `KeychainStatus/authFailed` when `currentPasscode` is wrong or
     ///   missing.

@@ -18,7 +18,7 @@ public struct KeychainIdentityExport: Sendable {
     }
 }
 
-extension KeyAndCertificateFile {
+extension KeychainKeyAndCertificateFile {
     /// Writes a password-protected PKCS#12 file, as OpenSSL 3 writes one by default (PBKDF2, AES-256-CBC,
     /// HMAC-SHA-256 MAC): the identities, then `certificates` (their chains).
     ///

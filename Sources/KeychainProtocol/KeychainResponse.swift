@@ -24,7 +24,7 @@ package enum KeychainResponse: Sendable {
     /// The registered programs.
     case programs([AppRegistration])
     /// What checking every stored item found.
-    case verification(KeychainVerification)
+    case verification(KeychainIntegrityReport)
     /// The remembered answers to "allow PROGRAM to use SUBJECT?".
     case consents([ConsentDecision])
     /// The requests waiting for the person's approval.

@@ -256,7 +256,7 @@ extension KeychainResponse {
                 }
                 damaged.append(DamagedItem(itemClass: itemClass, rowid: rowid, persistentRef: persistentRef, problem: try r.string()))
             }
-            return .verification(KeychainVerification(verified: verified, notChecked: notChecked, damaged: damaged))
+            return .verification(KeychainIntegrityReport(verified: verified, notChecked: notChecked, damaged: damaged))
         case 30:
             let n = try r.count(minimumSize: 22)
             var decisions: [ConsentDecision] = []

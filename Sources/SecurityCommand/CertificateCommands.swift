@@ -11,13 +11,13 @@ enum CertificateItems {
     }
 
     /// The certificates, keys and public keys in the files named on a command line.
-    static func read(_ paths: [String], function: String) throws(ToolFailure) -> KeyAndCertificateFile {
-        var out = KeyAndCertificateFile()
+    static func read(_ paths: [String], function: String) throws(ToolFailure) -> KeychainKeyAndCertificateFile {
+        var out = KeychainKeyAndCertificateFile()
         for path in paths {
             let data = try KeychainBackups.read(path, function: function)
-            let contents: KeyAndCertificateFile?
+            let contents: KeychainKeyAndCertificateFile?
             do {
-                contents = try KeyAndCertificateFile.read(data)
+                contents = try KeychainKeyAndCertificateFile.read(data)
             } catch {
                 throw ToolFailure(function, error)
             }
@@ -312,7 +312,7 @@ struct VerifyCert: AsyncParsableCommand {
         var methods = revocation.reduce(into: KeychainRevocationOptions()) { $0.formUnion($1.options) }
         if !methods.contains(.crl) && !methods.contains(.ocsp) { methods.formUnion(.crl) }
         let options = revocation.isEmpty && crls.isEmpty ? nil : methods
-        let verification: KeychainVerification
+        let verification: KeychainCertificateVerification
         do {
             verification = try leaf.verify(intermediates: Array(chain.dropFirst()), anchors: anchors, anchorsOnly: !anchors.isEmpty,
                                            hostname: policy == .ssl || host != nil ? host : nil, revocation: options, crls: crls)

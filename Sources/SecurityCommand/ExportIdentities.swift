@@ -46,7 +46,7 @@ extension ExportCommand {
         let password = try newPassphrase()
         let data: Data
         do {
-            data = try KeyAndCertificateFile.makePKCS12(identities, certificates: chain, password: password)
+            data = try KeychainKeyAndCertificateFile.makePKCS12(identities, certificates: chain, password: password)
         } catch {
             throw ToolFailure(function, error)
         }

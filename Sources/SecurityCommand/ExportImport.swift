@@ -219,10 +219,10 @@ struct ImportCommand: AsyncParsableCommand {
         if let format, !supported.contains(format) {
             throw ToolFailure(Self.function, status: .unsupportedFormat, detail: "\(format.rawValue) files cannot be imported: use PEM, DER or PKCS#12.")
         }
-        var contents: KeyAndCertificateFile?
+        var contents: KeychainKeyAndCertificateFile?
         if format != .pkcs12 {
             do {
-                contents = try KeyAndCertificateFile.read(data)
+                contents = try KeychainKeyAndCertificateFile.read(data)
             } catch {
                 throw ToolFailure(Self.function, error)
             }
@@ -240,9 +240,9 @@ struct ImportCommand: AsyncParsableCommand {
             throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input) is not a keychain backup, PEM, DER or PKCS#12.")
         }
         let secret = try secret(prompt: "PKCS#12 passphrase: ")
-        let archive: KeyAndCertificateFile.PKCS12Archive
+        let archive: KeychainKeyAndCertificateFile.PKCS12Archive
         do {
-            archive = try KeyAndCertificateFile.pkcs12(data, password: secret)
+            archive = try KeychainKeyAndCertificateFile.pkcs12(data, password: secret)
         } catch where error.code == .corruptData && format == nil {
             throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input): \(error.message)")
         } catch {

@@ -30,7 +30,7 @@ struct ShowKeychainInfo: AsyncParsableCommand {
         var line = "Keychain \"\(store.databasePath)\""
         if settings?.lockOnSleep == true { line += " lock-on-sleep" }
         let timeout = settings == nil ? KeychainStore.Settings.defaultIdleTimeout : settings?.idleTimeout
-        line += timeout.map { " timeout=\($0)s" } ?? " no-timeout"
+        line += timeout.map { " timeout=\($0.components.seconds)s" } ?? " no-timeout"
         Output.standardOutput(line + "\n")
     }
 }
@@ -83,9 +83,10 @@ struct SetKeychainSettings: AsyncParsableCommand {
         do {
             // The prompt settings are not macOS's: they are kept unless given.
             let current = try store.settings()
-            let settings = KeychainStore.Settings(idleTimeout: timeout ?? (useTimeout ? 300 : nil), lockOnSleep: lockOnSleep,
+            let idle = timeout ?? (useTimeout ? 300 : nil)
+            let settings = KeychainStore.Settings(idleTimeout: idle.map { .seconds($0) }, lockOnSleep: lockOnSleep,
                                                   pinentryProgram: pinentry ?? current?.pinentryProgram,
-                                                  promptTimeout: promptTimeout ?? current?.promptTimeout,
+                                                  promptTimeout: promptTimeout.map { .seconds($0) } ?? current?.promptTimeout,
                                                   secretServiceUnregistered: secretServiceUnregistered ?? current?.secretServiceUnregistered)
             try store.setSettings(settings)
         } catch {

@@ -182,7 +182,7 @@ struct AddOptions: ParsableArguments {
     /// ``TrustedApplicationTerms``); nil when neither flag was given (an update leaves the item's list alone).
     func trustedApplicationsValue() throws(ToolFailure) -> KeychainItem.Value? {
         guard allowAnyApplication || !trustedApplications.isEmpty else { return nil }
-        var terms = allowAnyApplication ? [TrustedApplication.anyApplication.term] : []
+        var terms = allowAnyApplication ? [KeychainTrustedApplication.anyApplication.term] : []
         terms += try TrustedApplicationTerms.resolved(trustedApplications)
         return KeychainItem.trustedApplicationsValue(try TrustedApplicationTerms.checked(terms))
     }
@@ -213,7 +213,7 @@ struct KeychainNames: ParsableArguments {
     var first: String? { keychains.first }
 }
 
-/// Turns `-T` and `-S` arguments into trusted-application terms (see KeychainKit's `TrustedApplication`).
+/// Turns `-T` and `-S` arguments into trusted-application terms (see KeychainKit's `KeychainTrustedApplication`).
 enum TrustedApplicationTerms {
     /// The function macOS names when a `-T` path is not an application.
     static let function = "SecTrustedApplicationCreateFromPath"
@@ -230,7 +230,7 @@ enum TrustedApplicationTerms {
                 continue
             }
             let absolute = argument.hasPrefix("/") ? argument : FileManager.default.currentDirectoryPath + "/" + argument
-            guard let application = try? TrustedApplication.program(atPath: absolute) else {
+            guard let application = try? KeychainTrustedApplication.program(atPath: absolute) else {
                 throw ToolFailure.input(function, "\(argument): no such file. Give the path of the program to trust (or flatpak:APPID, snap:NAME, teamid:TEAM).")
             }
             terms.append(application.term)
@@ -239,11 +239,11 @@ enum TrustedApplicationTerms {
     }
 
     /// The terms as trusted applications, refusing (exit 1) one that is none of the forms.
-    static func checked(_ terms: [String]) throws(ToolFailure) -> [TrustedApplication] {
-        var list: [TrustedApplication] = []
+    static func checked(_ terms: [String]) throws(ToolFailure) -> [KeychainTrustedApplication] {
+        var list: [KeychainTrustedApplication] = []
         for term in terms {
             do {
-                list.append(try TrustedApplication(term))
+                list.append(try KeychainTrustedApplication(term))
             } catch {
                 throw ToolFailure.input(function, error.message)
             }

@@ -16,10 +16,10 @@ import Testing
         for invalid: KeychainAccessControl.Constraints in [[.or, .and], [.biometryAny, .biometryCurrentSet], [.userPresence, .devicePasscode]] {
             expectKeychainStatus(.param) { try KeychainAccessControl(invalid) }
         }
-        var context = KeychainAuthenticationContext(reuseDuration: 1000)
-        #expect(context.reuseDuration == 300)
-        context.reuseDuration = -1
-        #expect(context.reuseDuration == 0)
+        var context = KeychainAuthenticationContext(reuseDuration: .seconds(1000))
+        #expect(context.reuseDuration == .seconds(300))
+        context.reuseDuration = .seconds(-1)
+        #expect(context.reuseDuration == .zero)
     }
 
     @Test(arguments: StoreMode.allCases)

@@ -82,12 +82,12 @@ struct KeychainInternetTests {
         #expect(plainHost.protocol == nil)
         #expect(plainHost.service == nil)
 
-        #expect(InternetProtocol(scheme: "HTTPS") == .https)
-        #expect(InternetProtocol(scheme: "gopher") == nil)
-        #expect(InternetProtocol.https.rawValue == "htps")
-        #expect(InternetProtocol.ssh.rawValue == "ssh ")
-        #expect(AuthenticationType.httpBasic.rawValue == "http")
-        #expect(AuthenticationType.default.rawValue == "dflt")
+        #expect(KeychainInternetProtocol(scheme: "HTTPS") == .https)
+        #expect(KeychainInternetProtocol(scheme: "gopher") == nil)
+        #expect(KeychainInternetProtocol.https.rawValue == "htps")
+        #expect(KeychainInternetProtocol.ssh.rawValue == "ssh ")
+        #expect(KeychainAuthenticationType.httpBasic.rawValue == "http")
+        #expect(KeychainAuthenticationType.default.rawValue == "dflt")
     }
 
     @Test(arguments: StoreMode.allCases) func urlKeychainSharesItemsWithEquivalentExplicitOne(_ mode: StoreMode) throws {

@@ -105,8 +105,8 @@ struct KeychainOptionsTests {
         }
     }
 
-    @Test(arguments: Accessibility.allCases.filter { $0 != .whenPasscodeSetThisDeviceOnly })
-    func everyAccessibilityRoundTrips(_ accessibility: Accessibility) throws {
+    @Test(arguments: KeychainAccessibility.allCases.filter { $0 != .whenPasscodeSetThisDeviceOnly })
+    func everyAccessibilityRoundTrips(_ accessibility: KeychainAccessibility) throws {
         try withStore { store in
             let keychain = Keychain(service: "svc", in: store).accessibility(accessibility)
             try keychain.set("v", for: "k")

@@ -51,11 +51,11 @@ import Testing
             #expect(store.databasePath == store.directory + "/keychain-2.db")
             #expect(try store.settings() == nil)
             if mode == .inProcess {
-                try store.setSettings(.init(idleTimeout: 90, lockOnSleep: true))
-                #expect(try store.settings() == .init(idleTimeout: 90, lockOnSleep: true))
+                try store.setSettings(.init(idleTimeout: .seconds(90), lockOnSleep: true))
+                #expect(try store.settings() == .init(idleTimeout: .seconds(90), lockOnSleep: true))
             } else {
                 // Only keychaind's admin tool may change its settings.
-                expectKeychainError(.missingEntitlement, status: .missingEntitlement) { try store.setSettings(.init(idleTimeout: 90)) }
+                expectKeychainError(.missingEntitlement, status: .missingEntitlement) { try store.setSettings(.init(idleTimeout: .seconds(90))) }
             }
         }
     }
@@ -76,7 +76,7 @@ import Testing
     }
 
     @Test func filesWithoutKeysOrCertificatesAreNotRead() throws {
-        #expect(try KeyAndCertificateFile.read(Data("hello".utf8)) == nil)
+        #expect(try KeychainKeyAndCertificateFile.read(Data("hello".utf8)) == nil)
         expectKeychainError(.invalidParameter) { try KeychainCertificate(der: Data([0x30, 0x03, 0x02, 0x01, 0x01])) }
         try withTemporaryDirectory { directory in
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

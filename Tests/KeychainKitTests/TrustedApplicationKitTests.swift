@@ -26,10 +26,10 @@ import Testing
     }
 
     @Test func entriesAreChecked() throws {
-        #expect(try TrustedApplication("teamid:ABCDE12345").term == "teamid:ABCDE12345")
-        #expect(try TrustedApplication.flatpak("org.example.App").term == "flatpak:org.example.App")
-        #expect(TrustedApplication.anyApplication.term == "*")
-        expectKeychainError(.invalidParameter) { try TrustedApplication("relative/app") }
-        expectKeychainError(.invalidParameter) { try TrustedApplication.program(atPath: "/no/such/program") }
+        #expect(try KeychainTrustedApplication("teamid:ABCDE12345").term == "teamid:ABCDE12345")
+        #expect(try KeychainTrustedApplication.flatpak("org.example.App").term == "flatpak:org.example.App")
+        #expect(KeychainTrustedApplication.anyApplication.term == "*")
+        expectKeychainError(.invalidParameter) { try KeychainTrustedApplication("relative/app") }
+        expectKeychainError(.invalidParameter) { try KeychainTrustedApplication.program(atPath: "/no/such/program") }
     }
 }

@@ -6,7 +6,7 @@ import Testing
 /// `verify` (request tag 21) and its answer (response tag 11), fixed by golden bytes like the other messages.
 @Suite struct VerifyMessageTests {
     static let request = Frame(id: 11, body: .request(.verify))
-    static let response = Frame(id: 11, body: .response(.verification(KeychainVerification(
+    static let response = Frame(id: 11, body: .response(.verification(KeychainIntegrityReport(
         verified: 2, notChecked: 1,
         damaged: [DamagedItem(itemClass: .genericPassword, rowid: 3,
                               persistentRef: PersistentReference(itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16)),
@@ -26,7 +26,7 @@ import Testing
         guard case .request(.verify) = request.body else { Issue.record("not a verify request"); return }
         let response = try Frame.decode(body: FrameGoldenTests.unhex(Self.goldenResponse).dropFirst(4))
         guard case .response(.verification(let report)) = response.body else { Issue.record("not a verification"); return }
-        #expect(report == KeychainVerification(
+        #expect(report == KeychainIntegrityReport(
             verified: 2, notChecked: 1,
             damaged: [DamagedItem(itemClass: .genericPassword, rowid: 3,
                                   persistentRef: PersistentReference(itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16)),

@@ -64,7 +64,7 @@ import KeychainClient
             #expect(add(genp("bob", "svc", [kSecValueData as String: Data("B".utf8)])) == errSecSuccess)
         }
         let intact = try kc.engine.verify()
-        #expect(intact == KeychainVerification(verified: 2, notChecked: 0, damaged: []))
+        #expect(intact == KeychainIntegrityReport(verified: 2, notChecked: 0, damaged: []))
         let backup = try kc.engine.backup(password: "backup password").data
         var q = ItemQuery(itemClass: .genericPassword)
         q.limit = .all
@@ -84,7 +84,7 @@ import KeychainClient
         // A backup leaves the damaged item out; restoring the earlier backup replaces it.
         #expect(try kc.engine.backup(password: "p").summary.items == 1)
         _ = try kc.engine.restore(backup, password: "backup password")
-        #expect(try kc.engine.verify() == KeychainVerification(verified: 2, notChecked: 0, damaged: []))
+        #expect(try kc.engine.verify() == KeychainIntegrityReport(verified: 2, notChecked: 0, damaged: []))
         kc.run {
             #expect(copy(genp("alice", "svc", [kSecReturnData as String: true])).1 as? Data == Data("A".utf8))
         }

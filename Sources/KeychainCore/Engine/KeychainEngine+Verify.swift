@@ -7,8 +7,8 @@ extension KeychainEngine {
     /// its search index (the keyed hashes a query selects on, recomputed from the attributes) and its sealed
     /// secret. Nothing is changed and no attribute or secret leaves; items of a locked class are counted as not
     /// checked. The caller decides who may ask (keychaind: the admin tool).
-    package func verify() throws(KeychainError) -> KeychainVerification {
-        var report = KeychainVerification()
+    package func verify() throws(KeychainError) -> KeychainIntegrityReport {
+        var report = KeychainIntegrityReport()
         for cls in ItemClass.stored {
             let indexed = cls.attributes.filter(\.searchable).map(\.code)
             let columns = ([KeychainEngine.rowColumns, "secret"] + indexed.map(KeychainEngine.column)).joined(separator: ", ")

@@ -3,7 +3,7 @@ import Foundation
 /// What checking every stored item found (`security verify-keychain`): how many items are intact, how many
 /// could not be checked because their class is locked, and each damaged one. Never holds an item's attributes
 /// or secret.
-package struct KeychainVerification: Sendable, Hashable {
+package struct KeychainIntegrityReport: Sendable, Hashable {
     /// Items whose row, sealed attributes, search index and sealed secret all checked out.
     package var verified: Int
     /// Items of a locked protection class, which cannot be opened until the keychain is unlocked.

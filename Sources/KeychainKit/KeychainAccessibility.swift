@@ -5,7 +5,7 @@ import KeychainCore
 /// The raw value is the string Apple stores in the item's `pdmn` attribute (for example `"ck"` for
 /// ``afterFirstUnlock``). Choose it with ``Keychain/accessibility(_:)``; items written without a choice get
 /// ``whenUnlocked``, Apple's default.
-public enum Accessibility: String, Sendable, Hashable, CaseIterable {
+public enum KeychainAccessibility: String, Sendable, Hashable, CaseIterable {
     /// Readable only while the keychain is unlocked; may be backed up and synchronized
     /// (`kSecAttrAccessibleWhenUnlocked`). The default.
     case whenUnlocked = "ak"

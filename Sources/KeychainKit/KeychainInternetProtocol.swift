@@ -2,7 +2,7 @@
 ///
 /// The raw value is Apple's four-character code, stored in the item's `ptcl` attribute; some codes end in a
 /// space (`"ftp "`, `"ssh "`).
-public enum InternetProtocol: String, Sendable, Hashable, CaseIterable {
+public enum KeychainInternetProtocol: String, Sendable, Hashable, CaseIterable {
     /// FTP (`kSecAttrProtocolFTP`).
     case ftp = "ftp "
     /// An FTP account (`kSecAttrProtocolFTPAccount`).
@@ -106,7 +106,7 @@ public enum InternetProtocol: String, Sendable, Hashable, CaseIterable {
 /// How an internet password authenticates (`kSecAttrAuthenticationType…`).
 ///
 /// The raw value is Apple's four-character code, stored in the item's `atyp` attribute.
-public enum AuthenticationType: String, Sendable, Hashable, CaseIterable {
+public enum KeychainAuthenticationType: String, Sendable, Hashable, CaseIterable {
     /// Windows NT LAN Manager (`kSecAttrAuthenticationTypeNTLM`).
     case ntlm = "ntlm"
     /// Microsoft Network default (`kSecAttrAuthenticationTypeMSN`).

@@ -18,7 +18,7 @@ import KeychainCore
 ///     .trustedApplications([try .program(atPath: "/usr/bin/git-credential-keychain")])
 /// try shared.set("token", for: "ci")
 /// ```
-public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
+public struct KeychainTrustedApplication: Sendable, Hashable, CustomStringConvertible {
     /// The entry as stored and shown: an absolute path, `flatpak:APPID`, `snap:NAME`, `teamid:TEAM`,
     /// `apple-tool:`, `apple:`, or `*` (any program).
     public let term: String
@@ -43,55 +43,55 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
     /// it runs).
     ///
     /// - Throws: `KeychainError` with `KeychainStatus/param` when there is no such file or the path is relative.
-    public static func program(atPath path: String) throws(KeychainError) -> TrustedApplication {
+    public static func program(atPath path: String) throws(KeychainError) -> KeychainTrustedApplication {
         guard path.hasPrefix("/"), let resolved = TrustedApplications.resolvedPath(path) else {
             throw KeychainError(code: .invalidParameter, message: "Cannot trust the application \(path): there is no such file (give the absolute path of an executable).")
         }
-        return try TrustedApplication(resolved)
+        return try KeychainTrustedApplication(resolved)
     }
 
     /// The Flatpak app `appID` (such as `org.example.App`).
-    public static func flatpak(_ appID: String) throws(KeychainError) -> TrustedApplication {
-        try TrustedApplication("flatpak:" + appID)
+    public static func flatpak(_ appID: String) throws(KeychainError) -> KeychainTrustedApplication {
+        try KeychainTrustedApplication("flatpak:" + appID)
     }
 
     /// The snap `name`.
-    public static func snap(_ name: String) throws(KeychainError) -> TrustedApplication {
-        try TrustedApplication("snap:" + name)
+    public static func snap(_ name: String) throws(KeychainError) -> KeychainTrustedApplication {
+        try KeychainTrustedApplication("snap:" + name)
     }
 
     /// Every program with an access group of team `teamID` (`TEAMID.…`; for keychaind, the groups registered with
     /// `security app add`): macOS's `teamid:` partition.
-    public static func team(_ teamID: String) throws(KeychainError) -> TrustedApplication {
-        try TrustedApplication("teamid:" + teamID)
+    public static func team(_ teamID: String) throws(KeychainError) -> KeychainTrustedApplication {
+        try KeychainTrustedApplication("teamid:" + teamID)
     }
 
     /// Any program of the user (macOS's `-A`). Not recommended: the item is then protected only from other users.
-    public static let anyApplication = TrustedApplication(checked: TrustedApplications.anyProgram)
+    public static let anyApplication = KeychainTrustedApplication(checked: TrustedApplications.anyProgram)
 
     /// The `security` tool (macOS's `apple-tool:` partition). As the user's admin tool it reads every item anyway;
     /// the entry is kept for scripts written for macOS.
-    public static let securityTool = TrustedApplication(checked: TrustedApplications.appleTool)
+    public static let securityTool = KeychainTrustedApplication(checked: TrustedApplications.appleTool)
 
     /// ``term``.
     public var description: String { term }
 
     /// The list as an item's attribute (`xtap`) holds it.
-    static func attributeValue(_ list: [TrustedApplication]) -> AttributeValue {
+    static func attributeValue(_ list: [KeychainTrustedApplication]) -> AttributeValue {
         .string(list.map(\.term).joined(separator: "\n"))
     }
 
     /// The list an item's attributes hold (empty when none).
-    static func list(_ attributes: [String: AttributeValue]) -> [TrustedApplication] {
-        TrustedApplications(stored: attributes[TrustedApplications.code])?.terms.map(TrustedApplication.init(checked:)) ?? []
+    static func list(_ attributes: [String: AttributeValue]) -> [KeychainTrustedApplication] {
+        TrustedApplications(stored: attributes[TrustedApplications.code])?.terms.map(KeychainTrustedApplication.init(checked:)) ?? []
     }
 }
 
 extension KeychainItem {
-    /// The item's trusted applications (see ``TrustedApplication``); empty when it has none.
-    public var trustedApplications: [TrustedApplication] {
+    /// The item's trusted applications (see ``KeychainTrustedApplication``); empty when it has none.
+    public var trustedApplications: [KeychainTrustedApplication] {
         guard case .string(let joined)? = attributes[TrustedApplications.code] else { return [] }
-        return TrustedApplication.list([TrustedApplications.code: .string(joined)])
+        return KeychainTrustedApplication.list([TrustedApplications.code: .string(joined)])
     }
 
     /// The attribute code of an item's trusted applications in ``attributes``: give it to
@@ -100,7 +100,7 @@ extension KeychainItem {
     public static let trustedApplicationsCode = TrustedApplications.code
 
     /// The attribute value of a list of trusted applications (an empty list removes an item's list in an update).
-    public static func trustedApplicationsValue(_ list: [TrustedApplication]) -> Value {
+    public static func trustedApplicationsValue(_ list: [KeychainTrustedApplication]) -> Value {
         .string(list.map(\.term).joined(separator: "\n"))
     }
 }
