@@ -255,7 +255,7 @@ fi
 [ -n "$scratch" ] || scratch="$root/.build"
 binary="$scratch/release/keychain"
 if [ "$build" = yes ]; then
-    (cd "$root" && swift build -c release --static-swift-stdlib --traits Network --scratch-path "$scratch" --product keychain)
+    (cd "$root" && swift build -c release --static-swift-stdlib -Xlinker --no-export-dynamic --traits Network --scratch-path "$scratch" --product keychain)
 fi
 [ -x "$binary" ] || { echo "install.sh: $binary is missing; run without --no-build." >&2; exit 1; }
 

@@ -125,7 +125,9 @@ source_date_epoch() {
 # flag changes, and objects compiled for the shared runtime (a plain `swift build -c release` in the same folder)
 # then fail to link statically (undefined swift_udat_* and CF* symbols): the hint says so.
 build_programs() {
-    local static=(--static-swift-stdlib) hint
+    # A release binary carries the Swift runtime, and exports no symbols (nothing links against it or loads it): its
+    # dynamic symbol table would be 6 MB of the binary and its start-up.
+    local static=(--static-swift-stdlib -Xlinker --no-export-dynamic) hint
     [ "$config" = debug ] && static=()
     hint="if the link failed on undefined swift_udat_*/CF* symbols, $scratch/$config holds objects built for the shared Swift runtime: build with --build-path NEW-FOLDER, or remove $scratch/$config"
     step "Building keychain (swift build -c $config ${static[*]} --traits Network)"

@@ -14,7 +14,7 @@
 #   --json FILE       also keep hyperfine's JSON export
 #
 # Without --bin it builds the installed binary as Support/package.sh does (`swift build -c release
-# --static-swift-stdlib --traits Network --product keychain`, stripped) and runs it by hard links named security,
+# --static-swift-stdlib -Xlinker --no-export-dynamic --traits Network --product keychain`, stripped) and runs it by hard links named security,
 # git-credential-keychain and keychaind, as installed. Everything runs in a temporary folder (two keychains, one
 # keychaind, a gnome-keyring, a password store), removed at the end; your own keychain is never touched. Needs
 # hyperfine, GNU time, python3 (Debian: apt-get install hyperfine time), and for the floor rows gnome-keyring,
@@ -44,7 +44,7 @@ command -v hyperfine >/dev/null || { echo "startup.sh: needs hyperfine (apt-get 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 if [ -z "$bin" ]; then
     [ -n "$scratch" ] || scratch="$root/.build"
-    (cd "$root" && swift build -c release --static-swift-stdlib --traits Network --scratch-path "$scratch" --product keychain >&2)
+    (cd "$root" && swift build -c release --static-swift-stdlib -Xlinker --no-export-dynamic --traits Network --scratch-path "$scratch" --product keychain >&2)
     bin="$scratch/release"
 fi
 bin=$(cd "$bin" && pwd)
