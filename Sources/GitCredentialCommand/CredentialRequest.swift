@@ -44,7 +44,8 @@ struct CredentialRequest: Equatable {
                 break
             }
             guard !bytes.contains(0), let line = String(bytes: bytes, encoding: .utf8),
-                  let equals = line.firstIndex(of: "=") else { return nil }
+                let equals = line.firstIndex(of: "=")
+            else { return nil }
             let key = String(line[..<equals])
             let value = String(line[line.index(after: equals)...])
             switch key {
@@ -78,7 +79,8 @@ struct CredentialRequest: Equatable {
             if bytes.last == UInt8(ascii: "\r") { bytes = bytes.dropLast() }
             if bytes.isEmpty { break }
             guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")),
-                  let key = String(validating: bytes[..<equals], as: UTF8.self), usedKeys.contains(key) else { continue }
+                let key = String(validating: bytes[..<equals], as: UTF8.self), usedKeys.contains(key)
+            else { continue }
             if String(validating: bytes[bytes.index(after: equals)...], as: UTF8.self) == nil { return key }
         }
         return nil
@@ -94,7 +96,8 @@ struct CredentialRequest: Equatable {
         if let bracket = value.lastIndex(of: "]"), bracket > colon { return (value, nil) }
         let digits = value[value.index(after: colon)...]
         guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.count <= 5,
-              let port = Int(digits), (1...65535).contains(port) else { return nil }
+            let port = Int(digits), (1...65535).contains(port)
+        else { return nil }
         return (String(value[..<colon]), port)
     }
 

@@ -28,7 +28,10 @@ func readCredentialInput() -> Data {
         guard count > 0 else { break }
         data.append(contentsOf: buffer[0..<count])
         if data.first == UInt8(ascii: "\n") || data.range(of: Data("\n\n".utf8)) != nil
-            || data.range(of: Data("\n\r\n".utf8)) != nil { break }
+            || data.range(of: Data("\n\r\n".utf8)) != nil
+        {
+            break
+        }
     }
     return data
 }
@@ -53,7 +56,8 @@ func fail(_ what: String, _ status: OSStatus) -> Never {
 ///   constant.
 func baseQuery(_ request: CredentialRequest) -> [String: Any]? {
     guard let scheme = request.scheme, let keychainProtocol = CredentialRequest.keychainProtocol(for: scheme),
-          let host = request.host, !host.isEmpty else { return nil }
+        let host = request.host, !host.isEmpty
+    else { return nil }
     var query: [String: Any] = [
         kSecClass as String: kSecClassInternetPassword,
         kSecAttrProtocol as String: keychainProtocol,
@@ -100,14 +104,17 @@ func findItems(_ query: [String: Any]) -> [FoundItem] {
         guard let data = row[kSecValueData as String] as? Data, let secret = StoredSecret(decoding: data) else {
             return nil
         }
-        let modified = (row[kSecAttrModificationDate as String] as? Date)
+        let modified =
+            (row[kSecAttrModificationDate as String] as? Date)
             ?? (row[kSecAttrCreationDate as String] as? Date) ?? .distantPast
-        return FoundItem(account: row[kSecAttrAccount as String] as? String ?? "", secret: secret,
-                         modified: modified, persistentRef: row[kSecValuePersistentRef as String] as? Data)
+        return FoundItem(
+            account: row[kSecAttrAccount as String] as? String ?? "", secret: secret,
+            modified: modified, persistentRef: row[kSecValuePersistentRef as String] as? Data)
     }
     // A stable sort keeps the keychain's own order (oldest first) among equal dates; reversed, newest first.
     return items.enumerated().sorted { lhs, rhs in
-        lhs.element.modified != rhs.element.modified ? lhs.element.modified > rhs.element.modified
+        lhs.element.modified != rhs.element.modified
+            ? lhs.element.modified > rhs.element.modified
             : lhs.offset > rhs.offset
     }.map(\.element)
 }
@@ -131,10 +138,13 @@ func getCredential(_ request: CredentialRequest) {
 /// git's osxkeychain helper, and never one that has already expired.
 func storeCredential(_ request: CredentialRequest) {
     guard var query = baseQuery(request), request.username != nil, let password = request.password,
-          !request.isExpired() else { return }
+        !request.isExpired()
+    else { return }
     if request.path?.isEmpty ?? true { query[kSecAttrPath as String] = "" }
-    let secret = StoredSecret(password: password, passwordExpiryUTC: request.passwordExpiryUTC,
-                              oauthRefreshToken: request.oauthRefreshToken).encoded
+    let secret = StoredSecret(
+        password: password, passwordExpiryUTC: request.passwordExpiryUTC,
+        oauthRefreshToken: request.oauthRefreshToken
+    ).encoded
     var attributes = query
     attributes[kSecValueData as String] = secret
     attributes[kSecAttrLabel as String] = request.host
@@ -186,7 +196,8 @@ package enum GitCredentialHelper {
                 }
             } else if let key = CredentialRequest.nonTextKey(in: input) {
                 // Never matched or stored under a repaired name another credential could share (errSecParam).
-                FileHandle.standardError.write(Data("git-credential-keychain: cannot \(arguments[1]) the credential: its \(key) is not UTF-8 text, and the keychain keeps git's fields as text (\(errSecParam))\n".utf8))
+                FileHandle.standardError.write(
+                    Data("git-credential-keychain: cannot \(arguments[1]) the credential: its \(key) is not UTF-8 text, and the keychain keeps git's fields as text (\(errSecParam))\n".utf8))
                 exit(1)
             }
         }

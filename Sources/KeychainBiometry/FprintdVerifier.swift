@@ -58,8 +58,10 @@ package struct FprintdVerifier: BiometricVerifier {
     /// - Parameters:
     ///   - verifyTimeout: how long a verification waits for a finger (30 s by default).
     ///   - callTimeout: the bound on connecting and on each D-Bus call (5 s by default).
-    package init(busAddress: String? = nil, username: String? = nil,
-                 verifyTimeout: Duration = .seconds(30), callTimeout: Duration = .seconds(5)) {
+    package init(
+        busAddress: String? = nil, username: String? = nil,
+        verifyTimeout: Duration = .seconds(30), callTimeout: Duration = .seconds(5)
+    ) {
         self.busAddress = busAddress
         self.username = username ?? Self.effectiveUserName()
         self.verifyTimeout = verifyTimeout
@@ -126,8 +128,9 @@ package struct FprintdVerifier: BiometricVerifier {
             device = try defaultDevice(on: connection)
             // Only the daemon's own connection may decide: match its unique name, not the well-known one.
             daemon = try connection.nameOwner(of: Self.service, timeout: callTimeout)
-            statuses = try connection.subscribe(sender: daemon, path: device, interface: Self.deviceInterface,
-                                                member: "VerifyStatus")
+            statuses = try connection.subscribe(
+                sender: daemon, path: device, interface: Self.deviceInterface,
+                member: "VerifyStatus")
             try callDevice(connection, device, "Claim", [.string(username)])
         } catch {
             return .unavailable(explain(error, doing: "claiming the fingerprint reader"))
@@ -153,7 +156,8 @@ package struct FprintdVerifier: BiometricVerifier {
             }
             guard let signal else { return .timedOut }
             guard signal.sender == daemon, signal.arguments.count >= 2,
-                  let result = signal.arguments[0].string, let done = signal.arguments[1].bool else { continue }
+                let result = signal.arguments[0].string, let done = signal.arguments[1].bool
+            else { continue }
             switch VerifyResult(status: result, done: done) {
             case .match: return .answered(true)
             case .noMatch: return .answered(false)
@@ -171,8 +175,11 @@ package struct FprintdVerifier: BiometricVerifier {
         do {
             let connection = try connect()
             let device = try defaultDevice(on: connection)
-            let name = try connection.property(destination: Self.service, path: device, interface: Self.deviceInterface,
-                                               name: "name", timeout: callTimeout).string ?? ""
+            let name =
+                try connection.property(
+                    destination: Self.service, path: device, interface: Self.deviceInterface,
+                    name: "name", timeout: callTimeout
+                ).string ?? ""
             let fingers: [String]
             do {
                 fingers = try callDevice(connection, device, "ListEnrolledFingers", [.string(username)]).first?.strings ?? []
@@ -196,8 +203,9 @@ package struct FprintdVerifier: BiometricVerifier {
     }
 
     private func defaultDevice(on connection: DBusConnection) throws(DBusError) -> String {
-        let reply = try connection.call(destination: Self.service, path: Self.managerPath, interface: Self.managerInterface,
-                                        member: "GetDefaultDevice", timeout: callTimeout)
+        let reply = try connection.call(
+            destination: Self.service, path: Self.managerPath, interface: Self.managerInterface,
+            member: "GetDefaultDevice", timeout: callTimeout)
         guard case .objectPath(let path)? = reply.first else {
             throw .system(operation: "GetDefaultDevice", errno: EBADMSG)
         }
@@ -205,10 +213,13 @@ package struct FprintdVerifier: BiometricVerifier {
     }
 
     @discardableResult
-    private func callDevice(_ connection: DBusConnection, _ device: String, _ member: String,
-                            _ arguments: [DBusValue] = []) throws(DBusError) -> [DBusValue] {
-        try connection.call(destination: Self.service, path: device, interface: Self.deviceInterface, member: member,
-                            arguments, timeout: callTimeout)
+    private func callDevice(
+        _ connection: DBusConnection, _ device: String, _ member: String,
+        _ arguments: [DBusValue] = []
+    ) throws(DBusError) -> [DBusValue] {
+        try connection.call(
+            destination: Self.service, path: device, interface: Self.deviceInterface, member: member,
+            arguments, timeout: callTimeout)
     }
 
     private static let noUserName = "The fingerprint reader cannot be used: this user has no name in the user database."

@@ -149,8 +149,10 @@ package struct DaemonAutostart: Sendable, Hashable {
     /// keychaind's environment: the client's, less what names another daemon, another caller's claim or code to
     /// load into it, with `KEYCHAIN_HOME` set to the keychain it serves.
     static func daemonEnvironment(_ environment: [String: String], home: String) -> [String] {
-        let dropped: Set<String> = ["KEYCHAIN_DAEMON_SOCKET", "KEYCHAIN_ENTITLEMENTS", "LISTEN_PID", "LISTEN_FDS",
-                                    "LISTEN_FDNAMES", "NOTIFY_SOCKET", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"]
+        let dropped: Set<String> = [
+            "KEYCHAIN_DAEMON_SOCKET", "KEYCHAIN_ENTITLEMENTS", "LISTEN_PID", "LISTEN_FDS",
+            "LISTEN_FDNAMES", "NOTIFY_SOCKET", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
+        ]
         var result = environment.filter { !dropped.contains($0.key) && !$0.key.hasPrefix("LD_") }
         result["KEYCHAIN_HOME"] = home
         return result.map { "\($0.key)=\($0.value)" }.sorted()

@@ -127,13 +127,22 @@ package final class DaemonClient: Sendable {
 
     private func unreachable(_ reason: String) -> KeychainError {
         if socketPath == DaemonSocket.systemPath(KeychainLocation.processEnvironment()) {
-            return KeychainError(code: .notAvailable, message: "The system keychaind is not answering at \(socketPath) (\(reason)).\nAsk an administrator to check it (`systemctl status keychaind-system.socket keychaind-system.service`); while the system keychaind is installed, your keychain is reached only through it.")
+            return KeychainError(
+                code: .notAvailable,
+                message:
+                    "The system keychaind is not answering at \(socketPath) (\(reason)).\nAsk an administrator to check it (`systemctl status keychaind-system.socket keychaind-system.service`); while the system keychaind is installed, your keychain is reached only through it."
+            )
         }
-        return KeychainError(code: .notAvailable, message: "keychaind is not answering at \(socketPath) (\(reason)).\nStart it with `systemctl --user start keychaind.socket` or `keychaind --foreground`. A keychain that keychaind has served is never opened without it; to use one without keychaind again, stop keychaind and remove keychaind.serves from the keychain's folder (and unset KEYCHAIN_DAEMON_SOCKET).")
+        return KeychainError(
+            code: .notAvailable,
+            message:
+                "keychaind is not answering at \(socketPath) (\(reason)).\nStart it with `systemctl --user start keychaind.socket` or `keychaind --foreground`. A keychain that keychaind has served is never opened without it; to use one without keychaind again, stop keychaind and remove keychaind.serves from the keychain's folder (and unset KEYCHAIN_DAEMON_SOCKET)."
+        )
     }
 
     private func lost(_ reason: String) -> KeychainError {
-        KeychainError(code: .notAvailable, message: "The connection to keychaind at \(socketPath) was lost (\(reason)); the call may not have completed. Check that keychaind is running and try again.")
+        KeychainError(
+            code: .notAvailable, message: "The connection to keychaind at \(socketPath) was lost (\(reason)); the call may not have completed. Check that keychaind is running and try again.")
     }
 
     /// A new connection, once keychaind has greeted it: keychaind identifies the process first and answers only
@@ -142,13 +151,13 @@ package final class DaemonClient: Sendable {
         let fd: Int32
         do {
             fd = try DaemonSocket.connect(socketPath)
-        } catch where error.code == .notAvailable {
+        } catch  where error.code == .notAvailable {
             guard let autostart, DaemonSocket.nobodyListens(error) else { throw unreachable(error.message) }
             // No keychaind for this keychain yet (or it exited when idle): start one, then connect to it.
             try autostart.ensureRunning(environment: ProcessInfo.processInfo.environment)
             do {
                 fd = try DaemonSocket.connect(socketPath)
-            } catch where error.code == .notAvailable {
+            } catch  where error.code == .notAvailable {
                 throw unreachable(error.message)
             }
         }
@@ -186,7 +195,11 @@ package final class DaemonClient: Sendable {
             throw KeychainError(code: .notAvailable, message: "Cannot tell who serves \(socketPath) (\(String(cString: strerror(errno)))); nothing was sent.")
         }
         guard peer.uid == geteuid() || peer.uid == 0 || peer.uid == Self.systemUserID else {
-            throw KeychainError(code: .notAvailable, message: "The process serving \(socketPath) runs as user \(peer.uid), not as you or the keychain's system user, so it is not keychaind; nothing was sent to it. Remove that socket or point KEYCHAIN_DAEMON_SOCKET at your keychaind.")
+            throw KeychainError(
+                code: .notAvailable,
+                message:
+                    "The process serving \(socketPath) runs as user \(peer.uid), not as you or the keychain's system user, so it is not keychaind; nothing was sent to it. Remove that socket or point KEYCHAIN_DAEMON_SOCKET at your keychaind."
+            )
         }
     }
 
@@ -253,7 +266,7 @@ package final class DaemonClient: Sendable {
         }
         do {
             return try Frame.decode(body: buffer, from: 4)
-        } catch where error.status == .wrongSecVersion {
+        } catch  where error.status == .wrongSecVersion {
             throw error
         } catch {
             throw lost("a malformed response")

@@ -53,8 +53,10 @@ package final class EngineRegistry: @unchecked Sendable {
 
     /// The open engine for `location`, opening it on first use (with `logger`, when given). With `createIfMissing`
     /// false, a keychain that does not exist is not created: `errSecNoSuchKeychain`.
-    package func engine(for location: KeychainLocation, pinned pin: Bool, createIfMissing: Bool = true,
-                        logger: Logger? = nil) throws(KeychainError) -> KeychainEngine {
+    package func engine(
+        for location: KeychainLocation, pinned pin: Bool, createIfMissing: Bool = true,
+        logger: Logger? = nil
+    ) throws(KeychainError) -> KeychainEngine {
         lock.lock()
         defer { lock.unlock() }
         let engine: KeychainEngine
@@ -89,8 +91,10 @@ struct EnvironmentValues {
     var values: [[CChar]?]
 
     static func current() -> [UnsafeMutablePointer<CChar>?] {
-        [getenv("KEYCHAIN_HOME"), getenv("XDG_DATA_HOME"), getenv("HOME"), getenv("KEYCHAIN_ENTITLEMENTS"),
-         getenv("KEYCHAIN_DAEMON_SOCKET"), getenv("XDG_RUNTIME_DIR"), getenv("KEYCHAIN_SYSTEM_SOCKET")]
+        [
+            getenv("KEYCHAIN_HOME"), getenv("XDG_DATA_HOME"), getenv("HOME"), getenv("KEYCHAIN_ENTITLEMENTS"),
+            getenv("KEYCHAIN_DAEMON_SOCKET"), getenv("XDG_RUNTIME_DIR"), getenv("KEYCHAIN_SYSTEM_SOCKET"),
+        ]
     }
 
     init(_ raw: [UnsafeMutablePointer<CChar>?]) {

@@ -73,8 +73,9 @@ package struct InProcessKeychain: KeychainConnection {
     package func authenticate(_ requirement: PresenceRequirement, options: AuthenticationOptions) throws(KeychainError) {
         engine.applyLockSettings()
         let stored = try engine.storedRequirement(requirement, caller: caller)
-        try engine.authenticate(stored, options: options, caller: caller,
-                                prompter: PresenceServices.prompter(for: engine.location), biometrics: PresenceServices.biometrics)
+        try engine.authenticate(
+            stored, options: options, caller: caller,
+            prompter: PresenceServices.prompter(for: engine.location), biometrics: PresenceServices.biometrics)
     }
 
     package func invalidate(context: AuthenticationContextID) throws(KeychainError) {

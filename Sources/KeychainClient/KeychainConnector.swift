@@ -76,8 +76,10 @@ package enum KeychainConnector {
     ///
     /// - Parameter createIfMissing: false for read-only work: a keychain that does not exist yet is not created,
     ///   and the call fails with `errSecNoSuchKeychain` instead.
-    package static func connection(for caller: KeychainCaller, home: String? = nil, createIfMissing: Bool = true,
-                                   logger: Logger? = nil) throws(KeychainError) -> any KeychainConnection {
+    package static func connection(
+        for caller: KeychainCaller, home: String? = nil, createIfMissing: Bool = true,
+        logger: Logger? = nil
+    ) throws(KeychainError) -> any KeychainConnection {
         if let override { return override }
         return try choose(caller, home: home, createIfMissing: createIfMissing, logger: logger)
     }
@@ -98,8 +100,10 @@ package enum KeychainConnector {
         return socket
     }
 
-    private static func choose(_ caller: KeychainCaller, home: String?, createIfMissing: Bool,
-                               logger: Logger? = nil) throws(KeychainError) -> any KeychainConnection {
+    private static func choose(
+        _ caller: KeychainCaller, home: String?, createIfMissing: Bool,
+        logger: Logger? = nil
+    ) throws(KeychainError) -> any KeychainConnection {
         let environment = KeychainLocation.processEnvironment()
         let registry = EngineRegistry.shared
         if let home {
@@ -126,8 +130,10 @@ package enum KeychainConnector {
     /// A keychain folder the program names itself (KeychainKit's `KeychainStore(directory:)`): through the
     /// environment's keychaind when it serves that folder, through the keychaind that has served it
     /// (`keychaind.serves`), else opened in this process.
-    private static func chooseExplicit(_ caller: KeychainCaller, home: String, environment: [String: String],
-                                       createIfMissing: Bool, logger: Logger?) throws(KeychainError) -> any KeychainConnection {
+    private static func chooseExplicit(
+        _ caller: KeychainCaller, home: String, environment: [String: String],
+        createIfMissing: Bool, logger: Logger?
+    ) throws(KeychainError) -> any KeychainConnection {
         let registry = EngineRegistry.shared
         let location = KeychainLocation(home: URL(fileURLWithPath: home).standardizedFileURL.path)
         if case .daemon(let socket, _, _)? = try? KeychainEndpoint.resolve(environment) {
@@ -171,7 +177,11 @@ package enum KeychainConnector {
     }
 
     private static func unnamedDaemon(_ marker: String, because reason: String) -> KeychainError {
-        KeychainError(code: .notAvailable, message: "\(marker) says keychaind serves this keychain, but it cannot be used to reach keychaind (\(reason)), and a keychain keychaind serves is never opened without it. Start keychaind on this keychain (`systemctl --user start keychaind`), which writes the file again; or, to stop using keychaind for this keychain, stop it and remove \(marker).")
+        KeychainError(
+            code: .notAvailable,
+            message:
+                "\(marker) says keychaind serves this keychain, but it cannot be used to reach keychaind (\(reason)), and a keychain keychaind serves is never opened without it. Start keychaind on this keychain (`systemctl --user start keychaind`), which writes the file again; or, to stop using keychaind for this keychain, stop it and remove \(marker)."
+        )
     }
 }
 
@@ -205,8 +215,10 @@ package enum KeychainEndpoint: Sendable, Hashable {
     /// - Parameters:
     ///   - systemSocket: The system keychaind's socket (tests put one elsewhere).
     ///   - daemonProgram: The keychaind to start on demand; nil: look beside this program, then on `PATH`.
-    package static func resolve(_ environment: [String: String], systemSocket: String? = nil,
-                                daemonProgram: String? = nil) throws(KeychainError) -> KeychainEndpoint {
+    package static func resolve(
+        _ environment: [String: String], systemSocket: String? = nil,
+        daemonProgram: String? = nil
+    ) throws(KeychainError) -> KeychainEndpoint {
         let systemSocket = systemSocket ?? DaemonSocket.systemPath(environment)
         let location = KeychainLocation.fromEnvironment(environment)
         if let named = environment["KEYCHAIN_DAEMON_SOCKET"], !named.isEmpty {
@@ -214,7 +226,8 @@ package enum KeychainEndpoint: Sendable, Hashable {
             guard let recorded = try KeychainConnector.servingDaemon(location) else { return .inProcess(location) }
             // A keychain keychaind has served is reached through it only; one started on demand is started again.
             if recorded == perUserSocket(for: location, environment),
-               let program = daemonProgram ?? DaemonAutostart.locateProgram(searchPath: getenv("PATH").map { String(cString: $0) }) {
+                let program = daemonProgram ?? DaemonAutostart.locateProgram(searchPath: getenv("PATH").map { String(cString: $0) })
+            {
                 return .daemon(socket: recorded, kind: .perUser, autostart: DaemonAutostart(program: program, socket: recorded, home: location.home))
             }
             return .daemon(socket: recorded, kind: .recorded, autostart: nil)

@@ -11,20 +11,24 @@ extension KeychainConnection {
     /// With `kSecUseAuthenticationUIFail` or a context that forbids interaction, `errSecAuthNeeded` becomes
     /// `errSecInteractionNotAllowed` and no prompt is started. (`kSecUseAuthenticationUISkip` never gets here:
     /// the engine leaves protected items out.)
-    package func withPresence<Result>(_ options: AuthenticationOptions,
-                                      _ body: (AuthenticationOptions) throws(KeychainError) -> Result) throws(KeychainError) -> Result {
+    package func withPresence<Result>(
+        _ options: AuthenticationOptions,
+        _ body: (AuthenticationOptions) throws(KeychainError) -> Result
+    ) throws(KeychainError) -> Result {
         var options = options
         var attempts = 0
         while true {
             do {
                 return try body(options)
-            } catch where error.code == .authenticationNeeded {
+            } catch  where error.code == .authenticationNeeded {
                 attempts += 1
                 guard attempts <= Self.maximumPresenceAttempts else {
                     throw KeychainError(code: .authenticationFailed, message: "The item still needs the user's presence after \(Self.maximumPresenceAttempts) proofs; giving up.")
                 }
                 guard options.interactionAllowed else {
-                    throw KeychainError(code: .interactionNotAllowed, message: "The item needs the user's presence, and the request does not allow a prompt (kSecUseAuthenticationUIFail, or the context's interactionNotAllowed).")
+                    throw KeychainError(
+                        code: .interactionNotAllowed,
+                        message: "The item needs the user's presence, and the request does not allow a prompt (kSecUseAuthenticationUIFail, or the context's interactionNotAllowed).")
                 }
                 guard !error.presenceNeeded.isEmpty else { throw error }
                 if options.context == nil { options.context = .random() }

@@ -32,8 +32,10 @@ package final class DBusConnection {
     /// - Parameters:
     ///   - timeout: the bound on connecting (authentication and `Hello`) and the default method-call timeout.
     ///   - environment: where `DBUS_SYSTEM_BUS_ADDRESS` is read (the process's environment by default).
-    package static func systemBus(timeout: Duration = .seconds(5),
-                                  environment: [String: String] = ProcessInfo.processInfo.environment) throws(DBusError) -> DBusConnection {
+    package static func systemBus(
+        timeout: Duration = .seconds(5),
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(DBusError) -> DBusConnection {
         let address = environment["DBUS_SYSTEM_BUS_ADDRESS"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultSystemBusAddress
         return try DBusConnection(address: address, timeout: timeout)
     }
@@ -114,8 +116,10 @@ package final class DBusConnection {
     ///   `org.freedesktop.DBus.Error.ServiceUnknown`) answered; ``DBusError/timedOut(operation:)`` when no reply
     ///   came in time; ``DBusError/disconnected``; ``DBusError/invalidArgument(_:)`` for a malformed name or value.
     @discardableResult
-    package func call(destination: String, path: String, interface: String, member: String,
-                      _ arguments: [DBusValue] = [], timeout: Duration? = nil) throws(DBusError) -> [DBusValue] {
+    package func call(
+        destination: String, path: String, interface: String, member: String,
+        _ arguments: [DBusValue] = [], timeout: Duration? = nil
+    ) throws(DBusError) -> [DBusValue] {
         let operation = "\(interface).\(member)"
         for name in [destination, path, interface, member] where name.utf8.contains(0) {
             throw .invalidArgument("a name contains a NUL byte")
@@ -166,11 +170,13 @@ package final class DBusConnection {
         let inbox = DBusSignalMatch.Inbox()
         let userdata = Unmanaged.passUnretained(inbox).toOpaque()
         var slot: OpaquePointer?
-        let result = sd_bus_match_signal(bus, &slot, sender, path, interface, member, { message, userdata, _ in
-            guard let message, let userdata else { return 0 }
-            Unmanaged<DBusSignalMatch.Inbox>.fromOpaque(userdata).takeUnretainedValue().receive(message)
-            return 0
-        }, userdata)
+        let result = sd_bus_match_signal(
+            bus, &slot, sender, path, interface, member,
+            { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                Unmanaged<DBusSignalMatch.Inbox>.fromOpaque(userdata).takeUnretainedValue().receive(message)
+                return 0
+            }, userdata)
         guard result >= 0, let slot else {
             if result == -EINVAL { throw .invalidArgument("the signal match is not valid") }
             throw DBusError.fromReturn(result, operation: "AddMatch")
@@ -201,8 +207,10 @@ package final class DBusConnection {
     /// Sends a signal from this connection: `interface.member` on `path`, with `arguments`, to every connection
     /// whose match rules accept it (or only to `destination`). Returns once it is written to the socket, or throws
     /// ``DBusError/timedOut(operation:)`` at `timeout` (``defaultTimeout`` when nil).
-    package func emitSignal(path: String, interface: String, member: String, _ arguments: [DBusValue] = [],
-                            destination: String? = nil, timeout: Duration? = nil) throws(DBusError) {
+    package func emitSignal(
+        path: String, interface: String, member: String, _ arguments: [DBusValue] = [],
+        destination: String? = nil, timeout: Duration? = nil
+    ) throws(DBusError) {
         let operation = "sending \(interface).\(member)"
         for name in [path, interface, member, destination ?? ""] where name.utf8.contains(0) {
             throw .invalidArgument("a name contains a NUL byte")
@@ -264,25 +272,30 @@ extension DBusConnection {
     /// - Throws: ``DBusError/remote(name:message:)`` named `org.freedesktop.DBus.Error.NameHasNoOwner` when nobody
     ///   owns it.
     package func nameOwner(of name: String, timeout: Duration? = nil) throws(DBusError) -> String {
-        let reply = try call(destination: Self.busName, path: "/org/freedesktop/DBus", interface: Self.busName,
-                             member: "GetNameOwner", [.string(name)], timeout: timeout)
+        let reply = try call(
+            destination: Self.busName, path: "/org/freedesktop/DBus", interface: Self.busName,
+            member: "GetNameOwner", [.string(name)], timeout: timeout)
         guard let owner = reply.first?.string else { throw .system(operation: "GetNameOwner", errno: EBADMSG) }
         return owner
     }
 
     /// The names on the bus now, unique and well-known (`ListNames`).
     package func listNames(timeout: Duration? = nil) throws(DBusError) -> [String] {
-        let reply = try call(destination: Self.busName, path: "/org/freedesktop/DBus", interface: Self.busName,
-                             member: "ListNames", timeout: timeout)
+        let reply = try call(
+            destination: Self.busName, path: "/org/freedesktop/DBus", interface: Self.busName,
+            member: "ListNames", timeout: timeout)
         guard let names = reply.first?.strings else { throw .system(operation: "ListNames", errno: EBADMSG) }
         return names
     }
 
     /// One property of an object (`org.freedesktop.DBus.Properties.Get`), unwrapped from its variant.
-    package func property(destination: String, path: String, interface: String, name: String,
-                          timeout: Duration? = nil) throws(DBusError) -> DBusValue {
-        let reply = try call(destination: destination, path: path, interface: "org.freedesktop.DBus.Properties",
-                             member: "Get", [.string(interface), .string(name)], timeout: timeout)
+    package func property(
+        destination: String, path: String, interface: String, name: String,
+        timeout: Duration? = nil
+    ) throws(DBusError) -> DBusValue {
+        let reply = try call(
+            destination: destination, path: path, interface: "org.freedesktop.DBus.Properties",
+            member: "Get", [.string(interface), .string(name)], timeout: timeout)
         guard case .variant(let value)? = reply.first else {
             throw .system(operation: "Properties.Get \(interface).\(name)", errno: EBADMSG)
         }
@@ -331,11 +344,13 @@ package final class DBusSignalMatch {
             // A signal whose arguments cannot be read is dropped rather than delivered half-read.
             guard let arguments = try? DBusValue.readAll(from: message) else { return }
             func text(_ pointer: UnsafePointer<CChar>?) -> String? { pointer.map { String(cString: $0) } }
-            queue.append(DBusSignal(sender: text(sd_bus_message_get_sender(message)),
-                                    path: text(sd_bus_message_get_path(message)),
-                                    interface: text(sd_bus_message_get_interface(message)),
-                                    member: text(sd_bus_message_get_member(message)),
-                                    arguments: arguments))
+            queue.append(
+                DBusSignal(
+                    sender: text(sd_bus_message_get_sender(message)),
+                    path: text(sd_bus_message_get_path(message)),
+                    interface: text(sd_bus_message_get_interface(message)),
+                    member: text(sd_bus_message_get_member(message)),
+                    arguments: arguments))
         }
 
         func take() -> DBusSignal? {

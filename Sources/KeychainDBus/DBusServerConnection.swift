@@ -63,11 +63,13 @@ package final class DBusServerConnection: Sendable {
         let wake = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
         guard wake >= 0 else { throw .system(operation: "eventfd", errno: errno) }
         let shared = DBusServerShared(wakeDescriptor: wake)
-        let (calls, callSink) = AsyncStream.makeStream(of: DBusMethodCall.self,
-                                                       bufferingPolicy: .bufferingOldest(max(1, limits.maximumPendingCalls)))
+        let (calls, callSink) = AsyncStream.makeStream(
+            of: DBusMethodCall.self,
+            bufferingPolicy: .bufferingOldest(max(1, limits.maximumPendingCalls)))
         let (events, eventSink) = AsyncStream.makeStream(of: DBusServerEvent.self, bufferingPolicy: .bufferingNewest(256))
-        let (departures, departureSink) = AsyncStream.makeStream(of: DBusNameOwnerChange.self,
-                                                                 bufferingPolicy: .bufferingOldest(Self.peerDepartureCapacity))
+        let (departures, departureSink) = AsyncStream.makeStream(
+            of: DBusNameOwnerChange.self,
+            bufferingPolicy: .bufferingOldest(Self.peerDepartureCapacity))
         let sinks = DBusServerSinks(calls: callSink, events: eventSink, departures: departureSink)
         let startup = DBusServerStartup()
         let thread = Thread {
@@ -146,8 +148,10 @@ package final class DBusServerConnection: Sendable {
     /// accept it (or only to `destination`). Queued to the bus thread; returns at once. A signal that cannot be
     /// built (an invalid path or name) is dropped; use ``sendSignal(path:interface:member:_:destination:)`` to
     /// know.
-    package func emitSignal(path: String, interface: String, member: String, _ arguments: [DBusValue] = [],
-                            destination: String? = nil) {
+    package func emitSignal(
+        path: String, interface: String, member: String, _ arguments: [DBusValue] = [],
+        destination: String? = nil
+    ) {
         let signal = DBusOutgoingSignal(path: path, interface: interface, member: member, arguments: arguments, destination: destination)
         _ = shared.submit(.signal(signal, done: nil))
     }
@@ -155,8 +159,10 @@ package final class DBusServerConnection: Sendable {
     /// Emits a signal as ``emitSignal(path:interface:member:_:destination:)`` does, and returns once sd-bus has
     /// queued it for the socket.
     /// - Throws: ``DBusError/invalidArgument(_:)`` for an invalid path, name or value; ``DBusError/disconnected``.
-    package func sendSignal(path: String, interface: String, member: String, _ arguments: [DBusValue] = [],
-                            destination: String? = nil) async throws(DBusError) {
+    package func sendSignal(
+        path: String, interface: String, member: String, _ arguments: [DBusValue] = [],
+        destination: String? = nil
+    ) async throws(DBusError) {
         let signal = DBusOutgoingSignal(path: path, interface: interface, member: member, arguments: arguments, destination: destination)
         let result: Result<Void, DBusError> = await withCheckedContinuation { continuation in
             let work = DBusServerWork.signal(signal, done: { continuation.resume(returning: $0) })
@@ -173,27 +179,37 @@ package final class DBusServerConnection: Sendable {
     /// - Throws: ``DBusError/remote(name:message:)`` with the error answered; ``DBusError/timedOut(operation:)``;
     ///   ``DBusError/disconnected``; ``DBusError/invalidArgument(_:)`` for a malformed name or value.
     @discardableResult
-    package func call(destination: String, path: String, interface: String, member: String, _ arguments: [DBusValue] = [],
-                      timeout: Duration? = nil) async throws(DBusError) -> [DBusValue] {
+    package func call(
+        destination: String, path: String, interface: String, member: String, _ arguments: [DBusValue] = [],
+        timeout: Duration? = nil
+    ) async throws(DBusError) -> [DBusValue] {
         let reading = limits.reading
-        return try await call(destination: destination, path: path, interface: interface, member: member, arguments,
-                              timeout: timeout) { reply throws(DBusError) in
+        return try await call(
+            destination: destination, path: path, interface: interface, member: member, arguments,
+            timeout: timeout
+        ) { reply throws(DBusError) in
             try DBusValue.readAll(from: reply, limits: reading)
         }
     }
 
     /// Makes a call whose reply `parse` reads on the bus thread, before the reply message is released.
-    private func call<T: Sendable>(destination: String, path: String, interface: String, member: String,
-                                   _ arguments: [DBusValue], timeout: Duration?,
-                                   parse: @escaping @Sendable (OpaquePointer) throws(DBusError) -> T) async throws(DBusError) -> T {
-        let outgoing = DBusOutgoingCall(destination: destination, path: path, interface: interface, member: member,
-                                        arguments: arguments, timeout: timeout ?? callTimeout)
+    private func call<T: Sendable>(
+        destination: String, path: String, interface: String, member: String,
+        _ arguments: [DBusValue], timeout: Duration?,
+        parse: @escaping @Sendable (OpaquePointer) throws(DBusError) -> T
+    ) async throws(DBusError) -> T {
+        let outgoing = DBusOutgoingCall(
+            destination: destination, path: path, interface: interface, member: member,
+            arguments: arguments, timeout: timeout ?? callTimeout)
         let result: Result<T, DBusError> = await withCheckedContinuation { continuation in
-            let work = DBusServerWork.call(outgoing, onReply: { reply in
-                continuation.resume(returning: reply.flatMap { message in
-                    Result { () throws(DBusError) -> T in try parse(message) }
+            let work = DBusServerWork.call(
+                outgoing,
+                onReply: { reply in
+                    continuation.resume(
+                        returning: reply.flatMap { message in
+                            Result { () throws(DBusError) -> T in try parse(message) }
+                        })
                 })
-            })
             if !shared.submit(work) { continuation.resume(returning: .failure(.disconnected)) }
         }
         return try result.get()
@@ -211,12 +227,15 @@ package final class DBusServerConnection: Sendable {
     ///     gets ``DBusServerEvent/nameLost(_:)``).
     /// - Throws: ``DBusError/remote(name:message:)`` when the bus refused (`AccessDenied` by its policy, an invalid
     ///   name); ``DBusError/disconnected``; ``DBusError/timedOut(operation:)``.
-    package func requestName(_ name: String, replaceExisting: Bool = false,
-                             allowReplacement: Bool = false) async throws(DBusError) -> DBusNameRequestResult {
+    package func requestName(
+        _ name: String, replaceExisting: Bool = false,
+        allowReplacement: Bool = false
+    ) async throws(DBusError) -> DBusNameRequestResult {
         // DBUS_NAME_FLAG_ALLOW_REPLACEMENT 1, DBUS_NAME_FLAG_REPLACE_EXISTING 2, DBUS_NAME_FLAG_DO_NOT_QUEUE 4.
         let flags: UInt32 = 4 | (allowReplacement ? 1 : 0) | (replaceExisting ? 2 : 0)
-        let reply = try await call(destination: Self.bus.name, path: Self.bus.path, interface: Self.bus.name,
-                                   member: "RequestName", [.string(name), .uint32(flags)])
+        let reply = try await call(
+            destination: Self.bus.name, path: Self.bus.path, interface: Self.bus.name,
+            member: "RequestName", [.string(name), .uint32(flags)])
         switch reply.first?.uint32 {
         case 1: return .primaryOwner
         case 3: return .exists
@@ -228,8 +247,9 @@ package final class DBusServerConnection: Sendable {
     /// Gives `name` back to the bus (`ReleaseName`). Returns whether this connection owned it.
     @discardableResult
     package func releaseName(_ name: String) async throws(DBusError) -> Bool {
-        let reply = try await call(destination: Self.bus.name, path: Self.bus.path, interface: Self.bus.name,
-                                   member: "ReleaseName", [.string(name)])
+        let reply = try await call(
+            destination: Self.bus.name, path: Self.bus.path, interface: Self.bus.name,
+            member: "ReleaseName", [.string(name)])
         // DBUS_RELEASE_NAME_REPLY_RELEASED 1, NON_EXISTENT 2, NOT_OWNER 3.
         return reply.first?.uint32 == 1
     }
@@ -239,8 +259,10 @@ package final class DBusServerConnection: Sendable {
     /// - Throws: ``DBusError/remote(name:message:)`` named `org.freedesktop.DBus.Error.NameHasNoOwner` when that
     ///   connection has left; ``DBusError/disconnected``; ``DBusError/timedOut(operation:)``.
     package func credentials(of uniqueName: String) async throws(DBusError) -> DBusPeerCredentials {
-        try await call(destination: Self.bus.name, path: Self.bus.path, interface: Self.bus.name,
-                       member: "GetConnectionCredentials", [.string(uniqueName)], timeout: nil) { reply throws(DBusError) in
+        try await call(
+            destination: Self.bus.name, path: Self.bus.path, interface: Self.bus.name,
+            member: "GetConnectionCredentials", [.string(uniqueName)], timeout: nil
+        ) { reply throws(DBusError) in
             try Self.readCredentials(from: reply)
         }
     }
@@ -514,8 +536,10 @@ final class DBusServerLoop {
 
     /// The bus thread's body: connects, reports to the initializer, serves until told to stop or disconnected,
     /// then releases everything.
-    static func run(address: String, timeout: Duration, limits: DBusServerLimits, shared: DBusServerShared,
-                    sinks: DBusServerSinks, startup: DBusServerStartup) {
+    static func run(
+        address: String, timeout: Duration, limits: DBusServerLimits, shared: DBusServerShared,
+        sinks: DBusServerSinks, startup: DBusServerStartup
+    ) {
         let opened: (bus: OpaquePointer, uniqueName: String)
         do throws(DBusError) {
             opened = try DBusConnection.openBus(address: address, timeout: timeout)
@@ -543,20 +567,25 @@ final class DBusServerLoop {
     func install() throws(DBusError) {
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         var slot: OpaquePointer?
-        let filtered = sd_bus_add_filter(bus, &slot, { message, userdata, _ in
-            guard let message, let userdata else { return 0 }
-            return Unmanaged<DBusServerLoop>.fromOpaque(userdata).takeUnretainedValue().filter(message)
-        }, userdata)
+        let filtered = sd_bus_add_filter(
+            bus, &slot,
+            { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                return Unmanaged<DBusServerLoop>.fromOpaque(userdata).takeUnretainedValue().filter(message)
+            }, userdata)
         guard filtered >= 0, let filter = slot else { throw DBusError.fromReturn(filtered, operation: "sd_bus_add_filter") }
         slots.append(filter)
         slot = nil
-        let rule = "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+        let rule =
+            "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
             + "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''"
-        let matched = sd_bus_add_match(bus, &slot, rule, { message, userdata, _ in
-            guard let message, let userdata else { return 0 }
-            Unmanaged<DBusServerLoop>.fromOpaque(userdata).takeUnretainedValue().nameOwnerChanged(message)
-            return 0
-        }, userdata)
+        let matched = sd_bus_add_match(
+            bus, &slot, rule,
+            { message, userdata, _ in
+                guard let message, let userdata else { return 0 }
+                Unmanaged<DBusServerLoop>.fromOpaque(userdata).takeUnretainedValue().nameOwnerChanged(message)
+                return 0
+            }, userdata)
         guard matched >= 0, let match = slot else { throw DBusError.fromReturn(matched, operation: "AddMatch NameOwnerChanged") }
         slots.append(match)
     }
@@ -753,8 +782,11 @@ final class DBusServerLoop {
         var built: OpaquePointer?
         let made = sd_bus_message_new_method_call(bus, &built, call.destination, call.path, call.interface, call.member)
         guard made >= 0, let message = built else {
-            onReply(.failure(made == -EINVAL ? .invalidArgument("\(call.destination) \(call.path) \(operation) is not a valid method call")
-                                             : DBusError.fromReturn(made, operation: operation)))
+            onReply(
+                .failure(
+                    made == -EINVAL
+                        ? .invalidArgument("\(call.destination) \(call.path) \(operation) is not a valid method call")
+                        : DBusError.fromReturn(made, operation: operation)))
             return
         }
         defer { sd_bus_message_unref(message) }
@@ -766,11 +798,13 @@ final class DBusServerLoop {
         }
         let userdata = Unmanaged.passUnretained(self).toOpaque()
         // A floating slot (nil): sd-bus frees it after the reply, or with the connection.
-        let sent = sd_bus_call_async(bus, nil, message, { reply, userdata, _ in
-            guard let reply, let userdata else { return 0 }
-            Unmanaged<DBusServerLoop>.fromOpaque(userdata).takeUnretainedValue().reply(reply)
-            return 1
-        }, userdata, DBusConnection.microseconds(call.timeout))
+        let sent = sd_bus_call_async(
+            bus, nil, message,
+            { reply, userdata, _ in
+                guard let reply, let userdata else { return 0 }
+                Unmanaged<DBusServerLoop>.fromOpaque(userdata).takeUnretainedValue().reply(reply)
+                return 1
+            }, userdata, DBusConnection.microseconds(call.timeout))
         guard sent >= 0 else {
             onReply(.failure(DBusError.fromReturn(sent, operation: operation)))
             return
@@ -851,11 +885,12 @@ final class DBusServerLoop {
         }
         func text(_ pointer: UnsafePointer<CChar>?) -> String? { pointer.map { String(cString: $0) } }
         let token = DBusServerConnection.nextToken.add(1, ordering: .relaxed).oldValue
-        let call = DBusMethodCall(sender: sender, path: text(sd_bus_message_get_path(message)) ?? "/",
-                                  interface: text(sd_bus_message_get_interface(message)),
-                                  member: text(sd_bus_message_get_member(message)) ?? "",
-                                  signature: text(sd_bus_message_get_signature(message, 1)) ?? "",
-                                  arguments: arguments, noReplyExpected: !expectsReply, token: token)
+        let call = DBusMethodCall(
+            sender: sender, path: text(sd_bus_message_get_path(message)) ?? "/",
+            interface: text(sd_bus_message_get_interface(message)),
+            member: text(sd_bus_message_get_member(message)) ?? "",
+            signature: text(sd_bus_message_get_signature(message, 1)) ?? "",
+            arguments: arguments, noReplyExpected: !expectsReply, token: token)
         if let handler = shared.inlineHandler.withLock({ $0 }), let answer = handler.answer(call) {
             guard expectsReply else { return }
             switch answer {
@@ -883,9 +918,10 @@ final class DBusServerLoop {
     /// `NameOwnerChanged` from the bus daemon: a connection that left is reported on ``DBusServerSinks/departures``.
     func nameOwnerChanged(_ message: OpaquePointer) {
         guard isFromTheBus(message),
-              let values = try? DBusValue.readAll(from: message, limits: DBusReadLimits(maximumValues: 8, maximumDepth: 1)),
-              values.count == 3, let name = values[0].string, let oldOwner = values[1].string, let newOwner = values[2].string,
-              name.hasPrefix(":"), newOwner.isEmpty else { return }
+            let values = try? DBusValue.readAll(from: message, limits: DBusReadLimits(maximumValues: 8, maximumDepth: 1)),
+            values.count == 3, let name = values[0].string, let oldOwner = values[1].string, let newOwner = values[2].string,
+            name.hasPrefix(":"), newOwner.isEmpty
+        else { return }
         sinks.departures.yield(DBusNameOwnerChange(name: name, oldOwner: oldOwner, newOwner: newOwner))
     }
 

@@ -38,8 +38,10 @@ package struct DBusMethodCall: Sendable, Hashable {
     package var token: UInt64
 
     /// A call with these fields (as the server builds them; tests build their own).
-    package init(sender: String, path: String, interface: String?, member: String, signature: String,
-                 arguments: [DBusValue], noReplyExpected: Bool, token: UInt64) {
+    package init(
+        sender: String, path: String, interface: String?, member: String, signature: String,
+        arguments: [DBusValue], noReplyExpected: Bool, token: UInt64
+    ) {
         self.sender = sender
         self.path = path
         self.interface = interface
@@ -138,8 +140,10 @@ package struct DBusServerLimits: Sendable, Hashable {
 
     /// Limits with these values: by default 64 calls per sender, 1,024 in all, a million values and 64 levels
     /// per message, two minutes for a reply.
-    package init(maximumPendingCallsPerSender: Int = 64, maximumPendingCalls: Int = 1024,
-                 reading: DBusReadLimits = .default, unansweredCallLifetime: Duration = .seconds(120)) {
+    package init(
+        maximumPendingCallsPerSender: Int = 64, maximumPendingCalls: Int = 1024,
+        reading: DBusReadLimits = .default, unansweredCallLifetime: Duration = .seconds(120)
+    ) {
         self.maximumPendingCallsPerSender = maximumPendingCallsPerSender
         self.maximumPendingCalls = maximumPendingCalls
         self.reading = reading

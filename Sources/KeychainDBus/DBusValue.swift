@@ -139,8 +139,9 @@ extension DBusValue {
             result = bytes.withUnsafeBytes { raw in
                 // A non-null pointer even for no bytes: sd-bus wants one.
                 withUnsafePointer(to: UInt8(0)) { empty in
-                    sd_bus_message_append_array(message, CChar(truncatingIfNeeded: UInt8(ascii: "y")),
-                                                raw.baseAddress ?? UnsafeRawPointer(empty), raw.count)
+                    sd_bus_message_append_array(
+                        message, CChar(truncatingIfNeeded: UInt8(ascii: "y")),
+                        raw.baseAddress ?? UnsafeRawPointer(empty), raw.count)
                 }
             }
         case .array(let element, let values):
@@ -182,8 +183,10 @@ extension DBusValue {
     }
 
     /// Opens a container (`type`, holding `contents`), appends what `body` appends, and closes it.
-    private static func inContainer(_ message: OpaquePointer, _ type: Unicode.Scalar, _ contents: String,
-                                    _ body: () throws(DBusError) -> Void) throws(DBusError) {
+    private static func inContainer(
+        _ message: OpaquePointer, _ type: Unicode.Scalar, _ contents: String,
+        _ body: () throws(DBusError) -> Void
+    ) throws(DBusError) {
         let opened = sd_bus_message_open_container(message, CChar(truncatingIfNeeded: type.value), contents)
         guard opened >= 0 else {
             throw .invalidArgument("sd-bus refused a container \(type)\(contents): \(DBusError.describe(errno: -opened))")
@@ -302,8 +305,10 @@ extension DBusValue {
     }
 
     /// Reads the values of the container (`type`, holding `contents`) at the read position, one level deeper.
-    private static func readContainer(_ message: OpaquePointer, _ type: CChar, _ contents: String,
-                                      budget: inout ReadBudget, depth: Int) throws(DBusError) -> [DBusValue] {
+    private static func readContainer(
+        _ message: OpaquePointer, _ type: CChar, _ contents: String,
+        budget: inout ReadBudget, depth: Int
+    ) throws(DBusError) -> [DBusValue] {
         let entered = sd_bus_message_enter_container(message, type, contents)
         guard entered > 0 else {
             throw .system(operation: "reading a D-Bus container", errno: entered < 0 ? -entered : EBADMSG)

@@ -45,7 +45,9 @@ extension DaemonLauncher {
             throw StartFailure("The state folder \(stateDirectory) is not an absolute path; pass --state-directory /ABSOLUTE/PATH.")
         }
         if mkdir(stateDirectory, 0o700) != 0, errno != EEXIST {
-            throw StartFailure("keychaind cannot create its state folder \(stateDirectory) (\(String(cString: strerror(errno)))). Create it, owned by keychaind's user with mode 0700 (systemd-tmpfiles does), or pass --state-directory.")
+            throw StartFailure(
+                "keychaind cannot create its state folder \(stateDirectory) (\(String(cString: strerror(errno)))). Create it, owned by keychaind's user with mode 0700 (systemd-tmpfiles does), or pass --state-directory."
+            )
         }
         do {
             try ServedKeychains.checkOwnFolder(stateDirectory)
@@ -74,14 +76,18 @@ extension DaemonLauncher {
         if Self.takeActivationSocket() { return .inherited(3, path: path) }
         let folder = NSString(string: path).deletingLastPathComponent
         if mkdir(folder, 0o755) != 0, errno != EEXIST {
-            throw StartFailure("keychaind cannot create the socket's folder \(folder) (\(String(cString: strerror(errno)))). Create it, owned by keychaind's user with mode 0755 (systemd-tmpfiles does), or pass --socket.")
+            throw StartFailure(
+                "keychaind cannot create the socket's folder \(folder) (\(String(cString: strerror(errno)))). Create it, owned by keychaind's user with mode 0755 (systemd-tmpfiles does), or pass --socket."
+            )
         }
         var info = stat()
         guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
             throw StartFailure("The socket's folder \(folder) is not a folder; remove it or pass another --socket.")
         }
         guard info.st_uid == geteuid() || info.st_uid == 0, info.st_mode & 0o022 == 0 else {
-            throw StartFailure("The socket's folder \(folder) may be changed by another user (owner \(info.st_uid), mode \(String(info.st_mode & 0o7777, radix: 8))): another user could put a socket of its own there. Make it belong to keychaind's user with mode 0755.")
+            throw StartFailure(
+                "The socket's folder \(folder) may be changed by another user (owner \(info.st_uid), mode \(String(info.st_mode & 0o7777, radix: 8))): another user could put a socket of its own there. Make it belong to keychaind's user with mode 0755."
+            )
         }
         if DaemonSocket.accepts(path) {
             throw StartFailure("Another keychaind already serves \(path). Stop it first (systemctl stop keychaind-system).")

@@ -78,18 +78,22 @@ package struct DaemonLauncher: Sendable {
         let more = try additionalServices(DaemonContext(authority: authority, keychains: keychains, prompters: prompters, logger: logger))
         var exit: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let exitWhenIdle, let path = listener.path {
-            exit = [.init(service: IdleExit(idleFor: exitWhenIdle, tracker: tracker, keychains: keychains, socket: path, logger: logger),
-                          successTerminationBehavior: .gracefullyShutdownGroup)]
+            exit = [
+                .init(
+                    service: IdleExit(idleFor: exitWhenIdle, tracker: tracker, keychains: keychains, socket: path, logger: logger),
+                    successTerminationBehavior: .gracefullyShutdownGroup)
+            ]
         }
-        let group = ServiceGroup(configuration: .init(
-            services: [
-                .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
-                .init(service: idle, successTerminationBehavior: .ignore),
-                .init(service: sync, successTerminationBehavior: .ignore),
-            ] + exit + more.map { .init(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup) },
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        ))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [
+                    .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: idle, successTerminationBehavior: .ignore),
+                    .init(service: sync, successTerminationBehavior: .ignore),
+                ] + exit + more.map { .init(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup) },
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            ))
         try await group.run()
         keychains.closeAll(logger: logger)
         logger.notice("stopped")
@@ -171,7 +175,8 @@ package struct DaemonLauncher: Sendable {
     /// Whether systemd started this process with a listening socket.
     static let socketActivated: Bool = {
         guard let pid = ProcessInfo.processInfo.environment["LISTEN_PID"], Int32(pid) == getpid(),
-              let count = ProcessInfo.processInfo.environment["LISTEN_FDS"].flatMap(Int.init) else { return false }
+            let count = ProcessInfo.processInfo.environment["LISTEN_FDS"].flatMap(Int.init)
+        else { return false }
         return count >= 1
     }()
 

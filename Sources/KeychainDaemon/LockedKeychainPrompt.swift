@@ -21,13 +21,16 @@ extension RequestDispatcher {
 
     /// Runs `serve`; when it fails because the keychain is locked and `request` may prompt, asks for the passcode,
     /// unlocks, and runs `serve` once more.
-    func unlockingWhenLocked(_ request: KeychainRequest, session: Session,
-                             _ serve: () throws(KeychainError) -> KeychainResponse) throws(KeychainError) -> KeychainResponse {
+    func unlockingWhenLocked(
+        _ request: KeychainRequest, session: Session,
+        _ serve: () throws(KeychainError) -> KeychainResponse
+    ) throws(KeychainError) -> KeychainResponse {
         do {
             return try serve()
-        } catch where error.code == .interactionNotAllowed {
+        } catch  where error.code == .interactionNotAllowed {
             guard let options = Self.itemAuthentication(request), options.interactionAllowed,
-                  Self.isLocked(session.engine.lockState) else { throw error }
+                Self.isLocked(session.engine.lockState)
+            else { throw error }
             try promptAndUnlock(session: session, reason: options.reason, otherwise: error)
             return try serve()
         }
@@ -61,9 +64,10 @@ extension RequestDispatcher {
         var lastFailure = KeychainError(code: .authenticationFailed, message: "The passcode did not unlock the keychain.")
         for _ in 0..<Self.unlockAttempts {
             guard Self.isLocked(engine.lockState) else { return }
-            let text = PromptText(title: "Keychain",
-                                  description: "\(program) wants to use your keychain, which is locked.\(why)\n\nEnter the keychain passcode to unlock it.",
-                                  prompt: "Passcode:", error: shownError)
+            let text = PromptText(
+                title: "Keychain",
+                description: "\(program) wants to use your keychain, which is locked.\(why)\n\nEnter the keychain passcode to unlock it.",
+                prompt: "Passcode:", error: shownError)
             let passcode: Data
             switch prompters.prompter(for: engine.location).askSecret(text) {
             case .answered(let answer): passcode = answer
@@ -77,7 +81,7 @@ extension RequestDispatcher {
                 try engine.unlock(passcode: String(decoding: passcode, as: UTF8.self))
                 logger.info("unlocked after a prompt", metadata: ["pid": "\(session.identity.pid)"])
                 return
-            } catch where error.code == .authenticationFailed {
+            } catch  where error.code == .authenticationFailed {
                 lastFailure = error
                 shownError = error.message
             }

@@ -18,8 +18,10 @@ package struct RequestDispatcher: Sendable {
     /// The requests waiting for the person's approval from a terminal.
     package let approvals: PendingApprovals
 
-    package init(authority: Authority, logger: Logger, prompters: PrompterCache = PrompterCache(),
-                 biometrics: any BiometricVerifier = NoBiometrics(), approvals: PendingApprovals = PendingApprovals()) {
+    package init(
+        authority: Authority, logger: Logger, prompters: PrompterCache = PrompterCache(),
+        biometrics: any BiometricVerifier = NoBiometrics(), approvals: PendingApprovals = PendingApprovals()
+    ) {
         self.authority = authority
         self.logger = logger
         self.prompters = prompters
@@ -97,8 +99,10 @@ package struct RequestDispatcher: Sendable {
         case .tokenKey(let tokenRequest, let claim, let authentication):
             let policy = try itemPolicy(for: session, claim: claim)
             try approveTokenKey(tokenRequest, keychains: names ?? tokenRequest.keychains, session: session, engine: engine, policy: policy)
-            return .tokenKey(try engine.tokenKeyRouted(tokenRequest, keychains: names ?? tokenRequest.keychains,
-                                                       caller: policy, authentication: authentication))
+            return .tokenKey(
+                try engine.tokenKeyRouted(
+                    tokenRequest, keychains: names ?? tokenRequest.keychains,
+                    caller: policy, authentication: authentication))
         case .status:
             return .status(status(session, engine: try target()))
         case .lock:
@@ -119,8 +123,9 @@ package struct RequestDispatcher: Sendable {
         case .backup(let password, let authentication):
             try authority.requireAdmin(session, for: "back up the keychain")
             try approve(Approval(subject: "backup-export", action: "export a backup of every item in the keychain"), session: session, engine: engine)
-            let (data, summary) = try target().backup(password: password, authentication: authentication,
-                                                    caller: authority.policy(for: session, claim: nil))
+            let (data, summary) = try target().backup(
+                password: password, authentication: authentication,
+                caller: authority.policy(for: session, claim: nil))
             return .backup(data, summary)
         case .restore(let data, let password):
             try authority.requireAdmin(session, for: "restore a backup")
@@ -166,8 +171,9 @@ package struct RequestDispatcher: Sendable {
             // The prompt names the program as identified here and the item as stored, never as the client says.
             let caller = try authority.policy(for: session, claim: nil)
             let stored = try engine.storedRequirement(requirement, caller: caller)
-            try engine.authenticate(stored, options: options, caller: caller, prompter: prompters.prompter(for: engine.location),
-                                    biometrics: biometrics)
+            try engine.authenticate(
+                stored, options: options, caller: caller, prompter: prompters.prompter(for: engine.location),
+                biometrics: biometrics)
             return .done
         case .invalidateContext(let context):
             try loginOnly()
@@ -185,7 +191,8 @@ package struct RequestDispatcher: Sendable {
             try loginOnly()
             try authority.requireAdmin(session, for: "revoke the programs' remembered permissions")
             guard !name.isEmpty, subject?.isEmpty != true else {
-                throw KeychainError(code: .invalidParameter, message: "The program's name or the subject is empty. Name the program by its path, Flatpak app ID or snap name, as `security app consents` shows it.")
+                throw KeychainError(
+                    code: .invalidParameter, message: "The program's name or the subject is empty. Name the program by its path, Flatpak app ID or snap name, as `security app consents` shows it.")
             }
             return .count(try engine.revokeConsents(named: name, subject: subject))
         case .pendingApprovals:
@@ -202,8 +209,11 @@ package struct RequestDispatcher: Sendable {
             try authority.requireAdmin(session, for: "import Secret Service items")
             try approve(Approval(subject: "import", action: "import items from another keychain"), session: session, engine: engine)
             let summary = try SecretStore(engine: engine).importItems(batch)
-            logger.info("imported Secret Service items", metadata: [
-                "added": "\(summary.added)", "skipped": "\(summary.skipped)", "failed": "\(summary.failed)"])
+            logger.info(
+                "imported Secret Service items",
+                metadata: [
+                    "added": "\(summary.added)", "skipped": "\(summary.skipped)", "failed": "\(summary.failed)",
+                ])
             return .importSummary(summary)
         case .sync(let command):
             try loginOnly()
@@ -256,9 +266,11 @@ package struct RequestDispatcher: Sendable {
     func status(_ session: Session, engine: KeychainEngine) -> ServiceStatus {
         let groups: [String]? = session.isAdminTool ? ["*"] : try? authority.registeredGroups(session)
         let statistics = engine.commitStatistics
-        return ServiceStatus(home: engine.location.home, lockState: engine.lockState, daemon: .init(
-            pid: getpid(), caller: session.identity.description, isAdminTool: session.isAdminTool,
-            accessGroups: groups, transactions: statistics.transactions, writes: statistics.writes))
+        return ServiceStatus(
+            home: engine.location.home, lockState: engine.lockState,
+            daemon: .init(
+                pid: getpid(), caller: session.identity.description, isAdminTool: session.isAdminTool,
+                accessGroups: groups, transactions: statistics.transactions, writes: statistics.writes))
     }
 }
 

@@ -40,18 +40,22 @@ extension KeychainCertificate {
     ///
     /// - Throws: `KeychainError`: `errSecNotTrusted`, `errSecTrustSettingDeny`, `errSecCertificateRevoked`,
     ///   `errSecIncompleteCertRevocationCheck`, or `errSecUnknownFormat` when one of `crls` is not a CRL.
-    public func verify(intermediates: [KeychainCertificate] = [], anchors: [KeychainCertificate] = [], anchorsOnly: Bool = false,
-                       hostname: String? = nil, at date: Date? = nil, revocation: KeychainRevocationOptions?,
-                       crls: [Data] = []) throws(KeychainError) -> KeychainCertificateVerification {
+    public func verify(
+        intermediates: [KeychainCertificate] = [], anchors: [KeychainCertificate] = [], anchorsOnly: Bool = false,
+        hostname: String? = nil, at date: Date? = nil, revocation: KeychainRevocationOptions?,
+        crls: [Data] = []
+    ) throws(KeychainError) -> KeychainCertificateVerification {
         var lists: [CertificateRevocationList] = []
         for data in crls { lists += try CertificateRevocationList.read(data) }
         #if Network
         if revocation != nil { HTTPOCSPTransport.install() }
         #endif
-        let outcome = try TrustEvaluation.evaluateInDetail(.init(
-            leaf: parsed, intermediates: intermediates.map(\.parsed), anchors: anchors.map(\.parsed), anchorsOnly: anchorsOnly,
-            hostname: hostname, date: date, revocation: revocation.map { RevocationOptions(rawValue: $0.rawValue) }, crls: lists))
-        return KeychainCertificateVerification(chain: outcome.chain.map(KeychainCertificate.init), revocationChecked: outcome.revocation?.checked ?? false,
-                                    revocationNotes: outcome.revocation?.notes ?? [])
+        let outcome = try TrustEvaluation.evaluateInDetail(
+            .init(
+                leaf: parsed, intermediates: intermediates.map(\.parsed), anchors: anchors.map(\.parsed), anchorsOnly: anchorsOnly,
+                hostname: hostname, date: date, revocation: revocation.map { RevocationOptions(rawValue: $0.rawValue) }, crls: lists))
+        return KeychainCertificateVerification(
+            chain: outcome.chain.map(KeychainCertificate.init), revocationChecked: outcome.revocation?.checked ?? false,
+            revocationNotes: outcome.revocation?.notes ?? [])
     }
 }

@@ -37,10 +37,15 @@ public struct KeychainCertificate: Sendable {
     ///
     /// - Throws: `KeychainError` with `KeychainStatus/notTrusted`, saying why.
     @discardableResult
-    public func verify(intermediates: [KeychainCertificate] = [], anchors: [KeychainCertificate] = [], anchorsOnly: Bool = false,
-                       hostname: String? = nil, at date: Date? = nil) throws(KeychainError) -> [KeychainCertificate] {
-        try TrustEvaluation.evaluate(.init(leaf: parsed, intermediates: intermediates.map(\.parsed), anchors: anchors.map(\.parsed),
-                                           anchorsOnly: anchorsOnly, hostname: hostname, date: date)).map(KeychainCertificate.init)
+    public func verify(
+        intermediates: [KeychainCertificate] = [], anchors: [KeychainCertificate] = [], anchorsOnly: Bool = false,
+        hostname: String? = nil, at date: Date? = nil
+    ) throws(KeychainError) -> [KeychainCertificate] {
+        try TrustEvaluation.evaluate(
+            .init(
+                leaf: parsed, intermediates: intermediates.map(\.parsed), anchors: anchors.map(\.parsed),
+                anchorsOnly: anchorsOnly, hostname: hostname, date: date)
+        ).map(KeychainCertificate.init)
     }
 }
 
@@ -53,7 +58,8 @@ public struct KeychainKey: Sendable {
     /// The key a `kSecClassKey` item holds; nil when the item is not a key with its data.
     public init?(item: KeychainItem) {
         guard item.itemClass == .key, let data = item.data,
-              let key = try? KeyMaterial(storedAttributes: item.attributes.mapValues(\.attributeValue), data: data) else { return nil }
+            let key = try? KeyMaterial(storedAttributes: item.attributes.mapValues(\.attributeValue), data: data)
+        else { return nil }
         material = key
     }
 
@@ -121,9 +127,10 @@ public struct KeychainKeyAndCertificateFile: Sendable {
         let contents = try PKCS12.open(data, password: password)
         let pool = contents.certificates
         let identities = contents.identities.map { identity in
-            PKCS12Identity(key: KeychainKey(identity.key), certificate: identity.certificate.map(KeychainCertificate.init),
-                           friendlyName: identity.friendlyName,
-                           chain: identity.certificate.map { PKCS12.issuers(of: $0, in: pool).map(KeychainCertificate.init) } ?? [])
+            PKCS12Identity(
+                key: KeychainKey(identity.key), certificate: identity.certificate.map(KeychainCertificate.init),
+                friendlyName: identity.friendlyName,
+                chain: identity.certificate.map { PKCS12.issuers(of: $0, in: pool).map(KeychainCertificate.init) } ?? [])
         }
         return PKCS12Archive(identities: identities, certificates: pool.map(KeychainCertificate.init))
     }

@@ -28,14 +28,14 @@ extension Keychain {
         var lastError = KeychainError(code: .internal, message: "The item could not be written.")
         // Another thread or process may add or remove the same item between the lookup and the write; the
         // engine reports that as a duplicate or a missing item, and the write is tried again.
-        for _ in 0 ..< 4 {
+        for _ in 0..<4 {
             if let existing = try findItem(key, in: store, withData: false) {
                 var query = itemQuery(for: key)
                 if let group = existing.attributes["agrp"] { query.attributes["agrp"] = group }
                 do {
                     try store.connection.update(query, with: ItemChanges(attributes: writtenAttributes, data: value))
                     return
-                } catch where error.code == .itemNotFound {
+                } catch  where error.code == .itemNotFound {
                     lastError = error
                 }
             } else {
@@ -45,7 +45,7 @@ extension Keychain {
                 do {
                     _ = try store.connection.add(query)
                     return
-                } catch where error.code == .duplicateItem {
+                } catch  where error.code == .duplicateItem {
                     lastError = error
                 }
             }
@@ -67,7 +67,10 @@ extension Keychain {
             encoder.outputFormatting = [.sortedKeys]
             data = try encoder.encode(value)
         } catch {
-            throw KeychainError(code: .invalidParameter, message: "The value (a \(Value.self)) cannot be encoded as JSON. Check its Encodable conformance; non-finite floating-point numbers, for example, cannot be encoded.", cause: CodingFailure(error))
+            throw KeychainError(
+                code: .invalidParameter,
+                message: "The value (a \(Value.self)) cannot be encoded as JSON. Check its Encodable conformance; non-finite floating-point numbers, for example, cannot be encoded.",
+                cause: CodingFailure(error))
         }
         try set(data, for: key)
     }
@@ -108,7 +111,8 @@ extension Keychain {
         do {
             return try JSONDecoder().decode(Value.self, from: data)
         } catch {
-            throw KeychainError(code: .corruptData, status: .decode, message: "The stored value is not the JSON encoding of a \(Value.self); read it with data(for:), or store it again.", cause: CodingFailure(error))
+            throw KeychainError(
+                code: .corruptData, status: .decode, message: "The stored value is not the JSON encoding of a \(Value.self); read it with data(for:), or store it again.", cause: CodingFailure(error))
         }
     }
 
@@ -147,7 +151,7 @@ extension Keychain {
         let items: [FoundItem]
         do {
             items = try store.connection.find(query)
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return []
         }
         return Set(items.compactMap { $0.attributes["acct"]?.stringValue }).sorted()
@@ -232,7 +236,7 @@ extension Keychain {
         query.returns.attributes = true
         do {
             return try store.connection.find(query).first
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return nil
         }
     }
@@ -241,7 +245,7 @@ extension Keychain {
         let store = try resolvedStore()
         do {
             try store.connection.delete(query)
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return
         }
     }

@@ -128,10 +128,13 @@ public struct Keychain: Sendable {
     ///   - path: The path, or `nil` for none (or the URL's path).
     ///   - authenticationType: The authentication type; ``KeychainAuthenticationType/default`` unless given.
     ///   - securityDomain: The security domain (an HTTP realm, for example), or `nil` for none.
-    public init(server: String, protocol: KeychainInternetProtocol? = nil, port: Int? = nil, path: String? = nil,
-                authenticationType: KeychainAuthenticationType = .default, securityDomain: String? = nil) {
-        self.init(server: server, protocol: `protocol`, port: port, path: path,
-                  authenticationType: authenticationType, securityDomain: securityDomain, store: nil)
+    public init(
+        server: String, protocol: KeychainInternetProtocol? = nil, port: Int? = nil, path: String? = nil,
+        authenticationType: KeychainAuthenticationType = .default, securityDomain: String? = nil
+    ) {
+        self.init(
+            server: server, protocol: `protocol`, port: port, path: path,
+            authenticationType: authenticationType, securityDomain: securityDomain, store: nil)
     }
 
     /// A keychain of the internet passwords of a server (`kSecClassInternetPassword`), in `store`.
@@ -146,11 +149,14 @@ public struct Keychain: Sendable {
     ///   - authenticationType: The authentication type; ``KeychainAuthenticationType/default`` unless given.
     ///   - securityDomain: The security domain, or `nil` for none.
     ///   - store: The keychain folder and the access groups to act as.
-    public init(server: String, protocol: KeychainInternetProtocol? = nil, port: Int? = nil, path: String? = nil,
-                authenticationType: KeychainAuthenticationType = .default, securityDomain: String? = nil,
-                in store: KeychainStore) {
-        self.init(server: server, protocol: `protocol`, port: port, path: path,
-                  authenticationType: authenticationType, securityDomain: securityDomain, store: store)
+    public init(
+        server: String, protocol: KeychainInternetProtocol? = nil, port: Int? = nil, path: String? = nil,
+        authenticationType: KeychainAuthenticationType = .default, securityDomain: String? = nil,
+        in store: KeychainStore
+    ) {
+        self.init(
+            server: server, protocol: `protocol`, port: port, path: path,
+            authenticationType: authenticationType, securityDomain: securityDomain, store: store)
     }
 
     init(service: String, store: KeychainStore?) {
@@ -165,8 +171,10 @@ public struct Keychain: Sendable {
         configurationError = nil
     }
 
-    init(server: String, protocol: KeychainInternetProtocol?, port: Int?, path: String?,
-         authenticationType: KeychainAuthenticationType, securityDomain: String?, store: KeychainStore?) {
+    init(
+        server: String, protocol: KeychainInternetProtocol?, port: Int?, path: String?,
+        authenticationType: KeychainAuthenticationType, securityDomain: String?, store: KeychainStore?
+    ) {
         var host = server
         var parsedProtocol: KeychainInternetProtocol?
         var parsedPort: Int?
@@ -179,14 +187,16 @@ public struct Keychain: Sendable {
                 parsedPort = url.port
                 parsedPath = url.path
             } else {
-                problem = KeychainError(code: .invalidParameter, message: "The server of an internet-password Keychain is not a URL with a host. Pass a host name such as \"example.com\" or a URL such as \"https://example.com\".")
+                problem = KeychainError(
+                    code: .invalidParameter,
+                    message: "The server of an internet-password Keychain is not a URL with a host. Pass a host name such as \"example.com\" or a URL such as \"https://example.com\".")
             }
         }
         if problem == nil, host.isEmpty {
             problem = KeychainError(code: .invalidParameter, message: "The server of an internet-password Keychain is empty. Pass a host name such as \"example.com\".")
         }
         let finalPort = port ?? parsedPort
-        if problem == nil, let finalPort, !(0 ... 65535).contains(finalPort) {
+        if problem == nil, let finalPort, !(0...65535).contains(finalPort) {
             problem = KeychainError(code: .invalidParameter, message: "The port of an internet-password Keychain must be between 0 and 65535.")
         }
         let finalPath = path ?? parsedPath

@@ -145,11 +145,12 @@ public struct KeychainAuthentication: Sendable, Hashable {
     var options: AuthenticationOptions {
         var options = AuthenticationOptions()
         if let context { options.apply(context.value) }
-        options.ui = switch ui {
-        case .allowPrompt: .allow
-        case .failIfPrompt: .fail
-        case .skipProtected: .skip
-        }
+        options.ui =
+            switch ui {
+            case .allowPrompt: .allow
+            case .failIfPrompt: .fail
+            case .skipProtected: .skip
+            }
         options.operationPrompt = reason
         return options
     }
@@ -196,8 +197,9 @@ public struct KeychainAuthenticationContext: Sendable, Hashable {
 
     /// What a call carries.
     var value: AuthenticationContextValue {
-        AuthenticationContextValue(id: id, localizedReason: reason, interactionNotAllowed: interactionNotAllowed,
-                                   reuseDuration: reuseDuration.timeInterval, applicationPassword: applicationPassword)
+        AuthenticationContextValue(
+            id: id, localizedReason: reason, interactionNotAllowed: interactionNotAllowed,
+            reuseDuration: reuseDuration.timeInterval, applicationPassword: applicationPassword)
     }
 }
 

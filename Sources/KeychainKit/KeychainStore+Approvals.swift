@@ -50,11 +50,12 @@ extension KeychainStore {
     ///   by any program of the user, so only the passcode proves the person) or this process has no terminal;
     ///   `errSecAuthFailed` for a wrong passcode; `errSecItemNotFound` when no request `id` waits (any more).
     public func answerPendingApproval(id: UInt64, _ answer: ApprovalAnswer) throws(KeychainError) {
-        let core: ConsentAnswer = switch answer {
-        case .once: .once
-        case .always: .always
-        case .deny: .deny
-        }
+        let core: ConsentAnswer =
+            switch answer {
+            case .once: .once
+            case .always: .always
+            case .deny: .deny
+            }
         try connection.answerPending(id: id, answer: core)
     }
 }

@@ -31,8 +31,9 @@ extension KeychainStore {
     /// - Throws: `KeychainError` with `KeychainStatus/interactionNotAllowed` while the keychain is locked.
     public func backup(password: String) throws(KeychainError) -> Backup {
         let (data, summary) = try connection.backup(password: password)
-        return Backup(data: data, itemCount: summary.items, thisDeviceOnlyCount: summary.thisDeviceOnly,
-                      skippedPasscodeOnlyCount: summary.skippedPasscodeOnly)
+        return Backup(
+            data: data, itemCount: summary.items, thisDeviceOnlyCount: summary.thisDeviceOnly,
+            skippedPasscodeOnlyCount: summary.skippedPasscodeOnly)
     }
 
     /// Merges a backup into the keychain: for each item, the newer copy wins.

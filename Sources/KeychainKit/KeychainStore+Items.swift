@@ -20,8 +20,9 @@ extension KeychainStore {
     public static func administrator(defaultAccessGroup: String? = nil, createIfMissing: Bool = true) throws(KeychainError) -> KeychainStore {
         var group = defaultAccessGroup ?? AccessPolicy.currentExecutableName()
         if defaultAccessGroup == nil, let first = try AccessPolicy.fromEnvironment().groups.first { group = first }
-        let connection = try KeychainConnector.connection(for: .administrator(defaultGroup: group), createIfMissing: createIfMissing,
-                                                          logger: KeychainStore.quietLogger)
+        let connection = try KeychainConnector.connection(
+            for: .administrator(defaultGroup: group), createIfMissing: createIfMissing,
+            logger: KeychainStore.quietLogger)
         let directory = (try? connection.status().home) ?? KeychainLocation.fromEnvironment().home
         return KeychainStore(connection: connection, directory: directory, accessGroups: [group, "*"])
     }
@@ -49,8 +50,10 @@ extension KeychainStore {
     ///
     /// - Throws: `KeychainError` with `KeychainStatus/duplicateItem` when an item with the same primary key
     ///   exists, or `KeychainStatus/param` when `attributes` give an accessibility (`pdmn`) as well.
-    public func addItem(_ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value], data: Data?,
-                        accessControl: KeychainAccessControl?) throws(KeychainError) {
+    public func addItem(
+        _ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value], data: Data?,
+        accessControl: KeychainAccessControl?
+    ) throws(KeychainError) {
         var query = try KeychainQuery(itemClass, attributes: attributes).itemQuery()
         if let accessControl {
             guard query.attributes["pdmn"] == nil else {
@@ -89,8 +92,10 @@ extension KeychainStore {
     /// the query's ``KeychainQuery/authentication`` allows.
     ///
     /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when none match.
-    public func updateItems(matching query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?,
-                            accessControl: KeychainAccessControl?) throws(KeychainError) {
+    public func updateItems(
+        matching query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?,
+        accessControl: KeychainAccessControl?
+    ) throws(KeychainError) {
         let itemQuery = try query.itemQuery()
         // The changes in the schema's form, as the query's attributes are.
         var changes = try KeychainQuery(query.itemClass, attributes: attributes).itemQuery().attributes

@@ -49,9 +49,10 @@ extension KeychainStore {
     public func keychains() throws(KeychainError) -> [KeychainInfo] {
         let listing = try connection.keychains()
         return listing.keychains.map { summary in
-            KeychainInfo(name: summary.name.rawValue, path: summary.path, lockStatus: summary.lockState.map(LockStatus.init),
-                         isReadOnly: summary.isReadOnly, isInSearchList: listing.searchList.contains(summary.name),
-                         isDefault: listing.defaultKeychain == summary.name)
+            KeychainInfo(
+                name: summary.name.rawValue, path: summary.path, lockStatus: summary.lockState.map(LockStatus.init),
+                isReadOnly: summary.isReadOnly, isInSearchList: listing.searchList.contains(summary.name),
+                isDefault: listing.defaultKeychain == summary.name)
         }
     }
 

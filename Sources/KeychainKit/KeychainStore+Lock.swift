@@ -19,12 +19,12 @@ extension KeychainStore {
     /// - Throws: `KeychainError` when keychaind cannot be reached.
     public var lockStatus: LockStatus {
         get throws(KeychainError) {
-        switch try connection.status().lockState {
-        case .noPasscode: .noPasscode
-        case .beforeFirstUnlock: .beforeFirstUnlock
-        case .unlocked: .unlocked
-        case .locked: .locked
-        }
+            switch try connection.status().lockState {
+            case .noPasscode: .noPasscode
+            case .beforeFirstUnlock: .beforeFirstUnlock
+            case .unlocked: .unlocked
+            case .locked: .locked
+            }
         }
     }
 

@@ -32,8 +32,10 @@ extension KeychainStore {
         }
 
         /// Settings with these values.
-        public init(idleTimeout: Duration? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Duration? = nil,
-                    secretServiceUnregistered: SecretServicePolicy? = nil) {
+        public init(
+            idleTimeout: Duration? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Duration? = nil,
+            secretServiceUnregistered: SecretServicePolicy? = nil
+        ) {
             self.idleTimeout = idleTimeout
             self.lockOnSleep = lockOnSleep
             self.pinentryProgram = pinentryProgram
@@ -48,17 +50,20 @@ extension KeychainStore {
     /// The keychain's settings; nil when none were ever set (keychaind's own default applies).
     public func settings() throws(KeychainError) -> Settings? {
         try connection.settings().map {
-            Settings(idleTimeout: $0.idleTimeout.map { .seconds($0) }, lockOnSleep: $0.lockOnSleep, pinentryProgram: $0.pinentryProgram,
-                     promptTimeout: $0.promptTimeout.map { .seconds($0) },
-                     secretServiceUnregistered: $0.secretServiceUnregistered.flatMap(Settings.SecretServicePolicy.init(rawValue:)))
+            Settings(
+                idleTimeout: $0.idleTimeout.map { .seconds($0) }, lockOnSleep: $0.lockOnSleep, pinentryProgram: $0.pinentryProgram,
+                promptTimeout: $0.promptTimeout.map { .seconds($0) },
+                secretServiceUnregistered: $0.secretServiceUnregistered.flatMap(Settings.SecretServicePolicy.init(rawValue:)))
         }
     }
 
     /// Replaces the keychain's settings. Through keychaind only the admin tool may (see ``administrator(defaultAccessGroup:createIfMissing:)``).
     public func setSettings(_ settings: Settings) throws(KeychainError) {
-        try connection.setSettings(KeychainSettings(idleTimeout: settings.idleTimeout.map(\.wholeSeconds), lockOnSleep: settings.lockOnSleep,
-                                                    pinentryProgram: settings.pinentryProgram, promptTimeout: settings.promptTimeout.map(\.wholeSeconds),
-                                                    secretServiceUnregistered: settings.secretServiceUnregistered?.rawValue))
+        try connection.setSettings(
+            KeychainSettings(
+                idleTimeout: settings.idleTimeout.map(\.wholeSeconds), lockOnSleep: settings.lockOnSleep,
+                pinentryProgram: settings.pinentryProgram, promptTimeout: settings.promptTimeout.map(\.wholeSeconds),
+                secretServiceUnregistered: settings.secretServiceUnregistered?.rawValue))
     }
 }
 

@@ -34,8 +34,9 @@ extension KeychainStore {
             directory = status.home
             lockStatus = LockStatus(status.lockState)
             daemon = status.daemon.map {
-                Daemon(pid: $0.pid, caller: $0.caller, isAdminTool: $0.isAdminTool, accessGroups: $0.accessGroups,
-                       commits: $0.transactions, writes: $0.writes)
+                Daemon(
+                    pid: $0.pid, caller: $0.caller, isAdminTool: $0.isAdminTool, accessGroups: $0.accessGroups,
+                    commits: $0.transactions, writes: $0.writes)
             }
         }
     }
@@ -65,12 +66,13 @@ extension KeychainStore {
     /// process.
     public static var expectedDaemon: ExpectedDaemon? {
         guard case .daemon(let socket, let kind, let autostart)? = try? KeychainConnector.environmentEndpoint() else { return nil }
-        let mode = switch kind {
-        case .named: "named by KEYCHAIN_DAEMON_SOCKET"
-        case .system: "system (keychaind --system, serving every user)"
-        case .perUser: autostart == nil ? "per-user" : "per-user (started on demand)"
-        case .recorded: "per-user (named by keychaind.serves in the keychain's folder)"
-        }
+        let mode =
+            switch kind {
+            case .named: "named by KEYCHAIN_DAEMON_SOCKET"
+            case .system: "system (keychaind --system, serving every user)"
+            case .perUser: autostart == nil ? "per-user" : "per-user (started on demand)"
+            case .recorded: "per-user (named by keychaind.serves in the keychain's folder)"
+            }
         return ExpectedDaemon(socket: socket, mode: mode, startsOnDemand: autostart != nil)
     }
 

@@ -202,8 +202,9 @@ extension KeychainStore {
     public func syncNow() async throws(KeychainError) -> SyncRound {
         let reply = try await sync(.now)
         guard case .round(let round) = reply else { throw Self.unexpected(reply) }
-        return SyncRound(applied: round.applied, uploaded: round.uploaded, conflictsResolved: round.conflictsResolved,
-                         rejected: round.rejected)
+        return SyncRound(
+            applied: round.applied, uploaded: round.uploaded, conflictsResolved: round.conflictsResolved,
+            rejected: round.rejected)
     }
 
     /// The sync status as it changes: the status at once, then each time it differs, looked at every `interval`

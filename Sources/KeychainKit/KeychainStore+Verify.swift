@@ -44,8 +44,9 @@ extension KeychainStore {
         return Verification(
             verifiedCount: report.verified, notCheckedCount: report.notChecked,
             damagedItems: report.damaged.map { item in
-                DamagedItem(itemClass: KeychainItem.Class(rawValue: item.itemClass.rawValue) ?? .genericPassword,
-                            rowID: item.rowid, persistentReference: item.persistentRef?.data, problem: item.problem)
+                DamagedItem(
+                    itemClass: KeychainItem.Class(rawValue: item.itemClass.rawValue) ?? .genericPassword,
+                    rowID: item.rowid, persistentReference: item.persistentRef?.data, problem: item.problem)
             })
     }
 }

@@ -62,8 +62,9 @@ public struct KeychainStore: Sendable {
         }
         let home = URL(fileURLWithPath: directory).standardizedFileURL.path
         let caller: KeychainCaller = accessGroups.isEmpty ? .environment : .groups(accessGroups)
-        try self.init(connection: KeychainConnector.connection(for: caller, home: home, logger: logger), directory: home,
-                      accessGroups: accessGroups.isEmpty ? KeychainStore.environmentGroups() : accessGroups)
+        try self.init(
+            connection: KeychainConnector.connection(for: caller, home: home, logger: logger), directory: home,
+            accessGroups: accessGroups.isEmpty ? KeychainStore.environmentGroups() : accessGroups)
     }
 
     init(connection: any KeychainConnection, directory: String, accessGroups: [String]) {

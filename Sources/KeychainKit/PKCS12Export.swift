@@ -24,10 +24,13 @@ extension KeychainKeyAndCertificateFile {
     ///
     /// - Throws: `KeychainError` with `KeychainStatus/param` when a key is not its certificate's or there is
     ///   nothing to write, `KeychainStatus/notAvailable` when the system's libcrypto cannot be loaded.
-    public static func makePKCS12(_ identities: [KeychainIdentityExport], certificates: [KeychainCertificate],
-                                  password: String) throws(KeychainError) -> Data {
-        try PKCS12.make(identities: identities.map { PKCS12ExportIdentity(key: $0.key.material, certificate: $0.certificate.parsed, friendlyName: $0.friendlyName) },
-                        certificates: certificates.map(\.parsed), password: password)
+    public static func makePKCS12(
+        _ identities: [KeychainIdentityExport], certificates: [KeychainCertificate],
+        password: String
+    ) throws(KeychainError) -> Data {
+        try PKCS12.make(
+            identities: identities.map { PKCS12ExportIdentity(key: $0.key.material, certificate: $0.certificate.parsed, friendlyName: $0.friendlyName) },
+            certificates: certificates.map(\.parsed), password: password)
     }
 }
 

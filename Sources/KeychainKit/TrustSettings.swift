@@ -105,8 +105,9 @@ public struct KeychainTrustSetting: Sendable, Equatable {
     }
 
     var engine: TrustSettingsConstraint {
-        TrustSettingsConstraint(policy: policy?.engine, policyString: policyString,
-                                result: result.flatMap { TrustSettingsResult(rawValue: $0.rawValue) })
+        TrustSettingsConstraint(
+            policy: policy?.engine, policyString: policyString,
+            result: result.flatMap { TrustSettingsResult(rawValue: $0.rawValue) })
     }
 }
 
@@ -138,8 +139,9 @@ public enum KeychainTrustSettings {
     /// The certificates with settings in `domain`, by SHA-1; `errSecNoTrustSettings` when there are none.
     public static func trustedCertificates(_ domain: KeychainTrustDomain) throws(KeychainError) -> [KeychainTrustedCertificate] {
         try TrustSettingsStore.certificates(domain.engine).map { certificate, hash, record in
-            KeychainTrustedCertificate(certificate: certificate.map(KeychainCertificate.init), sha1Fingerprint: hash,
-                                       settings: record.constraints.map(KeychainTrustSetting.init))
+            KeychainTrustedCertificate(
+                certificate: certificate.map(KeychainCertificate.init), sha1Fingerprint: hash,
+                settings: record.constraints.map(KeychainTrustSetting.init))
         }
     }
 

@@ -253,7 +253,7 @@ package struct AssuanLineReader {
             let milliseconds = Int32(clamping: max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, milliseconds)
-            if ready > 0 { return } // readable, hung up or in error: recv says which
+            if ready > 0 { return }  // readable, hung up or in error: recv says which
             if ready < 0, errno != EINTR { throw .system("poll", errno) }
         }
     }

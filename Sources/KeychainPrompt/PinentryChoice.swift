@@ -31,7 +31,8 @@ package enum PinentryChoice: Sendable, Hashable {
     package static let defaultSearchPath = "/usr/local/bin:/usr/bin:/bin"
 
     /// What to do when no pinentry is installed.
-    package static let installAdvice = "Install pinentry-gnome3 (desktop) or pinentry-curses (terminal) with "
+    package static let installAdvice =
+        "Install pinentry-gnome3 (desktop) or pinentry-curses (terminal) with "
         + "`sudo apt-get install pinentry-gnome3` or `sudo apt-get install pinentry-curses`, or set KEYCHAIN_PINENTRY "
         + "(or `pinentry-program` in keychain.settings) to the absolute path of a pinentry program."
 
@@ -65,8 +66,9 @@ package enum PinentryChoice: Sendable, Hashable {
 
     private static func checked(_ path: String, source: String) -> PinentryChoice {
         guard path.hasPrefix("/") else {
-            return .unavailable("\(source) names `\(path)`, a relative path, which is refused: it would be looked up from "
-                + "the folder the keychain happens to run in. Give the absolute path of a pinentry program.")
+            return .unavailable(
+                "\(source) names `\(path)`, a relative path, which is refused: it would be looked up from "
+                    + "the folder the keychain happens to run in. Give the absolute path of a pinentry program.")
         }
         guard isExecutableFile(path) else {
             return .unavailable("\(source) names `\(path)`, which is not an executable file. " + installAdvice)

@@ -47,9 +47,11 @@ package final class PinentryPrompter: PresencePrompter {
     /// `environment` is what the pinentry's environment is drawn from (``PinentryProcess/environment(from:)``) and
     /// its terminal and locale options (`GPG_TTY`, else the terminal on this process's standard input; `TERM`;
     /// `LC_ALL`, `LC_CTYPE` or `LANG`).
-    package init(choice: PinentryChoice, timeout: Duration = PinentryPrompter.defaultTimeout,
-                 environment: [String: String] = ProcessInfo.processInfo.environment,
-                 logger: Logger = Logger(label: "swift-keychain")) {
+    package init(
+        choice: PinentryChoice, timeout: Duration = PinentryPrompter.defaultTimeout,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger = Logger(label: "swift-keychain")
+    ) {
         self.choice = choice
         self.timeout = min(max(timeout, Self.timeoutRange.lowerBound), Self.timeoutRange.upperBound)
         self.environment = PinentryProcess.environment(from: environment)
@@ -75,11 +77,14 @@ package final class PinentryPrompter: PresencePrompter {
 
     /// A prompter for the keychain's settings: the program from ``PinentryChoice/resolve(settings:environment:)``
     /// and the settings' `promptTimeout` (seconds), else ``defaultTimeout``.
-    package convenience init(settings: KeychainSettings?, environment: [String: String] = ProcessInfo.processInfo.environment,
-                             logger: Logger = Logger(label: "swift-keychain")) {
-        self.init(choice: PinentryChoice.resolve(settings: settings, environment: environment),
-                  timeout: settings?.promptTimeout.map { .seconds($0) } ?? Self.defaultTimeout,
-                  environment: environment, logger: logger)
+    package convenience init(
+        settings: KeychainSettings?, environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger = Logger(label: "swift-keychain")
+    ) {
+        self.init(
+            choice: PinentryChoice.resolve(settings: settings, environment: environment),
+            timeout: settings?.promptTimeout.map { .seconds($0) } ?? Self.defaultTimeout,
+            environment: environment, logger: logger)
     }
 
     /// Asks for a secret with `GETPIN`; the answer is the entered bytes (UTF-8), never logged.
@@ -116,7 +121,8 @@ package final class PinentryPrompter: PresencePrompter {
             case .timedOut: return .timedOut
             case .unavailable(let why): return .unavailable(why)
             }
-            let remember = "Remember this answer?\n\n\(text.description)\n\n"
+            let remember =
+                "Remember this answer?\n\n\(text.description)\n\n"
                 + "\"Always allow\" lets it do this again without asking. \"Only this time\" asks again next time."
             for (verb, value) in [("SETDESC", remember), ("SETOK", "Al_ways allow"), ("SETNOTOK", "_Only this time"), ("SETCANCEL", "_Cancel")] {
                 if case .error(let code, let message) = try session.transact(Assuan.command(verb, value), deadline: deadline) {
@@ -150,15 +156,19 @@ package final class PinentryPrompter: PresencePrompter {
         switch GPGError.code(code) {
         case GPGError.canceled, GPGError.notConfirmed: .cancelled
         case GPGError.timeout: .timedOut
-        default: .unavailable("The pinentry could not show the prompt: \(command) failed with \(text.isEmpty ? "an error" : text) (code \(code)). "
-            + "Without a display it needs a terminal: set GPG_TTY, or install and choose pinentry-curses.")
+        default:
+            .unavailable(
+                "The pinentry could not show the prompt: \(command) failed with \(text.isEmpty ? "an error" : text) (code \(code)). "
+                    + "Without a display it needs a terminal: set GPG_TTY, or install and choose pinentry-curses.")
         }
     }
 
     /// Runs one prompt: waits for the turn, starts the pinentry, reads its greeting, sends the options and texts,
     /// runs `ask`, and ends the session (politely after an answer, by `SIGKILL` otherwise).
-    private func prompt<Value>(_ text: PromptText, buttons: [(String, String)],
-                               ask: (PinentryProcess, ContinuousClock.Instant) throws(AssuanError) -> PromptOutcome<Value>) -> PromptOutcome<Value> {
+    private func prompt<Value>(
+        _ text: PromptText, buttons: [(String, String)],
+        ask: (PinentryProcess, ContinuousClock.Instant) throws(AssuanError) -> PromptOutcome<Value>
+    ) -> PromptOutcome<Value> {
         guard case .program(let program) = choice else {
             if case .unavailable(let why) = choice { return .unavailable(why) }
             return .unavailable(PinentryChoice.installAdvice)
@@ -188,10 +198,10 @@ package final class PinentryPrompter: PresencePrompter {
                 return .unavailable("\(program) did not greet with OK: it does not look like a pinentry.")
             }
             for option in options {
-                _ = try session.transact(Assuan.command("OPTION", option), deadline: deadline) // an unknown option is no reason to stop
+                _ = try session.transact(Assuan.command("OPTION", option), deadline: deadline)  // an unknown option is no reason to stop
             }
             let seconds = max(1, timeout.components.seconds)
-            _ = try session.transact("SETTIMEOUT \(seconds)", deadline: deadline) // a pinentry without a timeout still gets killed
+            _ = try session.transact("SETTIMEOUT \(seconds)", deadline: deadline)  // a pinentry without a timeout still gets killed
             var texts = [("SETTITLE", text.title), ("SETDESC", text.description)]
             if let prompt = text.prompt { texts.append(("SETPROMPT", prompt)) }
             if let error = text.error { texts.append(("SETERROR", error)) }

@@ -28,8 +28,9 @@ package final class PrompterCache: Sendable {
     /// requesting process's terminal), a pinentry that finds no display asks there.
     package func prompter(for location: KeychainLocation, terminal: String? = nil) -> any PresencePrompter {
         let settings = (try? KeychainSettings.load(location)) ?? nil
-        let key = Key(choice: PinentryChoice.resolve(settings: settings, environment: environment), timeout: settings?.promptTimeout,
-                      terminal: terminal)
+        let key = Key(
+            choice: PinentryChoice.resolve(settings: settings, environment: environment), timeout: settings?.promptTimeout,
+            terminal: terminal)
         return prompters.withLock { prompters in
             if let known = prompters[key] { return known }
             var environment = environment
@@ -37,8 +38,9 @@ package final class PrompterCache: Sendable {
                 environment["GPG_TTY"] = terminal
                 if environment["TERM", default: ""].isEmpty { environment["TERM"] = "xterm" }
             }
-            let made = PinentryPrompter(choice: key.choice, timeout: key.timeout.map { .seconds($0) } ?? PinentryPrompter.defaultTimeout,
-                                        environment: environment, logger: logger)
+            let made = PinentryPrompter(
+                choice: key.choice, timeout: key.timeout.map { .seconds($0) } ?? PinentryPrompter.defaultTimeout,
+                environment: environment, logger: logger)
             if prompters.count >= 16 { prompters.removeAll() }
             prompters[key] = made
             return made

@@ -87,8 +87,9 @@ package enum DaemonSocket {
         guard result == 0 else {
             let number = errno
             close(fd)
-            throw KeychainError(code: .notAvailable, message: String(cString: strerror(number)),
-                                cause: POSIXError(POSIXErrorCode(rawValue: number) ?? .EIO))
+            throw KeychainError(
+                code: .notAvailable, message: String(cString: strerror(number)),
+                cause: POSIXError(POSIXErrorCode(rawValue: number) ?? .EIO))
         }
         return fd
     }

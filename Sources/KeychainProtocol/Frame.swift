@@ -51,7 +51,7 @@ package struct Frame: Sendable {
     /// The frame's bytes, length prefix included.
     package var encoded: [UInt8] {
         var w = BinaryWriter(capacity: 256)
-        w.u32(0) // the length, filled in below
+        w.u32(0)  // the length, filled in below
         w.u8(Frame.version)
         switch body {
         case .request(let request):
@@ -114,7 +114,8 @@ package struct Frame: Sendable {
 package enum VersionMismatch {
     /// The error for a frame of `peerVersion`: a request keychaind received, or a response a client received.
     package static func error(peerVersion: UInt8, receivedByDaemon: Bool) -> KeychainError {
-        let message = receivedByDaemon
+        let message =
+            receivedByDaemon
             ? message(daemonVersion: Frame.version, clientVersion: peerVersion)
             : message(daemonVersion: peerVersion, clientVersion: Frame.version)
         return KeychainError(code: .notAvailable, status: .wrongSecVersion, message: message)

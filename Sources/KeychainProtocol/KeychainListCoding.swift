@@ -50,7 +50,7 @@ extension BinaryReader {
         let n = try count(minimumSize: 5)
         guard n <= KeychainSearchList.maximumCount else { throw malformedMessage }
         var names: [KeychainName] = []
-        for _ in 0 ..< n { names.append(try keychainName()) }
+        for _ in 0..<n { names.append(try keychainName()) }
         return names
     }
 
@@ -58,7 +58,7 @@ extension BinaryReader {
         let n = try count(minimumSize: 11)
         guard n <= maximumListedKeychains else { throw malformedMessage }
         var summaries: [KeychainSummary] = []
-        for _ in 0 ..< n {
+        for _ in 0..<n {
             let name = try keychainName()
             let path = try string()
             let lockState = try optional { (r) throws(KeychainError) in try r.lockState() }

@@ -78,8 +78,9 @@ extension KeychainRequest {
             case 2: request = .sign(reference: try reference(&r), algorithm: try r.string(), input: try r.bytes())
             case 3: request = .decrypt(reference: try reference(&r), algorithm: try r.string(), input: try r.bytes())
             case 4:
-                request = .exchange(reference: try reference(&r), algorithm: try r.string(), peer: try r.bytes(),
-                                    requestedSize: try r.optional { (r) throws(KeychainError) in try r.int() }, sharedInfo: try r.bytes())
+                request = .exchange(
+                    reference: try reference(&r), algorithm: try r.string(), peer: try r.bytes(),
+                    requestedSize: try r.optional { (r) throws(KeychainError) in try r.int() }, sharedInfo: try r.bytes())
             default: throw malformedMessage
             }
             let claimed = try claim(&r)
@@ -88,8 +89,9 @@ extension KeychainRequest {
         case 11: return .lock
         case 12: return .unlock(passcode: try r.string())
         case 13:
-            return .changePasscode(old: try r.optional { (r) throws(KeychainError) in try r.string() },
-                                   new: try r.optional { (r) throws(KeychainError) in try r.string() })
+            return .changePasscode(
+                old: try r.optional { (r) throws(KeychainError) in try r.string() },
+                new: try r.optional { (r) throws(KeychainError) in try r.string() })
         case 14: return .backup(password: try r.string())
         case 26: return .backup(password: try r.string(), authentication: try r.authentication())
         case 15: return .restore(try r.bytes(), password: try r.string())
@@ -122,8 +124,9 @@ extension KeychainRequest {
         case 62: return .createKeychain(try r.keychainName(), passcode: try r.optional { (r) throws(KeychainError) in try r.string() })
         case 63: return .deleteKeychain(try r.keychainName())
         case 64:
-            return .setSearchList(try r.optional { (r) throws(KeychainError) in try r.keychainNames() },
-                                  defaultKeychain: try r.optional { (r) throws(KeychainError) in try r.keychainName() })
+            return .setSearchList(
+                try r.optional { (r) throws(KeychainError) in try r.keychainNames() },
+                defaultKeychain: try r.optional { (r) throws(KeychainError) in try r.keychainName() })
         default: throw malformedMessage
         }
     }
@@ -215,7 +218,7 @@ extension KeychainResponse {
             let n = try r.count(minimumSize: 12)
             var items: [FoundItem] = []
             items.reserveCapacity(n)
-            for _ in 0 ..< n { items.append(try r.item()) }
+            for _ in 0..<n { items.append(try r.item()) }
             return .items(items)
         case 3: return .count(try count(&r))
         case 4: return .tokenKey(.key(try r.item()))
@@ -239,13 +242,13 @@ extension KeychainResponse {
         case 10:
             let n = try r.count(minimumSize: 6)
             var entries: [AppRegistration] = []
-            for _ in 0 ..< n { entries.append(try r.registration()) }
+            for _ in 0..<n { entries.append(try r.registration()) }
             return .programs(entries)
         case 11:
             let verified = try count(&r), notChecked = try count(&r)
             let n = try r.count(minimumSize: 18)
             var damaged: [DamagedItem] = []
-            for _ in 0 ..< n {
+            for _ in 0..<n {
                 guard let itemClass = ItemClass(rawValue: try r.string()), ItemClass.stored.contains(itemClass) else { throw malformedMessage }
                 let rowid = Int64(bitPattern: try r.u64())
                 let reference = try r.optional { (r) throws(KeychainError) in try r.bytes() }
@@ -261,13 +264,13 @@ extension KeychainResponse {
             let n = try r.count(minimumSize: 22)
             var decisions: [ConsentDecision] = []
             decisions.reserveCapacity(n)
-            for _ in 0 ..< n { decisions.append(try r.consent()) }
+            for _ in 0..<n { decisions.append(try r.consent()) }
             return .consents(decisions)
         case 31:
             let n = try r.count(minimumSize: 32)
             var pending: [PendingApproval] = []
             pending.reserveCapacity(n)
-            for _ in 0 ..< n {
+            for _ in 0..<n {
                 pending.append(PendingApproval(id: try r.u64(), program: try r.string(), action: try r.string(), waited: try r.int(), remaining: try r.int()))
             }
             return .pendingApprovals(pending)

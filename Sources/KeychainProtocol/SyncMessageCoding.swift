@@ -150,25 +150,30 @@ extension BinaryReader {
             guard n <= SyncWireLimits.devices else { throw malformedMessage }
             var devices: [SyncDeviceInfo] = []
             devices.reserveCapacity(n)
-            for _ in 0 ..< n {
-                devices.append(SyncDeviceInfo(id: try string(limit: SyncWireLimits.identifier), name: try string(limit: SyncWireLimits.deviceName),
-                                              fingerprint: try string(limit: SyncWireLimits.fingerprint), added: try date(),
-                                              isThisDevice: try bool()))
+            for _ in 0..<n {
+                devices.append(
+                    SyncDeviceInfo(
+                        id: try string(limit: SyncWireLimits.identifier), name: try string(limit: SyncWireLimits.deviceName),
+                        fingerprint: try string(limit: SyncWireLimits.fingerprint), added: try date(),
+                        isThisDevice: try bool()))
             }
             return .devices(devices)
         case 6: return .removed
         case 7:
-            return .status(SyncStatusReport(
-                account: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.identifier) },
-                server: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.server) },
-                device: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.identifier) },
-                joined: try bool(),
-                lastSync: try optional { (r) throws(KeychainError) in try r.date() },
-                lastError: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.lastError) },
-                pendingChanges: try nonNegative(), conflictsResolved: try nonNegative(), pushConnected: try bool()))
+            return .status(
+                SyncStatusReport(
+                    account: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.identifier) },
+                    server: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.server) },
+                    device: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.identifier) },
+                    joined: try bool(),
+                    lastSync: try optional { (r) throws(KeychainError) in try r.date() },
+                    lastError: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.lastError) },
+                    pendingChanges: try nonNegative(), conflictsResolved: try nonNegative(), pushConnected: try bool()))
         case 8:
-            return .round(SyncRoundReport(applied: try nonNegative(), uploaded: try nonNegative(),
-                                          conflictsResolved: try nonNegative(), rejected: try nonNegative()))
+            return .round(
+                SyncRoundReport(
+                    applied: try nonNegative(), uploaded: try nonNegative(),
+                    conflictsResolved: try nonNegative(), rejected: try nonNegative()))
         default: throw malformedMessage
         }
     }

@@ -224,7 +224,7 @@ extension BinaryReader {
         let n = try count(minimumSize: 4)
         var out: [String] = []
         out.reserveCapacity(n)
-        for _ in 0 ..< n { out.append(try string()) }
+        for _ in 0..<n { out.append(try string()) }
         return out
     }
 
@@ -243,7 +243,7 @@ extension BinaryReader {
         let n = try count(minimumSize: 3)
         var out: [String: AttributeValue] = [:]
         out.reserveCapacity(n)
-        for _ in 0 ..< n {
+        for _ in 0..<n {
             let code = try shortString()
             guard out[code] == nil else { throw malformedMessage }
             out[code] = try attributeValue()
@@ -293,20 +293,23 @@ extension BinaryReader {
     }
 
     mutating func changes() throws(KeychainError) -> ItemChanges {
-        ItemChanges(attributes: try attributes(),
-                    sync: try optional { (r) throws(KeychainError) in try r.bool() },
-                    data: try optional { (r) throws(KeychainError) in try r.bytes() })
+        ItemChanges(
+            attributes: try attributes(),
+            sync: try optional { (r) throws(KeychainError) in try r.bool() },
+            data: try optional { (r) throws(KeychainError) in try r.bytes() })
     }
 
     mutating func item() throws(KeychainError) -> FoundItem {
         let cls = try itemClass()
-        var item = FoundItem(itemClass: cls, uuid: try bytes(), attributes: try attributes(),
-                             data: try optional { (r) throws(KeychainError) in try r.bytes() })
+        var item = FoundItem(
+            itemClass: cls, uuid: try bytes(), attributes: try attributes(),
+            data: try optional { (r) throws(KeychainError) in try r.bytes() })
         item.tokenPublicKey = try optional { (r) throws(KeychainError) in try r.bytes() }
         item.identityKey = try optional { (r) throws(KeychainError) in
-            FoundItem.IdentityKey(uuid: try r.bytes(), attributes: try r.attributes(),
-                                  data: try r.optional { (r) throws(KeychainError) in try r.bytes() },
-                                  tokenPublicKey: try r.optional { (r) throws(KeychainError) in try r.bytes() })
+            FoundItem.IdentityKey(
+                uuid: try r.bytes(), attributes: try r.attributes(),
+                data: try r.optional { (r) throws(KeychainError) in try r.bytes() },
+                tokenPublicKey: try r.optional { (r) throws(KeychainError) in try r.bytes() })
         }
         return item
     }
@@ -321,9 +324,10 @@ extension BinaryReader {
     }
 
     mutating func registration() throws(KeychainError) -> AppRegistration {
-        AppRegistration(program: try program(),
-                        applicationIdentifier: try optional { (r) throws(KeychainError) in try r.string() },
-                        accessGroups: try strings())
+        AppRegistration(
+            program: try program(),
+            applicationIdentifier: try optional { (r) throws(KeychainError) in try r.string() },
+            accessGroups: try strings())
     }
 
     mutating func consent() throws(KeychainError) -> ConsentDecision {
@@ -336,8 +340,9 @@ extension BinaryReader {
         }
         let seconds = Double(bitPattern: try u64())
         guard seconds.isFinite else { throw malformedMessage }
-        return ConsentDecision(program: identified, subject: subject, subjectDescription: description, verdict: verdict,
-                               date: Date(timeIntervalSinceReferenceDate: seconds))
+        return ConsentDecision(
+            program: identified, subject: subject, subjectDescription: description, verdict: verdict,
+            date: Date(timeIntervalSinceReferenceDate: seconds))
     }
 
     mutating func date() throws(KeychainError) -> Date {
@@ -357,29 +362,32 @@ extension BinaryReader {
         let n = try count(minimumSize: 36)
         var items: [SecretServiceImportItem] = []
         items.reserveCapacity(n)
-        for _ in 0 ..< n {
+        for _ in 0..<n {
             let itemLabel = try string(), contentType = try string(), secret = try bytes(), dates = try dates()
             let pairs = try count(minimumSize: 8)
             var attributes: [String: String] = [:]
             var previous: String?
-            for _ in 0 ..< pairs {
+            for _ in 0..<pairs {
                 let name = try string(), value = try string()
                 // Only what the writer writes: names ascending, each once.
                 if let previous, !(previous < name) { throw malformedMessage }
                 previous = name
                 attributes[name] = value
             }
-            items.append(SecretServiceImportItem(label: itemLabel, attributes: attributes, secret: secret,
-                                                 contentType: contentType, dates: dates))
+            items.append(
+                SecretServiceImportItem(
+                    label: itemLabel, attributes: attributes, secret: secret,
+                    contentType: contentType, dates: dates))
         }
         return SecretServiceImportBatch(collectionLabel: label, isDefault: isDefault, collectionDates: collectionDates, items: items)
     }
 
     mutating func settings() throws(KeychainError) -> KeychainSettings {
-        KeychainSettings(idleTimeout: try optional { (r) throws(KeychainError) in try r.int() }, lockOnSleep: try bool(),
-                         pinentryProgram: try optional { (r) throws(KeychainError) in try r.string() },
-                         promptTimeout: try optional { (r) throws(KeychainError) in try r.int() },
-                         secretServiceUnregistered: try optional { (r) throws(KeychainError) in try r.string() })
+        KeychainSettings(
+            idleTimeout: try optional { (r) throws(KeychainError) in try r.int() }, lockOnSleep: try bool(),
+            pinentryProgram: try optional { (r) throws(KeychainError) in try r.string() },
+            promptTimeout: try optional { (r) throws(KeychainError) in try r.int() },
+            secretServiceUnregistered: try optional { (r) throws(KeychainError) in try r.string() })
     }
 
     mutating func lockState() throws(KeychainError) -> LockState {

@@ -34,8 +34,15 @@ package struct SecretServiceBridge: Service {
         // Started by the bus itself (D-Bus activation without systemd): the bus that started it.
         if environment["DBUS_STARTER_BUS_TYPE"] == "session", let address = environment["DBUS_STARTER_ADDRESS"], !address.isEmpty { return address }
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty,
-           FileManager.default.fileExists(atPath: runtime + "/bus") { return "unix:path=" + runtime + "/bus" }
-        throw KeychainError(code: .notAvailable, message: "--secret-service needs the session bus: DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist. Start keychaind from the desktop session (systemd --user does), or set DBUS_SESSION_BUS_ADDRESS.")
+            FileManager.default.fileExists(atPath: runtime + "/bus")
+        {
+            return "unix:path=" + runtime + "/bus"
+        }
+        throw KeychainError(
+            code: .notAvailable,
+            message:
+                "--secret-service needs the session bus: DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist. Start keychaind from the desktop session (systemd --user does), or set DBUS_SESSION_BUS_ADDRESS."
+        )
     }
 
     /// Serves until the graceful shutdown; throws when the bus cannot be reached or another provider keeps the name.

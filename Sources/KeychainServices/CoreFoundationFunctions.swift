@@ -256,7 +256,7 @@ final class BorrowedObjects: @unchecked Sendable {
         defer { lock.unlock() }
         let id = ObjectIdentifier(container)
         var entry = entries[id] ?? Entry(container: container)
-        if entry.container !== container { entry = Entry(container: container) } // the address of a container gone
+        if entry.container !== container { entry = Entry(container: container) }  // the address of a container gone
         let kept: AnyObject
         if let previous = entry.values[slot], previous === object || (previous as? NSObject)?.isEqual(object) == true {
             kept = previous

@@ -96,11 +96,14 @@ public func SecAccessControlGetTypeID() -> CFTypeID { CoreFoundationTypeID.secAc
 ///     `.biometryCurrentSet`, and `.userPresence` only with `.applicationPassword` and `.privateKeyUsage`.
 ///   - error: On failure, a `CFError` in `kCFErrorDomainOSStatus` with code `errSecParam` (-50).
 /// - Returns: The access control, or `nil` when the protection or the flags are not valid.
-public func SecAccessControlCreateWithFlags(_ allocator: CFAllocator?, _ protection: CFTypeRef, _ flags: SecAccessControlCreateFlags,
-                                            _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecAccessControl? {
+public func SecAccessControlCreateWithFlags(
+    _ allocator: CFAllocator?, _ protection: CFTypeRef, _ flags: SecAccessControlCreateFlags,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecAccessControl? {
     SecKeyBackend.attempt(error) { () throws(KeychainError) in
         guard let name = protection as? String, let protectionClass = ProtectionClass(rawValue: name) else {
-            throw KeychainError(code: .invalidParameter, message: "SecAccessControlCreateWithFlags: the protection must be one of the kSecAttrAccessible… constants, not \(String(describing: protection)).")
+            throw KeychainError(
+                code: .invalidParameter, message: "SecAccessControlCreateWithFlags: the protection must be one of the kSecAttrAccessible… constants, not \(String(describing: protection)).")
         }
         return SecAccessControl(try AccessControl(protection: protectionClass, flags: AccessControlFlags(rawValue: UInt64(flags.rawValue))))
     }

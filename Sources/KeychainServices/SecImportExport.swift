@@ -94,9 +94,11 @@ public struct SecItemImportExportKeyParameters {
     }
 
     /// Parameters with every field given, as Swift imports Apple's C structure.
-    public init(version: UInt32, flags: SecKeyImportExportFlags, passphrase: Unmanaged<CFTypeRef>?, alertTitle: Unmanaged<CFString>?,
-                alertPrompt: Unmanaged<CFString>?, accessRef: Unmanaged<CFTypeRef>?, keyUsage: Unmanaged<CFArray>?,
-                keyAttributes: Unmanaged<CFArray>?) {
+    public init(
+        version: UInt32, flags: SecKeyImportExportFlags, passphrase: Unmanaged<CFTypeRef>?, alertTitle: Unmanaged<CFString>?,
+        alertPrompt: Unmanaged<CFString>?, accessRef: Unmanaged<CFTypeRef>?, keyUsage: Unmanaged<CFArray>?,
+        keyAttributes: Unmanaged<CFArray>?
+    ) {
         self.version = version
         self.flags = flags
         self.passphrase = passphrase
@@ -123,8 +125,10 @@ public struct SecItemImportExportKeyParameters {
 ///   that are not certificates, keys or identities, or a format that does not hold them;
 ///   `errSecUnsupportedFormat` for a format not written here; `errSecUnimplemented` for a private key that never
 ///   leaves the keychain (a token key) or a private key outside an identity.
-public func SecItemExport(_ secItemOrArray: CFTypeRef, _ outputFormat: SecExternalFormat, _ flags: SecItemImportExportFlags,
-                          _ keyParams: UnsafePointer<SecItemImportExportKeyParameters>?, _ exportedData: UnsafeMutablePointer<CFData?>) -> OSStatus {
+public func SecItemExport(
+    _ secItemOrArray: CFTypeRef, _ outputFormat: SecExternalFormat, _ flags: SecItemImportExportFlags,
+    _ keyParams: UnsafePointer<SecItemImportExportKeyParameters>?, _ exportedData: UnsafeMutablePointer<CFData?>
+) -> OSStatus {
     SecImportExportBackend.export(secItemOrArray, outputFormat, flags, keyParams?.pointee, exportedData)
 }
 #endif

@@ -258,15 +258,18 @@ package enum SecItemBackend {
         case .array(let items): return NSArray(array: items.map { object($0, context: context) })
         case .dictionary(let dict):
             if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.keyReferenceMarker],
-               let key = SecKeyBackend.key(fromReference: fields, context: context()) {
+                let key = SecKeyBackend.key(fromReference: fields, context: context())
+            {
                 return key
             }
             if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.identityReferenceMarker],
-               let identity = SecKeyBackend.identity(fromReference: fields, context: context()) {
+                let identity = SecKeyBackend.identity(fromReference: fields, context: context())
+            {
                 return identity
             }
             if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.certificateReferenceMarker],
-               case .data(let der)? = fields["v_Data"], let certificate = try? CertificateData(der: der) {
+                case .data(let der)? = fields["v_Data"], let certificate = try? CertificateData(der: der)
+            {
                 return SecCertificate(certificate)
             }
             // Built from two arrays: assigning key by key goes through AnyHashable and dynamic casts for every

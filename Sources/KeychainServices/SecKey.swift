@@ -20,8 +20,10 @@ public final class SecKey: @unchecked Sendable, CustomStringConvertible {
     /// proofs of presence its private operations use.
     let authenticationContext: LAContext?
 
-    init(_ material: KeyMaterial, attributes: [String: PlistValue] = [:], tokenReference: Data? = nil,
-         authenticationContext: LAContext? = nil) {
+    init(
+        _ material: KeyMaterial, attributes: [String: PlistValue] = [:], tokenReference: Data? = nil,
+        authenticationContext: LAContext? = nil
+    ) {
         self.material = material
         self.extraAttributes = attributes
         self.tokenReference = tokenReference
@@ -341,7 +343,9 @@ public func SecKeyCreateDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorith
 ///   - parameters: For the `…X963SHA…` algorithms, `kSecKeyKeyExchangeParameterRequestedSize` and optionally
 ///     `kSecKeyKeyExchangeParameterSharedInfo`.
 ///   - error: Set to a `CFError` with the `OSStatus` when the exchange fails.
-public func SecKeyCopyKeyExchangeResult(_ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey, _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+public func SecKeyCopyKeyExchangeResult(
+    _ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey, _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFData? {
     SecKeyBackend.copyKeyExchangeResult(privateKey, algorithm, publicKey, parameters, error)
 }
 

@@ -14,8 +14,9 @@ enum SecKeyBackend {
             return try body()
         } catch let failure {
             SecItemBackend.logger.debug("SecKey call failed", metadata: ["status": "\(failure.status.rawValue)"])
-            let object = NSError(domain: NSOSStatusErrorDomain, code: Int(failure.status.rawValue),
-                                 userInfo: [NSDebugDescriptionErrorKey: failure.message])
+            let object = NSError(
+                domain: NSOSStatusErrorDomain, code: Int(failure.status.rawValue),
+                userInfo: [NSDebugDescriptionErrorKey: failure.message])
             error?.pointee = Unmanaged.passRetained(object)
             return nil
         }
@@ -50,8 +51,10 @@ enum SecKeyBackend {
     }
 
     /// `SecKeyGeneratePair`: a random key whose top-level `kSecAttrIsPermanent` stores the public key too.
-    static func generatePair(_ parameters: CFDictionary, _ publicKey: UnsafeMutablePointer<SecKey?>?,
-                             _ privateKey: UnsafeMutablePointer<SecKey?>?) -> OSStatus {
+    static func generatePair(
+        _ parameters: CFDictionary, _ publicKey: UnsafeMutablePointer<SecKey?>?,
+        _ privateKey: UnsafeMutablePointer<SecKey?>?
+    ) -> OSStatus {
         publicKey?.pointee = nil
         privateKey?.pointee = nil
         let given = parameters.mutableCopy() as? NSMutableDictionary ?? NSMutableDictionary()
@@ -89,7 +92,11 @@ enum SecKeyBackend {
     static func copyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
         attempt(error) { () throws(KeychainError) in
             guard key.tokenReference == nil else {
-                throw KeychainError(code: .unimplemented, message: "The key lives in the keychain's token and is not extractable; use it through SecKeyCreateSignature, SecKeyCreateDecryptedData or SecKeyCopyKeyExchangeResult, or export its public key (SecKeyCopyPublicKey).")
+                throw KeychainError(
+                    code: .unimplemented,
+                    message:
+                        "The key lives in the keychain's token and is not extractable; use it through SecKeyCreateSignature, SecKeyCreateDecryptedData or SecKeyCopyKeyExchangeResult, or export its public key (SecKeyCopyPublicKey)."
+                )
             }
             return NSData(data: key.material.bytes)
         }
@@ -123,8 +130,10 @@ enum SecKeyBackend {
     /// A `kSecAttrAccessControl` among the attributes (with `.privateKeyUsage`, the constraints its signing,
     /// decryption and key exchange need) is stored with the key; `context` is the `kSecUseAuthenticationContext`
     /// given, which the key's operations use.
-    static func createTokenKey(_ token: String, type: KeyType, size: Int64, _ p: [String: PlistValue],
-                               _ privateAttributes: [String: PlistValue], context: LAContext?) throws(KeychainError) -> SecKey {
+    static func createTokenKey(
+        _ token: String, type: KeyType, size: Int64, _ p: [String: PlistValue],
+        _ privateAttributes: [String: PlistValue], context: LAContext?
+    ) throws(KeychainError) -> SecKey {
         guard token == TokenKeys.secureEnclave else {
             throw KeychainError(code: .invalidParameter, message: "kSecAttrTokenID must be kSecAttrTokenIDSecureEnclave.")
         }
@@ -137,9 +146,10 @@ enum SecKeyBackend {
         attributes["class"] = .string(ItemClass.key.rawValue)
         let query = try QueryParser.parse(attributes, for: .add)
         guard case .key(let item) = try KeychainConnector.environment().tokenKey(.create(query)),
-              case .dictionary(let marker)? = SecItemDictionaries.keyReference(item),
-              case .dictionary(let fields)? = marker[SecItemDictionaries.keyReferenceMarker],
-              let key = key(fromReference: fields, context: context) else {
+            case .dictionary(let marker)? = SecItemDictionaries.keyReference(item),
+            case .dictionary(let fields)? = marker[SecItemDictionaries.keyReferenceMarker],
+            let key = key(fromReference: fields, context: context)
+        else {
             throw KeychainError(code: .internal, message: "The keychain did not return the token key it made.")
         }
         return key
@@ -196,8 +206,10 @@ enum SecKeyBackend {
         }
     }
 
-    static func copyKeyExchangeResult(_ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey, _ parameters: CFDictionary,
-                                      _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+    static func copyKeyExchangeResult(
+        _ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey, _ parameters: CFDictionary,
+        _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+    ) -> CFData? {
         attempt(error) { () throws(KeychainError) in
             let (parsed, name) = try resolve(algorithm)
             let p = try SecItemBackend.plistDictionary(parameters)
@@ -210,18 +222,24 @@ enum SecKeyBackend {
             }
             let size = p["requestedSize"].flatMap(number).map { Int(clamping: $0) }
             if let reference = privateKey.tokenReference {
-                return NSData(data: try tokenOperation(.exchange(reference: tokenReference(reference), algorithm: name,
-                                                                 peer: try publicKey.material.publicKey().bytes,
-                                                                 requestedSize: size, sharedInfo: sharedInfo), privateKey))
+                return NSData(
+                    data: try tokenOperation(
+                        .exchange(
+                            reference: tokenReference(reference), algorithm: name,
+                            peer: try publicKey.material.publicKey().bytes,
+                            requestedSize: size, sharedInfo: sharedInfo), privateKey))
             }
-            return NSData(data: try privateKey.material.keyExchange(parsed, identifier: name, peer: publicKey.material,
-                                                                    requestedSize: size, sharedInfo: sharedInfo))
+            return NSData(
+                data: try privateKey.material.keyExchange(
+                    parsed, identifier: name, peer: publicKey.material,
+                    requestedSize: size, sharedInfo: sharedInfo))
         }
     }
 
     static func isAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
         guard let parsed = KeyAlgorithm(identifier: algorithm.rawValue as String),
-              let op = KeyOperation(rawValue: operation.rawValue) else { return false }
+            let op = KeyOperation(rawValue: operation.rawValue)
+        else { return false }
         if key.tokenReference != nil {
             return [.sign, .decrypt, .keyExchange].contains(op) && parsed.operations.contains(op) && parsed.isEC
         }
@@ -252,12 +270,14 @@ enum SecKeyBackend {
     static func key(fromReference fields: [String: PlistValue], context: LAContext? = nil) -> SecKey? {
         if case .data(let reference)? = fields["v_PersistentRef"], case .data(let publicBytes)? = fields["pub"], fields["v_Data"] == nil {
             guard let publicKey = try? KeyMaterial(externalRepresentation: publicBytes, type: .ec, keyClass: .publicKey) else { return nil }
-            return SecKey(publicKey, attributes: fields.filter { storedAttributes.contains($0.key) }, tokenReference: reference,
-                          authenticationContext: context)
+            return SecKey(
+                publicKey, attributes: fields.filter { storedAttributes.contains($0.key) }, tokenReference: reference,
+                authenticationContext: context)
         }
         guard case .data(let bytes)? = fields["v_Data"], let type = (try? keyType(fields["type"])),
-              let raw = fields["kcls"].flatMap(number), let keyClass = KeyClass(rawValue: raw),
-              let material = try? KeyMaterial(externalRepresentation: bytes, type: type, keyClass: keyClass) else { return nil }
+            let raw = fields["kcls"].flatMap(number), let keyClass = KeyClass(rawValue: raw),
+            let material = try? KeyMaterial(externalRepresentation: bytes, type: type, keyClass: keyClass)
+        else { return nil }
         return SecKey(material, attributes: fields.filter { storedAttributes.contains($0.key) || $0.key == "perm" })
     }
 
@@ -302,8 +322,9 @@ enum SecKeyBackend {
     /// A found identity, as the engine returns it for `kSecReturnRef`.
     static func identity(fromReference fields: [String: PlistValue], context: LAContext? = nil) -> SecIdentity? {
         guard case .dictionary(let certificateFields)? = fields["certificate"], case .data(let der)? = certificateFields["v_Data"],
-              let certificate = try? CertificateData(der: der),
-              case .dictionary(let keyFields)? = fields["key"], let key = key(fromReference: keyFields, context: context) else { return nil }
+            let certificate = try? CertificateData(der: der),
+            case .dictionary(let keyFields)? = fields["key"], let key = key(fromReference: keyFields, context: context)
+        else { return nil }
         return SecIdentity(certificate: SecCertificate(certificate), privateKey: key)
     }
 

@@ -49,9 +49,11 @@ public func SecKeychainOpen(_ pathName: UnsafePointer<CChar>, _ keychain: Unsafe
 /// Makes a keychain named by `pathName` beside the login keychain, protected by `password` (`passwordLength` bytes
 /// of UTF-8; none when zero), and opens it. `promptUser` asks for the password instead, which a library cannot
 /// do: `errSecInteractionNotAllowed`. Through keychaind only the `security` tool may make keychains.
-public func SecKeychainCreate(_ pathName: UnsafePointer<CChar>, _ passwordLength: UInt32, _ password: UnsafeRawPointer?,
-                              _ promptUser: Bool, _ initialAccess: SecAccess?,
-                              _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
+public func SecKeychainCreate(
+    _ pathName: UnsafePointer<CChar>, _ passwordLength: UInt32, _ password: UnsafeRawPointer?,
+    _ promptUser: Bool, _ initialAccess: SecAccess?,
+    _ keychain: UnsafeMutablePointer<SecKeychain?>
+) -> OSStatus {
     keychain.pointee = nil
     return SecKeychainCall.run { () throws(KeychainError) in
         let name = try SecKeychainCall.name(String(cString: pathName))

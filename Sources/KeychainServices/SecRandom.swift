@@ -20,7 +20,7 @@ public func SecRandomCopyBytes(_ rnd: SecRandomRef?, _ count: Int, _ bytes: Unsa
         let word = generator.next()
         let n = min(MemoryLayout<UInt64>.size, count - offset)
         withUnsafeBytes(of: word) { raw in
-            UnsafeMutableRawBufferPointer(start: bytes + offset, count: n).copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[0 ..< n]))
+            UnsafeMutableRawBufferPointer(start: bytes + offset, count: n).copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[0..<n]))
         }
         offset += n
     }

@@ -131,10 +131,11 @@ public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutableP
         if revocation != nil { HTTPOCSPTransport.install() }
         #endif
         for policy in pathPolicies {
-            let outcome = try TrustEvaluation.evaluateInDetail(.init(
-                leaf: trust.certificates[0].data, intermediates: trust.certificates.dropFirst().map(\.data),
-                anchors: trust.anchors.map(\.data), anchorsOnly: trust.anchorsOnly, hostname: policy.hostname,
-                date: trust.verifyDate, policy: policy.identifier, revocation: revocation, networkFetchAllowed: trust.networkFetchAllowed))
+            let outcome = try TrustEvaluation.evaluateInDetail(
+                .init(
+                    leaf: trust.certificates[0].data, intermediates: trust.certificates.dropFirst().map(\.data),
+                    anchors: trust.anchors.map(\.data), anchorsOnly: trust.anchorsOnly, hostname: policy.hostname,
+                    date: trust.verifyDate, policy: policy.identifier, revocation: revocation, networkFetchAllowed: trust.networkFetchAllowed))
             chain = outcome.chain
             trust.revocationChecked = outcome.revocation?.checked ?? false
         }
@@ -143,8 +144,9 @@ public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutableP
     } catch let failure {
         trust.chain = []
         trust.revocationChecked = false
-        error?.pointee = NSError(domain: NSOSStatusErrorDomain, code: Int(failure.status.rawValue),
-                                 userInfo: [NSDebugDescriptionErrorKey: failure.message])
+        error?.pointee = NSError(
+            domain: NSOSStatusErrorDomain, code: Int(failure.status.rawValue),
+            userInfo: [NSDebugDescriptionErrorKey: failure.message])
         return false
     }
 }

@@ -72,8 +72,10 @@ public let kSecTrustSettingsAllowedError = "kSecTrustSettingsAllowedError"
 public let kSecTrustSettingsResult = "kSecTrustSettingsResult"
 
 /// The certificate's usage constraints in `domain`; `errSecItemNotFound` when it has no settings there.
-public func SecTrustSettingsCopyTrustSettings(_ certRef: SecCertificate, _ domain: SecTrustSettingsDomain,
-                                              _ trustSettings: UnsafeMutablePointer<CFArray?>) -> OSStatus {
+public func SecTrustSettingsCopyTrustSettings(
+    _ certRef: SecCertificate, _ domain: SecTrustSettingsDomain,
+    _ trustSettings: UnsafeMutablePointer<CFArray?>
+) -> OSStatus {
     trustSettings.pointee = nil
     do {
         let constraints = try TrustSettingsStore.settings(for: certRef.data, domain: domain.engine)
@@ -88,8 +90,10 @@ public func SecTrustSettingsCopyTrustSettings(_ certRef: SecCertificate, _ domai
 /// (always trust as a root). `errSecDataNotModifiable` for the system domain, `errSecWrPerm` for the admin domain
 /// unless the caller is root, `errSecParam` for a malformed dictionary or `trustRoot` on a certificate that is
 /// not self-signed.
-public func SecTrustSettingsSetTrustSettings(_ certRef: SecCertificate, _ domain: SecTrustSettingsDomain,
-                                             _ trustSettingsDictOrArray: CFTypeRef?) -> OSStatus {
+public func SecTrustSettingsSetTrustSettings(
+    _ certRef: SecCertificate, _ domain: SecTrustSettingsDomain,
+    _ trustSettingsDictOrArray: CFTypeRef?
+) -> OSStatus {
     var dictionaries: [[String: Any]] = []
     switch trustSettingsDictOrArray {
     case nil: break
@@ -143,8 +147,10 @@ public func SecTrustSettingsCopyCertificates(_ domain: SecTrustSettingsDomain, _
 }
 
 /// When the certificate's settings in `domain` last changed; `errSecItemNotFound` when it has none there.
-public func SecTrustSettingsCopyModificationDate(_ certRef: SecCertificate, _ domain: SecTrustSettingsDomain,
-                                                 _ modificationDate: UnsafeMutablePointer<CFDate?>) -> OSStatus {
+public func SecTrustSettingsCopyModificationDate(
+    _ certRef: SecCertificate, _ domain: SecTrustSettingsDomain,
+    _ modificationDate: UnsafeMutablePointer<CFDate?>
+) -> OSStatus {
     modificationDate.pointee = nil
     do {
         guard let record = try TrustSettingsStore.read(domain.engine).records[certRef.data.sha1Fingerprint] else { return errSecItemNotFound }

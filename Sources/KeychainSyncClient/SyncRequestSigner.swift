@@ -17,8 +17,10 @@ struct SyncRequestSigner: ClientMiddleware {
     /// The largest body signed (the server refuses larger ones).
     static let maximumBody = 8 * 1024 * 1024
 
-    func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
-                   next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)) async throws -> (HTTPResponse, HTTPBody?) {
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
         var request = request
         let bytes: [UInt8] = if let body { try await [UInt8](collecting: body, upTo: Self.maximumBody) } else { [] }
         // The path as sent: the base URL's path (if any) before the operation's.
@@ -36,8 +38,9 @@ struct SyncRequestSigner: ClientMiddleware {
     static func signatureFields(method: String, pathWithQuery: String, body: [UInt8], keys: SyncDeviceKeys, now: Date) throws -> HTTPFields {
         let timestamp = String(Int64(now.timeIntervalSince1970))
         let nonce = Self.nonce()
-        let message = RequestSignature.canonicalString(method: method, pathWithQuery: pathWithQuery, body: body,
-                                                       timestamp: timestamp, nonce: nonce)
+        let message = RequestSignature.canonicalString(
+            method: method, pathWithQuery: pathWithQuery, body: body,
+            timestamp: timestamp, nonce: nonce)
         let signature = try keys.signing.signature(for: message)
         var fields = HTTPFields()
         fields[Self.device] = keys.publicKeys.deviceID

@@ -19,8 +19,9 @@ package struct SyncServerConnection: Sendable {
 
     /// A connection to the server at `url` (`https://sync.example.com`), signing as `keys`.
     package init(url: URL, keys: SyncDeviceKeys, now: @escaping @Sendable () -> Date = Date.init) {
-        client = Client(serverURL: url, transport: AsyncHTTPClientTransport(configuration: .init(client: Self.httpClient, timeout: .seconds(60))),
-                        middlewares: [SyncRequestSigner(keys: keys, now: now)])
+        client = Client(
+            serverURL: url, transport: AsyncHTTPClientTransport(configuration: .init(client: Self.httpClient, timeout: .seconds(60))),
+            middlewares: [SyncRequestSigner(keys: keys, now: now)])
         self.keys = keys
     }
 
@@ -47,8 +48,9 @@ package struct SyncServerConnection: Sendable {
 
     /// Asks to join `account`; the answer says until when the request waits.
     package func requestJoin(_ account: String) async throws(KeychainError) {
-        let body = Components.Schemas.JoinRequest(device: Self.keys(keys.publicKeys),
-                                                  codeHash: .init(Array(keys.publicKeys.joinCode.characters.utf8)))
+        let body = Components.Schemas.JoinRequest(
+            device: Self.keys(keys.publicKeys),
+            codeHash: .init(Array(keys.publicKeys.joinCode.characters.utf8)))
         let output = try await call { try await client.requestJoin(path: .init(account: account), body: .json(body)) }
         switch output {
         case .accepted: return
@@ -126,10 +128,12 @@ package struct SyncServerConnection: Sendable {
 
     /// Writes `records`, each replacing `expected` (all or nothing).
     package func write(_ account: String, zone: String, _ records: [(record: SealedSyncRecord, expected: UInt64, deleted: Bool)]) async throws(KeychainError) -> WriteOutcome {
-        let body = Components.Schemas.WriteBatch(writes: records.map {
-            .init(itemId: $0.record.address.itemID, expectedVersion: Int64($0.expected), deleted: $0.deleted,
-                  ciphertext: .init($0.record.ciphertext), wrappedKey: .init($0.record.wrappedKey), keyId: $0.record.keyID)
-        })
+        let body = Components.Schemas.WriteBatch(
+            writes: records.map {
+                .init(
+                    itemId: $0.record.address.itemID, expectedVersion: Int64($0.expected), deleted: $0.deleted,
+                    ciphertext: .init($0.record.ciphertext), wrappedKey: .init($0.record.wrappedKey), keyId: $0.record.keyID)
+            })
         let output = try await call { try await client.writeRecords(path: .init(account: account, zone: zone), body: .json(body)) }
         switch output {
         case .ok(let answer):
@@ -137,9 +141,10 @@ package struct SyncServerConnection: Sendable {
             return .written(Dictionary(result.records.map { ($0.itemId, UInt64(max(0, $0.version))) }, uniquingKeysWith: { $1 }))
         case .conflict(let answer):
             guard let conflict = try? answer.body.json else { throw Self.unexpected(output) }
-            return .conflict(conflict.conflicts.map { item in
-                (item.itemId, UInt64(max(0, item.currentVersion)), item.current.map { Self.record($0, account: account, zone: zone) })
-            })
+            return .conflict(
+                conflict.conflicts.map { item in
+                    (item.itemId, UInt64(max(0, item.currentVersion)), item.current.map { Self.record($0, account: account, zone: zone) })
+                })
         default: throw Self.unexpected(output)
         }
     }
@@ -178,8 +183,9 @@ package struct SyncServerConnection: Sendable {
     }
 
     static func list(_ list: SignedSyncDeviceList) -> Components.Schemas.DeviceList {
-        .init(deviceList: .init(list.bytes), deviceListVersion: Int64(list.list.version),
-              trustedDeviceIds: list.list.devices.map(\.deviceID), signer: list.signer, signature: .init(list.signature))
+        .init(
+            deviceList: .init(list.bytes), deviceListVersion: Int64(list.list.version),
+            trustedDeviceIds: list.list.devices.map(\.deviceID), signer: list.signer, signature: .init(list.signature))
     }
 
     static func list(_ list: Components.Schemas.DeviceList) throws(KeychainError) -> SignedSyncDeviceList {
@@ -187,9 +193,10 @@ package struct SyncServerConnection: Sendable {
     }
 
     static func record(_ record: Components.Schemas.Record, account: String, zone: String) -> FeedRecord {
-        FeedRecord(record: SealedSyncRecord(
-            address: SyncRecordAddress(account: account, zone: zone, itemID: record.itemId, version: UInt64(max(0, record.version))),
-            keyID: record.keyId, ciphertext: Data(record.ciphertext.data), wrappedKey: Data(record.wrappedKey.data)), seq: record.seq)
+        FeedRecord(
+            record: SealedSyncRecord(
+                address: SyncRecordAddress(account: account, zone: zone, itemID: record.itemId, version: UInt64(max(0, record.version))),
+                keyID: record.keyId, ciphertext: Data(record.ciphertext.data), wrappedKey: Data(record.wrappedKey.data)), seq: record.seq)
     }
 
     // MARK: Errors
@@ -199,18 +206,20 @@ package struct SyncServerConnection: Sendable {
         do {
             return try await body()
         } catch {
-            throw KeychainError(code: .io, message: "The sync server could not be reached or answered nonsense; check its address and your network, then try again.",
-                                cause: SyncTransportFailure(error))
+            throw KeychainError(
+                code: .io, message: "The sync server could not be reached or answered nonsense; check its address and your network, then try again.",
+                cause: SyncTransportFailure(error))
         }
     }
 
     /// The server's refusal, with its message.
     static func refused(_ error: Components.Schemas._Error?, status: Int) -> KeychainError {
-        let code: KeychainError.Code = switch status {
-        case 404: .itemNotFound
-        case 409: .duplicateItem
-        default: .authenticationFailed
-        }
+        let code: KeychainError.Code =
+            switch status {
+            case 404: .itemNotFound
+            case 409: .duplicateItem
+            default: .authenticationFailed
+            }
         return KeychainError(code: code, message: "The sync server refused (\(status) \(error?.error ?? "")): \(error?.message ?? "no reason given").")
     }
 
@@ -222,7 +231,9 @@ package struct SyncServerConnection: Sendable {
         if let error = answer.flatMap({ serverError(in: $0.value, depth: 0) }) {
             return KeychainError(code: .authenticationFailed, message: "The sync server refused the request (\(kind), \(error.error.prefix(100))): \(error.message.prefix(300))")
         }
-        return KeychainError(code: .authenticationFailed, message: "The sync server gave an answer this device does not expect (\(kind)); check the server's address, and that this device's software is as new as the server's.")
+        return KeychainError(
+            code: .authenticationFailed,
+            message: "The sync server gave an answer this device does not expect (\(kind)); check the server's address, and that this device's software is as new as the server's.")
     }
 
     /// The error document somewhere in a generated answer (its body's JSON), found by reflection so that one
@@ -269,10 +280,11 @@ struct SyncTransportFailure: Error, Sendable, CustomStringConvertible {
 
     /// Where in the answer a decoding failed (`devices.0.name`): names from the API document, never a value.
     static func path(of error: DecodingError) -> String {
-        let context: DecodingError.Context? = switch error {
-        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context), .dataCorrupted(let context): context
-        @unknown default: nil
-        }
+        let context: DecodingError.Context? =
+            switch error {
+            case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context), .dataCorrupted(let context): context
+            @unknown default: nil
+            }
         let keys = context?.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue } ?? []
         return keys.isEmpty ? "the top" : keys.joined(separator: ".")
     }

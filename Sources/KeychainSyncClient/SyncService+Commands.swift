@@ -71,7 +71,7 @@ extension SyncService {
                 }
                 do {
                     try await current.server.requestJoin(account)
-                } catch where error.code == .duplicateItem {
+                } catch  where error.code == .duplicateItem {
                     // Approved meanwhile, its zone keys not yet given: the next ask completes it.
                 }
                 let keys = current.server.keys.publicKeys
@@ -88,14 +88,15 @@ extension SyncService {
         let list: SignedSyncDeviceList
         do {
             list = try await session.refreshList()
-        } catch where error.code == .io {
+        } catch  where error.code == .io {
             // The server cannot be reached: the list as this device last verified it.
             list = try session.trustedList()
         }
         let this = session.replica.device
         return list.list.devices.map { entry in
-            SyncDeviceInfo(id: entry.deviceID, name: entry.name, fingerprint: entry.keys.fingerprint,
-                           added: Date(timeIntervalSince1970: TimeInterval(entry.added)), isThisDevice: entry.deviceID == this)
+            SyncDeviceInfo(
+                id: entry.deviceID, name: entry.name, fingerprint: entry.keys.fingerprint,
+                added: Date(timeIntervalSince1970: TimeInterval(entry.added)), isThisDevice: entry.deviceID == this)
         }
     }
 
@@ -104,8 +105,9 @@ extension SyncService {
         let pushConnected = state.withLock { $0.pushConnected }
         guard let session = try sessionIfAny() else { return SyncStatusReport(pushConnected: pushConnected) }
         let mirror = session.mirror
-        var report = SyncStatusReport(account: session.account, server: session.serverURL.absoluteString, device: session.replica.device,
-                                      joined: isJoined(session), pushConnected: pushConnected)
+        var report = SyncStatusReport(
+            account: session.account, server: session.serverURL.absoluteString, device: session.replica.device,
+            joined: isJoined(session), pushConnected: pushConnected)
         if let millis = try mirror.setting(Self.lastSyncSetting), millis > 0 {
             report.lastSync = Date(timeIntervalSince1970: TimeInterval(millis) / 1000)
         }
@@ -121,7 +123,8 @@ extension SyncService {
     /// The server's address as given: an `https` (or `http`, for a server on this machine or in tests) URL with a host.
     static func serverURL(_ text: String) throws(KeychainError) -> URL {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
-              let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil else {
+            let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil
+        else {
             throw KeychainError(code: .invalidParameter, message: "'\(text.prefix(200))' is not a sync server's address: give it as https://host[:port].")
         }
         return url

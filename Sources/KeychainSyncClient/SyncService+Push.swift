@@ -43,8 +43,9 @@ extension SyncService {
         do {
             let (url, path) = try Self.pushAddress(session)
             let fields = try SyncRequestSigner.signatureFields(method: "GET", pathWithQuery: path, body: [], keys: session.server.keys, now: now())
-            let configuration = WebSocketClientConfiguration(maxFrameSize: Self.maximumPushMessage, additionalHeaders: fields,
-                                                             closeTimeout: .seconds(2), autoPing: .enabled(timePeriod: .seconds(30)))
+            let configuration = WebSocketClientConfiguration(
+                maxFrameSize: Self.maximumPushMessage, additionalHeaders: fields,
+                closeTimeout: .seconds(2), autoPing: .enabled(timePeriod: .seconds(30)))
             try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, _, _ in
                 self.setPush(connected: true)
                 self.roundWakeup.signal()
@@ -71,13 +72,18 @@ extension SyncService {
     static func pushAddress(_ session: SyncSession) throws(KeychainError) -> (url: String, path: String) {
         let base = session.serverURL.path.hasSuffix("/") ? String(session.serverURL.path.dropLast()) : session.serverURL.path
         guard let account = session.account.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/"))),
-              var components = URLComponents(url: session.serverURL, resolvingAgainstBaseURL: false) else {
-            throw KeychainError(code: .invalidParameter, message: "The sync server's address \(session.serverURL.absoluteString.prefix(200)) cannot carry a push connection; join again with an https://host[:port] address.")
+            var components = URLComponents(url: session.serverURL, resolvingAgainstBaseURL: false)
+        else {
+            throw KeychainError(
+                code: .invalidParameter,
+                message: "The sync server's address \(session.serverURL.absoluteString.prefix(200)) cannot carry a push connection; join again with an https://host[:port] address.")
         }
         let path = base + "/v1/accounts/\(account)/push"
         components.percentEncodedPath = path
         guard let url = components.string else {
-            throw KeychainError(code: .invalidParameter, message: "The sync server's address \(session.serverURL.absoluteString.prefix(200)) cannot carry a push connection; join again with an https://host[:port] address.")
+            throw KeychainError(
+                code: .invalidParameter,
+                message: "The sync server's address \(session.serverURL.absoluteString.prefix(200)) cannot carry a push connection; join again with an https://host[:port] address.")
         }
         return (url, path)
     }

@@ -31,7 +31,9 @@ extension SyncService {
                 next = .now + pollInterval
                 continue
             }
-            if !state.withLock({ state in defer { state.syncing = true }; return state.syncing }) {
+            if !state.withLock({ state in
+                defer { state.syncing = true }; return state.syncing
+            }) {
                 writesWakeup.signal()
             }
             do {

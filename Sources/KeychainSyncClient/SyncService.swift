@@ -53,8 +53,10 @@ package final class SyncService: Sendable {
 
     /// A service for the keychain `engine`, whose sync mirror is at `mirrorPath`; ``run()`` syncs every
     /// `pollInterval` at least.
-    package init(engine: KeychainEngine, mirrorPath: String, pollInterval: Duration = .seconds(300),
-                 now: @escaping @Sendable () -> Date = Date.init, logger: Logger = Logger(label: "swift-keychain.sync")) {
+    package init(
+        engine: KeychainEngine, mirrorPath: String, pollInterval: Duration = .seconds(300),
+        now: @escaping @Sendable () -> Date = Date.init, logger: Logger = Logger(label: "swift-keychain.sync")
+    ) {
         self.engine = engine
         self.mirrorPath = mirrorPath
         self.pollInterval = pollInterval
@@ -85,7 +87,7 @@ package final class SyncService: Sendable {
     func sessionIfAny() throws(KeychainError) -> SyncSession? {
         do {
             return try session()
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return nil
         }
     }
@@ -166,8 +168,9 @@ package final class SyncService: Sendable {
             emit(.roundFailed(message: message))
             throw error
         }
-        let report = SyncRoundReport(applied: summary.applied, uploaded: summary.uploaded,
-                                     conflictsResolved: summary.keptLocal + summary.conflicts, rejected: summary.rejected)
+        let report = SyncRoundReport(
+            applied: summary.applied, uploaded: summary.uploaded,
+            conflictsResolved: summary.keptLocal + summary.conflicts, rejected: summary.rejected)
         state.withLock { $0.failures = 0 }
         record { () throws(KeychainError) in
             let mirror = session.mirror

@@ -26,8 +26,10 @@ package final class SyncSession: Sendable {
 
     var mirror: SyncMirror { replica.mirror }
 
-    init(engine: KeychainEngine, mirror: SyncMirror, keys: SyncDeviceKeys, serverURL: URL, account: String,
-         now: @escaping @Sendable () -> Date) {
+    init(
+        engine: KeychainEngine, mirror: SyncMirror, keys: SyncDeviceKeys, serverURL: URL, account: String,
+        now: @escaping @Sendable () -> Date
+    ) {
         self.engine = engine
         keyring = SyncKeyring(engine: engine)
         replica = SyncReplica(engine: engine, mirror: mirror, device: keys.publicKeys.deviceID, now: now)
@@ -42,25 +44,31 @@ package final class SyncSession: Sendable {
     package static func open(engine: KeychainEngine, mirrorPath: String, now: @escaping @Sendable () -> Date = Date.init) throws(KeychainError) -> SyncSession {
         let mirror = try SyncMirror(path: mirrorPath)
         guard let account = try mirror.document("account").flatMap({ String(data: $0, encoding: .utf8) }),
-              let server = try mirror.document("server").flatMap({ String(data: $0, encoding: .utf8) }).flatMap(URL.init(string:)) else {
+            let server = try mirror.document("server").flatMap({ String(data: $0, encoding: .utf8) }).flatMap(URL.init(string:))
+        else {
             throw KeychainError(code: .itemNotFound, message: "This keychain is in no sync account: run `security sync create-account` or `security sync join`.")
         }
-        return SyncSession(engine: engine, mirror: mirror, keys: try SyncKeyring(engine: engine).deviceKeys(), serverURL: server,
-                           account: account, now: now)
+        return SyncSession(
+            engine: engine, mirror: mirror, keys: try SyncKeyring(engine: engine).deviceKeys(), serverURL: server,
+            account: account, now: now)
     }
 
     // MARK: The account
 
     /// Makes a new account on the server at `serverURL` with this device (called `name`) as its first one.
-    package static func createAccount(engine: KeychainEngine, mirrorPath: String, serverURL: URL, name: String,
-                                      now: @escaping @Sendable () -> Date = Date.init) async throws(KeychainError) -> SyncSession {
+    package static func createAccount(
+        engine: KeychainEngine, mirrorPath: String, serverURL: URL, name: String,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) async throws(KeychainError) -> SyncSession {
         let mirror = try SyncMirror(path: mirrorPath)
         let keyring = SyncKeyring(engine: engine)
         let keys = try keyring.deviceKeys()
         let account = UUID().uuidString.lowercased()
-        let list = try SyncDeviceList(account: account, version: 1, devices: [
-            SyncDeviceEntry(keys: keys.publicKeys, name: name, added: UInt64(now().timeIntervalSince1970)),
-        ])
+        let list = try SyncDeviceList(
+            account: account, version: 1,
+            devices: [
+                SyncDeviceEntry(keys: keys.publicKeys, name: name, added: UInt64(now().timeIntervalSince1970))
+            ])
         let signed = try list.signed(by: keys)
         let zoneKey = SyncZoneKey(now: now())
         let session = SyncSession(engine: engine, mirror: mirror, keys: keys, serverURL: serverURL, account: account, now: now)
@@ -72,8 +80,10 @@ package final class SyncSession: Sendable {
 
     /// Asks to join `account` on the server at `serverURL`; returns the code to approve on a device of the account
     /// (`security sync approve CODE`) and this device's fingerprint. ``finishJoining()`` completes it once approved.
-    package static func join(engine: KeychainEngine, mirrorPath: String, serverURL: URL, account: String,
-                             now: @escaping @Sendable () -> Date = Date.init) async throws(KeychainError) -> (session: SyncSession, code: SyncJoinCode, fingerprint: String) {
+    package static func join(
+        engine: KeychainEngine, mirrorPath: String, serverURL: URL, account: String,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) async throws(KeychainError) -> (session: SyncSession, code: SyncJoinCode, fingerprint: String) {
         let mirror = try SyncMirror(path: mirrorPath)
         let keys = try SyncKeyring(engine: engine).deviceKeys()
         let session = SyncSession(engine: engine, mirror: mirror, keys: keys, serverURL: serverURL, account: account, now: now)
@@ -90,7 +100,8 @@ package final class SyncSession: Sendable {
         let offered = try await server.deviceList(account)
         guard offered.list.device(keys.publicKeys.deviceID) != nil else { return false }
         guard let signer = offered.list.device(offered.signer),
-              signer.keys.signing.isValidSignature(offered.signature, for: offered.bytes), offered.list.account == account else {
+            signer.keys.signing.isValidSignature(offered.signature, for: offered.bytes), offered.list.account == account
+        else {
             throw KeychainError(code: .verifyFailed, message: "The device list offered to this device is not signed by a device it lists; the server may have been tampered with. Nothing was joined.")
         }
         guard try await takeZoneKeys() > 0 else { return false }
@@ -266,12 +277,15 @@ package final class SyncSession: Sendable {
         }
         let changes = try replica.outgoingChanges()
         for start in stride(from: 0, to: changes.count, by: Self.batchSize) {
-            let batch = Array(changes[start ..< min(changes.count, start + Self.batchSize)])
+            let batch = Array(changes[start..<min(changes.count, start + Self.batchSize)])
             var sealed: [(record: SealedSyncRecord, expected: UInt64, deleted: Bool)] = []
             for change in batch {
                 let address = SyncRecordAddress(account: account, zone: Self.zone, itemID: change.itemID, version: change.expectedVersion + 1)
-                sealed.append((try SyncRecordSeal.seal(change.payload.encoded, at: address, zoneKey: current), change.expectedVersion,
-                               change.payload.isDeletion))
+                sealed.append(
+                    (
+                        try SyncRecordSeal.seal(change.payload.encoded, at: address, zoneKey: current), change.expectedVersion,
+                        change.payload.isDeletion
+                    ))
             }
             switch try await server.write(account, zone: Self.zone, sealed) {
             case .written(let versions):
@@ -283,7 +297,8 @@ package final class SyncSession: Sendable {
                 summary.conflicts += stale.count
                 for item in stale {
                     guard let current = item.current,
-                          let payload = try? SyncItemPayload(encoded: SyncRecordSeal.open(current.record, zoneKey: { zoneKeys[$0] })) else { continue }
+                        let payload = try? SyncItemPayload(encoded: SyncRecordSeal.open(current.record, zoneKey: { zoneKeys[$0] }))
+                    else { continue }
                     _ = try replica.apply(itemID: item.itemID, version: item.currentVersion, payload: payload)
                 }
             }

@@ -20,18 +20,18 @@ package struct Keychaind: AsyncParsableCommand {
         commandName: "keychaind",
         abstract: "The keychain daemon: serves the keychain in KEYCHAIN_HOME to the programs of this user.",
         discussion: """
-        Listens on $XDG_RUNTIME_DIR/keychain/keychaind.sock (or --socket, or the socket systemd passes), \
-        and serves SecItem calls, lock/unlock and backups. Programs get the access groups registered for \
-        them with `security app add`; others get a private group of their own. SIGTERM finishes the \
-        requests in progress and closes the database.
+            Listens on $XDG_RUNTIME_DIR/keychain/keychaind.sock (or --socket, or the socket systemd passes), \
+            and serves SecItem calls, lock/unlock and backups. Programs get the access groups registered for \
+            them with `security app add`; others get a private group of their own. SIGTERM finishes the \
+            requests in progress and closes the database.
 
-        With --system, keychaind runs as the `keychain` system user (keychaind-system.service) and serves \
-        each local user their own keychain, kept in --state-directory/UID (default $STATE_DIRECTORY, else \
-        /var/lib/keychain; folders of the system user, mode 0700, which the users' own programs cannot \
-        open), on one socket every user may connect to (default /run/keychain/keychaind.sock, where \
-        clients look first). The kernel's uid of each connection decides whose keychain it uses. It needs \
-        CAP_SYS_PTRACE to identify other users' programs from /proc.
-        """,
+            With --system, keychaind runs as the `keychain` system user (keychaind-system.service) and serves \
+            each local user their own keychain, kept in --state-directory/UID (default $STATE_DIRECTORY, else \
+            /var/lib/keychain; folders of the system user, mode 0700, which the users' own programs cannot \
+            open), on one socket every user may connect to (default /run/keychain/keychaind.sock, where \
+            clients look first). The kernel's uid of each connection decides whose keychain it uses. It needs \
+            CAP_SYS_PTRACE to identify other users' programs from /proc.
+            """,
         version: KeychainVersion.line(program: "keychaind")
     )
 
@@ -74,10 +74,15 @@ package struct Keychaind: AsyncParsableCommand {
     @Flag(name: .customLong("secret-service-replace"), help: "With --secret-service: take the name over from another provider that allows it (gnome-keyring), instead of refusing to start.")
     var secretServiceReplace = false
 
-    @Option(name: .customLong("ready-fd"), help: ArgumentHelp("Write \"ready\" to this descriptor and close it once connections are accepted (how a client that starts keychaind waits for it).", valueName: "fd"))
+    @Option(
+        name: .customLong("ready-fd"),
+        help: ArgumentHelp("Write \"ready\" to this descriptor and close it once connections are accepted (how a client that starts keychaind waits for it).", valueName: "fd"))
     var readyFD: Int32?
 
-    @Option(name: .customLong("exit-when-idle"), help: ArgumentHelp("Exit after this many seconds with no connection open, when no keychain is unlocked with a passcode and none syncs (how a keychaind a client started goes away).", valueName: "seconds"))
+    @Option(
+        name: .customLong("exit-when-idle"),
+        help: ArgumentHelp(
+            "Exit after this many seconds with no connection open, when no keychain is unlocked with a passcode and none syncs (how a keychaind a client started goes away).", valueName: "seconds"))
     var exitWhenIdle: Int?
 
     /// The exit status when another program owns org.freedesktop.secrets.

@@ -135,10 +135,11 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// What a keychain call made with this context carries: its identifier and settings, as they are now.
     package var value: AuthenticationContextValue {
         lock.withLock {
-            AuthenticationContextValue(id: identifier, localizedReason: reason.isEmpty ? nil : reason,
-                                       interactionNotAllowed: noInteraction || invalidated,
-                                       reuseDuration: invalidated ? 0 : reuseDuration,
-                                       applicationPassword: invalidated ? nil : applicationPassword)
+            AuthenticationContextValue(
+                id: identifier, localizedReason: reason.isEmpty ? nil : reason,
+                interactionNotAllowed: noInteraction || invalidated,
+                reuseDuration: invalidated ? 0 : reuseDuration,
+                applicationPassword: invalidated ? nil : applicationPassword)
         }
     }
 }

@@ -7,7 +7,8 @@ struct AddCRL: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add-crl",
         abstract: "Add certificate revocation list(s).",
-        discussion: "Copies each CRL of the file (PEM or DER) into the user's CRL folder ($XDG_CONFIG_HOME/keychain/crls, else ~/.config/keychain/crls), or with -d into /etc/keychain/crls (needs root). Evaluations with a revocation policy (verify-cert -R crl) use every current CRL there whose issuer's key signed it."
+        discussion:
+            "Copies each CRL of the file (PEM or DER) into the user's CRL folder ($XDG_CONFIG_HOME/keychain/crls, else ~/.config/keychain/crls), or with -d into /etc/keychain/crls (needs root). Evaluations with a revocation policy (verify-cert -R crl) use every current CRL there whose issuer's key signed it."
     )
 
     @Flag(name: .customShort("d"), help: "Add for every user (the admin CRL folder; needs root).")

@@ -17,14 +17,14 @@ struct AppCommand: AsyncParsableCommand {
         commandName: "app",
         abstract: "Register programs and the access groups keychaind gives them.",
         discussion: """
-        keychaind identifies each caller from the kernel: an executable by its path and SHA-256, a Flatpak app \
-        by its app ID, a snap by its name. A registered program gets the access groups registered for it; \
-        any other program gets a private group named by its executable's path (or app ID). These verbs go \
-        through keychaind when KEYCHAIN_DAEMON_SOCKET names it or its default socket answers (it accepts them \
-        only from the security installed beside it, after the keychain's passcode when one is set: you are \
-        asked on the terminal); otherwise they change the registry in KEYCHAIN_HOME directly. `consents` and \
-        `revoke` list and forget what the person answered to "allow PROGRAM to use …?" (always or deny).
-        """,
+            keychaind identifies each caller from the kernel: an executable by its path and SHA-256, a Flatpak app \
+            by its app ID, a snap by its name. A registered program gets the access groups registered for it; \
+            any other program gets a private group named by its executable's path (or app ID). These verbs go \
+            through keychaind when KEYCHAIN_DAEMON_SOCKET names it or its default socket answers (it accepts them \
+            only from the security installed beside it, after the keychain's passcode when one is set: you are \
+            asked on the terminal); otherwise they change the registry in KEYCHAIN_HOME directly. `consents` and \
+            `revoke` list and forget what the person answered to "allow PROGRAM to use …?" (always or deny).
+            """,
         subcommands: [AppAdd.self, AppList.self, AppRemove.self, AppConsents.self, AppRevoke.self]
     )
 }
@@ -35,27 +35,30 @@ struct AppAdd: AsyncParsableCommand {
         commandName: "add",
         abstract: "Register a program and the access groups it may use.",
         discussion: """
-        The program gets its groups in Apple's order: the --group values (the first is where its new items \
-        go), then its --application-identifier. An executable is registered by its path (made absolute, \
-        symlinks resolved) and the SHA-256 of its contents now: a rebuilt or updated binary is another \
-        program until it is registered again. An interpreter (python3, node, sh, …) is one program for every \
-        script it runs, so registering it gives all of them these groups. Registering a program again \
-        replaces its registration. Goes through keychaind when it is reachable (see `security help app`). \
-        Prints the registration as `security app list` shows it. A missing, unreadable or non-executable \
-        file exits 1.
-        """
+            The program gets its groups in Apple's order: the --group values (the first is where its new items \
+            go), then its --application-identifier. An executable is registered by its path (made absolute, \
+            symlinks resolved) and the SHA-256 of its contents now: a rebuilt or updated binary is another \
+            program until it is registered again. An interpreter (python3, node, sh, …) is one program for every \
+            script it runs, so registering it gives all of them these groups. Registering a program again \
+            replaces its registration. Goes through keychaind when it is reachable (see `security help app`). \
+            Prints the registration as `security app list` shows it. A missing, unreadable or non-executable \
+            file exits 1.
+            """
     )
 
     /// The function name printed in this verb's errors.
     static let function = "app add"
 
-    @Option(name: [.customShort("g"), .customLong("group")],
-            help: ArgumentHelp("An access group the program may use (repeat for more; the first is where its new items go; \"*\" is every group).",
-                               valueName: "group"))
+    @Option(
+        name: [.customShort("g"), .customLong("group")],
+        help: ArgumentHelp(
+            "An access group the program may use (repeat for more; the first is where its new items go; \"*\" is every group).",
+            valueName: "group"))
     var groups: [String] = []
 
-    @Option(name: [.customShort("i"), .customLong("application-identifier")],
-            help: ArgumentHelp("The program's application identifier (TEAMID.com.example.app), its last access group.", valueName: "id"))
+    @Option(
+        name: [.customShort("i"), .customLong("application-identifier")],
+        help: ArgumentHelp("The program's application identifier (TEAMID.com.example.app), its last access group.", valueName: "id"))
     var applicationIdentifier: String?
 
     @Option(name: .customLong("flatpak"), help: ArgumentHelp("Register the Flatpak app with this app ID instead of an executable.", valueName: "app-id"))
@@ -83,7 +86,7 @@ struct AppAdd: AsyncParsableCommand {
         if let flatpak, !Self.isWellFormed(flatpak) || flatpak.contains("/") || !flatpak.contains(".") || flatpak.hasPrefix("-") {
             throw ValidationError("'\(flatpak)' is not a Flatpak app ID; they look like org.example.App (see `flatpak list --app`).")
         }
-        if let snap, snap.isEmpty || snap.hasPrefix("-") || !snap.unicodeScalars.allSatisfy({ ("a" ... "z").contains($0) || ("0" ... "9").contains($0) || $0 == "-" }) {
+        if let snap, snap.isEmpty || snap.hasPrefix("-") || !snap.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" }) {
             throw ValidationError("'\(snap)' is not a snap name; snap names are lower-case letters, digits and hyphens (see `snap list`).")
         }
     }
@@ -113,8 +116,9 @@ struct AppAdd: AsyncParsableCommand {
             throw ValidationError("Name one program: an executable PATH, --flatpak APPID or --snap NAME.")
         }
         var seen = Set<String>()
-        let entry = KeychainStore.RegisteredProgram(program: program, applicationIdentifier: applicationIdentifier,
-                                    accessGroups: groups.filter { seen.insert($0).inserted })
+        let entry = KeychainStore.RegisteredProgram(
+            program: program, applicationIdentifier: applicationIdentifier,
+            accessGroups: groups.filter { seen.insert($0).inserted })
         try ProgramRegistry.current().register(entry, function: Self.function)
         Output.standardOutput("registered \(entry.listLine)\n")
     }
@@ -151,13 +155,13 @@ struct AppList: AsyncParsableCommand {
         commandName: "list",
         abstract: "List the registered programs.",
         discussion: """
-        Prints one program per line, sorted, as fields separated by two spaces: the program (an executable's \
-        absolute path, flatpak:APPID or snap:NAME); for an executable, sha256= and the first 12 hex digits of \
-        the SHA-256 recorded when it was registered; groups= and its access groups separated by commas, when \
-        it has any; app-id= and its application identifier, when it has one. For example: \
-        "/usr/bin/foo  sha256=0123456789ab  groups=TEAM.a,TEAM.shared  app-id=TEAM.com.example.foo". Prints \
-        nothing when no program is registered.
-        """
+            Prints one program per line, sorted, as fields separated by two spaces: the program (an executable's \
+            absolute path, flatpak:APPID or snap:NAME); for an executable, sha256= and the first 12 hex digits of \
+            the SHA-256 recorded when it was registered; groups= and its access groups separated by commas, when \
+            it has any; app-id= and its application identifier, when it has one. For example: \
+            "/usr/bin/foo  sha256=0123456789ab  groups=TEAM.a,TEAM.shared  app-id=TEAM.com.example.foo". Prints \
+            nothing when no program is registered.
+            """
     )
 
     /// The function name printed in this verb's errors.
@@ -176,12 +180,12 @@ struct AppRemove: AsyncParsableCommand {
         commandName: "remove",
         abstract: "Remove a program's registration.",
         discussion: """
-        Names the program as `security app list` shows it: an executable's path (a relative path or a \
-        symlink is resolved while the file exists), a Flatpak app ID or a snap name (with or without the \
-        flatpak: or snap: prefix). Prints "removed N program(s)". The program then gets only a private access \
-        group of its own; its items in the registered groups stay, out of its reach. When no program is \
-        registered under the name, exits 44, as a lookup that finds nothing does.
-        """
+            Names the program as `security app list` shows it: an executable's path (a relative path or a \
+            symlink is resolved while the file exists), a Flatpak app ID or a snap name (with or without the \
+            flatpak: or snap: prefix). Prints "removed N program(s)". The program then gets only a private access \
+            group of its own; its items in the registered groups stay, out of its reach. When no program is \
+            registered under the name, exits 44, as a lookup that finds nothing does.
+            """
     )
 
     /// The function name printed in this verb's errors.
@@ -194,8 +198,9 @@ struct AppRemove: AsyncParsableCommand {
         let name = Self.registryName(program)
         let removed = try ProgramRegistry.current().remove(name, function: Self.function)
         guard removed > 0 else {
-            throw ToolFailure(Self.function, status: .itemNotFound,
-                              detail: "No program named \(name) is registered; `security app list` shows the registered ones.")
+            throw ToolFailure(
+                Self.function, status: .itemNotFound,
+                detail: "No program named \(name) is registered; `security app list` shows the registered ones.")
         }
         Output.standardOutput("removed \(removed) program\(removed == 1 ? "" : "s")\n")
     }

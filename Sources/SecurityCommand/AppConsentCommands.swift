@@ -8,17 +8,17 @@ struct AppConsents: AsyncParsableCommand {
         commandName: "consents",
         abstract: "List what programs were allowed or refused for good.",
         discussion: """
-        When a program asks for something the keychain guards by asking the person ("allow PROGRAM to use …?"), \\
-        an answer of always or deny is remembered for that program and subject; once is not. Prints one \\
-        decision per line, sorted by program, as fields separated by two spaces: the program (an executable's \\
-        absolute path, flatpak:APPID or snap:NAME); for an executable, sha256= and the first 12 hex digits of \\
-        the SHA-256 the decision is bound to (a changed binary is asked again); always or deny; the date it was \\
-        decided (UTC, ISO 8601); subject= and the subject's identifier (what `security app revoke --subject` \\
-        takes); and last the subject as the person saw it in the prompt. Control characters in names are shown \\
-        as \\u{…} escapes. For example: "/usr/bin/foo  sha256=0123456789ab  always  2026-11-25T10:50:29Z  \\
-        subject=/org/freedesktop/secrets/collection/login  Login". Prints nothing when nothing is remembered. \\
-        Goes through keychaind when it is reachable (see `security help app`).
-        """
+            When a program asks for something the keychain guards by asking the person ("allow PROGRAM to use …?"), \\
+            an answer of always or deny is remembered for that program and subject; once is not. Prints one \\
+            decision per line, sorted by program, as fields separated by two spaces: the program (an executable's \\
+            absolute path, flatpak:APPID or snap:NAME); for an executable, sha256= and the first 12 hex digits of \\
+            the SHA-256 the decision is bound to (a changed binary is asked again); always or deny; the date it was \\
+            decided (UTC, ISO 8601); subject= and the subject's identifier (what `security app revoke --subject` \\
+            takes); and last the subject as the person saw it in the prompt. Control characters in names are shown \\
+            as \\u{…} escapes. For example: "/usr/bin/foo  sha256=0123456789ab  always  2026-11-25T10:50:29Z  \\
+            subject=/org/freedesktop/secrets/collection/login  Login". Prints nothing when nothing is remembered. \\
+            Goes through keychaind when it is reachable (see `security help app`).
+            """
     )
 
     /// The function name printed in this verb's errors.
@@ -45,13 +45,13 @@ struct AppRevoke: AsyncParsableCommand {
         commandName: "revoke",
         abstract: "Forget what a program was allowed or refused for good.",
         discussion: """
-        Names the program as `security app consents` shows it: an executable's path (a relative path or a \\
-        symlink is resolved while the file exists; every SHA-256 recorded under the path is revoked), a \\
-        Flatpak app ID or a snap name (with or without the flatpak: or snap: prefix). With --subject, only the \\
-        decision about that subject (the value after subject= in the list) is forgotten. The program is asked \\
-        again the next time. Prints "revoked N decision(s)". When nothing is remembered for the program (and \\
-        subject), exits 44, as a lookup that finds nothing does.
-        """
+            Names the program as `security app consents` shows it: an executable's path (a relative path or a \\
+            symlink is resolved while the file exists; every SHA-256 recorded under the path is revoked), a \\
+            Flatpak app ID or a snap name (with or without the flatpak: or snap: prefix). With --subject, only the \\
+            decision about that subject (the value after subject= in the list) is forgotten. The program is asked \\
+            again the next time. Prints "revoked N decision(s)". When nothing is remembered for the program (and \\
+            subject), exits 44, as a lookup that finds nothing does.
+            """
     )
 
     /// The function name printed in this verb's errors.
@@ -79,8 +79,9 @@ struct AppRevoke: AsyncParsableCommand {
         }
         guard revoked > 0 else {
             let about = subject.map { " about \(printable($0))" } ?? ""
-            throw ToolFailure(Self.function, status: .itemNotFound,
-                              detail: "Nothing is remembered for \(printable(name))\(about); `security app consents` lists what is.")
+            throw ToolFailure(
+                Self.function, status: .itemNotFound,
+                detail: "Nothing is remembered for \(printable(name))\(about); `security app consents` lists what is.")
         }
         Output.standardOutput("revoked \(revoked) decision\(revoked == 1 ? "" : "s")\n")
     }

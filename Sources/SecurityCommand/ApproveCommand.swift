@@ -8,16 +8,16 @@ struct Approve: AsyncParsableCommand {
         commandName: "approve",
         abstract: "List the requests waiting for your approval, or answer one.",
         discussion: """
-        When a program asks keychaind for something only you may allow (another program's secret, registering a \\
-        program, changing a setting, a backup) and no prompt can ask you where it runs (no display, no terminal, \\
-        no pinentry), the request waits, for the prompt timeout, for you to answer it here. Without ID, prints one \\
-        waiting request per line: its ID, the program as keychaind identified it, what it wants, and how long it \\
-        has waited and may still wait. With ID, allows it once (or always with --always, or refuses it with \\
-        --deny, both remembered for that program): keychaind asks for the keychain's passcode with its own \\
-        pinentry on this terminal first, never on standard input. Approving needs a passcode (any program of \\
-        yours can type into a terminal it opened, so only the passcode proves it is you); with none set, run the \\
-        waiting command from a desktop session or a terminal instead.
-        """
+            When a program asks keychaind for something only you may allow (another program's secret, registering a \\
+            program, changing a setting, a backup) and no prompt can ask you where it runs (no display, no terminal, \\
+            no pinentry), the request waits, for the prompt timeout, for you to answer it here. Without ID, prints one \\
+            waiting request per line: its ID, the program as keychaind identified it, what it wants, and how long it \\
+            has waited and may still wait. With ID, allows it once (or always with --always, or refuses it with \\
+            --deny, both remembered for that program): keychaind asks for the keychain's passcode with its own \\
+            pinentry on this terminal first, never on standard input. Approving needs a passcode (any program of \\
+            yours can type into a terminal it opened, so only the passcode proves it is you); with none set, run the \\
+            waiting command from a desktop session or a terminal instead.
+            """
     )
 
     /// The function name printed in this verb's errors.

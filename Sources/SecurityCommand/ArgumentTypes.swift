@@ -29,9 +29,9 @@ struct HexData: ExpressibleByArgument, Sendable {
         var nibbles: [UInt8] = []
         for character in argument.utf8 {
             switch character {
-            case UInt8(ascii: "0") ... UInt8(ascii: "9"): nibbles.append(character - UInt8(ascii: "0"))
-            case UInt8(ascii: "a") ... UInt8(ascii: "f"): nibbles.append(character - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A") ... UInt8(ascii: "F"): nibbles.append(character - UInt8(ascii: "A") + 10)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibbles.append(character - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibbles.append(character - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibbles.append(character - UInt8(ascii: "A") + 10)
             default: return nil
             }
         }

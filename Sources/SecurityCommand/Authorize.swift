@@ -8,12 +8,12 @@ struct Authorize: AsyncParsableCommand {
         commandName: "authorize",
         abstract: "Manage the keychain's authorizations (proofs of the user's presence).",
         discussion: """
-        A read of an item with an access control (add-generic-password --access-control) asks for the user's \
-        presence, and the proof may serve the same program's later reads under the same authentication context \
-        for a while (LAContext's reuse duration, at most 300 seconds). --reset forgets every such proof, for \
-        every program, so the next read asks again, and prints how many contexts held one. macOS's \
-        authorization-database rights (authorize <right>) have no counterpart here.
-        """
+            A read of an item with an access control (add-generic-password --access-control) asks for the user's \
+            presence, and the proof may serve the same program's later reads under the same authentication context \
+            for a while (LAContext's reuse duration, at most 300 seconds). --reset forgets every such proof, for \
+            every program, so the next read asks again, and prints how many contexts held one. macOS's \
+            authorization-database rights (authorize <right>) have no counterpart here.
+            """
     )
 
     /// The function name failures print.

@@ -83,12 +83,12 @@ struct BackupKeychain: AsyncParsableCommand {
         commandName: "backup-keychain",
         abstract: "Back up the keychain to an encrypted file.",
         discussion: """
-        Items restore on any machine, except ThisDeviceOnly items, whose secrets stay bound to this machine's \
-        device key, and WhenPasscodeSetThisDeviceOnly items, which are never backed up. The keychain must be \
-        unlocked (you are asked for its passcode on the terminal when one is set). The backup password is asked \
-        for twice on the terminal (echo off); scripts give it as one line on standard input with --password-stdin. \
-        -P <password> still works but puts it on the command line, where other users can read it.
-        """
+            Items restore on any machine, except ThisDeviceOnly items, whose secrets stay bound to this machine's \
+            device key, and WhenPasscodeSetThisDeviceOnly items, which are never backed up. The keychain must be \
+            unlocked (you are asked for its passcode on the terminal when one is set). The backup password is asked \
+            for twice on the terminal (echo off); scripts give it as one line on standard input with --password-stdin. \
+            -P <password> still works but puts it on the command line, where other users can read it.
+            """
     )
 
     static let function = "SecKeychainBackup"
@@ -96,7 +96,9 @@ struct BackupKeychain: AsyncParsableCommand {
     @Option(name: .customShort("o"), help: ArgumentHelp("The backup file to write (mode 0600).", valueName: "file"))
     var output: String
 
-    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The backup password, on the command line where other users can read it (leave it out to be asked twice on the terminal, or use --password-stdin).", valueName: "password"))
+    @Option(
+        name: .customShort("P"), parsing: .unconditional,
+        help: ArgumentHelp("The backup password, on the command line where other users can read it (leave it out to be asked twice on the terminal, or use --password-stdin).", valueName: "password"))
     var password: String?
 
     @Flag(name: .customLong("password-stdin"), help: "Read the backup password from standard input: one line, without its trailing newline (for scripts).")
@@ -124,11 +126,11 @@ struct RestoreKeychain: AsyncParsableCommand {
         commandName: "restore-keychain",
         abstract: "Restore items from an encrypted keychain backup.",
         discussion: """
-        Merges by primary key: an item the keychain already has is replaced only if the backup's copy is newer. \
-        A wrong password or a truncated or damaged file changes nothing. A damaged item of the keychain (see \
-        verify-keychain) is replaced by the backup's copy. The password is asked for on the terminal (echo off); \
-        scripts give it as one line on standard input with --password-stdin.
-        """
+            Merges by primary key: an item the keychain already has is replaced only if the backup's copy is newer. \
+            A wrong password or a truncated or damaged file changes nothing. A damaged item of the keychain (see \
+            verify-keychain) is replaced by the backup's copy. The password is asked for on the terminal (echo off); \
+            scripts give it as one line on standard input with --password-stdin.
+            """
     )
 
     static let function = "SecKeychainRestore"
@@ -136,7 +138,9 @@ struct RestoreKeychain: AsyncParsableCommand {
     @Option(name: .customShort("i"), help: ArgumentHelp("The backup file to read.", valueName: "file"))
     var input: String
 
-    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The backup password, on the command line where other users can read it (leave it out to be asked on the terminal, or use --password-stdin).", valueName: "password"))
+    @Option(
+        name: .customShort("P"), parsing: .unconditional,
+        help: ArgumentHelp("The backup password, on the command line where other users can read it (leave it out to be asked on the terminal, or use --password-stdin).", valueName: "password"))
     var password: String?
 
     @Flag(name: .customLong("password-stdin"), help: "Read the backup password from standard input: one line, without its trailing newline (for scripts).")

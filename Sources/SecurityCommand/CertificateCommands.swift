@@ -34,12 +34,14 @@ enum CertificateItems {
     /// Adds certificates; a duplicate fails like macOS's `SecCertificateAddToKeychain`, unless `ignoringDuplicates`
     /// (as macOS's PKCS#12 import does: two identities from one CA share its certificate): then a certificate the
     /// keychain already holds is left as it is.
-    static func add(_ certificates: [KeychainCertificate], _ context: ToolContext, function: String,
-                    ignoringDuplicates: Bool = false) throws(ToolFailure) {
+    static func add(
+        _ certificates: [KeychainCertificate], _ context: ToolContext, function: String,
+        ignoringDuplicates: Bool = false
+    ) throws(ToolFailure) {
         for certificate in certificates {
             do {
                 try context.store.add(certificate)
-            } catch where ignoringDuplicates && error.status == .duplicateItem {
+            } catch  where ignoringDuplicates && error.status == .duplicateItem {
                 continue
             } catch {
                 throw ToolFailure(function, error)
@@ -64,7 +66,8 @@ struct AddCertificates: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add-certificates",
         abstract: "Add certificates to a keychain.",
-        discussion: "Each file holds one DER certificate or any number of PEM certificates. The keychain derives each certificate's attributes (subject, issuer, serial number, key hashes); the same certificate twice is a duplicate."
+        discussion:
+            "Each file holds one DER certificate or any number of PEM certificates. The keychain derives each certificate's attributes (subject, issuer, serial number, key hashes); the same certificate twice is a duplicate."
     )
 
     @Option(name: .customShort("k"), help: ArgumentHelp("The keychain to add to (a name such as `work`, or its path; default: the default keychain).", valueName: "keychain"))
@@ -194,7 +197,7 @@ struct DeleteCertificate: AsyncParsableCommand {
         if trustSettings {
             do {
                 try KeychainTrustSettings.remove(certificate, domain: .user)
-            } catch where error.status == .itemNotFound {
+            } catch  where error.status == .itemNotFound {
                 // It had none.
             } catch {
                 throw ToolFailure("SecTrustSettingsRemoveTrustSettings", error)
@@ -222,7 +225,8 @@ struct FindIdentity: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "find-identity",
         abstract: "Find an identity (certificate + private key).",
-        discussion: "Lists each identity's SHA-1 hash and name; an identity is valid when its certificate chains to a trusted root (the system's, and the keychain's certificates as intermediates) under the policy."
+        discussion:
+            "Lists each identity's SHA-1 hash and name; an identity is valid when its certificate chains to a trusted root (the system's, and the keychain's certificates as intermediates) under the policy."
     )
 
     @Option(name: .customShort("p"), help: ArgumentHelp("The policy identities are evaluated with.", valueName: "policy"))
@@ -264,7 +268,8 @@ struct VerifyCert: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify-cert",
         abstract: "Verify certificate(s).",
-        discussion: "The first -c file's first certificate is the leaf; the other certificates are intermediates. With -r, only those roots are trusted; without, the System Roots (the Debian CA bundle and /etc/ssl/certs) and the user's and admin's trust settings. With -R crl (or --crl), revocation is checked against installed CRLs (security add-crl) and the --crl files; with -R ocsp, a certificate no current CRL covers is asked of the OCSP responder it names (not with -R offline)."
+        discussion:
+            "The first -c file's first certificate is the leaf; the other certificates are intermediates. With -r, only those roots are trusted; without, the System Roots (the Debian CA bundle and /etc/ssl/certs) and the user's and admin's trust settings. With -R crl (or --crl), revocation is checked against installed CRLs (security add-crl) and the --crl files; with -R ocsp, a certificate no current CRL covers is asked of the OCSP responder it names (not with -R offline)."
     )
 
     @Option(name: .customShort("c"), help: ArgumentHelp("Certificate file(s), PEM or DER; the leaf first.", valueName: "certFile"))
@@ -291,7 +296,10 @@ struct VerifyCert: AsyncParsableCommand {
     @Flag(name: .customShort("q"), help: "Quiet: print nothing on success.")
     var quiet = false
 
-    @Option(name: .customShort("R"), help: ArgumentHelp("Check revocation: crl, ocsp (ask the certificate's OCSP responder), require (fail when a status is unknown), offline (no network). Repeatable.", valueName: "revCheckOption"))
+    @Option(
+        name: .customShort("R"),
+        help: ArgumentHelp(
+            "Check revocation: crl, ocsp (ask the certificate's OCSP responder), require (fail when a status is unknown), offline (no network). Repeatable.", valueName: "revCheckOption"))
     var revocation: [RevocationCheckOption] = []
 
     @Option(name: .customLong("crl"), help: ArgumentHelp("A CRL file (PEM or DER) to use beside the installed ones (security add-crl). Repeatable.", valueName: "crlFile"))
@@ -314,8 +322,9 @@ struct VerifyCert: AsyncParsableCommand {
         let options = revocation.isEmpty && crls.isEmpty ? nil : methods
         let verification: KeychainCertificateVerification
         do {
-            verification = try leaf.verify(intermediates: Array(chain.dropFirst()), anchors: anchors, anchorsOnly: !anchors.isEmpty,
-                                           hostname: policy == .ssl || host != nil ? host : nil, revocation: options, crls: crls)
+            verification = try leaf.verify(
+                intermediates: Array(chain.dropFirst()), anchors: anchors, anchorsOnly: !anchors.isEmpty,
+                hostname: policy == .ssl || host != nil ? host : nil, revocation: options, crls: crls)
         } catch {
             var failure = ToolFailure.input(function, "Cert Verify Result: \(Self.cssmName(error.status))")
             failure.detail = error.message

@@ -19,24 +19,27 @@ struct DaemonStatus: AsyncParsableCommand {
         commandName: "status",
         abstract: "Show whether keychaind is running and what it serves.",
         discussion: """
-        Asks the keychaind the item verbs use (KEYCHAIN_DAEMON_SOCKET, else the system keychaind when it is \
-        installed, else the keychain's per-user keychaind), or the one at --socket. When it answers, prints \
-        "keychaind: running (pid N)", then "socket:", "mode:" (per-user, started on demand, or system), \
-        "uptime:", "keychain:" (its KEYCHAIN_HOME), "lock state:" (unlocked, locked, no passcode or before \
-        first unlock), "caller:" (this process as the daemon identifies it), "admin tool:" (yes when this is \
-        the security installed beside keychaind, which may manage the keychain) and "access groups:", one \
-        per line, and exits 0. When nothing answers, prints "keychaind: not running (socket PATH)" and exits 1. \
-        Warns on standard error when the kernel lets any program of a user attach to another of the same user \
-        (kernel.yama.ptrace_scope 0, or no Yama): such a program can act as any other of that user, and keychaind \
-        can refuse only the ones it sees being traced.
-        """
+            Asks the keychaind the item verbs use (KEYCHAIN_DAEMON_SOCKET, else the system keychaind when it is \
+            installed, else the keychain's per-user keychaind), or the one at --socket. When it answers, prints \
+            "keychaind: running (pid N)", then "socket:", "mode:" (per-user, started on demand, or system), \
+            "uptime:", "keychain:" (its KEYCHAIN_HOME), "lock state:" (unlocked, locked, no passcode or before \
+            first unlock), "caller:" (this process as the daemon identifies it), "admin tool:" (yes when this is \
+            the security installed beside keychaind, which may manage the keychain) and "access groups:", one \
+            per line, and exits 0. When nothing answers, prints "keychaind: not running (socket PATH)" and exits 1. \
+            Warns on standard error when the kernel lets any program of a user attach to another of the same user \
+            (kernel.yama.ptrace_scope 0, or no Yama): such a program can act as any other of that user, and keychaind \
+            can refuse only the ones it sees being traced.
+            """
     )
 
     /// The function name printed when the daemon answers with an error.
     static let function = "daemon status"
 
-    @Option(name: .long, help: ArgumentHelp("The daemon's socket (default: the keychaind the item verbs use).",
-                                            valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The daemon's socket (default: the keychaind the item verbs use).",
+            valueName: "path"))
     var socket: String?
 
     func run() async throws {
@@ -48,7 +51,7 @@ struct DaemonStatus: AsyncParsableCommand {
         let status: KeychainStore.Status
         do throws(KeychainError) {
             status = try KeychainStore.daemonStatus(socket: path)
-        } catch where error.code == .notAvailable && error.status != .wrongSecVersion {
+        } catch  where error.code == .notAvailable && error.status != .wrongSecVersion {
             let onDemand = expected?.startsOnDemand == true ? "; the next keychain call starts it" : ""
             Output.standardOutput("keychaind: not running (socket \(path)\(onDemand))\n")
             throw ExitCode(1)
@@ -68,12 +71,12 @@ struct DaemonStatus: AsyncParsableCommand {
         guard value == nil || value == "0" else { return nil }
         let setting = value == nil ? "this kernel has no Yama (kernel.yama.ptrace_scope)" : "kernel.yama.ptrace_scope is 0"
         return """
-        warning: \(setting), so any program you run can attach to any other of yours (ptrace, /proc/PID/mem) and act \
-        as it. keychaind refuses a client it sees traced, but code injected without a tracer goes unseen: a program \
-        registered with keychaind is only as safe as every other program you run. Set kernel.yama.ptrace_scope=1 \
-        (sysctl, or /etc/sysctl.d) to allow attaching to one's own children only.
+            warning: \(setting), so any program you run can attach to any other of yours (ptrace, /proc/PID/mem) and act \
+            as it. keychaind refuses a client it sees traced, but code injected without a tracer goes unseen: a program \
+            registered with keychaind is only as safe as every other program you run. Set kernel.yama.ptrace_scope=1 \
+            (sysctl, or /etc/sysctl.d) to allow attaching to one's own children only.
 
-        """
+            """
     }
 
     /// The lines printed for the daemon's status.
@@ -101,9 +104,10 @@ struct DaemonStatus: AsyncParsableCommand {
     /// when it cannot be read.
     static func uptime(ofProcess pid: Int32) -> Int? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")"),
-              let boot = try? String(contentsOfFile: "/proc/uptime", encoding: .utf8),
-              let sinceBoot = boot.split(separator: " ").first.flatMap({ Double($0) }) else { return nil }
+            let close = stat.lastIndex(of: ")"),
+            let boot = try? String(contentsOfFile: "/proc/uptime", encoding: .utf8),
+            let sinceBoot = boot.split(separator: " ").first.flatMap({ Double($0) })
+        else { return nil }
         // Fields after the command's closing parenthesis start at field 3; the start time is field 22.
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         let ticks = sysconf(Int32(_SC_CLK_TCK))

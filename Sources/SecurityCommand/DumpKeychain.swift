@@ -8,10 +8,10 @@ struct DumpKeychain: AsyncParsableCommand {
         commandName: "dump-keychain",
         abstract: "Dump the contents of the keychain.",
         discussion: """
-        Prints every generic and internet password, local and synchronizable; secrets only with -d, and when \
-        the keychain has a passcode, only after it is given (asked for on the terminal). A damaged password \
-        item (see verify-keychain) is listed on stderr and the command exits with errSecDecode's status (93).
-        """
+            Prints every generic and internet password, local and synchronizable; secrets only with -d, and when \
+            the keychain has a passcode, only after it is given (asked for on the terminal). A damaged password \
+            item (see verify-keychain) is listed on stderr and the command exits with errSecDecode's status (93).
+            """
     )
 
     @Flag(name: .customShort("a"), help: "Dump access control list of items (accepted for compatibility; ignored).")
@@ -26,10 +26,12 @@ struct DumpKeychain: AsyncParsableCommand {
         let context = try ToolContext.open(accessGroup: keychain.accessGroup, createIfMissing: false, keychains: keychain.keychains)
         // (Through keychaind, the daemon itself asks the tool for the passcode before any item call.)
         if showData, let status = try? context.store.status(), status.daemon == nil,
-           status.lockStatus == .beforeFirstUnlock || status.lockStatus == .locked {
+            status.lockStatus == .beforeFirstUnlock || status.lockStatus == .locked
+        {
             // Every secret at once: the passcode first, even for the items that need none.
-            let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
-                                                  hint: "dump-keychain -d shows every secret only after the keychain's passcode; run it from a terminal.")
+            let passcode = try PasswordPrompt.ask(
+                "password to unlock default: ", function: UnlockKeychain.function,
+                hint: "dump-keychain -d shows every secret only after the keychain's passcode; run it from a terminal.")
             do {
                 try context.store.unlock(passcode: passcode)
             } catch {

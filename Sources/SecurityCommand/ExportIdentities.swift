@@ -29,19 +29,24 @@ extension ExportCommand {
             }
             let label = item.attributes["labl"]?.stringValue ?? keyItem.attributes["labl"]?.stringValue ?? certificate.subjectSummary
             identities.append(KeychainIdentityExport(key: key, certificate: certificate, friendlyName: label))
-            for issuer in certificate.issuers(in: certificates.map(\.1)) where !chain.contains(where: { $0.der == issuer.der })
-                && !identities.contains(where: { $0.certificate.der == issuer.der }) {
+            for issuer in certificate.issuers(in: certificates.map(\.1))
+            where !chain.contains(where: { $0.der == issuer.der })
+                && !identities.contains(where: { $0.certificate.der == issuer.der })
+            {
                 chain.append(issuer)
             }
         }
         guard !identities.isEmpty else {
             if tokenIdentities > 0 {
-                throw ToolFailure(function, status: .unimplemented, detail: "The keychain's identities have keys that never leave it (token keys): they cannot be exported. Export their certificates with -t certs.")
+                throw ToolFailure(
+                    function, status: .unimplemented, detail: "The keychain's identities have keys that never leave it (token keys): they cannot be exported. Export their certificates with -t certs.")
             }
             throw ToolFailure(function, status: .itemNotFound, detail: "The keychain has no identity: a certificate together with its private key.")
         }
         if tokenIdentities > 0 {
-            Output.standardError("security: \(tokenIdentities) \(tokenIdentities == 1 ? "identity was" : "identities were") left out: \(tokenIdentities == 1 ? "its key never leaves" : "their keys never leave") the keychain.\n")
+            Output.standardError(
+                "security: \(tokenIdentities) \(tokenIdentities == 1 ? "identity was" : "identities were") left out: \(tokenIdentities == 1 ? "its key never leaves" : "their keys never leave") the keychain.\n"
+            )
         }
         let password = try newPassphrase()
         let data: Data

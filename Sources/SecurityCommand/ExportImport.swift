@@ -17,14 +17,14 @@ struct ExportCommand: AsyncParsableCommand {
         commandName: "export",
         abstract: "Export items from a keychain.",
         discussion: """
-        -f backup -t all writes the whole keychain in the backup format, sealed under the passphrase (asked \
-        twice on the terminal, or one line of standard input with --passphrase-stdin), exactly as backup-keychain does; import -f backup reads it back. Otherwise \
-        certificates (-t certs) and public keys (-t pubKeys) are written as PEM (pemseq, the default), or one \
-        certificate as DER (-f x509, PEM with -p). -t identities -f pkcs12 writes every identity (a certificate \
-        and its private key), with the certificates of its chain found in the keychain, into one PKCS#12 file \
-        sealed under the passphrase as OpenSSL 3 does (PBKDF2, AES-256-CBC, HMAC-SHA-256); keys that never leave \
-        the keychain (token keys) are not exported. Bare private keys are not exported.
-        """
+            -f backup -t all writes the whole keychain in the backup format, sealed under the passphrase (asked \
+            twice on the terminal, or one line of standard input with --passphrase-stdin), exactly as backup-keychain does; import -f backup reads it back. Otherwise \
+            certificates (-t certs) and public keys (-t pubKeys) are written as PEM (pemseq, the default), or one \
+            certificate as DER (-f x509, PEM with -p). -t identities -f pkcs12 writes every identity (a certificate \
+            and its private key), with the certificates of its chain found in the keychain, into one PKCS#12 file \
+            sealed under the passphrase as OpenSSL 3 does (PBKDF2, AES-256-CBC, HMAC-SHA-256); keys that never leave \
+            the keychain (token keys) are not exported. Bare private keys are not exported.
+            """
     )
 
     static let function = "SecKeychainItemExport"
@@ -49,11 +49,16 @@ struct ExportCommand: AsyncParsableCommand {
     @Flag(name: .customShort("p"), help: "PEM encode the output (accepted for compatibility).")
     var pem = false
 
-    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The passphrase the export is sealed under, on the command line where other users can read it (leave it out to be asked twice on the terminal, or use --passphrase-stdin).", valueName: "passphrase"))
+    @Option(
+        name: .customShort("P"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "The passphrase the export is sealed under, on the command line where other users can read it (leave it out to be asked twice on the terminal, or use --passphrase-stdin).",
+            valueName: "passphrase"))
     var passphrase: String?
 
-    @Flag(name: [.customLong("passphrase-stdin"), .customLong("password-stdin")],
-          help: "Read the passphrase from standard input: one line, without its trailing newline (for scripts).")
+    @Flag(
+        name: [.customLong("passphrase-stdin"), .customLong("password-stdin")],
+        help: "Read the passphrase from standard input: one line, without its trailing newline (for scripts).")
     var passphraseFromStandardInput = false
 
     @Option(name: .customShort("o"), help: ArgumentHelp("The file to write (mode 0600; default: standard output).", valueName: "outfile"))
@@ -75,8 +80,9 @@ struct ExportCommand: AsyncParsableCommand {
         guard type == .all else {
             throw ToolFailure(Self.function, status: .param, detail: "The backup format holds the whole keychain: use -t all (the default).")
         }
-        let secret = try KeychainBackups.newPassword(passphrase, fromStandardInput: passphraseFromStandardInput, function: Self.function,
-                                                     hint: "Give it on standard input with --passphrase-stdin.")
+        let secret = try KeychainBackups.newPassword(
+            passphrase, fromStandardInput: passphraseFromStandardInput, function: Self.function,
+            hint: "Give it on standard input with --passphrase-stdin.")
         try write(KeychainBackups.make(password: secret, keychain: keychain, function: Self.function).data)
     }
 
@@ -104,7 +110,9 @@ extension ExportCommand {
             throw ToolFailure(function, status: .unsupportedFormat, detail: ExchangeFormat.notYet)
         }
         guard [.certs, .pubKeys, .all].contains(type) else {
-            throw ToolFailure(function, status: .unsupportedFormat, detail: "Identities export as PKCS#12 (-t identities -f pkcs12); bare private keys stay in the keychain: export certificates (-t certs) or public keys (-t pubKeys).")
+            throw ToolFailure(
+                function, status: .unsupportedFormat,
+                detail: "Identities export as PKCS#12 (-t identities -f pkcs12); bare private keys stay in the keychain: export certificates (-t certs) or public keys (-t pubKeys).")
         }
         let context = try ToolContext.open(accessGroup: nil, createIfMissing: false, keychains: keychain.map { [$0] } ?? [])
         let certificates = type == .pubKeys ? [] : try CertificateItems.all(context).map(\.1)
@@ -129,8 +137,9 @@ extension ExportCommand {
         var out: [String] = []
         for item in try context.all(.key, function: function) {
             guard let key = KeychainKey(item: item),
-                  let label = try? key.applicationLabel(), seen.insert(label).inserted,
-                  let pem = try? key.publicKeyPEM() else { continue }
+                let label = try? key.applicationLabel(), seen.insert(label).inserted,
+                let pem = try? key.publicKeyPEM()
+            else { continue }
             out.append(pem)
         }
         return out
@@ -144,13 +153,13 @@ struct ImportCommand: AsyncParsableCommand {
         commandName: "import",
         abstract: "Import items into a keychain.",
         discussion: """
-        A file in the backup format (written by export -f backup or backup-keychain) is recognized without -f \
-        and merged into the keychain: the newer copy of each item wins, and a wrong passphrase or a damaged file \
-        changes nothing. PEM files (certificates, private and public keys), DER certificates and keys, and \
-        password-protected PKCS#12 files (an identity and its chain) are added to the keychain. The passphrase of \
-        a backup or PKCS#12 file is asked for on the terminal (echo off); scripts give it as one line on standard \
-        input with --passphrase-stdin.
-        """
+            A file in the backup format (written by export -f backup or backup-keychain) is recognized without -f \
+            and merged into the keychain: the newer copy of each item wins, and a wrong passphrase or a damaged file \
+            changes nothing. PEM files (certificates, private and public keys), DER certificates and keys, and \
+            password-protected PKCS#12 files (an identity and its chain) are added to the keychain. The passphrase of \
+            a backup or PKCS#12 file is asked for on the terminal (echo off); scripts give it as one line on standard \
+            input with --passphrase-stdin.
+            """
     )
 
     static let function = "SecKeychainItemImport"
@@ -178,11 +187,16 @@ struct ImportCommand: AsyncParsableCommand {
     @Flag(name: .customShort("x"), help: "Imported private keys are not extractable (accepted for compatibility).")
     var nonExtractable = false
 
-    @Option(name: .customShort("P"), parsing: .unconditional, help: ArgumentHelp("The passphrase the file is sealed under, on the command line where other users can read it (leave it out to be asked on the terminal, or use --passphrase-stdin).", valueName: "passphrase"))
+    @Option(
+        name: .customShort("P"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "The passphrase the file is sealed under, on the command line where other users can read it (leave it out to be asked on the terminal, or use --passphrase-stdin).", valueName: "passphrase"
+        ))
     var passphrase: String?
 
-    @Flag(name: [.customLong("passphrase-stdin"), .customLong("password-stdin")],
-          help: "Read the passphrase from standard input: one line, without its trailing newline (for scripts).")
+    @Flag(
+        name: [.customLong("passphrase-stdin"), .customLong("password-stdin")],
+        help: "Read the passphrase from standard input: one line, without its trailing newline (for scripts).")
     var passphraseFromStandardInput = false
 
     @Flag(name: .customShort("A"), help: "Allow any application to use the imported items (accepted for compatibility).")
@@ -231,8 +245,10 @@ struct ImportCommand: AsyncParsableCommand {
         if let contents {
             try CertificateItems.add(keys: contents.privateKeys + contents.publicKeys, context, function: Self.function)
             try CertificateItems.add(contents.certificates, context, function: Self.function)
-            Output.standardOutput(Self.summary(keys: contents.privateKeys.count + contents.publicKeys.count,
-                                               certificates: contents.certificates.count, identities: 0))
+            Output.standardOutput(
+                Self.summary(
+                    keys: contents.privateKeys.count + contents.publicKeys.count,
+                    certificates: contents.certificates.count, identities: 0))
             return
         }
         // Not PEM, a DER certificate or a key: a PKCS#12 file, or nothing this tool reads.
@@ -243,7 +259,7 @@ struct ImportCommand: AsyncParsableCommand {
         let archive: KeychainKeyAndCertificateFile.PKCS12Archive
         do {
             archive = try KeychainKeyAndCertificateFile.pkcs12(data, password: secret)
-        } catch where error.code == .corruptData && format == nil {
+        } catch  where error.code == .corruptData && format == nil {
             throw ToolFailure(Self.function, status: .unknownFormat, detail: "\(input): \(error.message)")
         } catch {
             throw ToolFailure(Self.function, error)

@@ -15,17 +15,17 @@ struct ImportSecretService: AsyncParsableCommand {
         commandName: "import-secret-service",
         abstract: "Copy every item of the Secret Service provider on the session bus into the keychain.",
         discussion: """
-        Reads the provider that owns org.freedesktop.secrets on the session bus (DBUS_SESSION_BUS_ADDRESS): \
-        gnome-keyring, KeePassXC. Its default collection's items go to the keychain's default collection \
-        (login), other collections' to the collection of the same label, made when missing. Labels, attributes, \
-        content types, secrets and created/modified times are kept. An item already there with the same attributes \
-        and secret is skipped, so running the import again adds nothing. Locked collections are unlocked (the \
-        provider may ask for their password); one whose prompt is dismissed is left out and named. Secrets travel \
-        encrypted (dh-ietf1024-sha256-aes128-cbc-pkcs7) unless the provider cannot, which is then said. Run it \
-        before starting keychaind --secret-service: keychaind itself is refused as a source. Through keychaind only \
-        this tool may import (as for restore-keychain). Progress is shown on standard error when it is a terminal; \
-        the summary goes to standard output. Exits non-zero when an item or a collection could not be imported.
-        """
+            Reads the provider that owns org.freedesktop.secrets on the session bus (DBUS_SESSION_BUS_ADDRESS): \
+            gnome-keyring, KeePassXC. Its default collection's items go to the keychain's default collection \
+            (login), other collections' to the collection of the same label, made when missing. Labels, attributes, \
+            content types, secrets and created/modified times are kept. An item already there with the same attributes \
+            and secret is skipped, so running the import again adds nothing. Locked collections are unlocked (the \
+            provider may ask for their password); one whose prompt is dismissed is left out and named. Secrets travel \
+            encrypted (dh-ietf1024-sha256-aes128-cbc-pkcs7) unless the provider cannot, which is then said. Run it \
+            before starting keychaind --secret-service: keychaind itself is refused as a source. Through keychaind only \
+            this tool may import (as for restore-keychain). Progress is shown on standard error when it is a terminal; \
+            the summary goes to standard output. Exits non-zero when an item or a collection could not be imported.
+            """
     )
 
     static let function = "import-secret-service"
@@ -59,7 +59,9 @@ struct ImportSecretService: AsyncParsableCommand {
         Output.standardOutput("imported \(s.added) items from \(report.collections) \(report.collections == 1 ? "collection" : "collections") (\(s.skipped) already present)\n")
         var problems: [String] = []
         if s.failed > 0 {
-            problems.append("\(s.failed) \(s.failed == 1 ? "item" : "items") could not be imported (gone or locked meanwhile, over a bound, or with attributes a keychain item cannot carry); run the import again to retry.")
+            problems.append(
+                "\(s.failed) \(s.failed == 1 ? "item" : "items") could not be imported (gone or locked meanwhile, over a bound, or with attributes a keychain item cannot carry); run the import again to retry."
+            )
         }
         if !report.lockedCollections.isEmpty {
             let names = report.lockedCollections.map { "\"\($0)\"" }.joined(separator: ", ")

@@ -120,7 +120,8 @@ enum ItemPrinter {
     /// control characters, else lowercase hex of every byte (macOS prints hex whenever a byte is not printable).
     static func passwordOnly(_ secret: Data?) -> Data {
         let bytes = Array(secret ?? Data())
-        let isText = String(validating: bytes, as: UTF8.self) != nil
+        let isText =
+            String(validating: bytes, as: UTF8.self) != nil
             && !bytes.contains { $0 < 0x20 || $0 == 0x7F }
         if isText { return Data(bytes) }
         return Data(bytes.map { hexByte($0, uppercase: false) }.joined().utf8)

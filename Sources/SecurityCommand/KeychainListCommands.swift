@@ -30,12 +30,12 @@ struct CreateKeychain: AsyncParsableCommand {
         commandName: "create-keychain",
         abstract: "Create keychains.",
         discussion: """
-        Makes each keychain named (a name such as `work`, or a path ending in `work.keychain-db`) in the keychain \
-        folder, under `keychains/NAME.keychain-db`, with its own keybag and passcode; it starts unlocked. It is not \
-        searched until `security list-keychains -s` puts it in the search list. The password is asked for on the \
-        terminal (twice, echo off); scripts give it on standard input with --password-stdin; an empty one makes a \
-        keychain without a passcode. -p still works but puts it on the command line.
-        """
+            Makes each keychain named (a name such as `work`, or a path ending in `work.keychain-db`) in the keychain \
+            folder, under `keychains/NAME.keychain-db`, with its own keybag and passcode; it starts unlocked. It is not \
+            searched until `security list-keychains -s` puts it in the search list. The password is asked for on the \
+            terminal (twice, echo off); scripts give it on standard input with --password-stdin; an empty one makes a \
+            keychain without a passcode. -p still works but puts it on the command line.
+            """
     )
 
     static let function = "SecKeychainCreate"
@@ -115,10 +115,10 @@ struct ListKeychains: AsyncParsableCommand {
         commandName: "list-keychains",
         abstract: "Display or manipulate the keychain search list.",
         discussion: """
-        Prints the keychains a search with no keychain of its own looks in, in order. -s replaces the list with the \
-        keychains named (none: an empty list). -d system (or common) shows the machine's keychains: the System \
-        keychain, which system-mode keychaind keeps for root.
-        """
+            Prints the keychains a search with no keychain of its own looks in, in order. -s replaces the list with the \
+            keychains named (none: an empty list). -d system (or common) shows the machine's keychains: the System \
+            keychain, which system-mode keychaind keeps for root.
+            """
     )
 
     @Option(name: .customShort("d"), help: ArgumentHelp("Use the specified preference domain (user, system, common, dynamic).", valueName: "domain"))
@@ -217,7 +217,11 @@ struct LoginKeychain: AsyncParsableCommand {
                 throw ToolFailure(function, error)
             }
             guard name == "login" else {
-                throw ToolFailure(function, status: .unimplemented, detail: "The login keychain is always the keychain in the keychain folder itself; another cannot take its place. Make \(name) the default with `security default-keychain -s \(name)` instead.")
+                throw ToolFailure(
+                    function, status: .unimplemented,
+                    detail:
+                        "The login keychain is always the keychain in the keychain folder itself; another cannot take its place. Make \(name) the default with `security default-keychain -s \(name)` instead."
+                )
             }
             return
         }

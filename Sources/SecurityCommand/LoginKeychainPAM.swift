@@ -11,11 +11,11 @@ struct LoginKeychainPAM: AsyncParsableCommand {
         commandName: "login-keychain-pam",
         abstract: "Unlock or re-wrap the login keychain for pam_keychain.so.",
         discussion: """
-        unlock reads the login password (one line) and unlocks the keychain through keychaind. change reads the \
-        old and the new password (two lines) and changes the passcode from the old to the new one, only when the \
-        old one unlocks. Exit status: 0 done, 10 no passcode (nothing to do), 11 the passcode was set (--set-if-none), \
-        12 the new password is empty (left alone), 20 the password is not the passcode, 30 no keychaind to unlock.
-        """,
+            unlock reads the login password (one line) and unlocks the keychain through keychaind. change reads the \
+            old and the new password (two lines) and changes the passcode from the old to the new one, only when the \
+            old one unlocks. Exit status: 0 done, 10 no passcode (nothing to do), 11 the passcode was set (--set-if-none), \
+            12 the new password is empty (left alone), 20 the password is not the passcode, 30 no keychaind to unlock.
+            """,
         shouldDisplay: false
     )
 
@@ -35,8 +35,9 @@ struct LoginKeychainPAM: AsyncParsableCommand {
     @Argument(help: "unlock (the login password on standard input) or change (the old, then the new password).")
     var action: Action
 
-    @Flag(name: .customLong("set-if-none"),
-          help: "When the keychain has no passcode, make the (new) login password its passcode.")
+    @Flag(
+        name: .customLong("set-if-none"),
+        help: "When the keychain has no passcode, make the (new) login password its passcode.")
     var setIfNone = false
 
     func run() async throws {
@@ -63,7 +64,7 @@ struct LoginKeychainPAM: AsyncParsableCommand {
             }
             try keychain.unlock(passcode: password)
             return .done
-        } catch where error.code == .authenticationFailed {
+        } catch  where error.code == .authenticationFailed {
             return .wrongPassword
         } catch {
             throw Self.failure(error)
@@ -84,7 +85,7 @@ struct LoginKeychainPAM: AsyncParsableCommand {
             if status.daemon != nil { try keychain.unlock(passcode: old) }
             try keychain.setPasscode(new, currentPasscode: old)
             return .done
-        } catch where error.code == .authenticationFailed {
+        } catch  where error.code == .authenticationFailed {
             return .wrongPassword
         } catch {
             throw Self.failure(error)
@@ -105,9 +106,9 @@ struct LoginKeychainPAM: AsyncParsableCommand {
         do throws(KeychainError) {
             let keychain = try KeychainStore.administrator(createIfMissing: setIfNone)
             return (keychain, try keychain.status())
-        } catch where error.status == .noSuchKeychain {
+        } catch  where error.status == .noSuchKeychain {
             return nil
-        } catch where error.code == .notAvailable {
+        } catch  where error.code == .notAvailable {
             var failure = Self.failure(error)
             failure.exitStatus = Outcome.noDaemon.rawValue
             throw failure

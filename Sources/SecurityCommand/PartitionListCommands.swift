@@ -5,12 +5,17 @@ import KeychainKit
 /// What `-S` and `-k` mean to the `set-…-partition-list` verbs, and how each entry maps onto an item's trusted
 /// applications (the same list `add-…-password -T` sets).
 struct PartitionListOptions: ParsableArguments {
-    @Option(name: .customShort("S"), parsing: .unconditional,
-            help: ArgumentHelp("Comma-separated partition IDs, which replace the item's trusted applications: apple-tool: (the security tool), apple: (Apple-signed programs: none here), teamid:TEAM (programs with an access group TEAM.…, as registered with `security app add`), or a program as -T names one (a path, flatpak:APPID, snap:NAME); \"\" trusts no other program.", valueName: "partition-list"))
+    @Option(
+        name: .customShort("S"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Comma-separated partition IDs, which replace the item's trusted applications: apple-tool: (the security tool), apple: (Apple-signed programs: none here), teamid:TEAM (programs with an access group TEAM.…, as registered with `security app add`), or a program as -T names one (a path, flatpak:APPID, snap:NAME); \"\" trusts no other program.",
+            valueName: "partition-list"))
     var partitionList: String
 
-    @Option(name: .customShort("k"), parsing: .unconditional,
-            help: ArgumentHelp("The keychain's password (its passcode), needed when one is set; without -k it is asked for on the terminal. On the command line other users can read it.", valueName: "password"))
+    @Option(
+        name: .customShort("k"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "The keychain's password (its passcode), needed when one is set; without -k it is asked for on the terminal. On the command line other users can read it.", valueName: "password"))
     var password: String?
 
     @Argument(help: ArgumentHelp("The keychain to use: a name such as `work` or its path; default: the search list.", valueName: "keychain"))
@@ -55,8 +60,9 @@ struct PartitionListOptions: ParsableArguments {
         guard status != .noPasscode else { return }
         var passcode = given ?? ""
         if given == nil {
-            passcode = try PasswordPrompt.ask("password to unlock default: ", function: function,
-                                              hint: "Changing an item's partition list needs the keychain's password: give it with -k, or run the command from a terminal to be asked for it.")
+            passcode = try PasswordPrompt.ask(
+                "password to unlock default: ", function: function,
+                hint: "Changing an item's partition list needs the keychain's password: give it with -k, or run the command from a terminal to be asked for it.")
         }
         do {
             try store.unlock(passcode: passcode)
@@ -73,11 +79,11 @@ struct SetGenericPasswordPartitionList: AsyncParsableCommand {
         commandName: "set-generic-password-partition-list",
         abstract: "Set the partition list of a generic password item.",
         discussion: """
-        Every generic password matching the flags (every one when none is given) gets the -S list as its trusted \
-        applications: the programs that may find and read it besides those of its access group (see -T of \
-        add-generic-password). The list replaces the item's previous one. The keychain's password is needed when \
-        one is set (-k, or asked for on the terminal).
-        """
+            Every generic password matching the flags (every one when none is given) gets the -S list as its trusted \
+            applications: the programs that may find and read it besides those of its access group (see -T of \
+            add-generic-password). The list replaces the item's previous one. The keychain's password is needed when \
+            one is set (-k, or asked for on the terminal).
+            """
     )
 
     @OptionGroup var attributes: GenericAttributeOptions<Matching>
@@ -94,11 +100,11 @@ struct SetInternetPasswordPartitionList: AsyncParsableCommand {
         commandName: "set-internet-password-partition-list",
         abstract: "Set the partition list of an internet password item.",
         discussion: """
-        Every internet password matching the flags (every one when none is given) gets the -S list as its trusted \
-        applications: the programs that may find and read it besides those of its access group (see -T of \
-        add-internet-password). The list replaces the item's previous one. The keychain's password is needed when \
-        one is set (-k, or asked for on the terminal).
-        """
+            Every internet password matching the flags (every one when none is given) gets the -S list as its trusted \
+            applications: the programs that may find and read it besides those of its access group (see -T of \
+            add-internet-password). The list replaces the item's previous one. The keychain's password is needed when \
+            one is set (-k, or asked for on the terminal).
+            """
     )
 
     @OptionGroup var attributes: InternetAttributeOptions<Matching>
@@ -116,10 +122,10 @@ struct SetKeyPartitionList: AsyncParsableCommand {
         commandName: "set-key-partition-list",
         abstract: "Set the partition list of a key.",
         discussion: """
-        Every key matching the flags (every one when none is given) gets the -S list as its trusted applications: \
-        the programs that may find and use it besides those of its access group. The list replaces the key's \
-        previous one. The keychain's password is needed when one is set (-k, or asked for on the terminal).
-        """
+            Every key matching the flags (every one when none is given) gets the -S list as its trusted applications: \
+            the programs that may find and use it besides those of its access group. The list replaces the key's \
+            previous one. The keychain's password is needed when one is set (-k, or asked for on the terminal).
+            """
     )
 
     @Option(name: .customShort("a"), parsing: .unconditional, help: ArgumentHelp("Match \"application label\" string.", valueName: "label"))

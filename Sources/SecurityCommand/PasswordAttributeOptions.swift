@@ -141,7 +141,9 @@ struct InternetAttributeOptions<Wording: AttributeWording>: ParsableArguments, P
 
 /// The flags both add verbs take besides the item's attributes and its password (`-X -U -A -T`).
 struct AddOptions: ParsableArguments {
-    @Option(name: .customShort("X"), parsing: .unconditional, help: ArgumentHelp("Specify password data to be added as a hexadecimal string (on the command line, where other users can read it: prefer --password-stdin).", valueName: "hex"))
+    @Option(
+        name: .customShort("X"), parsing: .unconditional,
+        help: ArgumentHelp("Specify password data to be added as a hexadecimal string (on the command line, where other users can read it: prefer --password-stdin).", valueName: "hex"))
     var hexPassword: HexData?
 
     @Flag(name: .customShort("U"), help: "Update item if it already exists (if omitted, the item cannot already exist).")
@@ -150,12 +152,18 @@ struct AddOptions: ParsableArguments {
     @Flag(name: .customShort("A"), help: "Allow any application of this user to read this item, not only the programs of its access group (not recommended).")
     var allowAnyApplication = false
 
-    @Option(name: .customShort("T"), parsing: .unconditionalSingleValue,
-            help: ArgumentHelp("Specify an application which may read this item besides the programs of its access group; repeatable. A path (symlinks are resolved), flatpak:APPID, snap:NAME or teamid:TEAM; -T \"\" trusts no other application. Trusted programs may read the item, not change or delete it.", valueName: "appPath"))
+    @Option(
+        name: .customShort("T"), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "Specify an application which may read this item besides the programs of its access group; repeatable. A path (symlinks are resolved), flatpak:APPID, snap:NAME or teamid:TEAM; -T \"\" trusts no other application. Trusted programs may read the item, not change or delete it.",
+            valueName: "appPath"))
     var trustedApplications: [String] = []
 
-    @Option(name: .customLong("access-control"),
-            help: ArgumentHelp("Protect the item with an access control (kSecAttrAccessControl): reading its password then needs the user's presence. One of userPresence, devicePasscode, biometryAny, biometryCurrentSet, applicationPassword; comma-separated or repeated for several, all needed unless --or is given. The item's accessibility is whenUnlocked.", valueName: "constraint"))
+    @Option(
+        name: .customLong("access-control"),
+        help: ArgumentHelp(
+            "Protect the item with an access control (kSecAttrAccessControl): reading its password then needs the user's presence. One of userPresence, devicePasscode, biometryAny, biometryCurrentSet, applicationPassword; comma-separated or repeated for several, all needed unless --or is given. The item's accessibility is whenUnlocked.",
+            valueName: "constraint"))
     var accessControlNames: [String] = []
 
     @Flag(name: .customLong("or"), help: "With several --access-control constraints, any one of them suffices (kSecAccessControlOr).")
@@ -223,7 +231,8 @@ enum TrustedApplicationTerms {
     static func resolved(_ arguments: [String]) throws(ToolFailure) -> [String] {
         var terms: [String] = []
         for argument in arguments where !argument.isEmpty {
-            let isTerm = argument == "*" || argument.hasSuffix(":")
+            let isTerm =
+                argument == "*" || argument.hasSuffix(":")
                 || ["flatpak:", "snap:", "teamid:"].contains(where: { argument.hasPrefix($0) })
             if isTerm {
                 terms.append(argument)

@@ -26,8 +26,10 @@ enum PasswordItems {
 
     /// A search for the first item of `itemClass` matching `attributes`, in `accessGroup` when given and in
     /// every group otherwise, local and synchronizable alike.
-    static func searchQuery(_ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value], accessGroup: String?,
-                            data: Bool) -> KeychainQuery {
+    static func searchQuery(
+        _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value], accessGroup: String?,
+        data: Bool
+    ) -> KeychainQuery {
         var query = KeychainQuery(itemClass)
         query.attributes = attributes
         if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
@@ -38,8 +40,10 @@ enum PasswordItems {
     }
 
     /// The first matching item, or a `SecKeychainSearchCopyNext` failure.
-    static func findFirst(_ context: ToolContext, _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value],
-                          accessGroup: String?, data: Bool) throws(ToolFailure) -> KeychainItem {
+    static func findFirst(
+        _ context: ToolContext, _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value],
+        accessGroup: String?, data: Bool
+    ) throws(ToolFailure) -> KeychainItem {
         let query = searchQuery(itemClass, attributes, accessGroup: accessGroup, data: data)
         let items: [KeychainItem]
         do {
@@ -53,12 +57,14 @@ enum PasswordItems {
 
     /// `find-…-password`: the item's description on stdout; with `-g` the password on stderr; with `-w`
     /// only the password on stdout.
-    static func find(_ context: ToolContext, _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value],
-                     accessGroup: String?, showPassword: Bool, passwordOnly: Bool) throws(ToolFailure) {
+    static func find(
+        _ context: ToolContext, _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value],
+        accessGroup: String?, showPassword: Bool, passwordOnly: Bool
+    ) throws(ToolFailure) {
         let item: KeychainItem
         do {
             item = try findFirst(context, itemClass, attributes, accessGroup: accessGroup, data: showPassword || passwordOnly)
-        } catch where (showPassword || passwordOnly) && presenceStatuses.contains(error.status) {
+        } catch  where (showPassword || passwordOnly) && presenceStatuses.contains(error.status) {
             // An item with an access control: its attributes are readable without the user's presence, its
             // password is not. Show the item, then why its password is not shown (macOS's content-copy failure).
             let described = try findFirst(context, itemClass, attributes, accessGroup: accessGroup, data: false)
@@ -77,8 +83,10 @@ enum PasswordItems {
     }
 
     /// `delete-…-password`: finds the first match, prints it as `find` does, deletes exactly that item.
-    static func delete(_ context: ToolContext, _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value],
-                       accessGroup: String?) throws(ToolFailure) {
+    static func delete(
+        _ context: ToolContext, _ itemClass: KeychainItem.Class, _ attributes: [String: KeychainItem.Value],
+        accessGroup: String?
+    ) throws(ToolFailure) {
         let item = try findFirst(context, itemClass, attributes, accessGroup: accessGroup, data: false)
         Output.standardOutput(ItemPrinter.describe(item, keychainPath: context.keychainPath))
         var query = KeychainQuery(itemClass)
@@ -93,14 +101,16 @@ enum PasswordItems {
 
     /// `add-…-password`: adds the item; with `update`, first updates the first item matching
     /// `searchAttributes` (its password and every given attribute) and adds only when there is none.
-    static func add(_ context: ToolContext, _ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value],
-                    searchAttributes: [String: KeychainItem.Value], secret: Data, accessGroup: String?,
-                    update: Bool, addFunction: String, accessControl: KeychainAccessControl? = nil) throws(ToolFailure) {
+    static func add(
+        _ context: ToolContext, _ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value],
+        searchAttributes: [String: KeychainItem.Value], secret: Data, accessGroup: String?,
+        update: Bool, addFunction: String, accessControl: KeychainAccessControl? = nil
+    ) throws(ToolFailure) {
         if update {
             let existing: KeychainItem?
             do {
                 existing = try findFirst(context, itemClass, searchAttributes, accessGroup: accessGroup, data: false)
-            } catch where error.status == .itemNotFound {
+            } catch  where error.status == .itemNotFound {
                 existing = nil
             } catch {
                 throw ToolFailure(modifyFunction, status: error.status, detail: error.detail)
@@ -142,15 +152,15 @@ enum PasswordItems {
             let items: [KeychainItem]
             do {
                 items = try context.find(query)
-            } catch where showData && presenceStatuses.contains(error.status) {
+            } catch  where showData && presenceStatuses.contains(error.status) {
                 // An item with an access control whose password needs the user's presence, not given: every item
                 // is listed, those without their password, and the command fails after the listing.
                 let (listed, count) = try listWithoutProtectedData(context, query)
                 items = listed
                 withheld = (count + (withheld?.count ?? 0), error)
-            } catch where error.code == .itemNotFound {
+            } catch  where error.code == .itemNotFound {
                 items = []
-            } catch where error.code == .corruptData {
+            } catch  where error.code == .corruptData {
                 // Every candidate is damaged: reported below, after the intact items.
                 items = []
                 unreadable = true
@@ -170,8 +180,9 @@ enum PasswordItems {
         }
         if let withheld {
             let items = withheld.count == 1 ? "1 item's password" : "\(withheld.count) items' passwords"
-            throw ToolFailure(copyContentFunction, status: withheld.error.status,
-                              detail: "\(items) (with an access control) not shown: \(withheld.error.message)")
+            throw ToolFailure(
+                copyContentFunction, status: withheld.error.status,
+                detail: "\(items) (with an access control) not shown: \(withheld.error.message)")
         }
     }
 
@@ -186,7 +197,7 @@ enum PasswordItems {
             let secrets: [KeychainItem]
             do {
                 secrets = try context.find(readable)
-            } catch where error.code == .itemNotFound {
+            } catch  where error.code == .itemNotFound {
                 secrets = []
             }
             let byReference = Dictionary(secrets.map { ($0.persistentReference, $0) }, uniquingKeysWith: { first, _ in first })

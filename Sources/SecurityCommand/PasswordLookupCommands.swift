@@ -47,8 +47,9 @@ struct FindPassword<Kind: PasswordKind>: AsyncParsableCommand {
     func run() async throws {
         try RawArguments.requireCarried(match.byteValues, function: PasswordItems.searchFunction)
         let context = try ToolContext.open(accessGroup: keychain.accessGroup, createIfMissing: false, keychains: keychain.keychains)
-        try PasswordItems.find(context, Kind.Match.itemClass, match.searchAttributes(), accessGroup: keychain.accessGroup,
-                               showPassword: showPassword, passwordOnly: passwordOnly)
+        try PasswordItems.find(
+            context, Kind.Match.itemClass, match.searchAttributes(), accessGroup: keychain.accessGroup,
+            showPassword: showPassword, passwordOnly: passwordOnly)
     }
 }
 

@@ -30,7 +30,7 @@ enum PasswordPrompt {
     static func prompt(function: String) throws(ToolFailure) -> Data {
         let fd = try openTerminal(function: function, detail: "There is no terminal to ask for the password on. \(standardInputHint)")
         defer { close(fd) }
-        for _ in 0 ..< 3 {
+        for _ in 0..<3 {
             guard let first = readLine(fd, prompt: "password data for new item: ") else { break }
             guard let second = readLine(fd, prompt: "retype password for new item: ") else { break }
             if first == second { return first }

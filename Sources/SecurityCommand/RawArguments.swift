@@ -55,10 +55,12 @@ enum RawArguments {
         let count = Int(CommandLine.argc)
         guard count > 1 else { return [] }
         let argv = CommandLine.unsafeArgv
-        return (1 ..< count).map { index in
+        return (1..<count).map { index in
             guard let pointer = argv[index] else { return [] }
-            return Array(UnsafeBufferPointer(start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self),
-                                             count: strlen(pointer)))
+            return Array(
+                UnsafeBufferPointer(
+                    start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self),
+                    count: strlen(pointer)))
         }
     }
 
@@ -92,7 +94,7 @@ enum RawArguments {
                 scalars.append(Unicode.UTF8.decode(encoded))
                 offset += encoded.count
             case .error(let length):
-                for byte in bytes[offset ..< min(offset + length, bytes.count)] {
+                for byte in bytes[offset..<min(offset + length, bytes.count)] {
                     scalars.append(Unicode.Scalar(escapeBase + UInt32(byte)) ?? "\u{FFFD}")
                 }
                 offset += length
@@ -148,15 +150,22 @@ enum RawArguments {
         let verb = escaped.arguments.first ?? ""
         if !byteVerbs.contains(verb) {
             guard first > 0 else {
-                return ToolFailure("command line", status: .param,
-                                   detail: "The command (argument 1) is not UTF-8 text. Run `security help` for the commands.")
+                return ToolFailure(
+                    "command line", status: .param,
+                    detail: "The command (argument 1) is not UTF-8 text. Run `security help` for the commands.")
             }
-            return ToolFailure(verb, status: .param,
-                               detail: "Argument \(first + 1) (counting the command as 1) is not UTF-8 text, and \(verb) keeps only text. Give it UTF-8 text: only the password commands keep such bytes exactly (in \(byteFlags)).")
+            return ToolFailure(
+                verb, status: .param,
+                detail:
+                    "Argument \(first + 1) (counting the command as 1) is not UTF-8 text, and \(verb) keeps only text. Give it UTF-8 text: only the password commands keep such bytes exactly (in \(byteFlags))."
+            )
         }
         if let ambiguous = escaped.ambiguous {
-            return ToolFailure(verb, status: .param,
-                               detail: "Argument \(ambiguous + 1) (counting the command as 1) holds characters U+10FF00…U+10FFFF, which cannot be told apart from the bytes that are not UTF-8 in another argument. Give the two in separate commands.")
+            return ToolFailure(
+                verb, status: .param,
+                detail:
+                    "Argument \(ambiguous + 1) (counting the command as 1) holds characters U+10FF00…U+10FFFF, which cannot be told apart from the bytes that are not UTF-8 in another argument. Give the two in separate commands."
+            )
         }
         return nil
     }
@@ -168,7 +177,8 @@ enum RawArguments {
         guard escaped.escapeCount > 0 else { return }
         let carried = values.reduce(0) { $0 + ($1.map(escapeCount) ?? 0) }
         guard carried != escaped.escapeCount else { return }
-        throw ToolFailure(function, status: .param,
-                          detail: "An argument that is not UTF-8 text was given to a flag that takes only text, or a flag was given twice. Give such bytes only to \(byteFlags), each once.")
+        throw ToolFailure(
+            function, status: .param,
+            detail: "An argument that is not UTF-8 text was given to a flag that takes only text, or a flag was given twice. Give such bytes only to \(byteFlags), each once.")
     }
 }

@@ -14,15 +14,15 @@ package struct SecurityTool: AsyncParsableCommand {
         commandName: "security",
         abstract: "Command line interface to the keychain.",
         discussion: """
-        Works on the keychain in KEYCHAIN_HOME (else $XDG_DATA_HOME/keychain, else ~/.local/share/keychain) \
-        with macOS's syntax and output. A failed keychain call prints "security: <function>: <message>" (or, \
-        where Apple's message is a generic one, what happened, what to do, then the function and OSStatus, which \
-        `security error N` explains) and exits with the low byte of its OSStatus (44 when no item matched, 45 for \
-        a duplicate); bad flags and unknown commands exit 2. \
-        `app` manages the programs keychaind gives access groups to, through keychaind when it runs; \
-        `daemon status` shows whether it does. `sync` syncs synchronizable items between your machines through a \
-        keychain-sync-server.
-        """,
+            Works on the keychain in KEYCHAIN_HOME (else $XDG_DATA_HOME/keychain, else ~/.local/share/keychain) \
+            with macOS's syntax and output. A failed keychain call prints "security: <function>: <message>" (or, \
+            where Apple's message is a generic one, what happened, what to do, then the function and OSStatus, which \
+            `security error N` explains) and exits with the low byte of its OSStatus (44 when no item matched, 45 for \
+            a duplicate); bad flags and unknown commands exit 2. \
+            `app` manages the programs keychaind gives access groups to, through keychaind when it runs; \
+            `daemon status` shows whether it does. `sync` syncs synchronizable items between your machines through a \
+            keychain-sync-server.
+            """,
         version: KeychainVersion.line(program: "security"),
         subcommands: [
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
@@ -67,8 +67,9 @@ package struct SecurityTool: AsyncParsableCommand {
                 if !loginLocked, let other = LockedKeychains.first(in: keychain, arguments: arguments) {
                     // Another keychain of the command (named, or in the search list) is locked: ask for its password.
                     let function = "SecKeychainUnlock \(other)"
-                    let passcode = try PasswordPrompt.ask("password to unlock \(other): ", function: function,
-                                                          hint: "The keychain \(other) is locked: unlock it with `security unlock-keychain \(other)`, or run the command from a terminal to be asked for its password.")
+                    let passcode = try PasswordPrompt.ask(
+                        "password to unlock \(other): ", function: function,
+                        hint: "The keychain \(other) is locked: unlock it with `security unlock-keychain \(other)`, or run the command from a terminal to be asked for its password.")
                     do {
                         try keychain.keychain(named: other).unlock(passcode: passcode)
                     } catch {
@@ -79,8 +80,9 @@ package struct SecurityTool: AsyncParsableCommand {
                 }
                 // keychaind asks for approvals itself, in its own prompt: only a locked keychain is unlocked here.
                 guard loginLocked else { throw failure }
-                let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
-                                                      hint: "The keychain is locked; run the command from a terminal to be asked for the keychain's passcode, or unlock it with `security unlock-keychain`.")
+                let passcode = try PasswordPrompt.ask(
+                    "password to unlock default: ", function: UnlockKeychain.function,
+                    hint: "The keychain is locked; run the command from a terminal to be asked for the keychain's passcode, or unlock it with `security unlock-keychain`.")
                 do {
                     try keychain.unlock(passcode: passcode)
                 } catch {
@@ -120,16 +122,20 @@ extension SecurityTool {
 
 /// The verbs' shared trailing arguments and `--access-group`.
 struct KeychainOptions: ParsableArguments {
-    @Option(name: .customLong("access-group"),
-            help: ArgumentHelp("Add new items to this access group; find, delete and dump only items in it (default: every group).",
-                               valueName: "group"))
+    @Option(
+        name: .customLong("access-group"),
+        help: ArgumentHelp(
+            "Add new items to this access group; find, delete and dump only items in it (default: every group).",
+            valueName: "group"))
     var accessGroup: String?
 
     @Option(name: .customShort("k"), help: ArgumentHelp("The keychain to use (as a keychain given last).", valueName: "keychain"))
     var keychainOption: String?
 
-    @Argument(help: ArgumentHelp("Keychains to use: a name such as `work` (see `security list-keychains`) or its path. Searches look in them in order, adds go to the first; none: the search list and the default keychain.",
-                                 valueName: "keychain"))
+    @Argument(
+        help: ArgumentHelp(
+            "Keychains to use: a name such as `work` (see `security list-keychains`) or its path. Searches look in them in order, adds go to the first; none: the search list and the default keychain.",
+            valueName: "keychain"))
     var keychainArguments: [String] = []
 
     /// The keychains named, -k first.
@@ -151,7 +157,8 @@ enum PromptRequest {
 
     static func normalized(_ arguments: [String]) -> [String] {
         guard let verb = arguments.first, let valueFlags = valueFlags[verb], let promptFlags = promptFlags[verb],
-              let last = arguments.last, arguments.count > 1, promptFlags.contains(last) else { return arguments }
+            let last = arguments.last, arguments.count > 1, promptFlags.contains(last)
+        else { return arguments }
         var expectsValue = false
         for argument in arguments.dropFirst().dropLast() {
             if expectsValue {

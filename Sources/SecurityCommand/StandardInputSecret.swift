@@ -30,7 +30,8 @@ enum StandardInputSecret {
             }
             if n == 0 {
                 guard !line.isEmpty else {
-                    throw ToolFailure(function, status: .param, detail: "Standard input ended before \(what). Give it as one line on standard input, for example: printf '%s\\n' \"$SECRET\" | security ...")
+                    throw ToolFailure(
+                        function, status: .param, detail: "Standard input ended before \(what). Give it as one line on standard input, for example: printf '%s\\n' \"$SECRET\" | security ...")
                 }
                 return Data(line)
             }

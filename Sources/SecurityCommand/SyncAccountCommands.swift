@@ -8,19 +8,21 @@ struct SyncToolCommand: AsyncParsableCommand {
         commandName: "sync",
         abstract: "Sync the keychain's synchronizable items between your machines.",
         discussion: """
-        Items added as synchronizable (kSecAttrSynchronizable) whose accessibility may leave the machine are \
-        sealed on this machine and sent to a keychain-sync-server, which stores only ciphertext; the machines of \
-        the account open them. The first machine makes the account (create-account); each other machine asks \
-        to join it (join), shows a code, and is approved on a machine of the account (approve CODE); join again \
-        then completes it. keychaind syncs in the background while it runs; without keychaind, `now` syncs once. \
-        The verbs go through keychaind when it serves the keychain (it accepts all but `status` only from the \
-        security installed beside it, after the keychain's passcode when one is set: you are asked on the \
-        terminal). A failure prints "security: sync VERB: <message>" and exits with its OSStatus's low byte: \
-        44 when the keychain is in no account (or no device matches), 206 (errSecParam) for a malformed \
-        argument.
-        """,
-        subcommands: [SyncCreateAccount.self, SyncJoin.self, SyncApprove.self, SyncDevices.self, SyncRemoveDevice.self,
-                      SyncStatusCommand.self, SyncNow.self]
+            Items added as synchronizable (kSecAttrSynchronizable) whose accessibility may leave the machine are \
+            sealed on this machine and sent to a keychain-sync-server, which stores only ciphertext; the machines of \
+            the account open them. The first machine makes the account (create-account); each other machine asks \
+            to join it (join), shows a code, and is approved on a machine of the account (approve CODE); join again \
+            then completes it. keychaind syncs in the background while it runs; without keychaind, `now` syncs once. \
+            The verbs go through keychaind when it serves the keychain (it accepts all but `status` only from the \
+            security installed beside it, after the keychain's passcode when one is set: you are asked on the \
+            terminal). A failure prints "security: sync VERB: <message>" and exits with its OSStatus's low byte: \
+            44 when the keychain is in no account (or no device matches), 206 (errSecParam) for a malformed \
+            argument.
+            """,
+        subcommands: [
+            SyncCreateAccount.self, SyncJoin.self, SyncApprove.self, SyncDevices.self, SyncRemoveDevice.self,
+            SyncStatusCommand.self, SyncNow.self,
+        ]
     )
 
     /// A sync call's failure, with the engine's message even for the codes other verbs print bare (no account:
@@ -39,9 +41,11 @@ struct SyncToolCommand: AsyncParsableCommand {
     /// `text` as a sync server's address: an http or https URL with a host.
     static func server(_ text: String, function: String) throws(ToolFailure) -> URL {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
-              url.host?.isEmpty == false else {
-            throw ToolFailure(function, status: .param,
-                              detail: "'\(text.prefix(200))' is not a sync server's address: give an https (or http) URL, like https://sync.example.com.")
+            url.host?.isEmpty == false
+        else {
+            throw ToolFailure(
+                function, status: .param,
+                detail: "'\(text.prefix(200))' is not a sync server's address: give an https (or http) URL, like https://sync.example.com.")
         }
         return url
     }
@@ -53,11 +57,11 @@ struct SyncCreateAccount: AsyncParsableCommand {
         commandName: "create-account",
         abstract: "Make a new sync account with this machine as its first device.",
         discussion: """
-        Makes this machine's sync keys (kept in the keychain, never synced), creates the account on the server \
-        and prints "account: ID" and "server: URL", then the command to run on each other machine: \
-        `security sync join --server URL --account ID`. A keychain already in an account exits 45 \
-        (errSecDuplicateItem).
-        """
+            Makes this machine's sync keys (kept in the keychain, never synced), creates the account on the server \
+            and prints "account: ID" and "server: URL", then the command to run on each other machine: \
+            `security sync join --server URL --account ID`. A keychain already in an account exits 45 \
+            (errSecDuplicateItem).
+            """
     )
 
     static let function = "sync create-account"
@@ -77,7 +81,8 @@ struct SyncCreateAccount: AsyncParsableCommand {
         } catch {
             throw SyncToolCommand.failure(Self.function, error)
         }
-        Output.standardOutput("""
+        Output.standardOutput(
+            """
             account: \(account)
             server: \(url.absoluteString)
             To add another machine, run there: security sync join --server \(url.absoluteString) --account \(account)
@@ -92,11 +97,11 @@ struct SyncJoin: AsyncParsableCommand {
         commandName: "join",
         abstract: "Ask to join a sync account; run again once approved to finish joining.",
         discussion: """
-        The first run sends this machine's public keys to the server and prints "join: waiting for approval", \
-        "code: XXXXX-XXXXX" and "fingerprint: …": run `security sync approve XXXXX-XXXXX` on a machine of the \
-        account, check that it prints the same fingerprint, then run this command again. Once approved it \
-        prints "join: joined account ID", and the machine syncs. Exits 0 in both cases.
-        """
+            The first run sends this machine's public keys to the server and prints "join: waiting for approval", \
+            "code: XXXXX-XXXXX" and "fingerprint: …": run `security sync approve XXXXX-XXXXX` on a machine of the \
+            account, check that it prints the same fingerprint, then run this command again. Once approved it \
+            prints "join: joined account ID", and the machine syncs. Exits 0 in both cases.
+            """
     )
 
     static let function = "sync join"
@@ -118,7 +123,8 @@ struct SyncJoin: AsyncParsableCommand {
         }
         switch state {
         case .pending(let code, let fingerprint):
-            Output.standardOutput("""
+            Output.standardOutput(
+                """
                 join: waiting for approval
                 code: \(code)
                 fingerprint: \(fingerprint)
@@ -137,12 +143,12 @@ struct SyncApprove: AsyncParsableCommand {
         commandName: "approve",
         abstract: "Approve a machine asking to join the account, by the code it shows.",
         discussion: """
-        Finds the request whose keys give CODE (ten letters and digits, as XXXXX-XXXXX; case and the dash do \
-        not matter), adds that machine to the account's signed device list and gives it the account's key. \
-        Prints "approved: NAME" and "fingerprint: …": check that the new machine printed the same fingerprint; \
-        if not, remove it with `security sync remove-device ID` (`security sync devices` lists it). A malformed \
-        code exits 206 (errSecParam); no request with the code, or no account, exits 44.
-        """
+            Finds the request whose keys give CODE (ten letters and digits, as XXXXX-XXXXX; case and the dash do \
+            not matter), adds that machine to the account's signed device list and gives it the account's key. \
+            Prints "approved: NAME" and "fingerprint: …": check that the new machine printed the same fingerprint; \
+            if not, remove it with `security sync remove-device ID` (`security sync devices` lists it). A malformed \
+            code exits 206 (errSecParam); no request with the code, or no account, exits 44.
+            """
     )
 
     static let function = "sync approve"
@@ -162,7 +168,8 @@ struct SyncApprove: AsyncParsableCommand {
         } catch {
             throw SyncToolCommand.failure(Self.function, error)
         }
-        Output.standardOutput("""
+        Output.standardOutput(
+            """
             approved: \(deviceName)
             fingerprint: \(fingerprint)
             Check that the new machine printed this fingerprint; if it did not, remove it with `security sync remove-device ID` (`security sync devices` lists it).
@@ -177,10 +184,10 @@ struct SyncDevices: AsyncParsableCommand {
         commandName: "devices",
         abstract: "List the account's trusted machines.",
         discussion: """
-        Prints a table with a header line: ID (what remove-device takes), NAME, ADDED (UTC, ISO 8601), \
-        FINGERPRINT, and "this device" at the end of this machine's line. Columns are separated by two spaces \
-        at least; control characters in names are shown as \\u{…} escapes. No account exits 44.
-        """
+            Prints a table with a header line: ID (what remove-device takes), NAME, ADDED (UTC, ISO 8601), \
+            FINGERPRINT, and "this device" at the end of this machine's line. Columns are separated by two spaces \
+            at least; control characters in names are shown as \\u{…} escapes. No account exits 44.
+            """
     )
 
     static let function = "sync devices"
@@ -198,10 +205,12 @@ struct SyncDevices: AsyncParsableCommand {
 
     /// The table: a header, then one line per device, oldest first.
     static func table(_ devices: [KeychainStore.SyncDevice]) -> String {
-        let rows = [["ID", "NAME", "ADDED", "FINGERPRINT", ""]] + devices.sorted { ($0.added, $0.id) < ($1.added, $1.id) }.map {
-            // Names come from the account's device list, which other machines write: control characters are escaped.
-            [printable($0.id), printable($0.name), $0.added.formatted(.iso8601), printable($0.fingerprint), $0.isThisDevice ? "this device" : ""]
-        }
+        let rows =
+            [["ID", "NAME", "ADDED", "FINGERPRINT", ""]]
+            + devices.sorted { ($0.added, $0.id) < ($1.added, $1.id) }.map {
+                // Names come from the account's device list, which other machines write: control characters are escaped.
+                [printable($0.id), printable($0.name), $0.added.formatted(.iso8601), printable($0.fingerprint), $0.isThisDevice ? "this device" : ""]
+            }
         var widths = [Int](repeating: 0, count: 5)
         for row in rows { for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) } }
         return rows.map { row in
@@ -218,10 +227,10 @@ struct SyncRemoveDevice: AsyncParsableCommand {
         commandName: "remove-device",
         abstract: "Remove a machine from the account.",
         discussion: """
-        Signs a device list without the machine (ID as `security sync devices` prints it) and makes a new \
-        account key for the machines that remain: the removed machine cannot open anything written afterwards \
-        (it keeps what it already has). Prints "removed: ID". An unknown ID, or no account, exits 44.
-        """
+            Signs a device list without the machine (ID as `security sync devices` prints it) and makes a new \
+            account key for the machines that remain: the removed machine cannot open anything written afterwards \
+            (it keeps what it already has). Prints "removed: ID". An unknown ID, or no account, exits 44.
+            """
     )
 
     static let function = "sync remove-device"

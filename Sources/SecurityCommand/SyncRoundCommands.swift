@@ -8,12 +8,12 @@ struct SyncStatusCommand: AsyncParsableCommand {
         commandName: "status",
         abstract: "Show where sync stands on this machine.",
         discussion: """
-        Prints "account:", "server:", "device:" (this machine's ID), "joined:" (yes, or no while waiting for \
-        approval), "last sync:" (UTC, ISO 8601, or never), "last error:" (only after a failed round), \
-        "pending changes:" (local changes not yet on the server), "conflicts resolved:" and "push:" (connected \
-        or not connected: changes then wait for the next poll). A keychain in no account prints "account: none" \
-        and how to make or join one, and exits 0.
-        """
+            Prints "account:", "server:", "device:" (this machine's ID), "joined:" (yes, or no while waiting for \
+            approval), "last sync:" (UTC, ISO 8601, or never), "last error:" (only after a failed round), \
+            "pending changes:" (local changes not yet on the server), "conflicts resolved:" and "push:" (connected \
+            or not connected: changes then wait for the next poll). A keychain in no account prints "account: none" \
+            and how to make or join one, and exits 0.
+            """
     )
 
     static let function = "sync status"
@@ -62,11 +62,11 @@ struct SyncNow: AsyncParsableCommand {
         commandName: "now",
         abstract: "Sync now: fetch the server's changes, apply them, upload local ones.",
         discussion: """
-        Runs one round and prints what it did: "applied:" (changes from other machines applied here), \
-        "uploaded:" (local changes the server took), "conflicts resolved:" and "rejected:" (records that did not \
-        open, which are ignored). Through keychaind the round is keychaind's, beside its background rounds. A \
-        keychain in no account exits 44 and says to run create-account or join.
-        """
+            Runs one round and prints what it did: "applied:" (changes from other machines applied here), \
+            "uploaded:" (local changes the server took), "conflicts resolved:" and "rejected:" (records that did not \
+            open, which are ignored). Through keychaind the round is keychaind's, beside its background rounds. A \
+            keychain in no account exits 44 and says to run create-account or join.
+            """
     )
 
     static let function = "sync now"
@@ -79,7 +79,8 @@ struct SyncNow: AsyncParsableCommand {
         } catch {
             throw SyncToolCommand.failure(Self.function, error)
         }
-        Output.standardOutput("""
+        Output.standardOutput(
+            """
             applied: \(round.applied)
             uploaded: \(round.uploaded)
             conflicts resolved: \(round.conflictsResolved)

@@ -16,8 +16,10 @@ struct ToolContext {
     /// caller's entitlements (the executable's name without `KEYCHAIN_ENTITLEMENTS`). With `createIfMissing`
     /// false (read-only verbs), a keychain that does not exist is not created.
     /// With `named`, the store acting on that keychain (a name such as `work`, or a path ending in one).
-    static func keychain(accessGroup: String? = nil, createIfMissing: Bool = true, function: String = "SecKeychainOpen",
-                         named: String? = nil) throws(ToolFailure) -> KeychainStore {
+    static func keychain(
+        accessGroup: String? = nil, createIfMissing: Bool = true, function: String = "SecKeychainOpen",
+        named: String? = nil
+    ) throws(ToolFailure) -> KeychainStore {
         do {
             let store = try KeychainStore.administrator(defaultAccessGroup: accessGroup, createIfMissing: createIfMissing)
             return try named.map { (name) throws(KeychainError) in try store.keychain(named: name) } ?? store
@@ -57,7 +59,7 @@ struct ToolContext {
         query.returnsData = true
         do {
             return try find(query)
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return []
         } catch {
             throw ToolFailure(function, error)
@@ -68,8 +70,10 @@ struct ToolContext {
         try store.addItem(query.itemClass, attributes: query.attributes, data: data, accessControl: accessControl)
     }
 
-    func update(_ query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?,
-                accessControl: KeychainAccessControl? = nil) throws(KeychainError) {
+    func update(
+        _ query: KeychainQuery, attributes: [String: KeychainItem.Value], data: Data?,
+        accessControl: KeychainAccessControl? = nil
+    ) throws(KeychainError) {
         try store.updateItems(matching: searching(query), attributes: attributes, data: data, accessControl: accessControl)
     }
 
@@ -119,8 +123,10 @@ struct ToolFailure: Error {
 
     /// The statuses whose Apple text says nothing a person can act on ("No keychain is available. You may need to
     /// restart your computer.", "I/O error."): a failure with one of them and a ``detail`` leads with the detail.
-    static let genericStatuses: Set<KeychainStatus> = [.notAvailable, .io, .param, .internal, .internalError, .internalComponent,
-                                                       .unimplemented, .wrongSecVersion, .badRequest]
+    static let genericStatuses: Set<KeychainStatus> = [
+        .notAvailable, .io, .param, .internal, .internalError, .internalComponent,
+        .unimplemented, .wrongSecVersion, .badRequest,
+    ]
 
     /// Whether the first line is the cause (``detail``) rather than the status's Apple text: for the generic
     /// statuses. The others keep macOS's exact line first ("The specified item could not be found in the

@@ -143,7 +143,7 @@ struct DumpTrustSettings: AsyncParsableCommand {
         let trusted: [KeychainTrustedCertificate]
         do {
             trusted = try KeychainTrustSettings.trustedCertificates(TrustDomainFlags.domain(admin: admin, system: system))
-        } catch where error.status == .noTrustSettings {
+        } catch  where error.status == .noTrustSettings {
             throw ToolFailure("SecTrustSettingsCopyCertificates", status: .noTrustSettings)
         } catch {
             throw ToolFailure("SecTrustSettingsCopyCertificates", error)
@@ -176,7 +176,8 @@ struct TrustSettingsExport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trust-settings-export",
         abstract: "Export trust settings.",
-        discussion: "Writes the user's (-d: the admin's, -s: the system's) trust settings to a file as macOS does: an XML property list with trustVersion and trustList, keyed by each certificate's SHA-1 (mode 0600, never through a link)."
+        discussion:
+            "Writes the user's (-d: the admin's, -s: the system's) trust settings to a file as macOS does: an XML property list with trustVersion and trustList, keyed by each certificate's SHA-1 (mode 0600, never through a link)."
     )
 
     @Flag(name: .customShort("s"), help: "Export the system trust settings.")
@@ -193,7 +194,7 @@ struct TrustSettingsExport: AsyncParsableCommand {
         do {
             let data = try KeychainTrustSettings.exportSettings(TrustDomainFlags.domain(admin: admin, system: system))
             try KeychainFiles.write(data, to: file)
-        } catch where error.status == .noTrustSettings {
+        } catch  where error.status == .noTrustSettings {
             throw ToolFailure(function, status: .noTrustSettings)
         } catch {
             throw ToolFailure(function, error)

@@ -31,7 +31,8 @@ enum UnknownCommand {
             }
             // ArgumentParser's own `help` verb, at the top.
             if path.isEmpty && word == "help" { return nil }
-            let candidates = subcommands.filter { $0.configuration.shouldDisplay }.map { $0._commandName }
+            let candidates =
+                subcommands.filter { $0.configuration.shouldDisplay }.map { $0._commandName }
                 + (path.isEmpty ? ["help"] : [])
             let typed = (path + [word]).joined(separator: " ")
             let prefix = path.isEmpty ? "" : path.joined(separator: " ") + " "
@@ -63,7 +64,8 @@ enum UnknownCommand {
         let typed = Array(word.lowercased())
         let scored = candidates.map { (name: $0, distance: editDistance(typed, Array($0))) }
         if let best = scored.min(by: { $0.distance < $1.distance }),
-           best.distance <= max(2, typed.count / 3) {
+            best.distance <= max(2, typed.count / 3)
+        {
             return [best.name]
         }
         guard typed.count >= 3 else { return [] }

@@ -8,22 +8,27 @@ struct UnlockKeychain: AsyncParsableCommand {
         commandName: "unlock-keychain",
         abstract: "Unlock the keychain.",
         discussion: """
-        Checks the passcode and unlocks the keychain's protected classes. Without keychaind, an unlock lasts \
-        for the process that made it, so other `security` commands ask for the passcode themselves when they \
-        need it. Wrong passcodes are throttled with growing delays. With no passcode set there is nothing to unlock. \
-        The passcode is asked for on the terminal (echo off); scripts give it as one line on standard input with \
-        --password-stdin. -p <password> still works but puts it on the command line, where other users can read it.
-        """
+            Checks the passcode and unlocks the keychain's protected classes. Without keychaind, an unlock lasts \
+            for the process that made it, so other `security` commands ask for the passcode themselves when they \
+            need it. Wrong passcodes are throttled with growing delays. With no passcode set there is nothing to unlock. \
+            The passcode is asked for on the terminal (echo off); scripts give it as one line on standard input with \
+            --password-stdin. -p <password> still works but puts it on the command line, where other users can read it.
+            """
     )
 
     /// The function name macOS prints when unlocking fails.
     static let function = "SecKeychainUnlock default"
 
-    @Option(name: .customShort("p"), parsing: .unconditional, help: ArgumentHelp("Use password as the password for the keychain, on the command line where other users can read it (leave it out to be asked on the terminal, or use --password-stdin).", valueName: "password"))
+    @Option(
+        name: .customShort("p"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Use password as the password for the keychain, on the command line where other users can read it (leave it out to be asked on the terminal, or use --password-stdin).",
+            valueName: "password"))
     var password: String?
 
-    @Flag(name: [.customLong("password-stdin"), .customLong("passcode-stdin")],
-          help: "Read the passcode from standard input: one line, without its trailing newline (for scripts).")
+    @Flag(
+        name: [.customLong("password-stdin"), .customLong("passcode-stdin")],
+        help: "Read the passcode from standard input: one line, without its trailing newline (for scripts).")
     var passwordFromStandardInput = false
 
     @Flag(name: .customShort("u"), help: "Do not use the password (accepted for compatibility; a prompt is used instead when -p is absent).")
@@ -44,8 +49,11 @@ struct UnlockKeychain: AsyncParsableCommand {
             // The line is read even with no passcode set, so a script's input never waits unread.
             let given = passwordFromStandardInput ? try StandardInputSecret.text(function: Self.function, what: "the passcode") : password
             guard try keychain.lockStatus != .noPasscode else { return }
-            let passcode = try given ?? PasswordPrompt.ask("password to unlock \(keychainNames.first ?? "default"): ", function: Self.function,
-                                                           hint: "Give the passcode on standard input with --password-stdin.")
+            let passcode =
+                try given
+                ?? PasswordPrompt.ask(
+                    "password to unlock \(keychainNames.first ?? "default"): ", function: Self.function,
+                    hint: "Give the passcode on standard input with --password-stdin.")
             try keychain.unlock(passcode: passcode)
         } catch let error as KeychainError {
             throw ToolFailure(Self.function, error)
@@ -59,9 +67,9 @@ struct LockKeychain: AsyncParsableCommand {
         commandName: "lock-keychain",
         abstract: "Lock the keychain.",
         discussion: """
-        Drops the keys of the WhenUnlocked classes from memory. Without keychaind each process holds its own \
-        keys and every new `security` command starts locked, so this only matters once keychaind keeps them.
-        """
+            Drops the keys of the WhenUnlocked classes from memory. Without keychaind each process holds its own \
+            keys and every new `security` command starts locked, so this only matters once keychaind keeps them.
+            """
     )
 
     @Flag(name: .customShort("a"), help: "Lock every keychain of the user.")
@@ -92,30 +100,37 @@ struct SetKeychainPassword: AsyncParsableCommand {
         commandName: "set-keychain-password",
         abstract: "Set password for a keychain.",
         discussion: """
-        Re-wraps the class keys under the new passcode; items are not re-encrypted. An empty new password \
-        removes the passcode, which destroys every WhenPasscodeSetThisDeviceOnly item. The passwords are asked \
-        for on the terminal (echo off; the new one twice). Scripts give them on standard input, one line each: \
-        --old-password-stdin reads the old one, --new-password-stdin the new one (an empty line removes the \
-        passcode); with both, the old one comes first. -o and -p still work but put the passwords on the command \
-        line, where other users can read them.
-        """
+            Re-wraps the class keys under the new passcode; items are not re-encrypted. An empty new password \
+            removes the passcode, which destroys every WhenPasscodeSetThisDeviceOnly item. The passwords are asked \
+            for on the terminal (echo off; the new one twice). Scripts give them on standard input, one line each: \
+            --old-password-stdin reads the old one, --new-password-stdin the new one (an empty line removes the \
+            passcode); with both, the old one comes first. -o and -p still work but put the passwords on the command \
+            line, where other users can read them.
+            """
     )
 
     /// The function name macOS prints when changing the password fails.
     static let function = "SecKeychainChangePassword default"
 
-    @Option(name: .customShort("o"), parsing: .unconditional, help: ArgumentHelp("Old keychain password, on the command line where other users can read it (leave it out to be asked, or use --old-password-stdin).", valueName: "oldPassword"))
+    @Option(
+        name: .customShort("o"), parsing: .unconditional,
+        help: ArgumentHelp("Old keychain password, on the command line where other users can read it (leave it out to be asked, or use --old-password-stdin).", valueName: "oldPassword"))
     var oldPassword: String?
 
-    @Option(name: .customShort("p"), parsing: .unconditional, help: ArgumentHelp("New keychain password, on the command line where other users can read it (leave it out to be asked, or use --new-password-stdin; empty removes the passcode).", valueName: "newPassword"))
+    @Option(
+        name: .customShort("p"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "New keychain password, on the command line where other users can read it (leave it out to be asked, or use --new-password-stdin; empty removes the passcode).", valueName: "newPassword"))
     var newPassword: String?
 
-    @Flag(name: [.customLong("old-password-stdin"), .customLong("old-passcode-stdin")],
-          help: "Read the old password from standard input: one line, without its trailing newline (read first).")
+    @Flag(
+        name: [.customLong("old-password-stdin"), .customLong("old-passcode-stdin")],
+        help: "Read the old password from standard input: one line, without its trailing newline (read first).")
     var oldFromStandardInput = false
 
-    @Flag(name: [.customLong("new-password-stdin"), .customLong("new-passcode-stdin")],
-          help: "Read the new password from standard input: one line, without its trailing newline; an empty line removes the passcode.")
+    @Flag(
+        name: [.customLong("new-password-stdin"), .customLong("new-passcode-stdin")],
+        help: "Read the new password from standard input: one line, without its trailing newline; an empty line removes the passcode.")
     var newFromStandardInput = false
 
     @OptionGroup var keychainNames: KeychainNames

@@ -8,14 +8,14 @@ struct VerifyKeychain: AsyncParsableCommand {
         commandName: "verify-keychain",
         abstract: "Check every item of the keychain for damage.",
         discussion: """
-        Checks each stored item of every class and access group: its row, its sealed attributes, its search \
-        index and its sealed secret. Nothing is changed and no attribute or secret is printed. An intact \
-        keychain prints "N items verified" and exits 0. Each damaged item is listed on stdout as \
-        "damaged: <class> rowid <n> ref <persistent reference in hex>: <what is wrong>", and the command exits \
-        with errSecDecode's status (93); restore-keychain with a backup replaces damaged items. Items of a \
-        locked class can only be checked once the keychain is unlocked: you are asked for its passcode on the \
-        terminal when one is set.
-        """
+            Checks each stored item of every class and access group: its row, its sealed attributes, its search \
+            index and its sealed secret. Nothing is changed and no attribute or secret is printed. An intact \
+            keychain prints "N items verified" and exits 0. Each damaged item is listed on stdout as \
+            "damaged: <class> rowid <n> ref <persistent reference in hex>: <what is wrong>", and the command exits \
+            with errSecDecode's status (93); restore-keychain with a backup replaces damaged items. Items of a \
+            locked class can only be checked once the keychain is unlocked: you are asked for its passcode on the \
+            terminal when one is set.
+            """
     )
 
     /// The function name printed when the check fails or finds damage.
@@ -28,9 +28,11 @@ struct VerifyKeychain: AsyncParsableCommand {
         // Through keychaind the daemon asks the tool for the passcode itself; in this process the locked classes
         // are unlocked first so that every item can be checked.
         if let status = try? store.status(), status.daemon == nil,
-           status.lockStatus == .beforeFirstUnlock || status.lockStatus == .locked {
-            let passcode = try PasswordPrompt.ask("password to unlock default: ", function: UnlockKeychain.function,
-                                                  hint: "verify-keychain checks the items of the locked classes only after the keychain's passcode; run it from a terminal.")
+            status.lockStatus == .beforeFirstUnlock || status.lockStatus == .locked
+        {
+            let passcode = try PasswordPrompt.ask(
+                "password to unlock default: ", function: UnlockKeychain.function,
+                hint: "verify-keychain checks the items of the locked classes only after the keychain's passcode; run it from a terminal.")
             do {
                 try store.unlock(passcode: passcode)
             } catch {
@@ -66,6 +68,10 @@ struct VerifyKeychain: AsyncParsableCommand {
     /// The failure a command reports after finding `count` damaged items (errSecDecode).
     static func damageFailure(_ count: Int?, function: String = function) -> ToolFailure {
         let what = count.map { "\($0) damaged item\($0 == 1 ? "" : "s")" } ?? "Damaged items"
-        return ToolFailure(function, status: .decode, detail: "\(what) in the keychain: their attributes or secrets can no longer be read. Restore them from a backup with `security restore-keychain -i <file>`, which replaces damaged items; `security verify-keychain` lists them.")
+        return ToolFailure(
+            function, status: .decode,
+            detail:
+                "\(what) in the keychain: their attributes or secrets can no longer be read. Restore them from a backup with `security restore-keychain -i <file>`, which replaces damaged items; `security verify-keychain` lists them."
+        )
     }
 }

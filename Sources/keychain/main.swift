@@ -47,11 +47,13 @@ default:
         print(KeychainVersion.line(program: "keychain"))
         exit(0)
     }
-    FileHandle.standardError.write(Data("""
-        usage: keychain TOOL [ARGUMENTS…]   (or run the tool by its own name: a link to this binary)
-        tools: \(tools.joined(separator: ", "))
-        \(KeychainVersion.line(program: "keychain"))
+    FileHandle.standardError.write(
+        Data(
+            """
+            usage: keychain TOOL [ARGUMENTS…]   (or run the tool by its own name: a link to this binary)
+            tools: \(tools.joined(separator: ", "))
+            \(KeychainVersion.line(program: "keychain"))
 
-        """.utf8))
+            """.utf8))
     exit(arguments.count == 2 && ["-h", "--help", "help"].contains(arguments[1]) ? 0 : 2)
 }

@@ -21,8 +21,9 @@ import Testing
         #expect(r.stdout == "username=u\npassword=p\n")
         #expect(daemon.isRunning, "no keychaind was started: \(daemon.log)")
         // git stores nothing twice: a store of the same credential through keychaind replaces it.
-        r = try sb.run(sb.helper, ["store"], input: Data("protocol=https\nhost=example.com\nusername=u\npassword=p2\n".utf8),
-                       environment: Self.onDemand)
+        r = try sb.run(
+            sb.helper, ["store"], input: Data("protocol=https\nhost=example.com\nusername=u\npassword=p2\n".utf8),
+            environment: Self.onDemand)
         #expect(r.status == 0, "\(r.stderr)")
         r = try sb.run(try BuiltProducts.path(of: "security"), ["dump-keychain"], environment: ["KEYCHAIN_DAEMON_SOCKET": nil])
         #expect(r.status == 0, "\(r.stderr)")
@@ -36,8 +37,12 @@ import Testing
         defer { daemon.stop() }
         // Before 0.30 the helper's items went to a group named after its executable, not its path.
         let security = try BuiltProducts.path(of: "security")
-        var r = try sb.run(security, ["add-internet-password", "-s", "example.com", "-a", "u", "-r", "htps", "-w", "old",
-                                      "--access-group", "git-credential-keychain"])
+        var r = try sb.run(
+            security,
+            [
+                "add-internet-password", "-s", "example.com", "-a", "u", "-r", "htps", "-w", "old",
+                "--access-group", "git-credential-keychain",
+            ])
         #expect(r.status == 0, "\(r.stderr)")
         r = try sb.run(sb.helper, ["get"], input: Data("protocol=https\nhost=example.com\n".utf8), environment: Self.onDemand)
         #expect(r.status == 0, "\(r.stderr)")

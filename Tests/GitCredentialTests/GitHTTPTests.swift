@@ -10,69 +10,69 @@ import Glibc
 /// folder and run with `python3`. Arguments: project root, user, file holding the current password,
 /// path of git-http-backend. It prints the port it bound, then serves until killed.
 let basicAuthGitServer = #"""
-import base64, http.server, os, signal, subprocess, sys
+    import base64, http.server, os, signal, subprocess, sys
 
-# The test runner may start us with SIGTERM blocked; take it back so the test can stop us.
-signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
-signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # The test runner may start us with SIGTERM blocked; take it back so the test can stop us.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
-root, user, password_file, backend = sys.argv[1:5]
+    root, user, password_file, backend = sys.argv[1:5]
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
 
-    def log_message(self, *args):
-        pass
+        def log_message(self, *args):
+            pass
 
-    def serve(self):
-        with open(password_file) as f:
-            password = f.read().strip()
-        expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-        if self.headers.get("Authorization") != expected:
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="test"')
-            self.send_header("Content-Length", "0")
+        def serve(self):
+            with open(password_file) as f:
+                password = f.read().strip()
+            expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+            if self.headers.get("Authorization") != expected:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="test"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            path, _, query = self.path.partition("?")
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            env = dict(os.environ)
+            for name, value in self.headers.items():
+                env["HTTP_" + name.upper().replace("-", "_")] = value
+            env.update(GIT_PROJECT_ROOT=root, GIT_HTTP_EXPORT_ALL="1", PATH_INFO=path, QUERY_STRING=query,
+                       REQUEST_METHOD=self.command, CONTENT_TYPE=self.headers.get("Content-Type", ""),
+                       CONTENT_LENGTH=str(len(body)), REMOTE_USER=user, REMOTE_ADDR="127.0.0.1",
+                       GATEWAY_INTERFACE="CGI/1.1", SERVER_PROTOCOL="HTTP/1.0")
+            out = subprocess.run([backend], input=body, env=env, stdout=subprocess.PIPE).stdout
+            crlf, lf = out.find(b"\r\n\r\n"), out.find(b"\n\n")
+            if crlf >= 0 and (lf < 0 or crlf < lf):
+                head, payload = out[:crlf], out[crlf + 4:]
+            elif lf >= 0:
+                head, payload = out[:lf], out[lf + 2:]
+            else:
+                head, payload = b"", out
+            status, headers = 200, []
+            for line in head.decode("latin-1").splitlines():
+                name, _, value = line.partition(":")
+                if name.lower() == "status":
+                    status = int(value.strip().split()[0])
+                elif name:
+                    headers.append((name, value.strip()))
+            self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            return
-        path, _, query = self.path.partition("?")
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        env = dict(os.environ)
-        for name, value in self.headers.items():
-            env["HTTP_" + name.upper().replace("-", "_")] = value
-        env.update(GIT_PROJECT_ROOT=root, GIT_HTTP_EXPORT_ALL="1", PATH_INFO=path, QUERY_STRING=query,
-                   REQUEST_METHOD=self.command, CONTENT_TYPE=self.headers.get("Content-Type", ""),
-                   CONTENT_LENGTH=str(len(body)), REMOTE_USER=user, REMOTE_ADDR="127.0.0.1",
-                   GATEWAY_INTERFACE="CGI/1.1", SERVER_PROTOCOL="HTTP/1.0")
-        out = subprocess.run([backend], input=body, env=env, stdout=subprocess.PIPE).stdout
-        crlf, lf = out.find(b"\r\n\r\n"), out.find(b"\n\n")
-        if crlf >= 0 and (lf < 0 or crlf < lf):
-            head, payload = out[:crlf], out[crlf + 4:]
-        elif lf >= 0:
-            head, payload = out[:lf], out[lf + 2:]
-        else:
-            head, payload = b"", out
-        status, headers = 200, []
-        for line in head.decode("latin-1").splitlines():
-            name, _, value = line.partition(":")
-            if name.lower() == "status":
-                status = int(value.strip().split()[0])
-            elif name:
-                headers.append((name, value.strip()))
-        self.send_response(status)
-        for name, value in headers:
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+            self.wfile.write(payload)
 
-    do_GET = serve
-    do_POST = serve
+        do_GET = serve
+        do_POST = serve
 
-server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"""#
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+    """#
 
 /// Real git against a local bare repository over HTTP with Basic authentication, using the built helper as
 /// `credential.helper`.
@@ -113,8 +113,10 @@ server.serve_forever()
     }
 
     /// Starts the server and reads the port it prints.
-    static func startServer(_ sandbox: HelperSandbox, root: String, user: String, passwordFile: String,
-                            backend: String) throws -> Server {
+    static func startServer(
+        _ sandbox: HelperSandbox, root: String, user: String, passwordFile: String,
+        backend: String
+    ) throws -> Server {
         let script = sandbox.root + "/server.py"
         try basicAuthGitServer.write(toFile: script, atomically: true, encoding: .utf8)
         let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -145,8 +147,9 @@ server.serve_forever()
 
     /// Clone with a one-shot askpass stores the credential; a later fetch needs no prompt; a password
     /// changed on the server makes git reject the credential, and the helper erases it.
-    @Test("git clone stores the credential, fetch reuses it, a changed password makes git erase it",
-          .enabled(if: GitHTTPTests.httpBackend() != nil, "skipped: git-http-backend is not in `git --exec-path`"))
+    @Test(
+        "git clone stores the credential, fetch reuses it, a changed password makes git erase it",
+        .enabled(if: GitHTTPTests.httpBackend() != nil, "skipped: git-http-backend is not in `git --exec-path`"))
     func gitOverHTTP() throws {
         let backend = try #require(GitHTTPTests.httpBackend())
         let sb = try HelperSandbox()
@@ -179,8 +182,9 @@ server.serve_forever()
         try "#!/bin/sh\ncase \"$1\" in Username*) echo alice ;; *) echo secret-1 ;; esac\n"
             .write(toFile: askpass, atomically: true, encoding: .utf8)
         #expect(chmod(askpass, 0o755) == 0)
-        let clone = try sb.run(git, withHelper + ["clone", "-q", url, sb.root + "/clone"],
-                               environment: ["GIT_ASKPASS": askpass, "SSH_ASKPASS": nil])
+        let clone = try sb.run(
+            git, withHelper + ["clone", "-q", url, sb.root + "/clone"],
+            environment: ["GIT_ASKPASS": askpass, "SSH_ASKPASS": nil])
         #expect(clone.status == 0, "clone failed: \(clone.stderr)")
         try FileManager.default.removeItem(atPath: askpass)
         let stored = try sb.helper("get", "protocol=http\nhost=127.0.0.1:\(server.port)\n")

@@ -13,8 +13,10 @@ import Testing
     }
 
     /// Runs the helper and expects exit status 0 and exactly `expected` on standard output.
-    func expect(_ sandbox: HelperSandbox, _ operation: String, _ input: String, prints expected: String = "",
-                sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expect(
+        _ sandbox: HelperSandbox, _ operation: String, _ input: String, prints expected: String = "",
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let result = try sandbox.helper(operation, input)
         #expect(result.status == 0, "\(operation) failed: \(result.stderr)", sourceLocation: sourceLocation)
         #expect(result.stdout == expected, sourceLocation: sourceLocation)
@@ -35,8 +37,9 @@ import Testing
         try withSandbox { sb in
             try expect(sb, "store", "protocol=https\nhost=example.com\nusername=store-user\npassword=store-pass\n")
             try expect(sb, "get", "protocol=https\nhost=example.com\n", prints: "username=store-user\npassword=store-pass\n")
-            try expect(sb, "get", "protocol=https\nhost=example.com\nusername=store-user\n\n",
-                       prints: "username=store-user\npassword=store-pass\n")
+            try expect(
+                sb, "get", "protocol=https\nhost=example.com\nusername=store-user\n\n",
+                prints: "username=store-user\npassword=store-pass\n")
             try expect(sb, "erase", "protocol=https\nhost=example.com\nusername=store-user\n")
             try expect(sb, "get", "protocol=https\nhost=example.com\n")
         }
@@ -158,8 +161,9 @@ import Testing
             // Valid when stored, expired by the time it is asked for (three seconds leave room for a loaded machine).
             let soon = Int(Date().timeIntervalSince1970) + 3
             try expect(sb, "store", "protocol=https\nhost=example.com\nusername=user\npassword=pass\npassword_expiry_utc=\(soon)\n")
-            try expect(sb, "get", "protocol=https\nhost=example.com\n",
-                       prints: "username=user\npassword=pass\npassword_expiry_utc=\(soon)\n")
+            try expect(
+                sb, "get", "protocol=https\nhost=example.com\n",
+                prints: "username=user\npassword=pass\npassword_expiry_utc=\(soon)\n")
             usleep(4_100_000)
             try expect(sb, "get", "protocol=https\nhost=example.com\n")
             try expect(sb, "get", "protocol=https\nhost=example.com\nusername=user\n")
@@ -173,7 +177,9 @@ import Testing
     @Test("password_expiry_utc and oauth_refresh_token are kept with the password")
     func extrasRoundTrip() throws {
         try withSandbox { sb in
-            try expect(sb, "store", """
+            try expect(
+                sb, "store",
+                """
                 protocol=https
                 host=example.com
                 username=user
@@ -182,8 +188,9 @@ import Testing
                 oauth_refresh_token=refresh-secret
 
                 """)
-            try expect(sb, "get", "protocol=https\nhost=example.com\n",
-                       prints: "username=user\npassword=access\npassword_expiry_utc=9999999999\noauth_refresh_token=refresh-secret\n")
+            try expect(
+                sb, "get", "protocol=https\nhost=example.com\n",
+                prints: "username=user\npassword=access\npassword_expiry_utc=9999999999\noauth_refresh_token=refresh-secret\n")
             // A later store without the extras replaces them.
             try expect(sb, "store", "protocol=https\nhost=example.com\nusername=user\npassword=plain\n")
             try expect(sb, "get", "protocol=https\nhost=example.com\n", prints: "username=user\npassword=plain\n")
@@ -197,8 +204,10 @@ import Testing
     func nonUTF8FieldsAreRefused() throws {
         try withSandbox { sb in
             func credential(_ key: String, _ byte: UInt8, password: String? = nil) -> Data {
-                var fields: [String: [UInt8]] = ["protocol": Array("https".utf8), "host": Array("example.com".utf8),
-                                                 "username": Array("user".utf8)]
+                var fields: [String: [UInt8]] = [
+                    "protocol": Array("https".utf8), "host": Array("example.com".utf8),
+                    "username": Array("user".utf8),
+                ]
                 fields[key] = Array("x".utf8) + [byte]
                 var data = Data()
                 for key in ["protocol", "host", "username"] {
@@ -220,8 +229,9 @@ import Testing
             try expect(sb, "store", "protocol=https\nhost=example.com\nusername=x\u{FFFD}\npassword=text\n")
             let other = try sb.helper("get", bytes: credential("username", 0xFE))
             #expect(other.status == 1 && other.stdout == "")
-            try expect(sb, "get", "protocol=https\nhost=example.com\nusername=x\u{FFFD}\n",
-                       prints: "username=x\u{FFFD}\npassword=text\n")
+            try expect(
+                sb, "get", "protocol=https\nhost=example.com\nusername=x\u{FFFD}\n",
+                prints: "username=x\u{FFFD}\npassword=text\n")
         }
     }
 
@@ -259,8 +269,9 @@ import Testing
             #expect(nul.status == 0 && nul.stdout == "")
             try expect(sb, "get", "protocol=https\nhost=example.com\n", prints: "username=user\npassword=pass\n")
             // Unknown keys are ignored; input after a blank line is not part of the credential.
-            try expect(sb, "get", "capability[]=authtype\nprotocol=https\nhost=example.com\nwwwauth[]=Basic realm=x\n\nhost=other\n",
-                       prints: "username=user\npassword=pass\n")
+            try expect(
+                sb, "get", "capability[]=authtype\nprotocol=https\nhost=example.com\nwwwauth[]=Basic realm=x\n\nhost=other\n",
+                prints: "username=user\npassword=pass\n")
             // CRLF line ends are accepted.
             try expect(sb, "get", "protocol=https\r\nhost=example.com\r\n\r\n", prints: "username=user\npassword=pass\n")
         }

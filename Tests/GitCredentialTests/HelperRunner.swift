@@ -48,10 +48,13 @@ struct HelperSandbox {
     }
 
     /// Runs `executable` with `input` as its standard input, killing it after `timeout` seconds.
-    func run(_ executable: String, _ arguments: [String], input: Data = Data(), environment extra: [String: String?] = [:],
-             directory: String? = nil, timeout: TimeInterval = 20) throws -> RunResult {
-        try ProgramRun.run(executable, arguments, environment: environment(extra), input: input, directory: directory,
-                           scratch: root, timeout: timeout)
+    func run(
+        _ executable: String, _ arguments: [String], input: Data = Data(), environment extra: [String: String?] = [:],
+        directory: String? = nil, timeout: TimeInterval = 20
+    ) throws -> RunResult {
+        try ProgramRun.run(
+            executable, arguments, environment: environment(extra), input: input, directory: directory,
+            scratch: root, timeout: timeout)
     }
 
     /// Deletes the folder.

@@ -42,7 +42,7 @@ enum SyncWriter {
             try state.acknowledge(session, quietly: true)
             emit("ready items=\(state.live.count) next=\(state.nextIndex) rev=\(state.nextRevision)")
             if settle {
-                for _ in 0 ..< 10 {
+                for _ in 0..<10 {
                     guard await syncRound(session) != nil else { continue }
                     try state.acknowledge(session)
                     if try session.replica.outgoingChanges().isEmpty {
@@ -57,7 +57,7 @@ enum SyncWriter {
             while true {
                 round += 1
                 let start = ContinuousClock.now
-                let edits = try state.edit(count: Int.random(in: 50 ... 500, using: &state.random))
+                let edits = try state.edit(count: Int.random(in: 50...500, using: &state.random))
                 emit("round \(round) edits=\(edits) ms=\(milliseconds(since: start))")
                 let syncStart = ContinuousClock.now
                 var summary: SyncSession.RoundSummary?
@@ -145,7 +145,7 @@ enum SyncWriter {
                 let items: [FoundItem]
                 do {
                     items = try engine.find(q, caller: caller)
-                } catch where error.code == .itemNotFound {
+                } catch  where error.code == .itemNotFound {
                     items = []
                 }
                 for item in items {
@@ -169,8 +169,8 @@ enum SyncWriter {
         /// Makes `count` random edits: adds while few items are live, else mostly updates, and some adds and
         /// deletes, which keep about 400 items live.
         mutating func edit(count: Int) throws(KeychainError) -> Int {
-            for _ in 0 ..< count {
-                let roll = Int.random(in: 0 ..< 100, using: &random)
+            for _ in 0..<count {
+                let roll = Int.random(in: 0..<100, using: &random)
                 let revision = nextRevision
                 nextRevision += 1
                 if accounts.count < 50 || roll < 15 {
@@ -185,7 +185,7 @@ enum SyncWriter {
                     accounts.append(account)
                     continue
                 }
-                let index = Int.random(in: 0 ..< accounts.count, using: &random)
+                let index = Int.random(in: 0..<accounts.count, using: &random)
                 let account = accounts[index]
                 if roll < 15 + (accounts.count > 400 ? 20 : 5) {
                     _ = try engine.delete(query(account), caller: caller)

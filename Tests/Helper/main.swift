@@ -122,10 +122,13 @@ case "race" where args.count == 5:
     flushLine("status=\(add(args[2], args[3], args[4], group: nil))")
 case "fork-find" where args.count == 3:
     func findStatus() -> OSStatus {
-        SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[1],
-                             kSecAttrService as String: args[2], kSecReturnData as String: true] as CFDictionary, nil)
+        SecItemCopyMatching(
+            [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[1],
+                kSecAttrService as String: args[2], kSecReturnData as String: true,
+            ] as CFDictionary, nil)
     }
-    flushLine("parent=\(findStatus())") // leaves a pooled connection to keychaind
+    flushLine("parent=\(findStatus())")  // leaves a pooled connection to keychaind
     let child = fork()
     if child == 0 {
         flushLine("child=\(findStatus())")
@@ -177,8 +180,11 @@ case "set-passcode" where args.count == 5:
     }
 case "unlock-and-find" where args.count == 4:
     func find() -> OSStatus {
-        SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[2],
-                             kSecAttrService as String: args[3]] as CFDictionary, nil)
+        SecItemCopyMatching(
+            [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[2],
+                kSecAttrService as String: args[3],
+            ] as CFDictionary, nil)
     }
     flushLine("before=\(find())")
     do {
@@ -189,8 +195,11 @@ case "unlock-and-find" where args.count == 4:
     }
 case "unlock-idle-find" where args.count == 5:
     func find() -> OSStatus {
-        SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[2],
-                             kSecAttrService as String: args[3]] as CFDictionary, nil)
+        SecItemCopyMatching(
+            [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: args[2],
+                kSecAttrService as String: args[3],
+            ] as CFDictionary, nil)
     }
     do {
         try KeychainStore.default.unlock(passcode: args[1])
@@ -204,35 +213,46 @@ case "bench" where args.count == 2:
     let n = Int(args[1]) ?? 1000
     func measure(_ label: String, _ body: (Int) -> OSStatus) {
         let start = DispatchTime.now().uptimeNanoseconds
-        for i in 0 ..< n where body(i) != errSecSuccess { flushLine("\(label) failed at \(i)"); exit(1) }
+        for i in 0..<n where body(i) != errSecSuccess { flushLine("\(label) failed at \(i)"); exit(1) }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         flushLine("\(label): \(Int(Double(n) / seconds)) ops/s (\(n) in \(String(format: "%.2f", seconds)) s)")
     }
     measure("add") { add("account-\($0)", "bench", "secret-\($0)", group: nil) }
     measure("find (return data)") { i in
         var item: CFTypeRef?
-        return SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "account-\(i)",
-                                    kSecAttrService as String: "bench", kSecReturnData as String: true] as CFDictionary, &item)
+        return SecItemCopyMatching(
+            [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "account-\(i)",
+                kSecAttrService as String: "bench", kSecReturnData as String: true,
+            ] as CFDictionary, &item)
     }
     measure("update") { i in
-        SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "account-\(i)",
-                       kSecAttrService as String: "bench"] as CFDictionary, [kSecValueData as String: Data("new-\(i)".utf8)] as CFDictionary)
+        SecItemUpdate(
+            [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "account-\(i)",
+                kSecAttrService as String: "bench",
+            ] as CFDictionary, [kSecValueData as String: Data("new-\(i)".utf8)] as CFDictionary)
     }
     measure("delete") { i in
-        SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "account-\(i)",
-                       kSecAttrService as String: "bench"] as CFDictionary)
+        SecItemDelete(
+            [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "account-\(i)",
+                kSecAttrService as String: "bench",
+            ] as CFDictionary)
     }
 case "mixed" where args.count == 3:
     var rng = SystemRandomNumberGenerator()
     let seed = args[1], n = Int(args[2]) ?? 100
     var unexpected = 0
-    for i in 0 ..< n {
-        let key: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
-                                  kSecAttrAccount as String: "k\(Int.random(in: 0 ..< 16, using: &rng))",
-                                  kSecAttrService as String: "mixed"]
+    for i in 0..<n {
+        let key: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword,
+            kSecAttrAccount as String: "k\(Int.random(in: 0 ..< 16, using: &rng))",
+            kSecAttrService as String: "mixed",
+        ]
         let status: OSStatus
         let allowed: Set<OSStatus>
-        switch Int.random(in: 0 ..< 4, using: &rng) {
+        switch Int.random(in: 0..<4, using: &rng) {
         case 0:
             status = SecItemAdd(key.merging([kSecValueData as String: Data("\(seed)-\(i)".utf8)]) { $1 } as CFDictionary, nil)
             allowed = [errSecSuccess, errSecDuplicateItem]
@@ -272,15 +292,18 @@ case "latency" where args.count == 4 || args.count == 5:
     let start = DispatchTime.now().uptimeNanoseconds
     DispatchQueue.concurrentPerform(iterations: threads) { t in
         let out = UnsafeMutablePointer<UInt64>(bitPattern: base)
-        for i in 0 ..< n {
+        for i in 0..<n {
             let t0 = DispatchTime.now().uptimeNanoseconds
             let status: OSStatus
             if op == "add" {
                 status = add("lat-\(tag)-\(t)-\(i)", "latency", "secret-\(i)", group: nil)
             } else {
                 var item: CFTypeRef?
-                status = SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "lat-\(tag)",
-                                              kSecAttrService as String: "latency", kSecReturnData as String: true] as CFDictionary, &item)
+                status = SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "lat-\(tag)",
+                        kSecAttrService as String: "latency", kSecReturnData as String: true,
+                    ] as CFDictionary, &item)
             }
             if status != errSecSuccess { flushLine("failed status=\(status)"); exit(1) }
             out?[t * n + i] = DispatchTime.now().uptimeNanoseconds - t0

@@ -3,8 +3,9 @@ import KeychainDBus
 import Testing
 
 /// KeychainDBus against a real dbus-daemon (a private bus per test).
-@Suite(.enabled(if: Machine.hasDBusDaemon, "needs dbus-daemon (Debian package dbus-daemon) for a private bus"),
-       .timeLimit(.minutes(10)))
+@Suite(
+    .enabled(if: Machine.hasDBusDaemon, "needs dbus-daemon (Debian package dbus-daemon) for a private bus"),
+    .timeLimit(.minutes(10)))
 struct DBusConnectionTests {
     @Test func listsNamesAndFindsItselfOnTheBus() throws {
         let bus = try PrivateBus()
@@ -66,21 +67,30 @@ struct DBusConnectionTests {
         let listener = try bus.connect()
         let sender = try bus.connect()
         let impostor = try bus.connect()
-        let match = try listener.subscribe(sender: sender.uniqueName, path: "/org/example/Reader",
-                                           interface: "org.example.Reader", member: "Status")
+        let match = try listener.subscribe(
+            sender: sender.uniqueName, path: "/org/example/Reader",
+            interface: "org.example.Reader", member: "Status")
         // The impostor's signal, broadcast and sent directly to the listener, must not reach the match.
-        try impostor.emitSignal(path: "/org/example/Reader", interface: "org.example.Reader", member: "Status",
-                                [.string("verify-match"), .bool(true)])
-        try impostor.emitSignal(path: "/org/example/Reader", interface: "org.example.Reader", member: "Status",
-                                [.string("verify-match"), .bool(true)], destination: listener.uniqueName)
-        try sender.emitSignal(path: "/org/example/Reader", interface: "org.example.Reader", member: "Status",
-                              [.string("verify-no-match"), .bool(true), .strings(["a", "b"]), .uint32(7),
-                               .objectPath("/org/example/Reader/0")])
+        try impostor.emitSignal(
+            path: "/org/example/Reader", interface: "org.example.Reader", member: "Status",
+            [.string("verify-match"), .bool(true)])
+        try impostor.emitSignal(
+            path: "/org/example/Reader", interface: "org.example.Reader", member: "Status",
+            [.string("verify-match"), .bool(true)], destination: listener.uniqueName)
+        try sender.emitSignal(
+            path: "/org/example/Reader", interface: "org.example.Reader", member: "Status",
+            [
+                .string("verify-no-match"), .bool(true), .strings(["a", "b"]), .uint32(7),
+                .objectPath("/org/example/Reader/0"),
+            ])
         let signal = try #require(try listener.nextSignal(from: match, until: .now + .seconds(5)))
         #expect(signal.sender == sender.uniqueName)
         #expect(signal.member == "Status")
-        #expect(signal.arguments == [.string("verify-no-match"), .bool(true), .strings(["a", "b"]), .uint32(7),
-                                     .objectPath("/org/example/Reader/0")])
+        #expect(
+            signal.arguments == [
+                .string("verify-no-match"), .bool(true), .strings(["a", "b"]), .uint32(7),
+                .objectPath("/org/example/Reader/0"),
+            ])
         #expect(try listener.nextSignal(from: match, until: .now + .milliseconds(200)) == nil)
     }
 
@@ -91,8 +101,9 @@ struct DBusConnectionTests {
         let silent = try bus.connect()
         let start = ContinuousClock.now
         let error = try #require(throws: DBusError.self) {
-            try caller.call(destination: silent.uniqueName, path: "/org/example/Silent", interface: "org.example.Silent",
-                            member: "Wait", [.string("anything")], timeout: .milliseconds(300))
+            try caller.call(
+                destination: silent.uniqueName, path: "/org/example/Silent", interface: "org.example.Silent",
+                member: "Wait", [.string("anything")], timeout: .milliseconds(300))
         }
         let elapsed = ContinuousClock.now - start
         guard case .timedOut = error else {
@@ -107,9 +118,10 @@ struct DBusConnectionTests {
         let bus = try PrivateBus()
         let connection = try bus.connect()
         // GetConnectionCredentials answers a{sv}: UnixUserID among others.
-        let reply = try connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                        interface: "org.freedesktop.DBus", member: "GetConnectionCredentials",
-                                        [.string(connection.uniqueName)])
+        let reply = try connection.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus", member: "GetConnectionCredentials",
+            [.string(connection.uniqueName)])
         guard case .array(let element, let entries)? = reply.first else {
             Issue.record("expected an array, got \(reply)")
             return
@@ -130,13 +142,17 @@ struct DBusConnectionTests {
             return false
         }
         #expect(performing: { try connection.nameOwner(of: "nul\u{0}byte") }, throws: refused)
-        #expect(performing: {
-            try connection.call(destination: "org.freedesktop.DBus", path: "not a path", interface: "org.freedesktop.DBus",
-                                member: "ListNames")
-        }, throws: refused)
-        #expect(performing: {
-            try connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                member: "GetNameOwner", [.array(elementSignature: "s", [.uint32(1)])])
-        }, throws: refused)
+        #expect(
+            performing: {
+                try connection.call(
+                    destination: "org.freedesktop.DBus", path: "not a path", interface: "org.freedesktop.DBus",
+                    member: "ListNames")
+            }, throws: refused)
+        #expect(
+            performing: {
+                try connection.call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                    member: "GetNameOwner", [.array(elementSignature: "s", [.uint32(1)])])
+            }, throws: refused)
     }
 }

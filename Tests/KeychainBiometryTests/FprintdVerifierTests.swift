@@ -5,8 +5,9 @@ import KeychainDBus
 import Testing
 
 /// The verifier where fprintd is not: a private bus without it, and no bus at all.
-@Suite(.enabled(if: Machine.hasDBusDaemon, "needs dbus-daemon (Debian package dbus-daemon) for a private bus"),
-       .timeLimit(.minutes(10)))
+@Suite(
+    .enabled(if: Machine.hasDBusDaemon, "needs dbus-daemon (Debian package dbus-daemon) for a private bus"),
+    .timeLimit(.minutes(10)))
 struct FprintdAbsentTests {
     @Test func noFprintdOnTheBusIsUnavailableAtOnce() throws {
         let bus = try PrivateBus()
@@ -54,10 +55,12 @@ struct FprintdAbsentTests {
 /// The verifier against the real fprintd (Debian's /usr/libexec/fprintd) on a private bus, with libfprint's virtual
 /// device and python-dbusmock's polkitd template as a permissive polkit. One fprintd per test; one test at a time
 /// (they start daemons).
-@Suite(.serialized,
-       .enabled(if: Machine.hasFprintd,
-                "needs fprintd (/usr/libexec/fprintd, Debian package fprintd), dbus-daemon and python3-dbusmock (polkitd template) to run the real fprintd on a private bus"),
-       .timeLimit(.minutes(10)))
+@Suite(
+    .serialized,
+    .enabled(
+        if: Machine.hasFprintd,
+        "needs fprintd (/usr/libexec/fprintd, Debian package fprintd), dbus-daemon and python3-dbusmock (polkitd template) to run the real fprintd on a private bus"),
+    .timeLimit(.minutes(10)))
 struct FprintdVerifierTests {
     let user = FprintdVerifier.effectiveUserName() ?? "root"
 
@@ -67,8 +70,10 @@ struct FprintdVerifierTests {
 
     /// Runs `verify` on another thread while `scans` are fed to the virtual device (it listens once the verifier has
     /// claimed the reader; the commands wait in its queue until the verification reads them).
-    private func verify(_ verifier: FprintdVerifier, _ fprintd: FprintdUnderTest, feeding scans: [String],
-                        timeout: Duration = .seconds(30)) throws -> PromptOutcome<Bool> {
+    private func verify(
+        _ verifier: FprintdVerifier, _ fprintd: FprintdUnderTest, feeding scans: [String],
+        timeout: Duration = .seconds(30)
+    ) throws -> PromptOutcome<Bool> {
         let started = DispatchSemaphore(value: 0)
         let result = try onThread(timeout: timeout + .seconds(5)) { () -> PromptOutcome<Bool> in
             started.signal()
@@ -158,10 +163,12 @@ struct FprintdVerifierTests {
         // Released: another client can claim it now.
         let other = try fprintd.bus.connect()
         let path = try fprintd.devicePath(other)
-        try other.call(destination: "net.reactivated.Fprint", path: path, interface: "net.reactivated.Fprint.Device",
-                       member: "Claim", [.string(user)])
-        try other.call(destination: "net.reactivated.Fprint", path: path, interface: "net.reactivated.Fprint.Device",
-                       member: "Release")
+        try other.call(
+            destination: "net.reactivated.Fprint", path: path, interface: "net.reactivated.Fprint.Device",
+            member: "Claim", [.string(user)])
+        try other.call(
+            destination: "net.reactivated.Fprint", path: path, interface: "net.reactivated.Fprint.Device",
+            member: "Release")
     }
 
     @Test func aMatchFromAnotherConnectionDoesNotCount() throws {
@@ -183,8 +190,9 @@ struct FprintdVerifierTests {
                 let match: [DBusValue] = [.string("verify-match"), .bool(true)]
                 try impostor.emitSignal(path: path, interface: "net.reactivated.Fprint.Device", member: "VerifyStatus", match)
                 for name in try impostor.listNames() where name.hasPrefix(":") && name != impostor.uniqueName {
-                    try impostor.emitSignal(path: path, interface: "net.reactivated.Fprint.Device", member: "VerifyStatus",
-                                            match, destination: name)
+                    try impostor.emitSignal(
+                        path: path, interface: "net.reactivated.Fprint.Device", member: "VerifyStatus",
+                        match, destination: name)
                 }
                 usleep(50_000)
             }
@@ -200,8 +208,9 @@ struct FprintdVerifierTests {
         try fprintd.enrol("right-index-finger", print: "finger-one", user: user)
         let other = try fprintd.bus.connect()
         let path = try fprintd.devicePath(other)
-        try other.call(destination: "net.reactivated.Fprint", path: path, interface: "net.reactivated.Fprint.Device",
-                       member: "Claim", [.string(user)])
+        try other.call(
+            destination: "net.reactivated.Fprint", path: path, interface: "net.reactivated.Fprint.Device",
+            member: "Claim", [.string(user)])
         let outcome = makeVerifier(fprintd).verify(reason: "test")
         guard case .unavailable(let why) = outcome else {
             Issue.record("expected unavailable, got \(outcome)")

@@ -34,7 +34,7 @@ import Testing
         #expect(item.constraint(for: .sign).isOpen)
         #expect(item.constraint(for: .delete).isOpen)
         let both = try AccessControl(protection: .whenUnlocked, flags: [.devicePasscode, .biometryAny])
-        #expect(both.constraint(for: .decrypt).required == 2) // several constraints without .or: all of them (k of n, k = n)
+        #expect(both.constraint(for: .decrypt).required == 2)  // several constraints without .or: all of them (k of n, k = n)
         let key = try AccessControl(protection: .whenUnlockedThisDeviceOnly, flags: [.privateKeyUsage, .userPresence])
         #expect(key.constraint(for: .decrypt).isOpen)
         #expect(key.constraint(for: .sign).factors == [.userPresence])
@@ -62,7 +62,7 @@ import Testing
         #expect(!presence.isSatisfied(by: []))
         let either = PresenceConstraint(factors: [.devicePasscode, .biometryCurrentSet], required: 1, applicationPassword: false)
         #expect(either.isSatisfied(by: [.devicePasscode]))
-        #expect(!either.isSatisfied(by: [.biometryAny])) // any finger does not prove the enrolled set
+        #expect(!either.isSatisfied(by: [.biometryAny]))  // any finger does not prove the enrolled set
         let both = PresenceConstraint(factors: [.devicePasscode, .biometryAny], required: 2, applicationPassword: false)
         #expect(!both.isSatisfied(by: [.devicePasscode]))
         #expect(both.isSatisfied(by: [.devicePasscode, .biometryCurrentSet]))
@@ -79,7 +79,7 @@ import Testing
         #expect(ledger.factors(program: "exe:/usr/bin/a#1", context: .random(), now: now).isEmpty)
         #expect(ledger.factors(program: "exe:/usr/bin/a#1", context: context, now: now.addingTimeInterval(11)).isEmpty)
         ledger.record(program: "p", context: context, factors: [.devicePasscode], expires: now.addingTimeInterval(10))
-        ledger.invalidate(program: "q", context: context) // another program cannot invalidate it
+        ledger.invalidate(program: "q", context: context)  // another program cannot invalidate it
         #expect(ledger.count == 1)
         #expect(ledger.removeAll() == 1)
     }
@@ -87,7 +87,7 @@ import Testing
     @Test func theLedgerIsBounded() {
         let ledger = PresenceLedger()
         let now = Date()
-        for i in 0 ..< PresenceLedger.capacity + 10 {
+        for i in 0..<PresenceLedger.capacity + 10 {
             ledger.record(program: "p\(i)", context: .random(), factors: [.devicePasscode], expires: now.addingTimeInterval(Double(i)))
         }
         #expect(ledger.count == PresenceLedger.capacity)
@@ -98,8 +98,9 @@ import Testing
 @Suite struct ApplicationPasswordSealTests {
     @Test func envelopeGolden() throws {
         let uuid = Data(repeating: 0xAB, count: 16)
-        let sealed = try ApplicationPasswordSeal.seal(Data("s3cret".utf8), password: Data("pw".utf8), uuid: uuid, log2N: 10,
-                                                      random: CountingRandom(seed: 0x20))
+        let sealed = try ApplicationPasswordSeal.seal(
+            Data("s3cret".utf8), password: Data("pw".utf8), uuid: uuid, log2N: 10,
+            random: CountingRandom(seed: 0x20))
         #expect(hex(sealed) == Golden.applicationPasswordEnvelopeV1)
         #expect(try ApplicationPasswordSeal.open(Data(unhex(Golden.applicationPasswordEnvelopeV1)), password: Data("pw".utf8), uuid: uuid) == Data("s3cret".utf8))
     }

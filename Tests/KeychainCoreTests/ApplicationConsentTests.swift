@@ -44,8 +44,9 @@ final class ScriptedPerson: PresencePrompter {
 /// outcome, against a real engine and its `apps.consents`.
 @Suite struct ApplicationConsentTests {
     static let program = AppRegistration.Program.executable(path: "/usr/bin/mail-client", sha256: String(repeating: "c3", count: 32))
-    static let request = ConsentRequest(program: program, programDescription: "/usr/bin/mail-client (pid 4242, sha256 c3c3c3c3c3c3)",
-                                        subject: "67656e70ab", subjectDescription: "the password of alice@example.com")
+    static let request = ConsentRequest(
+        program: program, programDescription: "/usr/bin/mail-client (pid 4242, sha256 c3c3c3c3c3c3)",
+        subject: "67656e70ab", subjectDescription: "the password of alice@example.com")
     static let decided = Date(timeIntervalSinceReferenceDate: 800_000_000)
 
     @Test func aRememberedAlwaysAllowsWithoutAPrompt() throws {
@@ -110,8 +111,12 @@ final class ScriptedPerson: PresencePrompter {
         let engine = try folder.engine()
         let person = ScriptedPerson(.answered(.always))
         #expect(try engine.applicationConsent(Self.request, prompter: person, interactionAllowed: true) == .always)
-        #expect(try engine.consents() == [ConsentDecision(program: Self.program, subject: Self.request.subject,
-                                                          subjectDescription: Self.request.subjectDescription, verdict: .always, date: Self.decided)])
+        #expect(
+            try engine.consents() == [
+                ConsentDecision(
+                    program: Self.program, subject: Self.request.subject,
+                    subjectDescription: Self.request.subjectDescription, verdict: .always, date: Self.decided)
+            ])
         #expect(try engine.applicationConsent(Self.request, prompter: person, interactionAllowed: false) == .remembered)
         #expect(person.prompts.count == 1)
         // Another subject of the same program is asked about on its own.

@@ -62,7 +62,7 @@ struct AutoLockFixture {
         f.clocks.pass(59)
         try f.read()
         f.clocks.pass(59)
-        try f.read() // each use starts the idle time again
+        try f.read()  // each use starts the idle time again
         #expect(f.engine.lockState == .unlocked)
         f.clocks.pass(60)
         expectKeychainError(.interactionNotAllowed, status: .interactionNotAllowed) { try f.read() }
@@ -134,7 +134,7 @@ struct AutoLockFixture {
         let f = try AutoLockFixture()
         defer { f.remove() }
         try f.settings(KeychainSettings(idleTimeout: 10))
-        for _ in 0 ..< 9 {
+        for _ in 0..<9 {
             f.clocks.pass(1)
             f.engine.applyLockSettings(countingAsUse: false)
         }

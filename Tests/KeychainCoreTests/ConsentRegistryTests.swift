@@ -24,8 +24,10 @@ final class ConsentFolder: @unchecked Sendable {
     static let flat = AppRegistration.Program.flatpak("org.example.Flat")
     static let date = Date(timeIntervalSinceReferenceDate: 780_000_000)
 
-    static func decision(_ program: AppRegistration.Program, _ subject: String, _ verdict: ConsentDecision.Verdict,
-                         date: Date = date) -> ConsentDecision {
+    static func decision(
+        _ program: AppRegistration.Program, _ subject: String, _ verdict: ConsentDecision.Verdict,
+        date: Date = date
+    ) -> ConsentDecision {
         ConsentDecision(program: program, subject: subject, subjectDescription: "the \(subject) item", verdict: verdict, date: date)
     }
 
@@ -34,8 +36,10 @@ final class ConsentFolder: @unchecked Sendable {
         let engine = try folder.engine()
         #expect(try engine.consents() == [])
         #expect(!FileManager.default.fileExists(atPath: folder.location.consentsPath), "nothing is written before a decision")
-        let made = [Self.decision(Self.foo, "0a0b", .always), Self.decision(Self.flat, "/org/freedesktop/secrets/collection/login", .deny),
-                    Self.decision(.snap("tool"), "x", .always)]
+        let made = [
+            Self.decision(Self.foo, "0a0b", .always), Self.decision(Self.flat, "/org/freedesktop/secrets/collection/login", .deny),
+            Self.decision(.snap("tool"), "x", .always),
+        ]
         for decision in made { try engine.rememberConsent(decision) }
         // Deciding again replaces the decision (and moves it last).
         let changed = Self.decision(Self.foo, "0a0b", .deny, date: Self.date + 60)
@@ -132,8 +136,10 @@ final class ConsentFolder: @unchecked Sendable {
     @Test func revokingByProgramAndSubject() throws {
         let folder = ConsentFolder()
         let engine = try folder.engine()
-        for decision in [Self.decision(Self.foo, "a", .always), Self.decision(Self.foo, "b", .deny), Self.decision(Self.flat, "a", .always),
-                         Self.decision(.snap("org.example.Flat"), "a", .deny)] {
+        for decision in [
+            Self.decision(Self.foo, "a", .always), Self.decision(Self.foo, "b", .deny), Self.decision(Self.flat, "a", .always),
+            Self.decision(.snap("org.example.Flat"), "a", .deny),
+        ] {
             try engine.rememberConsent(decision)
         }
         #expect(try engine.revokeConsents(named: "/usr/bin/foo", subject: "b") == 1)
@@ -146,7 +152,7 @@ final class ConsentFolder: @unchecked Sendable {
 
     @Test func theStoreIsBounded() throws {
         var registry = ConsentRegistry()
-        for n in 0 ..< ConsentRegistry.maximumDecisions {
+        for n in 0..<ConsentRegistry.maximumDecisions {
             try registry.remember(Self.decision(Self.foo, "subject-\(n)", .always))
         }
         let refused = expectKeychainError(.invalidParameter, status: .param) { try registry.remember(Self.decision(Self.foo, "one-more", .always)) }

@@ -36,8 +36,10 @@ import Testing
 
     /// Adds a generic password `account` (service `svc`) carrying `attributes` as its `xatr` (none when nil).
     @discardableResult
-    static func add(_ engine: KeychainEngine, _ account: String, _ attributes: [String: String]?, service: String = "svc",
-                    protection: ProtectionClass? = nil, synchronizable: Bool = false) throws -> FoundItem {
+    static func add(
+        _ engine: KeychainEngine, _ account: String, _ attributes: [String: String]?, service: String = "svc",
+        protection: ProtectionClass? = nil, synchronizable: Bool = false
+    ) throws -> FoundItem {
         var q = ItemQuery(itemClass: .genericPassword)
         q.attributes["acct"] = .string(account)
         q.attributes["svce"] = .string(service)
@@ -63,8 +65,10 @@ import Testing
     }
 
     /// Expects `match` to find exactly the accounts `expected` (and `errSecItemNotFound` when that is empty).
-    static func expectFound(_ engine: KeychainEngine, _ match: [String: String], _ expected: Set<String>, sync: SyncFilter = .local,
-                            sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectFound(
+        _ engine: KeychainEngine, _ match: [String: String], _ expected: Set<String>, sync: SyncFilter = .local,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         if expected.isEmpty {
             expectKeychainError(.itemNotFound, "\(match)", sourceLocation: sourceLocation) { try accounts(engine, match, sync: sync) }
         } else {
@@ -119,8 +123,12 @@ import Testing
 
     /// The keyed hashes the engine's keys give `attributes`' pairs.
     static func expectedHashes(_ engine: KeychainEngine, _ attributes: [String: String]) -> Set<Data> {
-        Set(attributes.map { engine.crypto.attributeHash(table: "genp", code: ExtendedAttributes.code,
-                                                         value: ExtendedAttributes.indexTerm(name: $0.key, value: $0.value)) })
+        Set(
+            attributes.map {
+                engine.crypto.attributeHash(
+                    table: "genp", code: ExtendedAttributes.code,
+                    value: ExtendedAttributes.indexTerm(name: $0.key, value: $0.value))
+            })
     }
 
     static func bytes(_ hex: String) -> Data { Data(unhex(hex)) }
@@ -129,11 +137,12 @@ import Testing
 
     /// Three attributes, one value not ASCII: version 1, count 3, pairs by ascending name, u32 big-endian lengths.
     static let goldenAttributes = ["xdg:schema": "org.freedesktop.Secret.Generic", "user": "zoë", "server": "example.org"]
-    static let goldenHex = "01" + "0003"
-        + "00000006" + "736572766572" + "0000000b" + "6578616d706c652e6f7267"          // server = example.org
-        + "00000004" + "75736572" + "00000004" + "7a6fc3ab"                            // user = zoë
-        + "0000000a" + "7864673a736368656d61"                                          // xdg:schema =
-        + "0000001e" + "6f72672e667265656465736b746f702e5365637265742e47656e65726963" // org.freedesktop.Secret.Generic
+    static let goldenHex =
+        "01" + "0003"
+        + "00000006" + "736572766572" + "0000000b" + "6578616d706c652e6f7267"  // server = example.org
+        + "00000004" + "75736572" + "00000004" + "7a6fc3ab"  // user = zoë
+        + "0000000a" + "7864673a736368656d61"  // xdg:schema =
+        + "0000001e" + "6f72672e667265656465736b746f702e5365637265742e47656e65726963"  // org.freedesktop.Secret.Generic
 
     @Test func theEncodedFormIsFixedByAGoldenVector() throws {
         #expect(hex(ExtendedAttributes(Self.goldenAttributes).encoded) == Self.goldenHex)
@@ -153,7 +162,7 @@ import Testing
 
     @Test func theLargestAcceptedSetRoundTrips() throws {
         var values: [String: String] = [:]
-        for i in 0 ..< ExtendedAttributes.maximumCount {
+        for i in 0..<ExtendedAttributes.maximumCount {
             let name = String(format: "%04d", i) + String(repeating: "n", count: ExtendedAttributes.maximumNameLength - 4)
             values[name] = String(repeating: Character(UnicodeScalar(UInt8(0x41 + i % 26))), count: ExtendedAttributes.maximumValueLength)
         }
@@ -190,12 +199,12 @@ import Testing
             ("one name in two Unicode forms", Self.bytes("010002" + "00000002" + "c3a9" + "00000001" + "31" + "00000003" + "65cc81" + "00000001" + "32")),
         ]
         // Every proper prefix of the golden vector is truncated.
-        for length in 0 ..< golden.count { cases.append(("prefix of \(length) bytes", golden.prefix(length))) }
+        for length in 0..<golden.count { cases.append(("prefix of \(length) bytes", golden.prefix(length))) }
         // 129 well-formed pairs: the count alone is refused.
         var tooMany = BinaryWriter()
         tooMany.u8(1)
         tooMany.u16(UInt16(ExtendedAttributes.maximumCount + 1))
-        for i in 0 ... ExtendedAttributes.maximumCount {
+        for i in 0...ExtendedAttributes.maximumCount {
             tooMany.lengthPrefixedUTF8(String(format: "n%03d", i))
             tooMany.lengthPrefixedUTF8("v")
         }
@@ -207,7 +216,7 @@ import Testing
         var most = BinaryWriter()
         most.u8(1)
         most.u16(UInt16(ExtendedAttributes.maximumCount))
-        for i in 0 ..< ExtendedAttributes.maximumCount {
+        for i in 0..<ExtendedAttributes.maximumCount {
             most.lengthPrefixedUTF8(String(format: "n%03d", i))
             most.lengthPrefixedUTF8("v")
         }
@@ -217,7 +226,7 @@ import Testing
     // MARK: 2. Limits
 
     @Test func validateRefusesWhatCannotBeStored() throws {
-        let tooMany = Dictionary(uniqueKeysWithValues: (0 ... ExtendedAttributes.maximumCount).map { ("n\($0)", "v") })
+        let tooMany = Dictionary(uniqueKeysWithValues: (0...ExtendedAttributes.maximumCount).map { ("n\($0)", "v") })
         let refused: [(String, [String: String])] = [
             ("129 attributes", tooMany),
             ("empty name", ["": "v"]),
@@ -234,7 +243,7 @@ import Testing
             expectKeychainError(.invalidParameter, status: .param, "\(name)") { try ExtendedAttributes(values).validate() }
         }
         // The limits themselves are accepted, counted in UTF-8 bytes.
-        let most = Dictionary(uniqueKeysWithValues: (0 ..< ExtendedAttributes.maximumCount).map { ("n\($0)", "v") })
+        let most = Dictionary(uniqueKeysWithValues: (0..<ExtendedAttributes.maximumCount).map { ("n\($0)", "v") })
         let accepted: [(String, [String: String])] = [
             ("no attributes", [:]),
             ("128 attributes", most),
@@ -272,13 +281,14 @@ import Testing
         let folder = Folder()
         let engine = try Self.engine(folder)
         var uuids: [Int: Data] = [:]
-        for i in 0 ..< Self.manyCount {
+        for i in 0..<Self.manyCount {
             uuids[i] = try Self.add(engine, "item-\(i)", Self.manyModel(i)).uuid
         }
         func expected(_ match: [String: String]) -> Set<String> {
-            Set((0 ..< Self.manyCount).filter { i in
-                match.isEmpty || Self.manyModel(i).map { model in match.allSatisfy { model[$0.key] == $0.value } } == true
-            }.map { "item-\($0)" })
+            Set(
+                (0..<Self.manyCount).filter { i in
+                    match.isEmpty || Self.manyModel(i).map { model in match.allSatisfy { model[$0.key] == $0.value } } == true
+                }.map { "item-\($0)" })
         }
         let item42 = try #require(Self.manyModel(42))
         let matches: [[String: String]] = [
@@ -341,8 +351,9 @@ import Testing
         #expect(try engine.find(dataOnly, caller: Self.caller).map(\.data) == [Data("secret-item-42".utf8)])
         dataOnly.limit = .all
         dataOnly.extendedMatch = ["xattr-name-schema": "xattr-value-beta", "xattr-name-mod5": "xattr-value-3"]
-        #expect(Set(try engine.find(dataOnly, caller: Self.caller).compactMap(\.data))
-            == Set(expected(dataOnly.extendedMatch).map { Data("secret-\($0)".utf8) }))
+        #expect(
+            Set(try engine.find(dataOnly, caller: Self.caller).compactMap(\.data))
+                == Set(expected(dataOnly.extendedMatch).map { Data("secret-\($0)".utf8) }))
 
         // Another class never matches free-form attributes.
         var internet = ItemQuery(itemClass: .internetPassword)
@@ -355,10 +366,10 @@ import Testing
 
         // In the file: one row per pair, for the right item, under the engine's key.
         let rows = try Self.indexRows(folder)
-        let pairs = (0 ..< Self.manyCount).map { Self.manyModel($0)?.count ?? 0 }
+        let pairs = (0..<Self.manyCount).map { Self.manyModel($0)?.count ?? 0 }
         #expect(rows.total == pairs.reduce(0, +))
         #expect(rows.orphans == 0)
-        for i in 0 ..< Self.manyCount {
+        for i in 0..<Self.manyCount {
             let uuid = try #require(uuids[i])
             #expect(rows.byItem[uuid] == pairs[i], "item-\(i)")
         }
@@ -400,8 +411,9 @@ import Testing
 
         // New attributes: the old pairs no longer match, the new ones do, and the rows are the new set's.
         let new = ["schema": "beta", "user": "alice", "port": "443"]
-        try engine.update(byAccount, attributes: [ExtendedAttributes.code: .data(ExtendedAttributes(new).encoded)],
-                          sync: nil, data: nil, caller: Self.caller)
+        try engine.update(
+            byAccount, attributes: [ExtendedAttributes.code: .data(ExtendedAttributes(new).encoded)],
+            sync: nil, data: nil, caller: Self.caller)
         try Self.expectFound(engine, ["schema": "alpha"], ["b"])
         try Self.expectFound(engine, ["host": "one.example"], [])
         try Self.expectFound(engine, ["schema": "alpha", "user": "alice"], [])
@@ -417,8 +429,9 @@ import Testing
 
         // Other attributes, the secret, even the primary key: the index stays as it was.
         let before = try Self.storedHashes(folder, a.uuid)
-        try engine.update(byAccount, attributes: ["gena": .data(Data([1, 2, 3])), "labl": .string("label")],
-                          sync: nil, data: Data("new secret".utf8), caller: Self.caller)
+        try engine.update(
+            byAccount, attributes: ["gena": .data(Data([1, 2, 3])), "labl": .string("label")],
+            sync: nil, data: Data("new secret".utf8), caller: Self.caller)
         try engine.update(byAccount, attributes: ["acct": .string("a2")], sync: nil, data: nil, caller: Self.caller)
         #expect(try Self.storedHashes(folder, a.uuid) == before)
         try Self.expectFound(engine, new, ["a2"])
@@ -430,8 +443,9 @@ import Testing
         let shared = ["schema": "gamma", "owner": "team"]
         var matchBoth = ItemQuery(itemClass: .genericPassword)
         matchBoth.attributes["svce"] = .string("svc")
-        try engine.update(matchBoth, attributes: [ExtendedAttributes.code: .data(ExtendedAttributes(shared).encoded)],
-                          sync: nil, data: nil, caller: Self.caller)
+        try engine.update(
+            matchBoth, attributes: [ExtendedAttributes.code: .data(ExtendedAttributes(shared).encoded)],
+            sync: nil, data: nil, caller: Self.caller)
         try Self.expectFound(engine, shared, ["a2", "b"])
         try Self.expectFound(engine, ["schema": "beta"], [])
         rows = try Self.indexRows(folder)
@@ -442,15 +456,17 @@ import Testing
         // Updating by a free-form match to an empty set: no rows left, the items still found without a match.
         var byOwner = ItemQuery(itemClass: .genericPassword)
         byOwner.extendedMatch = ["owner": "team"]
-        try engine.update(byOwner, attributes: [ExtendedAttributes.code: .data(ExtendedAttributes().encoded)],
-                          sync: nil, data: nil, caller: Self.caller)
+        try engine.update(
+            byOwner, attributes: [ExtendedAttributes.code: .data(ExtendedAttributes().encoded)],
+            sync: nil, data: nil, caller: Self.caller)
         try Self.expectFound(engine, ["owner": "team"], [])
         try Self.expectFound(engine, [:], ["a2", "b"])
         #expect(try Self.indexRows(folder).total == 0)
 
         // A malformed or over-limit set is refused, and nothing changes.
-        try engine.update(byAccount.renamed("a2"), attributes: [ExtendedAttributes.code: .data(ExtendedAttributes(old).encoded)],
-                          sync: nil, data: nil, caller: Self.caller)
+        try engine.update(
+            byAccount.renamed("a2"), attributes: [ExtendedAttributes.code: .data(ExtendedAttributes(old).encoded)],
+            sync: nil, data: nil, caller: Self.caller)
         for bad in Self.badXatrValues {
             expectKeychainError(.invalidParameter, status: .param, "\(bad.0)") {
                 try engine.update(byAccount.renamed("a2"), attributes: [ExtendedAttributes.code: bad.1], sync: nil, data: nil, caller: Self.caller)
@@ -479,8 +495,9 @@ import Testing
         #expect(rowids.0 != nil)
         #expect(rowids.0 == rowids.1, "the two items share a rowid, each in its table")
         internet.valueData = nil
-        try engine.update(internet, attributes: [ExtendedAttributes.code: .data(ExtendedAttributes().encoded)],
-                          sync: nil, data: nil, caller: Self.caller)
+        try engine.update(
+            internet, attributes: [ExtendedAttributes.code: .data(ExtendedAttributes().encoded)],
+            sync: nil, data: nil, caller: Self.caller)
         #expect(try Self.indexRows(folder).byItem[password.uuid] == 1)
         try Self.expectFound(engine, ["schema": "alpha"], ["a"])
         try engine.close()
@@ -492,7 +509,7 @@ import Testing
         let folder = Folder()
         let engine = try Self.engine(folder)
         var rowids: [Int64: Int] = [:]
-        for i in 0 ..< 20 {
+        for i in 0..<20 {
             let item = try Self.add(engine, "d\(i)", ["parity": i % 2 == 0 ? "even" : "odd", "n": "\(i)", "third": "\(i % 3)"])
             let rowid = try Self.raw(folder) { db in try Int64.fetchOne(db, sql: "SELECT rowid FROM genp WHERE uuid = ?", arguments: [item.uuid]) }
             rowids[try #require(rowid)] = i
@@ -519,7 +536,7 @@ import Testing
         #expect(rows.orphans == 0)
         var both = ItemQuery(itemClass: .genericPassword)
         both.extendedMatch = ["parity": "even", "third": "1"]
-        #expect(try engine.delete(both, caller: Self.caller) == 2) // d10 and d16: d4 is gone
+        #expect(try engine.delete(both, caller: Self.caller) == 2)  // d10 and d16: d4 is gone
         expectKeychainError(.itemNotFound) { try engine.delete(both, caller: Self.caller) }
         #expect(try Self.indexRows(folder).total == 21)
 
@@ -529,9 +546,10 @@ import Testing
         last.attributes["acct"] = .string("d18")
         #expect(try engine.delete(last, caller: Self.caller) == 1)
         let fresh = try Self.add(engine, "fresh", nil)
-        let freshRowid = try #require(try Self.raw(folder) { db in
-            try Int64.fetchOne(db, sql: "SELECT rowid FROM genp WHERE uuid = ?", arguments: [fresh.uuid])
-        })
+        let freshRowid = try #require(
+            try Self.raw(folder) { db in
+                try Int64.fetchOne(db, sql: "SELECT rowid FROM genp WHERE uuid = ?", arguments: [fresh.uuid])
+            })
         let previous = try #require(rowids[freshRowid], "the new item took a deleted item's rowid")
         #expect(previous == 15, "one more than d14's, the highest left")
         try Self.expectFound(engine, ["n": "\(previous)"], [])
@@ -592,7 +610,7 @@ import Testing
         var tooMany = BinaryWriter()
         tooMany.u8(1)
         tooMany.u16(129)
-        for i in 0 ..< 129 {
+        for i in 0..<129 {
             tooMany.lengthPrefixedUTF8("n\(i)")
             tooMany.lengthPrefixedUTF8("v")
         }
@@ -633,7 +651,7 @@ import Testing
         #expect(counts.1 == 0)
         // The largest set accepted is stored, and found by its largest pair.
         let name = String(repeating: "n", count: 1_024), value = String(repeating: "v", count: 16_384)
-        var most = Dictionary(uniqueKeysWithValues: (0 ..< 127).map { ("n\($0)", "v\($0)") })
+        var most = Dictionary(uniqueKeysWithValues: (0..<127).map { ("n\($0)", "v\($0)") })
         most[name] = value
         let item = try Self.add(engine, "most", most)
         try Self.expectFound(engine, [name: value], ["most"])
@@ -647,7 +665,7 @@ import Testing
     @Test func aVersion1DatabaseIsMigratedAndALaterOneRefused() throws {
         let folder = Folder()
         var engine = try Self.engine(folder)
-        for i in 0 ..< 5 { try Self.add(engine, "old\(i)", nil) }
+        for i in 0..<5 { try Self.add(engine, "old\(i)", nil) }
         var internet = ItemQuery(itemClass: .internetPassword)
         internet.attributes["srvr"] = .string("example.org")
         internet.valueData = Data("x".utf8)
@@ -656,11 +674,12 @@ import Testing
 
         // Back to version 1's schema: the same tables, without the index of free-form attributes.
         try Self.raw(folder, writable: true) { db in
-            try db.execute(sql: """
-                DROP TRIGGER "genp_xattr_gone";
-                DROP TABLE "genp_xattr";
-                PRAGMA user_version = 1;
-                """)
+            try db.execute(
+                sql: """
+                    DROP TRIGGER "genp_xattr_gone";
+                    DROP TABLE "genp_xattr";
+                    PRAGMA user_version = 1;
+                    """)
         }
         #expect(try Self.integer(folder, "PRAGMA user_version") == 1)
         #expect(try Self.integer(folder, "SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'genp_xattr%' OR sql LIKE '%genp_xattr%'") == 0)
@@ -674,7 +693,7 @@ import Testing
         }
         #expect(objects == ["table genp_xattr genp_xattr", "trigger genp_xattr_gone genp", "index genp_xattr_item genp_xattr"])
         // The old items are all there, and the new ones are indexed and unindexed as on a new keychain.
-        try Self.expectFound(engine, [:], Set((0 ..< 5).map { "old\($0)" }))
+        try Self.expectFound(engine, [:], Set((0..<5).map { "old\($0)" }))
         internet.valueData = nil
         #expect(try engine.find(internet, caller: Self.caller).count == 1)
         let new = try Self.add(engine, "new", ["schema": "alpha"])
@@ -691,7 +710,7 @@ import Testing
 
         // Opening it again changes nothing.
         engine = try Self.engine(folder)
-        try Self.expectFound(engine, [:], Set((1 ..< 5).map { "old\($0)" }))
+        try Self.expectFound(engine, [:], Set((1..<5).map { "old\($0)" }))
         try engine.close()
 
         // A later schema than this build knows is refused, and left as it is.
@@ -718,7 +737,7 @@ import Testing
 
         // Into a new keychain: other keys, so other hashes, computed on the way in.
         let target = Folder()
-        let clock = Clock(1_000_000_000) // 2001: whatever it holds is older than the backup's items
+        let clock = Clock(1_000_000_000)  // 2001: whatever it holds is older than the backup's items
         let restored = try Self.engine(target, clock: clock)
         let older = try Self.add(restored, "mail", ["xdg:schema": "org.example.Mail", "user": "old-alice", "stale": "yes"])
         #expect(try Self.indexRows(target).byItem[older.uuid] == 3)

@@ -11,7 +11,9 @@ final class CountingRandom: RandomSource, @unchecked Sendable {
     init(seed: UInt8) { next = seed }
     func bytes(_ count: Int) -> [UInt8] {
         lock.lock(); defer { lock.unlock() }
-        return (0 ..< count).map { _ in defer { next &+= 1 }; return next }
+        return (0..<count).map { _ in
+            defer { next &+= 1 }; return next
+        }
     }
 }
 
@@ -20,7 +22,7 @@ func unhex(_ s: String) -> [UInt8] {
     var out: [UInt8] = []
     var i = s.startIndex
     while i < s.endIndex, let j = s.index(i, offsetBy: 2, limitedBy: s.endIndex) {
-        out.append(UInt8(s[i ..< j], radix: 16) ?? 0); i = j
+        out.append(UInt8(s[i..<j], radix: 16) ?? 0); i = j
     }
     return out
 }
@@ -30,7 +32,7 @@ let deviceKey = SymmetricKey(data: [UInt8](repeating: 0xD1, count: 32))
 func fixedKeybag() -> Keybag {
     var keys: [ProtectionClass: SymmetricKey] = [:]
     for cls in ProtectionClass.allCases { keys[cls] = SymmetricKey(data: [UInt8](repeating: cls.keybagID, count: 32)) }
-    return Keybag(uuid: Array(0x10 ..< 0x20), classKeys: keys, metadataKey: SymmetricKey(data: [UInt8](repeating: 0x80, count: 32)))
+    return Keybag(uuid: Array(0x10..<0x20), classKeys: keys, metadataKey: SymmetricKey(data: [UInt8](repeating: 0x80, count: 32)))
 }
 
 /// The on-disk formats are pinned: a change to any of these bytes is a format change, to be made on purpose
@@ -41,7 +43,7 @@ func fixedKeybag() -> Keybag {
         #expect(hex(bytes) == Golden.keybagV1)
         // And the golden file still decodes to the same keys.
         let decoded = try Keybag.decode(unhex(Golden.keybagV1), deviceKey: deviceKey)
-        #expect(decoded.uuid == Array(0x10 ..< 0x20))
+        #expect(decoded.uuid == Array(0x10..<0x20))
         for cls in ProtectionClass.allCases {
             #expect(decoded.classKeys[cls]?.withUnsafeBytes { Array($0) } == [UInt8](repeating: cls.keybagID, count: 32))
         }
@@ -58,9 +60,10 @@ func fixedKeybag() -> Keybag {
 
     @Test func secretBlobFormatV1() throws {
         let crypto = ItemCrypto(keybag: fixedKeybag(), random: CountingRandom(seed: 0x40))
-        let row = ItemCrypto.RowIdentity(table: "genp", uuid: Data(repeating: 0xAB, count: 16), protection: .whenUnlocked,
-                                         groupHash: Data(repeating: 1, count: 16), primaryKeyHash: Data(repeating: 2, count: 16),
-                                         sync: false, tombstone: false)
+        let row = ItemCrypto.RowIdentity(
+            table: "genp", uuid: Data(repeating: 0xAB, count: 16), protection: .whenUnlocked,
+            groupHash: Data(repeating: 1, count: 16), primaryKeyHash: Data(repeating: 2, count: 16),
+            sync: false, tombstone: false)
         let blob = try crypto.sealSecret(Data("s3cret".utf8), row: row)
         #expect(hex(blob) == Golden.secretBlobV1)
         #expect(try crypto.openSecret(Data(unhex(Golden.secretBlobV1)), row: row) == Data("s3cret".utf8))
@@ -68,15 +71,17 @@ func fixedKeybag() -> Keybag {
         #expect(hex(meta) == Golden.metadataBlobV1)
         // Index hashes are pinned as well: they are what equality search and UNIQUE compare.
         #expect(hex(crypto.attributeHash(table: "genp", code: "acct", value: .string("alice"))) == Golden.acctHash)
-        #expect(hex(crypto.primaryKeyHash(itemClass: .genericPassword, attributes: ["acct": .string("alice"), "svce": .string("s"), "agrp": .string("g"), "sync": .int(0)])) == Golden.genpPrimaryKeyHash)
+        #expect(
+            hex(crypto.primaryKeyHash(itemClass: .genericPassword, attributes: ["acct": .string("alice"), "svce": .string("s"), "agrp": .string("g"), "sync": .int(0)])) == Golden.genpPrimaryKeyHash)
     }
 }
 
 @Suite struct TamperTests {
     let crypto = ItemCrypto(keybag: fixedKeybag())
-    let row = ItemCrypto.RowIdentity(table: "genp", uuid: Data(repeating: 0xAB, count: 16), protection: .whenUnlocked,
-                                     groupHash: Data(repeating: 1, count: 16), primaryKeyHash: Data(repeating: 2, count: 16),
-                                     sync: false, tombstone: false)
+    let row = ItemCrypto.RowIdentity(
+        table: "genp", uuid: Data(repeating: 0xAB, count: 16), protection: .whenUnlocked,
+        groupHash: Data(repeating: 1, count: 16), primaryKeyHash: Data(repeating: 2, count: 16),
+        sync: false, tombstone: false)
 
     @Test func anyChangeToTheRowIdentityFailsAuthentication() throws {
         let meta = try crypto.sealAttributes(["acct": .string("alice")], row: row)
@@ -131,11 +136,9 @@ func fixedKeybag() -> Keybag {
 @Suite struct SchemaTests {
     @Test func primaryKeysAreApples() {
         #expect(ItemClass.genericPassword.primaryKey.map(\.code).sorted() == ["acct", "agrp", "ggrp", "svce", "sync", "tkid", "vwht"])
-        #expect(ItemClass.internetPassword.primaryKey.map(\.code).sorted() ==
-                ["acct", "agrp", "atyp", "ggrp", "path", "port", "ptcl", "sdmn", "srvr", "sync", "tkid", "vwht"])
+        #expect(ItemClass.internetPassword.primaryKey.map(\.code).sorted() == ["acct", "agrp", "atyp", "ggrp", "path", "port", "ptcl", "sdmn", "srvr", "sync", "tkid", "vwht"])
         #expect(ItemClass.certificate.primaryKey.map(\.code).sorted() == ["agrp", "ctyp", "ggrp", "issr", "slnr", "sync", "tkid", "vwht"])
-        #expect(ItemClass.key.primaryKey.map(\.code).sorted() ==
-                ["agrp", "atag", "bsiz", "crtr", "edat", "esiz", "ggrp", "kcls", "klbl", "sdat", "sync", "tkid", "type", "vwht"])
+        #expect(ItemClass.key.primaryKey.map(\.code).sorted() == ["agrp", "atag", "bsiz", "crtr", "edat", "esiz", "ggrp", "kcls", "klbl", "sdat", "sync", "tkid", "type", "vwht"])
         #expect(ItemClass.certificate.defaultAccessibility == .always)
         #expect(ItemClass.genericPassword.defaultAccessibility == .whenUnlocked)
         #expect(ItemClass.identity.attribute("atag") != nil && ItemClass.identity.attribute("issr") != nil)

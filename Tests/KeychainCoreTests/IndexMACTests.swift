@@ -12,21 +12,24 @@ import Testing
 
     @Test func rfc4231Vectors() {
         // Test case 1: key 20 × 0x0b, "Hi There".
-        #expect(hex(mac([UInt8](repeating: 0x0b, count: 20), Array("Hi There".utf8)))
-            == "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
+        #expect(
+            hex(mac([UInt8](repeating: 0x0b, count: 20), Array("Hi There".utf8)))
+                == "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
         // Test case 2: key "Jefe", "what do ya want for nothing?".
-        #expect(hex(mac(Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)))
-            == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(
+            hex(mac(Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
         // Test case 6: a 131-byte key (hashed first), "Test Using Larger Than Block-Size Key - Hash Key First".
-        #expect(hex(mac([UInt8](repeating: 0xaa, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8)))
-            == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+        #expect(
+            hex(mac([UInt8](repeating: 0xaa, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8)))
+                == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
     }
 
     @Test func agreesWithSwiftCryptoInPiecesAndWhole() {
         var generator = SystemRandomNumberGenerator()
         for length in [0, 1, 31, 55, 56, 63, 64, 65, 200, 1_000] {
-            let key = (0 ..< 32).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
-            let message = (0 ..< length).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
+            let key = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let message = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let expected = Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
             let split = message.count / 3
             let pieces = IndexMAC(key: SymmetricKey(data: key)).authenticationCode { m in

@@ -34,10 +34,11 @@ import Crypto
     }
 
     @Test func keybagFormatV3() throws {
-        let bytes = try fixedKeybag().encode(deviceKey: deviceKey, passcode: ("1234", kdf),
-                                             throttle: PasscodeThrottle(failures: 2, notBefore: 1_000_000_000),
-                                             random: CountingRandom(seed: 0))
-        #expect(hex(bytes.prefix(6)) == "534b4b420003") // "SKKB", version 3
+        let bytes = try fixedKeybag().encode(
+            deviceKey: deviceKey, passcode: ("1234", kdf),
+            throttle: PasscodeThrottle(failures: 2, notBefore: 1_000_000_000),
+            random: CountingRandom(seed: 0))
+        #expect(hex(bytes.prefix(6)) == "534b4b420003")  // "SKKB", version 3
         #expect(hex(bytes) == Golden.keybagV3)
         let golden = unhex(Golden.keybagV3)
         let header = try Keybag.header(golden)
@@ -72,7 +73,7 @@ import Crypto
         #expect(try Keybag.decode(counted, deviceKey: deviceKey, passcode: "1234").classKeys.count == 7)
         // Any edited byte of the record fails authentication (the caller then counts the worst case).
         let recordOffset = 4 + 2 + 16 + 1 + 4 + kdf.encodedCalibrated.count + 4
-        for offset in recordOffset ..< recordOffset + 12 + 12 + 16 {
+        for offset in recordOffset..<recordOffset + 12 + 12 + 16 {
             var edited = counted
             edited[offset] ^= 0x01
             #expect(try Keybag.throttle(in: edited, deviceKey: deviceKey) == nil, "byte \(offset)")
@@ -96,7 +97,7 @@ import Crypto
         let log2NOffset = 4 + 2 + 16 + 1 + 4
         #expect(bytes[log2NOffset] == 10)
         var huge = bytes
-        huge[log2NOffset] = 40 // 2^40 rounds: must be refused, not attempted
+        huge[log2NOffset] = 40  // 2^40 rounds: must be refused, not attempted
         expectKeychainError(.corruptData) { try Keybag.decode(huge, deviceKey: deviceKey, passcode: "1234") }
         // p is the last byte of the u32 after log2(N) and r: 2^22 · 8 · 64 would take minutes.
         var slow = bytes
@@ -104,7 +105,7 @@ import Crypto
         slow[log2NOffset + 1 + 4 + 3] = 64
         expectKeychainError(.corruptData) { try Keybag.decode(slow, deviceKey: deviceKey, passcode: "1234") }
         var version1 = bytes
-        version1[5] = 1 // a version-1 header cannot carry passcode-wrapped keys
+        version1[5] = 1  // a version-1 header cannot carry passcode-wrapped keys
         expectKeychainError(.corruptData) { try Keybag.decode(version1, deviceKey: deviceKey) }
     }
 
@@ -112,7 +113,7 @@ import Crypto
         let tuned = PasscodeKDF.tuned(policy: .testing)
         #expect(tuned.log2N >= 10 && tuned.log2N <= 20)
         #expect(tuned.blockSize == 8)
-        #expect((1 ... 64).contains(tuned.parallelism))
+        #expect((1...64).contains(tuned.parallelism))
         #expect(tuned.calibratedMilliseconds >= 1)
         #expect(tuned.salt.count == 32)
     }
@@ -125,7 +126,9 @@ import Crypto
         #expect(tuned.memory >= 64 << 20)
         #expect(tuned.parallelism >= 1)
         #expect(tuned.calibratedMilliseconds >= 1)
-        print("production passcode KDF on this machine: scrypt N=2^\(tuned.log2N) r=\(tuned.blockSize) p=\(tuned.parallelism), memory \(tuned.memory >> 20) MiB, one derivation \(tuned.calibratedMilliseconds) ms (target 250 ms)")
+        print(
+            "production passcode KDF on this machine: scrypt N=2^\(tuned.log2N) r=\(tuned.blockSize) p=\(tuned.parallelism), memory \(tuned.memory >> 20) MiB, one derivation \(tuned.calibratedMilliseconds) ms (target 250 ms)"
+        )
         // Recorded in the keybag as they are.
         let bytes = try fixedKeybag().encode(deviceKey: deviceKey, passcode: ("1234", tuned))
         #expect(try Keybag.header(bytes).passcode == tuned)

@@ -32,7 +32,7 @@ import Testing
         let clock = Clock()
         let first = try Self.engine(folder, clock)
         try first.changePasscode(from: nil, to: "1234")
-        for _ in 1 ... 5 {
+        for _ in 1...5 {
             expectKeychainError(.authenticationFailed, status: .authFailed) { try first.unlock(passcode: "0000") }
         }
         let device = try first.deviceKey()
@@ -51,7 +51,7 @@ import Testing
         var bytes = try Self.keybag(folder)
         let header = try Keybag.header(bytes)
         let recordStart = try #require(header.throttleRecord?.startIndex)
-        bytes[recordStart + 12] ^= 0x05 // the first byte of the sealed failure count
+        bytes[recordStart + 12] ^= 0x05  // the first byte of the sealed failure count
         try Data(bytes).write(to: URL(fileURLWithPath: folder.location.keybagPath))
         let edited = try Self.engine(folder, clock)
         let worst = expectKeychainError(.authenticationFailed, status: .authFailed) { try edited.unlock(passcode: "1234") }

@@ -24,7 +24,7 @@ import Testing
 
     @Test func everyTruncationAndEveryFlippedByteFailsCleanly() {
         let bytes = PlistCoding.encode(Self.sample)
-        for length in 0 ..< bytes.count {
+        for length in 0..<bytes.count {
             expectKeychainError(.corruptData) { try PlistCoding.decode(bytes.prefix(length)) }
         }
         // Flipping bytes may still give a valid value; otherwise the failure is errSecDecode's, never a trap.
@@ -46,7 +46,7 @@ import Testing
         expectKeychainError(.corruptData) { try PlistCoding.decode([0x08, 0x00, 0x0F, 0x42, 0x40]) }
         // Nesting 10,000 arrays deep.
         var deep: [UInt8] = []
-        for _ in 0 ..< 10_000 { deep += [0x07, 0, 0, 0, 1] }
+        for _ in 0..<10_000 { deep += [0x07, 0, 0, 0, 1] }
         deep += [0x03, 1]
         expectKeychainError(.corruptData) { try PlistCoding.decode(deep) }
         // Duplicate keys, invalid UTF-8, unknown tags, trailing bytes.

@@ -20,12 +20,13 @@ import Glibc
         let victim: String
         /// A path nothing exists at: a link to it shows whether the keychain creates files through links.
         let nowhere: String
-        static let original = Data(repeating: 0x41, count: 32) // 32 bytes: shaped like a device key
+        static let original = Data(repeating: 0x41, count: 32)  // 32 bytes: shaped like a device key
 
         init() throws {
             root = FileManager.default.temporaryDirectory.appendingPathComponent("store-links-\(UUID().uuidString)").path
-            try FileManager.default.createDirectory(atPath: root + "/home", withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: root + "/home", withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
             location = KeychainLocation(home: root + "/home")
             victim = root + "/victim"
             nowhere = root + "/created-through-a-link"
@@ -52,8 +53,10 @@ import Glibc
     /// neither the file it points at nor a missing target is touched. Without `O_NOFOLLOW`, the lock file and
     /// the database were created through a dangling link, SQLite wrote its WAL into the victim, and a planted
     /// `device.key` became the keychain's device key.
-    @Test(arguments: ["keychain-2.db", "keychain-2.db-wal", "keychain-2.db-shm", "keychain-2.db-journal",
-                      "keychain.lock", "device.key", "keychain.keybag"])
+    @Test(arguments: [
+        "keychain-2.db", "keychain-2.db-wal", "keychain-2.db-shm", "keychain-2.db-journal",
+        "keychain.lock", "device.key", "keychain.keybag",
+    ])
     func aLinkAtAFileOpeningReadsOrCreatesIsRefused(name: String) throws {
         for dangling in [false, true] {
             let scene = try Scene()

@@ -17,13 +17,15 @@ final class SoftwareTPM: @unchecked Sendable {
         guard let executable = Self.executable else { throw TestProcessError("swtpm is not installed") }
         state = FileManager.default.temporaryDirectory.appendingPathComponent("swtpm-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false)
-        for _ in 0 ..< 20 {
-            let port = Int.random(in: 20000 ... 60000) & ~1
+        for _ in 0..<20 {
+            let port = Int.random(in: 20000...60000) & ~1
             let process = Process()
             process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = ["socket", "--tpm2", "--server", "type=tcp,port=\(port),bindaddr=127.0.0.1",
-                                 "--ctrl", "type=tcp,port=\(port + 1),bindaddr=127.0.0.1",
-                                 "--tpmstate", "dir=\(state)", "--flags", "startup-clear"]
+            process.arguments = [
+                "socket", "--tpm2", "--server", "type=tcp,port=\(port),bindaddr=127.0.0.1",
+                "--ctrl", "type=tcp,port=\(port + 1),bindaddr=127.0.0.1",
+                "--tpmstate", "dir=\(state)", "--flags", "startup-clear",
+            ]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
@@ -41,16 +43,17 @@ final class SoftwareTPM: @unchecked Sendable {
 
     /// True once something accepts on `port`; false if swtpm exits first (the port was taken) or after 10 s.
     private static func waitForListener(port: Int, process: Process) -> Bool {
-        for _ in 0 ..< 200 {
+        for _ in 0..<200 {
             guard process.isRunning else { return false }
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            } == 0
+            let connected =
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                } == 0
             close(fd)
             if connected { return true }
             usleep(50_000)
@@ -160,7 +163,7 @@ final class SoftwareTPM: @unchecked Sendable {
         let home = Folder()
         try KeychainEngine(location: home.location, tpm: machine.device).close()
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: home.location.sealedDeviceKeyPath)))
-        bytes[bytes.count - 5] ^= 0x01 // inside the private blob's encrypted sensitive area
+        bytes[bytes.count - 5] ^= 0x01  // inside the private blob's encrypted sensitive area
         try Data(bytes).write(to: URL(fileURLWithPath: home.location.sealedDeviceKeyPath))
         expectKeychainError(.sealedToAnotherMachine, status: .invalidKeychain) { try KeychainEngine(location: home.location, tpm: machine.device) }
         // Not a sealed key at all: errSecDecode.

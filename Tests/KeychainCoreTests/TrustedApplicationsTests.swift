@@ -17,8 +17,10 @@ import Testing
     static let injected = AccessPolicy(groups: ["untrusted:/usr/bin/reader"]).trusted(as: nil)
 
     @discardableResult
-    static func add(_ engine: KeychainEngine, _ account: String, trusting terms: [String]?, caller: AccessPolicy = owner,
-                    itemClass: ItemClass = .genericPassword) throws -> FoundItem {
+    static func add(
+        _ engine: KeychainEngine, _ account: String, trusting terms: [String]?, caller: AccessPolicy = owner,
+        itemClass: ItemClass = .genericPassword
+    ) throws -> FoundItem {
         var q = ItemQuery(itemClass: itemClass)
         q.attributes["acct"] = .string(account)
         if let terms { q.attributes[TrustedApplications.code] = try TrustedApplications(terms).attributeValue }
@@ -26,8 +28,10 @@ import Testing
         return try engine.add(q, caller: caller)
     }
 
-    static func find(_ engine: KeychainEngine, _ account: String? = nil, as caller: AccessPolicy, limit: MatchLimit = .all,
-                     itemClass: ItemClass = .genericPassword) throws -> [FoundItem] {
+    static func find(
+        _ engine: KeychainEngine, _ account: String? = nil, as caller: AccessPolicy, limit: MatchLimit = .all,
+        itemClass: ItemClass = .genericPassword
+    ) throws -> [FoundItem] {
         var q = ItemQuery(itemClass: itemClass)
         if let account { q.attributes["acct"] = .string(account) }
         q.limit = limit
@@ -106,8 +110,9 @@ import Testing
         var q = ItemQuery(itemClass: .genericPassword)
         q.attributes["acct"] = .string("a")
         // The owner moves the list to another program.
-        try engine.update(q, attributes: [TrustedApplications.code: try TrustedApplications(["/usr/bin/stranger"]).attributeValue],
-                          sync: nil, data: nil, caller: Self.owner)
+        try engine.update(
+            q, attributes: [TrustedApplications.code: try TrustedApplications(["/usr/bin/stranger"]).attributeValue],
+            sync: nil, data: nil, caller: Self.owner)
         #expect(try Self.indexRows(folder) == 2)
         #expect(Self.accounts(engine, as: Self.reader) == [])
         #expect(Self.accounts(engine, as: Self.stranger) == ["a"])
@@ -145,7 +150,7 @@ import Testing
         #expect(list.terms == ["/b", "*", "apple-tool:", "apple:", "snap:x", "flatpak:org.a.B", "teamid:ABCDE12345"])
         #expect(TrustedApplications(stored: list.attributeValue) == list)
         #expect(try TrustedApplications([""]).isEmpty)
-        expectKeychainError(.invalidParameter) { try TrustedApplications((0 ... TrustedApplications.maximumCount).map { "/p\($0)" }) }
+        expectKeychainError(.invalidParameter) { try TrustedApplications((0...TrustedApplications.maximumCount).map { "/p\($0)" }) }
     }
 
     @Test func aVersion2DatabaseIsMigrated() throws {

@@ -10,8 +10,9 @@ import Glibc
 
 /// DBusServerConnection against a real dbus-daemon (a private session bus per test), called by DBusConnection, by
 /// another DBusServerConnection and by busctl.
-@Suite(.enabled(if: PrivateSessionBus.isAvailable, "needs dbus-daemon (Debian package dbus-daemon) for a private session bus"),
-       .timeLimit(.minutes(10)))
+@Suite(
+    .enabled(if: PrivateSessionBus.isAvailable, "needs dbus-daemon (Debian package dbus-daemon) for a private session bus"),
+    .timeLimit(.minutes(10)))
 struct DBusServerConnectionTests {
     /// The name the echo server owns, also its interface.
     static let name = "org.example.Echo"
@@ -27,15 +28,20 @@ struct DBusServerConnectionTests {
         let address = bus.address
         let (reply, described, clientName) = try await onThread {
             let client = try DBusConnection(address: address, timeout: .seconds(100))
-            let reply = try client.call(destination: Self.name, path: "/org/example/Echo/item", interface: Self.name,
-                                        member: "Echo", arguments)
-            let described = try client.call(destination: Self.name, path: "/org/example/Echo/item", interface: Self.name,
-                                            member: "Describe", arguments)
+            let reply = try client.call(
+                destination: Self.name, path: "/org/example/Echo/item", interface: Self.name,
+                member: "Echo", arguments)
+            let described = try client.call(
+                destination: Self.name, path: "/org/example/Echo/item", interface: Self.name,
+                member: "Describe", arguments)
             return (reply, described, client.uniqueName)
         }
         #expect(reply == arguments)
-        #expect(described == [.signature("suxbdoaya{sv}(qas)ay"), .string(clientName), .objectPath("/org/example/Echo/item"),
-                              .string(Self.name)])
+        #expect(
+            described == [
+                .signature("suxbdoaya{sv}(qas)ay"), .string(clientName), .objectPath("/org/example/Echo/item"),
+                .string(Self.name),
+            ])
         _ = server
     }
 
@@ -88,8 +94,9 @@ struct DBusServerConnectionTests {
         let address = bus.address
         func busctl(_ arguments: [String]) async throws -> ProgramRun {
             try await onThread {
-                try ProgramRun.run("/usr/bin/busctl", ["--address=\(address)", "--timeout=60"] + arguments,
-                                   environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"])
+                try ProgramRun.run(
+                    "/usr/bin/busctl", ["--address=\(address)", "--timeout=60"] + arguments,
+                    environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"])
             }
         }
         let echoed = try await busctl(["call", Self.name, "/org/example/Echo", Self.name, "Echo", "sau", "hello", "3", "1", "2", "4294967295"])
@@ -145,8 +152,9 @@ struct DBusServerConnectionTests {
             break
         }
         #expect(lost == .nameLost("org.example.Replaceable"))
-        let owner = try await other.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                         interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string("org.example.Replaceable")])
+        let owner = try await other.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string("org.example.Replaceable")])
         #expect(owner == [.string(other.uniqueName)])
         #expect(try await other.releaseName("org.example.Replaceable"))
         #expect(try await other.releaseName("org.example.Replaceable") == false)
@@ -310,8 +318,11 @@ struct DBusServerConnectionTests {
             server.emitSignal(path: "/org/example/Echo", interface: Self.name, member: "Changed", [.string("item"), .uint32(3)])
             return try client.nextSignal(from: match, until: .now + .seconds(10))
         }
-        #expect(signal == DBusSignal(sender: server.uniqueName, path: "/org/example/Echo", interface: Self.name, member: "Changed",
-                                     arguments: [.string("item"), .uint32(3)]))
+        #expect(
+            signal
+                == DBusSignal(
+                    sender: server.uniqueName, path: "/org/example/Echo", interface: Self.name, member: "Changed",
+                    arguments: [.string("item"), .uint32(3)]))
         let error = await #expect(throws: DBusError.self) {
             try await server.sendSignal(path: "not a path", interface: Self.name, member: "Changed")
         }
@@ -397,8 +408,12 @@ final class EchoServer: Sendable {
                 switch call.member {
                 case "Echo": connection.reply(to: call, call.arguments)
                 case "Describe":
-                    connection.reply(to: call, [.signature(call.signature), .string(call.sender), .objectPath(call.path),
-                                                .string(call.interface ?? "")])
+                    connection.reply(
+                        to: call,
+                        [
+                            .signature(call.signature), .string(call.sender), .objectPath(call.path),
+                            .string(call.interface ?? ""),
+                        ])
                 case "Fail": connection.replyError(to: call, name: "org.example.Error.Refused", message: "refused on purpose")
                 case "FailBadly": connection.replyError(to: call, name: "not a name", message: "not a name")
                 case "Hold":

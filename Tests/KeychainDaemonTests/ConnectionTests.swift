@@ -94,9 +94,9 @@ import Glibc
             var out: [Frame] = []
             while out.count < count {
                 while pending.count >= 4 {
-                    let length = try Frame.checkedLength(pending[0 ..< 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+                    let length = try Frame.checkedLength(pending[0..<4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
                     guard pending.count >= 4 + length else { break }
-                    out.append(try Frame.decode(body: Array(pending[4 ..< 4 + length])))
+                    out.append(try Frame.decode(body: Array(pending[4..<4 + length])))
                     pending.removeFirst(4 + length)
                     if out.count == count { return out }
                 }
@@ -108,7 +108,7 @@ import Glibc
                     closedByServer = true
                     return out
                 }
-                pending += buffer[0 ..< n]
+                pending += buffer[0..<n]
             }
             return out
         }
@@ -157,7 +157,8 @@ import Glibc
         let f = try Fixture()
         try f.seed(account: "a", secret: "one")
         try f.seed(account: "b", secret: "two")
-        let stream = Frame(id: 1, body: .request(Self.find("a"))).encoded + Frame(id: 2, body: .request(Self.find("b"))).encoded
+        let stream =
+            Frame(id: 1, body: .request(Self.find("a"))).encoded + Frame(id: 2, body: .request(Self.find("b"))).encoded
             + Frame(id: 3, body: .request(Self.find("missing"))).encoded
         let trickle = try f.connect()
         for byte in stream { try trickle.send([byte]) }
@@ -185,7 +186,7 @@ import Glibc
         try f.seed(account: "alice", secret: "s3cret")
         let bad = try f.connect()
         var bytes = Frame(id: 1, body: .request(Self.find("alice"))).encoded
-        bytes[10] = 0xEE // an unknown request tag
+        bytes[10] = 0xEE  // an unknown request tag
         try bad.send(bytes)
         #expect(try bad.isClosed())
         let good = try f.connect()
@@ -234,7 +235,7 @@ import Glibc
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
             if n <= 0 { break }
-            written += buffer[0 ..< n]
+            written += buffer[0..<n]
         }
         #expect(written == VersionMismatch.refusal(peerVersion: version, id: 77))
     }
@@ -258,7 +259,8 @@ import Glibc
     // MARK: Attacks on the connection itself
 
     /// Python that takes descriptor argv[2] of process argv[1] (`pidfd_getfd`, syscall 438) as `fd`.
-    static let takeConnection = "import ctypes,os,sys; libc=ctypes.CDLL(None,use_errno=True); fd=libc.syscall(438,os.pidfd_open(int(sys.argv[1])),int(sys.argv[2]),0); assert fd>=0, os.strerror(ctypes.get_errno()); "
+    static let takeConnection =
+        "import ctypes,os,sys; libc=ctypes.CDLL(None,use_errno=True); fd=libc.syscall(438,os.pidfd_open(int(sys.argv[1])),int(sys.argv[2]),0); assert fd>=0, os.strerror(ctypes.get_errno()); "
 
     /// A request queued before keychaind greeted the connection may have been sent by another program than the one
     /// keychaind identifies (the client may `exec` in between), so it is never served: the connection is refused.
@@ -287,9 +289,13 @@ import Glibc
         let client = try f.connect()
         let request = Frame(id: 5, body: .request(Self.find("alice"))).encoded
         // python3 takes this process's end of the connection with pidfd_getfd and sends the request itself.
-        let run = try ProgramRun.run("/usr/bin/python3", ["-c", Self.takeConnection + "os.write(fd, bytes.fromhex(sys.argv[3]))",
-                                                          "\(getpid())", "\(client.fd)", request.map { String(format: "%02x", $0) }.joined()],
-                                     environment: ProcessInfo.processInfo.environment)
+        let run = try ProgramRun.run(
+            "/usr/bin/python3",
+            [
+                "-c", Self.takeConnection + "os.write(fd, bytes.fromhex(sys.argv[3]))",
+                "\(getpid())", "\(client.fd)", request.map { String(format: "%02x", $0) }.joined(),
+            ],
+            environment: ProcessInfo.processInfo.environment)
         #expect(run.status == 0, "\(run.stderr)")
         let frames = try client.frames(2)
         #expect(frames.count == 1, "only the refusal, never the answer")
@@ -304,8 +310,9 @@ import Glibc
         let script = Self.takeConnection + "import socket,array; s=socket.socket(fileno=fd); s.sendmsg([bytes.fromhex(sys.argv[3])],[(socket.SOL_SOCKET,socket.SCM_RIGHTS,array.array('i',[0,1,2]))])"
         // Sent by another process too, so the refusal may name either reason; what matters is that nothing is served.
         let request = Frame(id: 6, body: .request(.status)).encoded
-        let run = try ProgramRun.run("/usr/bin/python3", ["-c", script, "\(getpid())", "\(client.fd)", request.map { String(format: "%02x", $0) }.joined()],
-                                     environment: ProcessInfo.processInfo.environment)
+        let run = try ProgramRun.run(
+            "/usr/bin/python3", ["-c", script, "\(getpid())", "\(client.fd)", request.map { String(format: "%02x", $0) }.joined()],
+            environment: ProcessInfo.processInfo.environment)
         #expect(run.status == 0, "\(run.stderr)")
         let frames = try client.frames(2)
         #expect(frames.count == 1)
@@ -322,7 +329,7 @@ import Glibc
         let f = try Fixture(limits: limits)
         try f.seed(account: "alice", secret: "s3cret")
         var holders: [TestClient] = []
-        for _ in 0 ..< 4 {
+        for _ in 0..<4 {
             let holder = try f.connect()
             let announced = UInt32(600 << 10)
             try holder.send([UInt8(announced >> 24), UInt8(announced >> 16 & 0xFF), UInt8(announced >> 8 & 0xFF), UInt8(announced & 0xFF), Frame.version, 1, 0, 0, 0, 1])
@@ -370,9 +377,9 @@ import Glibc
     @Test func handMadeQueriesAreCheckedAsTheParserWould() throws {
         let f = try Fixture()
         var foreign = ItemQuery(itemClass: .genericPassword)
-        foreign.attributes = ["srvr": .string("example.com")] // an internet password's attribute
+        foreign.attributes = ["srvr": .string("example.com")]  // an internet password's attribute
         var wrongKind = ItemQuery(itemClass: .genericPassword)
-        wrongKind.attributes = ["cdat": .string("yesterday")] // a date attribute as text
+        wrongKind.attributes = ["cdat": .string("yesterday")]  // a date attribute as text
         var badAccessibility = ItemQuery(itemClass: .genericPassword)
         badAccessibility.attributes = ["pdmn": .string("everyone")]
         var stamped = ItemQuery(itemClass: .genericPassword)

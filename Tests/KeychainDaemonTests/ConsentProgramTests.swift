@@ -6,8 +6,9 @@ import Testing
 @Suite struct ConsentProgramTests {
     @Test func aPeerIsRememberedByItsIdentifiedProgram() {
         let sha = String(repeating: "d4", count: 32)
-        #expect(PeerIdentity(pid: 1, uid: 1000, program: .executable("/usr/bin/foo"), executableSHA256: sha).consentProgram
-            == .executable(path: "/usr/bin/foo", sha256: sha))
+        #expect(
+            PeerIdentity(pid: 1, uid: 1000, program: .executable("/usr/bin/foo"), executableSHA256: sha).consentProgram
+                == .executable(path: "/usr/bin/foo", sha256: sha))
         #expect(PeerIdentity(pid: 1, uid: 1000, program: .flatpak("org.example.App"), executableSHA256: sha).consentProgram == .flatpak("org.example.App"))
         #expect(PeerIdentity(pid: 1, uid: 1000, program: .snap("tool"), executableSHA256: sha).consentProgram == .snap("tool"))
     }

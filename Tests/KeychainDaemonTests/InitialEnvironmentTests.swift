@@ -7,7 +7,7 @@ import Testing
 @Suite struct InitialEnvironmentTests {
     @Test func theRangeIsFieldsFiftyAndFiftyOne() {
         // A command name with spaces and parentheses, as a program may name itself.
-        var fields = (3 ... 52).map { "\($0)" }
+        var fields = (3...52).map { "\($0)" }
         fields[50 - 3] = "140000"
         fields[51 - 3] = "140123"
         let line = "4242 (evil) (name x) " + fields.joined(separator: " ") + "\n"
@@ -17,7 +17,7 @@ import Testing
     }
 
     @Test func hiddenOrOversizedRangesAreNotRead() {
-        var fields = (3 ... 52).map { _ in "0" }
+        var fields = (3...52).map { _ in "0" }
         #expect(InitialEnvironment.environmentRange(Data(("1 (p) " + fields.joined(separator: " ")).utf8)) == nil, "the kernel shows 0 to a reader that may not ptrace")
         fields[50 - 3] = "4096"
         fields[51 - 3] = "\(4096 + InitialEnvironment.limit + 1)"

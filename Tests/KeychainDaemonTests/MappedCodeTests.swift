@@ -43,8 +43,8 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // Not ELF; an ELF header whose tables point past the end; an empty file.
         var header = [UInt8](repeating: 0, count: 64)
-        header[0 ... 5] = [0x7f, 0x45, 0x4c, 0x46, 2, 1]
-        header[0x20] = 0xff; header[0x27] = 0x7f   // program headers far past the end
+        header[0...5] = [0x7f, 0x45, 0x4c, 0x46, 2, 1]
+        header[0x20] = 0xff; header[0x27] = 0x7f  // program headers far past the end
         header[0x36] = 56; header[0x38] = 3
         for (name, bytes) in [("text", Array("#!/bin/sh\n".utf8)), ("truncated", header), ("empty", [])] {
             let path = folder + "/" + name

@@ -25,8 +25,10 @@ import Crypto
             try FileManager.default.createDirectory(atPath: base + "/attr", withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: base + "/exe", withDestinationPath: exe)
             // What the kernel shows for an ordinary process: no loader variables, no tracer, code only from its program.
-            let ordinary = ["environ": "HOME=/home/u\u{0}PATH=/usr/bin\u{0}LD_PRELOAD=\u{0}", "status": "Name:\tprog\nTracerPid:\t0\nUid:\t1000\n",
-                            "maps": "55d0c0000000-55d0c0001000 r-xp 00001000 fe:00 4242                       \(exe)\n"]
+            let ordinary = [
+                "environ": "HOME=/home/u\u{0}PATH=/usr/bin\u{0}LD_PRELOAD=\u{0}", "status": "Name:\tprog\nTracerPid:\t0\nUid:\t1000\n",
+                "maps": "55d0c0000000-55d0c0001000 r-xp 00001000 fe:00 4242                       \(exe)\n",
+            ]
             for (name, text) in ordinary.merging(files, uniquingKeysWith: { $1 }) { try Data(text.utf8).write(to: URL(fileURLWithPath: base + "/" + name)) }
         }
     }
@@ -164,7 +166,7 @@ import Crypto
         tracer.arguments = ["-qq", "-o", "/dev/null", "-p", "\(child.processIdentifier)"]
         try tracer.run()
         var seen = inspector.tracer(status: fd)
-        for _ in 0 ..< 2_000 where seen == 0 { // until strace has attached
+        for _ in 0..<2_000 where seen == 0 {  // until strace has attached
             usleep(5_000)
             seen = inspector.tracer(status: fd)
         }

@@ -27,7 +27,7 @@ import Testing
         try withStore(mode: mode) { store in
             let keychain = Keychain(service: "com.example.vault", in: store)
             let vault = keychain.accessControl(try KeychainAccessControl(.devicePasscode))
-            try vault.set("s3cret", for: "alice")     // writing never asks
+            try vault.set("s3cret", for: "alice")  // writing never asks
             try keychain.set("plain", for: "bob")
 
             // Attributes, keys and existence need no prompt.

@@ -31,8 +31,9 @@ struct KeychainBasicsTests {
     @Test(arguments: StoreMode.allCases) func codableRoundTrip(_ mode: StoreMode) throws {
         try withStore(mode: mode) { store in
             let keychain = Keychain(service: "com.example.app", in: store)
-            let token = Token(value: "abc.def.ghi", expiry: Date(timeIntervalSince1970: 1_900_000_000),
-                              scopes: ["repo", "user"], refresh: .init(value: "r3fr3sh", uses: 3))
+            let token = Token(
+                value: "abc.def.ghi", expiry: Date(timeIntervalSince1970: 1_900_000_000),
+                scopes: ["repo", "user"], refresh: .init(value: "r3fr3sh", uses: 3))
             try keychain.set(token, for: "token")
             #expect(try keychain.value(Token.self, for: "token") == token)
             let inferred: Token? = try keychain.value(for: "token")
@@ -97,7 +98,7 @@ struct KeychainBasicsTests {
             #expect(try app.allKeys() == [])
             #expect(try app.string(for: "a") == nil)
             #expect(try other.string(for: "a") == "keep")
-            try app.removeAll() // nothing left: not an error
+            try app.removeAll()  // nothing left: not an error
         }
     }
 
@@ -115,7 +116,7 @@ struct KeychainBasicsTests {
             #expect(try keychain.contains("alice") == false)
             try keychain.set("a", for: "alice")
             #expect(try keychain.contains("alice"))
-            #expect(try keychain.contains("Alice") == false) // byte-exact, case-sensitive
+            #expect(try keychain.contains("Alice") == false)  // byte-exact, case-sensitive
             try keychain.remove("alice")
             #expect(try keychain.contains("alice") == false)
         }
@@ -156,7 +157,7 @@ struct KeychainBasicsTests {
             .appendingPathComponent("keychainkit-tests-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let keychain = Keychain(service: "svc", in: try KeychainStore(directory: directory, accessGroups: ["g"]))
-        let values = (0 ..< 16).map { "value-\($0)" }
+        let values = (0..<16).map { "value-\($0)" }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for value in values {
                 group.addTask { try keychain.set(value, for: "race") }

@@ -48,14 +48,16 @@ struct KeychainErrorTests {
     }
 
     @Test func storeRejectsBadArguments() throws {
-        let emptyDirectory = try #require(#expect(throws: KeychainError.self) {
-            try KeychainStore(directory: "", accessGroups: ["g"])
-        })
+        let emptyDirectory = try #require(
+            #expect(throws: KeychainError.self) {
+                try KeychainStore(directory: "", accessGroups: ["g"])
+            })
         #expect(emptyDirectory.code == .invalidParameter)
         try withTemporaryDirectory { directory in
-            let emptyGroup = try #require(#expect(throws: KeychainError.self) {
-                try KeychainStore(directory: directory, accessGroups: [""])
-            })
+            let emptyGroup = try #require(
+                #expect(throws: KeychainError.self) {
+                    try KeychainStore(directory: directory, accessGroups: [""])
+                })
             #expect(emptyGroup.status == .param)
         }
     }

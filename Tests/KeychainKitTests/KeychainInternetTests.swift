@@ -7,8 +7,9 @@ import KeychainKit
 struct KeychainInternetTests {
     @Test(arguments: StoreMode.allCases) func internetPasswordRoundTrip(_ mode: StoreMode) throws {
         try withStore(mode: mode) { store in
-            let github = Keychain(server: "github.com", protocol: .https, port: 443, path: "/x",
-                                  authenticationType: .httpBasic, in: store)
+            let github = Keychain(
+                server: "github.com", protocol: .https, port: 443, path: "/x",
+                authenticationType: .httpBasic, in: store)
             try github.set("ghp_token", for: "octocat")
             #expect(try github.string(for: "octocat") == "ghp_token")
             #expect(try github.allKeys() == ["octocat"])
@@ -22,12 +23,21 @@ struct KeychainInternetTests {
             #expect(attributes.account == "octocat")
 
             // Another port, path, protocol or service is another set of items.
-            #expect(try Keychain(server: "github.com", protocol: .https, port: 8443, path: "/x",
-                                 authenticationType: .httpBasic, in: store).string(for: "octocat") == nil)
-            #expect(try Keychain(server: "github.com", protocol: .http, port: 443, path: "/x",
-                                 authenticationType: .httpBasic, in: store).contains("octocat") == false)
-            #expect(try Keychain(server: "github.com", protocol: .https, port: 443, path: "/y",
-                                 authenticationType: .httpBasic, in: store).contains("octocat") == false)
+            #expect(
+                try Keychain(
+                    server: "github.com", protocol: .https, port: 8443, path: "/x",
+                    authenticationType: .httpBasic, in: store
+                ).string(for: "octocat") == nil)
+            #expect(
+                try Keychain(
+                    server: "github.com", protocol: .http, port: 443, path: "/x",
+                    authenticationType: .httpBasic, in: store
+                ).contains("octocat") == false)
+            #expect(
+                try Keychain(
+                    server: "github.com", protocol: .https, port: 443, path: "/y",
+                    authenticationType: .httpBasic, in: store
+                ).contains("octocat") == false)
             #expect(try Keychain(service: "github.com", in: store).contains("octocat") == false)
 
             try github.set("ghp_new", for: "octocat")
@@ -100,8 +110,10 @@ struct KeychainInternetTests {
 
     @Test(arguments: StoreMode.allCases) func invalidServerFailsEveryOperation(_ mode: StoreMode) throws {
         try withStore(mode: mode) { store in
-            for keychain in [Keychain(server: "https://", in: store), Keychain(server: "", in: store),
-                             Keychain(server: "example.com", port: 70000, in: store)] {
+            for keychain in [
+                Keychain(server: "https://", in: store), Keychain(server: "", in: store),
+                Keychain(server: "example.com", port: 70000, in: store),
+            ] {
                 let error = try #require(#expect(throws: KeychainError.self) { try keychain.set("x", for: "k") })
                 #expect(error.code == .invalidParameter)
                 #expect(error.status == .param)

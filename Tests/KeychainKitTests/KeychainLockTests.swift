@@ -41,7 +41,7 @@ import Testing
 
             try store.setPasscode(nil, currentPasscode: "1234")
             #expect(try store.lockStatus == .noPasscode)
-            #expect(try keychain.string(for: "d") == nil) // destroyed with the passcode
+            #expect(try keychain.string(for: "d") == nil)  // destroyed with the passcode
             #expect(try keychain.string(for: "a") == "when-unlocked")
         }
     }

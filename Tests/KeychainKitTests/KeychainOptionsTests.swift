@@ -51,11 +51,11 @@ struct KeychainOptionsTests {
             let inB = plain.accessGroup("B")
             try plain.set("default", for: "first")
             try inB.set("b", for: "second")
-            #expect(try plain.attributes(for: "first")?.accessGroup == "A") // the store's first group
+            #expect(try plain.attributes(for: "first")?.accessGroup == "A")  // the store's first group
             #expect(try inB.attributes(for: "second")?.accessGroup == "B")
             #expect(try inA.allKeys() == ["first"])
             #expect(try inB.allKeys() == ["second"])
-            #expect(try plain.allKeys() == ["first", "second"]) // no group: all the store's groups
+            #expect(try plain.allKeys() == ["first", "second"])  // no group: all the store's groups
             #expect(try inA.string(for: "second") == nil)
             // Overwriting through the unscoped keychain updates the item where it is.
             try plain.set("b2", for: "second")

@@ -7,8 +7,9 @@ import Testing
 @Suite struct KeychainStoreItemsTests {
     @Test(arguments: StoreMode.allCases) func itemsAreAddedFoundUpdatedAndDeleted(_ mode: StoreMode) throws {
         try withStore(mode: mode) { store in
-            try store.addItem(.genericPassword, attributes: ["acct": .string("alice"), "svce": .string("example.com"), "crtr": .int(0x61626364)],
-                              data: Data("s3cret".utf8))
+            try store.addItem(
+                .genericPassword, attributes: ["acct": .string("alice"), "svce": .string("example.com"), "crtr": .int(0x61626364)],
+                data: Data("s3cret".utf8))
             try store.addItem(.genericPassword, attributes: ["acct": .string("bob"), "svce": .string("example.com")], data: Data("b".utf8))
             expectKeychainError(.duplicateItem, status: .duplicateItem) {
                 try store.addItem(.genericPassword, attributes: ["acct": .string("alice"), "svce": .string("example.com")], data: nil)

@@ -31,8 +31,9 @@ func withStore<T>(mode: StoreMode = .inProcess, groups: [String] = ["com.example
             let engine = try KeychainEngine(location: KeychainLocation(home: directory))
             let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
             try InProcessKeychain(engine: engine, caller: AccessPolicy(groups: ["*"])).register(
-                AppRegistration(program: .executable(path: exe, sha256: try FileDigest.sha256Hex(ofFileAt: exe)),
-                                applicationIdentifier: nil, accessGroups: ["*"]))
+                AppRegistration(
+                    program: .executable(path: exe, sha256: try FileDigest.sha256Hex(ofFileAt: exe)),
+                    applicationIdentifier: nil, accessGroups: ["*"]))
             try engine.close()
             var environment = ProcessInfo.processInfo.environment
             environment["KEYCHAIN_HOME"] = directory

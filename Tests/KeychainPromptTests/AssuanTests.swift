@@ -13,8 +13,10 @@ struct AssuanTests {
         #expect(Assuan.command("GETPIN") == "GETPIN")
     }
 
-    @Test(arguments: ["50% off\r\nrm -rf", "%%%", "%25 is not unescaped twice", "\r\n\n\r", " a", "café ✓ 🔑", "",
-                      String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self)])
+    @Test(arguments: [
+        "50% off\r\nrm -rf", "%%%", "%25 is not unescaped twice", "\r\n\n\r", " a", "café ✓ 🔑", "",
+        String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self),
+    ])
     func escapingRoundTrips(text: String) throws {
         let escaped = Assuan.escape(text)
         #expect(!escaped.utf8.contains { $0 < 0x20 }, "no control byte goes on the wire")

@@ -88,8 +88,13 @@ struct PinentryPrompterTests {
         let retry = PromptText(title: "Unlock", description: "Unlock the keychain", prompt: "Passcode:", error: "Wrong passcode (2 tries left)")
         guard case .answered = pinentry.prompter(timeout: .seconds(5)).askSecret(retry) else { Issue.record("not answered"); return }
         let pid = try #require(pinentry.pids.first)
-        #expect(pinentry.sessions == [["--- start \(pid)", "SETTIMEOUT 5", "SETTITLE Unlock", "SETDESC Unlock the keychain",
-                                       "SETPROMPT Passcode:", "SETERROR Wrong passcode (2 tries left)", "GETPIN", "BYE"]])
+        #expect(
+            pinentry.sessions == [
+                [
+                    "--- start \(pid)", "SETTIMEOUT 5", "SETTITLE Unlock", "SETDESC Unlock the keychain",
+                    "SETPROMPT Passcode:", "SETERROR Wrong passcode (2 tries left)", "GETPIN", "BYE",
+                ]
+            ])
     }
 
     @Test func theTerminalAndLocaleGoAsOptions() throws {
@@ -134,12 +139,13 @@ struct PinentryPrompterTests {
         let sessions = pinentry.sessions
         try #require(sessions.count == 5)
         let pid = try #require(pinentry.pids.first)
-        #expect(sessions[0] == [
-            "--- start \(pid)", "SETTIMEOUT 30", "SETTITLE Keychain", "SETDESC Allow /usr/bin/git to read \"github.com\"?",
-            "SETOK _Allow", "SETNOTOK _Deny", "SETCANCEL _Cancel", "CONFIRM",
-            "SETDESC Remember this answer?%0A%0AAllow /usr/bin/git to read \"github.com\"?%0A%0A\"Always allow\" lets it do this again without asking. \"Only this time\" asks again next time.",
-            "SETOK Al_ways allow", "SETNOTOK _Only this time", "SETCANCEL _Cancel", "CONFIRM", "BYE",
-        ])
+        #expect(
+            sessions[0] == [
+                "--- start \(pid)", "SETTIMEOUT 30", "SETTITLE Keychain", "SETDESC Allow /usr/bin/git to read \"github.com\"?",
+                "SETOK _Allow", "SETNOTOK _Deny", "SETCANCEL _Cancel", "CONFIRM",
+                "SETDESC Remember this answer?%0A%0AAllow /usr/bin/git to read \"github.com\"?%0A%0A\"Always allow\" lets it do this again without asking. \"Only this time\" asks again next time.",
+                "SETOK Al_ways allow", "SETNOTOK _Only this time", "SETCANCEL _Cancel", "CONFIRM", "BYE",
+            ])
         #expect(sessions[2].filter { $0 == "CONFIRM" }.count == 1, "a refusal asks nothing more")
         #expect(sessions[3].filter { $0 == "CONFIRM" }.count == 1)
     }
@@ -194,8 +200,9 @@ struct PinentryPrompterTests {
         let pids = pinentry.pids
         try #require(pids.count == 2)
         let session = ["SETTIMEOUT 30", "SETTITLE Keychain", "SETDESC 50%25 off%0D%0Arm -rf", "GETPIN", "BYE"]
-        #expect(pinentry.sessions == [["--- start \(pids[0])"] + session, ["--- start \(pids[1])"] + session],
-                "two whole sessions, not interleaved: \(pinentry.lines)")
+        #expect(
+            pinentry.sessions == [["--- start \(pids[0])"] + session, ["--- start \(pids[1])"] + session],
+            "two whole sessions, not interleaved: \(pinentry.lines)")
         #expect(pinentry.remainingScript.isEmpty)
     }
 
@@ -326,8 +333,11 @@ struct PinentryChoiceTests {
             "LC_ALL": "C.UTF-8", "HOME": "/home/a", "SCRIPTED_PINENTRY_LOG": "/tmp/log",
             "LD_PRELOAD": "/tmp/evil.so", "KEYCHAIN_HOME": "/home/a/k", "SSH_AUTH_SOCK": "/tmp/agent", "GPG_TTY": "bad\0value",
         ])
-        #expect(environment == ["DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus",
-                                "LC_ALL": "C.UTF-8", "HOME": "/home/a", "SCRIPTED_PINENTRY_LOG": "/tmp/log"])
+        #expect(
+            environment == [
+                "DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus",
+                "LC_ALL": "C.UTF-8", "HOME": "/home/a", "SCRIPTED_PINENTRY_LOG": "/tmp/log",
+            ])
     }
 
     @Test func theSettingsKeepTheProgramAndTimeout() throws {
@@ -337,8 +347,10 @@ struct PinentryChoiceTests {
         let settings = KeychainSettings(idleTimeout: 300, lockOnSleep: true, pinentryProgram: "/usr/bin/pinentry-curses", promptTimeout: 45)
         try settings.save(location)
         #expect(try KeychainSettings.load(location) == settings)
-        let plist = try #require(PropertyListSerialization.propertyList(from: Data(contentsOf: URL(fileURLWithPath: KeychainSettings.path(location))),
-                                                                           format: nil) as? [String: Any])
+        let plist = try #require(
+            PropertyListSerialization.propertyList(
+                from: Data(contentsOf: URL(fileURLWithPath: KeychainSettings.path(location))),
+                format: nil) as? [String: Any])
         #expect(plist["pinentry-program"] as? String == "/usr/bin/pinentry-curses")
         #expect((plist["prompt-timeout"] as? NSNumber)?.intValue == 45)
         try KeychainSettings(idleTimeout: 300).save(location)

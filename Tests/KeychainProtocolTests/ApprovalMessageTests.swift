@@ -13,7 +13,8 @@ import Testing
 
     static let goldenList = "0000000703010000001420"
     static let goldenAnswer = "00000019030100000015210000000000000007" + "00000006616c77617973"
-    static let goldenListed = "000000320302000000161f00000001" + "0000000000000003" + "000000062f62696e2f61" + "0000000178"
+    static let goldenListed =
+        "000000320302000000161f00000001" + "0000000000000003" + "000000062f62696e2f61" + "0000000178"
         + "0000000000000002" + "000000000000003a"
 
     @Test func approvalMessagesEncodeToTheirGoldenBytes() {
@@ -38,7 +39,7 @@ import Testing
         unknown[unknown.count - 1] = UInt8(ascii: "z")
         #expect { try Frame.decode(body: unknown.dropFirst(4)) } throws: { ($0 as? KeychainError)?.code == .corruptData }
         var count = FrameGoldenTests.unhex(Self.goldenListed)
-        count[11 ..< 15] = [0xFF, 0xFF, 0xFF, 0xFF]
+        count[11..<15] = [0xFF, 0xFF, 0xFF, 0xFF]
         #expect { try Frame.decode(body: count.dropFirst(4)) } throws: { ($0 as? KeychainError)?.code == .corruptData }
     }
 }

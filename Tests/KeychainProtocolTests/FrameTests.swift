@@ -22,8 +22,10 @@ import Testing
         var options = AuthenticationOptions()
         options.ui = .allow
         options.operationPrompt = "Sign in 50% faster\r\n"
-        options.apply(AuthenticationContextValue(id: context, localizedReason: "reason", interactionNotAllowed: false,
-                                                 reuseDuration: 30, applicationPassword: Data("pw".utf8)))
+        options.apply(
+            AuthenticationContextValue(
+                id: context, localizedReason: "reason", interactionNotAllowed: false,
+                reuseDuration: 30, applicationPassword: Data("pw".utf8)))
         return options
     }
     static var authenticatedQuery: ItemQuery {
@@ -33,15 +35,17 @@ import Testing
     }
     static var requirement: PresenceRequirement {
         get throws {
-            PresenceRequirement(item: PersistentReference(itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16)),
-                                itemDescription: "bank", operation: .decrypt,
-                                accessControl: try AccessControl(protection: .whenUnlocked, flags: [.devicePasscode, .biometryAny, .or]))
+            PresenceRequirement(
+                item: PersistentReference(itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16)),
+                itemDescription: "bank", operation: .decrypt,
+                accessControl: try AccessControl(protection: .whenUnlocked, flags: [.devicePasscode, .biometryAny, .or]))
         }
     }
     static var newItemRequirement: PresenceRequirement {
         get throws {
-            PresenceRequirement(item: nil, itemDescription: "new", operation: .decrypt,
-                                accessControl: try AccessControl(protection: .whenUnlocked, flags: .applicationPassword))
+            PresenceRequirement(
+                item: nil, itemDescription: "new", operation: .decrypt,
+                accessControl: try AccessControl(protection: .whenUnlocked, flags: .applicationPassword))
         }
     }
     static var presenceNeeded: KeychainError {
@@ -55,9 +59,10 @@ import Testing
     static var authenticateFrame: Frame { get throws { Frame(id: 12, body: .request(.authenticate(try requirement, authentication))) } }
 
     static var foundItem: FoundItem {
-        FoundItem(itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16),
-                  attributes: ["acct": .string("alice"), "cdat": .date(Date(timeIntervalSinceReferenceDate: 1_000_000)), "port": .int(-443)],
-                  data: Data("s3cret".utf8))
+        FoundItem(
+            itemClass: .genericPassword, uuid: Data(repeating: 0xAB, count: 16),
+            attributes: ["acct": .string("alice"), "cdat": .date(Date(timeIntervalSinceReferenceDate: 1_000_000)), "port": .int(-443)],
+            data: Data("s3cret".utf8))
     }
 
     static let itemsResponse = Frame(id: 7, body: .response(.items([foundItem])))
@@ -71,14 +76,15 @@ import Testing
         var index = text.startIndex
         while index < text.endIndex {
             let next = text.index(index, offsetBy: 2)
-            out.append(UInt8(text[index ..< next], radix: 16) ?? 0)
+            out.append(UInt8(text[index..<next], radix: 16) ?? 0)
             index = next
         }
         return out
     }
 
     static let goldenFind = "0000004c030100000007020467656e700000000204616363740100000005616c6963650473766365010000000b6578616d706c652e636f6d000001000000020100000001000000085445414d2e617070"
-    static let goldenItems = "0000006003020000000702000000010467656e7000000010abababababababababababababababab0000000304616363740100000005616c696365046364617405412e84800000000004706f727403fffffffffffffe4501000000067333637265740000"
+    static let goldenItems =
+        "0000006003020000000702000000010467656e7000000010abababababababababababababababab0000000304616363740100000005616c696365046364617405412e84800000000004706f727403fffffffffffffe4501000000067333637265740000"
     static let goldenFailure = "00000023030200000008ffffff9d2c0000000c6974656d4e6f74466f756e64000000046e6f6e65"
     static let goldenUnlock = "0000000f0301000000090c0000000431323334"
     static let goldenRefusal = "0000001203030000000a030000000775706772616465"
@@ -86,8 +92,10 @@ import Testing
     /// The greeting keychaind sends each client it has identified, before anything else.
     static let goldenGreeting = "0000000703020000000000"
 
-    static let goldenPresenceNeeded = "0000007903020000000bfeffff9d0e0000001461757468656e7469636174696f6e4e6565646564000000056e6565647300000002010000001467656e70abababababababababababababababab0000000462616e6b010000000b010000000000004012616b00000000036e6577010000000b010000000080000000616b"
-    static let goldenAuthenticate = "0000008203010000000c16010000001467656e70abababababababababababababababab0000000462616e6b010000000b010000000000004012616b0001000000145369676e20696e20353025206661737465720d0a0100000010c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7403e000000000000010000000270770100000006726561736f6e00"
+    static let goldenPresenceNeeded =
+        "0000007903020000000bfeffff9d0e0000001461757468656e7469636174696f6e4e6565646564000000056e6565647300000002010000001467656e70abababababababababababababababab0000000462616e6b010000000b010000000000004012616b00000000036e6577010000000b010000000080000000616b"
+    static let goldenAuthenticate =
+        "0000008203010000000c16010000001467656e70abababababababababababababababab0000000462616e6b010000000b010000000000004012616b0001000000145369676e20696e20353025206661737465720d0a0100000010c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7403e000000000000010000000270770100000006726561736f6e00"
 
     /// User presence on the wire: the failure that asks for proofs, and the request that obtains one.
     @Test func presenceFramesEncodeToTheirGoldenBytes() throws {
@@ -241,8 +249,8 @@ extension UInt64 {
         }
         // The refusal a version 1 client gets is a version 1 response: OSStatus and a dictionary with the message.
         let legacy = VersionMismatch.refusal(peerVersion: 1, id: 5)
-        #expect(Array(legacy[4 ..< 10]) == [1, 2, 0, 0, 0, 5])
-        #expect(Array(legacy[10 ..< 14]) == [0xFF, 0xFF, 0x9D, 0x22], "errSecWrongSecVersion, -25310")
+        #expect(Array(legacy[4..<10]) == [1, 2, 0, 0, 0, 5])
+        #expect(Array(legacy[10..<14]) == [0xFF, 0xFF, 0x9D, 0x22], "errSecWrongSecVersion, -25310")
         guard case .dictionary(let reply) = try PlistCoding.decode(legacy[15...]) else { Issue.record("no dictionary"); return }
         #expect(reply["message"] == .string(VersionMismatch.message(daemonVersion: 3, clientVersion: 1)))
         // A newer client gets the refusal frame, which every version reads.
@@ -256,7 +264,7 @@ extension UInt64 {
     /// it never traps, and counts that the bytes cannot hold are refused before allocation.
     @Test func damagedFramesFailCleanly() throws {
         let good = FrameGoldenTests.unhex(FrameGoldenTests.goldenItems)
-        for index in 4 ..< good.count {
+        for index in 4..<good.count {
             for flip: UInt8 in [0xFF, 0x80, 0x01] {
                 var damaged = good
                 damaged[index] ^= flip
@@ -267,8 +275,8 @@ extension UInt64 {
                 }
             }
         }
-        for cut in 4 ..< good.count {
-            #expect { try Frame.decode(body: good[4 ..< cut]) } throws: { ($0 as? KeychainError)?.code == .corruptData }
+        for cut in 4..<good.count {
+            #expect { try Frame.decode(body: good[4..<cut]) } throws: { ($0 as? KeychainError)?.code == .corruptData }
         }
         // A find whose attribute count claims four billion entries.
         let hostile: [UInt8] = [Frame.version, 1, 0, 0, 0, 1, 2, 4] + Array("genp".utf8) + [0xFF, 0xFF, 0xFF, 0xFF, 0]

@@ -19,9 +19,12 @@ import Testing
     }
 
     static func listing() throws -> KeychainListing {
-        KeychainListing(keychains: [KeychainSummary(name: .login, path: "/k", lockState: .unlocked, isReadOnly: false),
-                                    KeychainSummary(name: .systemRoots, path: "/r", lockState: nil, isReadOnly: true)],
-                        searchList: [.login], defaultKeychain: .login)
+        KeychainListing(
+            keychains: [
+                KeychainSummary(name: .login, path: "/k", lockState: .unlocked, isReadOnly: false),
+                KeychainSummary(name: .systemRoots, path: "/r", lockState: nil, isReadOnly: true),
+            ],
+            searchList: [.login], defaultKeychain: .login)
     }
 
     static let goldenListing = "0000004a0302000000063c00000002000000056c6f67696e000000022f6b0102000000000b53797374656d526f6f7473000000022f72000100000001000000056c6f67696e000000056c6f67696e"
@@ -54,7 +57,7 @@ import Testing
         let nested = Frame(id: 7, body: .request(.onKeychains([try Self.name("work")], .lock)))
         var bytes = Array(nested.encoded)
         let at = try #require(bytes.firstIndex(of: 0x0b))
-        bytes.replaceSubrange(at ..< at + 1, with: [60, 0, 0, 0, 1, 0, 0, 0, 4] + Array("work".utf8) + [0x0b])
+        bytes.replaceSubrange(at..<at + 1, with: [60, 0, 0, 0, 1, 0, 0, 0, 4] + Array("work".utf8) + [0x0b])
         #expect { try Frame.decode(body: bytes.dropFirst(4)) } throws: { ($0 as? KeychainError)?.status == .decode }
     }
 

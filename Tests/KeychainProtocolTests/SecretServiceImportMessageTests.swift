@@ -10,15 +10,20 @@ import Testing
     static let batch = SecretServiceImportBatch(
         collectionLabel: "W", isDefault: false,
         collectionDates: ItemDates(created: Date(timeIntervalSinceReferenceDate: 0), modified: Date(timeIntervalSinceReferenceDate: 1.5)),
-        items: [SecretServiceImportItem(label: "L", attributes: ["b": "", "a": "1"], secret: Data([0, 1]), contentType: "t",
-                                        dates: ItemDates(created: Date(timeIntervalSinceReferenceDate: 0),
-                                                         modified: Date(timeIntervalSinceReferenceDate: -1.5)))])
+        items: [
+            SecretServiceImportItem(
+                label: "L", attributes: ["b": "", "a": "1"], secret: Data([0, 1]), contentType: "t",
+                dates: ItemDates(
+                    created: Date(timeIntervalSinceReferenceDate: 0),
+                    modified: Date(timeIntervalSinceReferenceDate: -1.5)))
+        ])
     static let request = Frame(id: 21, body: .request(.importSecretServiceItems(batch)))
     static let response = Frame(id: 21, body: .response(.importSummary(SecretServiceImportSummary(added: 2, skipped: 1, failed: 0))))
 
     // length | version 3 | request | id 21 | tag 40 | "W" | not default | dates 0 and 1.5 | 1 item: "L" | "t" |
     // secret 00 01 | dates 0 and -1.5 | 2 attributes, names ascending: a=1, b=""
-    static let goldenRequest = "00000059030100000015280000000157000100000000000000003ff800000000000000000001000000014c00000001740000000200010000000000000000bff80000000000000000000200000001610000000131000000016200000000"
+    static let goldenRequest =
+        "00000059030100000015280000000157000100000000000000003ff800000000000000000001000000014c00000001740000000200010000000000000000bff80000000000000000000200000001610000000131000000016200000000"
     // length | version 3 | response | id 21 | tag 40 | added 2 | skipped 1 | failed 0
     static let goldenResponse = "0000001f03020000001528000000000000000200000000000000010000000000000000"
 
@@ -60,7 +65,7 @@ import Testing
         var bytes = FrameGoldenTests.unhex(Self.goldenRequest)
         // The item count (after tag, label, default flag and dates) claims 65 536 items.
         let countOffset = 4 + 6 + 1 + 5 + 1 + 1 + 16
-        #expect(bytes[countOffset ..< countOffset + 4].elementsEqual([0, 0, 0, 1]))
+        #expect(bytes[countOffset..<countOffset + 4].elementsEqual([0, 0, 0, 1]))
         bytes[countOffset + 1] = 1
         expectKeychainError(.corruptData) { try Frame.decode(body: bytes.dropFirst(4)) }
     }

@@ -8,9 +8,10 @@ import Testing
 /// hand (Python's struct) from the encoding described in SyncMessageCoding.swift.
 @Suite struct SyncMessageTests {
     static let request = Frame(id: 7, body: .request(.sync(.approve(code: "ABCDE-FGHJK", deviceName: "laptop"))))
-    static let status = SyncStatusReport(account: "acc", server: "https://s", device: "dev", joined: true,
-                                         lastSync: Date(timeIntervalSinceReferenceDate: 1.5), lastError: nil,
-                                         pendingChanges: 2, conflictsResolved: 1, pushConnected: true)
+    static let status = SyncStatusReport(
+        account: "acc", server: "https://s", device: "dev", joined: true,
+        lastSync: Date(timeIntervalSinceReferenceDate: 1.5), lastError: nil,
+        pendingChanges: 2, conflictsResolved: 1, pushConnected: true)
     static let statusResponse = Frame(id: 7, body: .response(.sync(.status(status))))
     static let device = SyncDeviceInfo(id: "ab", name: "pc", fingerprint: "f", added: Date(timeIntervalSinceReferenceDate: -2), isThisDevice: true)
     static let devicesResponse = Frame(id: 8, body: .response(.sync(.devices([device]))))
@@ -82,11 +83,23 @@ import Testing
 
     /// A string over its ceiling is refused, not kept: a server address of 2,049 bytes, a device name of 513.
     @Test func aStringOverItsCeilingIsRefused() throws {
-        let long = Frame(id: 1, body: .request(.sync(.createAccount(server: "https://" + String(repeating: "a", count: SyncWireLimits.server - 7),
-                                                                     deviceName: "n")))).encoded
+        let long = Frame(
+            id: 1,
+            body: .request(
+                .sync(
+                    .createAccount(
+                        server: "https://" + String(repeating: "a", count: SyncWireLimits.server - 7),
+                        deviceName: "n")))
+        ).encoded
         expectKeychainError(.corruptData) { try Frame.decode(body: long.dropFirst(4)) }
-        let atCeiling = Frame(id: 1, body: .request(.sync(.createAccount(server: "https://" + String(repeating: "a", count: SyncWireLimits.server - 8),
-                                                                          deviceName: String(repeating: "n", count: SyncWireLimits.deviceName))))).encoded
+        let atCeiling = Frame(
+            id: 1,
+            body: .request(
+                .sync(
+                    .createAccount(
+                        server: "https://" + String(repeating: "a", count: SyncWireLimits.server - 8),
+                        deviceName: String(repeating: "n", count: SyncWireLimits.deviceName))))
+        ).encoded
         _ = try Frame.decode(body: atCeiling.dropFirst(4))
         let longName = Frame(id: 1, body: .request(.sync(.approve(code: "c", deviceName: String(repeating: "n", count: SyncWireLimits.deviceName + 1))))).encoded
         expectKeychainError(.corruptData) { try Frame.decode(body: longName.dropFirst(4)) }
@@ -120,18 +133,18 @@ import Testing
         var bytes = FrameGoldenTests.unhex(Self.goldenDevices)
         // The device count follows length (4), header (6), tag and kind (2).
         let countOffset = 12
-        #expect(bytes[countOffset ..< countOffset + 4].elementsEqual([0, 0, 0, 1]))
-        bytes[countOffset + 2] = 1 // 257 devices in the bytes of one
+        #expect(bytes[countOffset..<countOffset + 4].elementsEqual([0, 0, 0, 1]))
+        bytes[countOffset + 2] = 1  // 257 devices in the bytes of one
         expectKeychainError(.corruptData) { try Frame.decode(body: bytes.dropFirst(4)) }
 
-        let many = (0 ..< SyncWireLimits.devices + 1).map { SyncDeviceInfo(id: "\($0)", name: "", fingerprint: "", added: Date(timeIntervalSinceReferenceDate: 0), isThisDevice: false) }
+        let many = (0..<SyncWireLimits.devices + 1).map { SyncDeviceInfo(id: "\($0)", name: "", fingerprint: "", added: Date(timeIntervalSinceReferenceDate: 0), isThisDevice: false) }
         let tooMany = Frame(id: 1, body: .response(.sync(.devices(many)))).encoded
         expectKeychainError(.corruptData) { try Frame.decode(body: tooMany.dropFirst(4)) }
 
         var negative = FrameGoldenTests.unhex(Self.goldenStatus)
         // The pending-changes count is the 17 bytes before the end's conflicts count and push flag: make it -1.
         let pendingOffset = negative.count - 17
-        for index in pendingOffset ..< pendingOffset + 8 { negative[index] = 0xFF }
+        for index in pendingOffset..<pendingOffset + 8 { negative[index] = 0xFF }
         expectKeychainError(.corruptData) { try Frame.decode(body: negative.dropFirst(4)) }
     }
 }

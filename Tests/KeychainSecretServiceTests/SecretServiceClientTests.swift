@@ -5,8 +5,9 @@ import Testing
 
 /// The Secret Service as real clients use it, on a private bus: libsecret's `secret-tool`, Python's `secretstorage`
 /// (both transfer algorithms), `busctl`; and the items seen as keychain items by `security`.
-@Suite("Secret Service clients", .serialized, .enabled(if: SecretServiceRig.isAvailable, "needs dbus-daemon and secret-tool (Debian: dbus-daemon, libsecret-tools)"),
-       .enabled(if: settingsMayNameATestPinentry, "the rig names its scripted pinentry in the keychain's settings, which only a root run may (a setting names only a pinentry only root can change)"))
+@Suite(
+    "Secret Service clients", .serialized, .enabled(if: SecretServiceRig.isAvailable, "needs dbus-daemon and secret-tool (Debian: dbus-daemon, libsecret-tools)"),
+    .enabled(if: settingsMayNameATestPinentry, "the rig names its scripted pinentry in the keychain's settings, which only a root run may (a setting names only a pinentry only root can change)"))
 struct SecretServiceClientTests {
     @Test("secret-tool stores, looks up, searches and clears")
     func secretTool() async throws {
@@ -39,9 +40,10 @@ struct SecretServiceClientTests {
         }
     }
 
-    @Test("Python secretstorage: create, search, get, set, replace, collections, aliases, lock and unlock, delete",
-          .enabled(if: SecretServiceRig.hasSecretStorage, "needs python3-secretstorage"),
-          arguments: ["dh", "plain"])
+    @Test(
+        "Python secretstorage: create, search, get, set, replace, collections, aliases, lock and unlock, delete",
+        .enabled(if: SecretServiceRig.hasSecretStorage, "needs python3-secretstorage"),
+        arguments: ["dh", "plain"])
     func secretStorage(algorithm: String) async throws {
         try await onThread {
             let rig = try SecretServiceRig()
@@ -57,8 +59,12 @@ struct SecretServiceClientTests {
         try await onThread {
             let rig = try SecretServiceRig()
             #expect(try rig.run("/usr/bin/secret-tool", ["store", "--label=x", "k", "v"], input: "s").status == 0)
-            let search = try rig.run("/usr/bin/busctl", ["--user", "call", "org.freedesktop.secrets", "/org/freedesktop/secrets",
-                                                         "org.freedesktop.Secret.Service", "SearchItems", "a{ss}", "1", "k", "v"])
+            let search = try rig.run(
+                "/usr/bin/busctl",
+                [
+                    "--user", "call", "org.freedesktop.secrets", "/org/freedesktop/secrets",
+                    "org.freedesktop.Secret.Service", "SearchItems", "a{ss}", "1", "k", "v",
+                ])
             // `aoao 1 "/org/freedesktop/secrets/collection/login/ID" 0`
             let item = try #require(search.stdout.split(separator: "\"").dropFirst().first.map(String.init))
             #expect(item.hasPrefix("/org/freedesktop/secrets/collection/login/"))
@@ -90,8 +96,9 @@ struct SecretServiceClientTests {
             let rig = try SecretServiceRig()
             let watcher = try DBusConnection(address: rig.bus.address)
             let provider = try watcher.nameOwner(of: "org.freedesktop.secrets")
-            let signals = try watcher.subscribe(sender: provider, path: "/org/freedesktop/secrets/collection/login",
-                                                interface: "org.freedesktop.Secret.Collection", member: nil)
+            let signals = try watcher.subscribe(
+                sender: provider, path: "/org/freedesktop/secrets/collection/login",
+                interface: "org.freedesktop.Secret.Collection", member: nil)
             #expect(try rig.run("/usr/bin/secret-tool", ["store", "--label=Shared label", "app", "demo"], input: "visible").status == 0)
             let created = try #require(try watcher.nextSignal(from: signals, until: .now + .seconds(10)))
             #expect(created.member == "ItemCreated")

@@ -24,8 +24,9 @@ struct SecretServiceImportStoreTests {
     }
 
     static func item(_ label: String, _ attributes: [String: String], _ secret: String, created: TimeInterval, modified: TimeInterval) -> SecretServiceImportItem {
-        SecretServiceImportItem(label: label, attributes: attributes, secret: Data(secret.utf8), contentType: "text/plain",
-                                dates: ItemDates(created: Date(timeIntervalSince1970: created), modified: Date(timeIntervalSince1970: modified)))
+        SecretServiceImportItem(
+            label: label, attributes: attributes, secret: Data(secret.utf8), contentType: "text/plain",
+            dates: ItemDates(created: Date(timeIntervalSince1970: created), modified: Date(timeIntervalSince1970: modified)))
     }
 
     @Test("Items keep their dates; the default goes to login, others to a collection by label; a second import skips them; bad items fail alone")
@@ -36,9 +37,10 @@ struct SecretServiceImportStoreTests {
         let store = SecretStore(engine: engine)
         let login = Self.item("Mail", ["service": "mail"], "s3cret", created: 1_500_000_000, modified: 1_500_000_100)
         let sameAttributesOtherSecret = Self.item("Mail 2", ["service": "mail"], "other", created: 1_500_000_200, modified: 1_500_000_300)
-        let tooMany = Self.item("Big", Dictionary(uniqueKeysWithValues: (0 ..< 200).map { ("k\($0)", "v") }), "x", created: 0, modified: 0)
-        let defaultBatch = SecretServiceImportBatch(collectionLabel: "Anything", isDefault: true, collectionDates: nil,
-                                                    items: [login, sameAttributesOtherSecret, tooMany])
+        let tooMany = Self.item("Big", Dictionary(uniqueKeysWithValues: (0..<200).map { ("k\($0)", "v") }), "x", created: 0, modified: 0)
+        let defaultBatch = SecretServiceImportBatch(
+            collectionLabel: "Anything", isDefault: true, collectionDates: nil,
+            items: [login, sameAttributesOtherSecret, tooMany])
         #expect(try store.importItems(defaultBatch) == SecretServiceImportSummary(added: 2, skipped: 0, failed: 1))
         #expect(try store.importItems(defaultBatch) == SecretServiceImportSummary(added: 0, skipped: 2, failed: 1))
 
@@ -51,7 +53,7 @@ struct SecretServiceImportStoreTests {
         #expect(try store.importItems(workBatch) == SecretServiceImportSummary(skipped: 1))
 
         let collections = try store.collections()
-        #expect(collections.map(\.label).sorted() == ["Login", "Session", "Work"]) // the in-memory session collection is always there
+        #expect(collections.map(\.label).sorted() == ["Login", "Session", "Work"])  // the in-memory session collection is always there
         let loginCollection = try #require(collections.first { $0.id == SecretStore.loginID })
         let items = try store.items(in: loginCollection).sorted { $0.label < $1.label }
         #expect(items.map(\.label) == ["Mail", "Mail 2"])
@@ -69,8 +71,9 @@ struct SecretServiceImportStoreTests {
 
         // An ordinary add still stamps now.
         let before = Date().addingTimeInterval(-5)
-        let (made, _) = try store.createItem(in: workCollection, label: "new", attributes: ["n": "1"], secret: Data("n".utf8),
-                                             contentType: "text/plain", replace: false)
+        let (made, _) = try store.createItem(
+            in: workCollection, label: "new", attributes: ["n": "1"], secret: Data("n".utf8),
+            contentType: "text/plain", replace: false)
         #expect(made.created > before)
     }
 
@@ -79,8 +82,9 @@ struct SecretServiceImportStoreTests {
         let items = Array(repeating: Self.item("x", [:], "x", created: 0, modified: 0), count: SecretServiceImportBatch.maximumItems + 1)
         let batch = SecretServiceImportBatch(collectionLabel: "c", isDefault: false, collectionDates: nil, items: items)
         expectKeychainError(.invalidParameter) { try batch.validate() }
-        let late = SecretServiceImportBatch(collectionLabel: "c", isDefault: false,
-                                            collectionDates: ItemDates(created: Date(timeIntervalSince1970: 3e11), modified: Date(timeIntervalSince1970: 3e11)), items: [])
+        let late = SecretServiceImportBatch(
+            collectionLabel: "c", isDefault: false,
+            collectionDates: ItemDates(created: Date(timeIntervalSince1970: 3e11), modified: Date(timeIntervalSince1970: 3e11)), items: [])
         expectKeychainError(.invalidParameter) { try late.validate() }
     }
 }

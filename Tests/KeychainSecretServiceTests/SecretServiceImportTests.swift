@@ -22,40 +22,42 @@ final class GnomeKeyringSource: @unchecked Sendable {
 
     /// The Work keyring: one item, its dates fixed in the file (2020-09-13 12:26:40 UTC and a bit after).
     static let workKeyring = """
-    [keyring]
-    display-name=Work
-    ctime=1600000000
-    mtime=1600000100
-    lock-on-idle=false
-    lock-after=false
+        [keyring]
+        display-name=Work
+        ctime=1600000000
+        mtime=1600000100
+        lock-on-idle=false
+        lock-after=false
 
-    [1]
-    item-type=0
-    display-name=Work VPN
-    secret=vpn-secret
-    mtime=1600000300
-    ctime=1600000200
+        [1]
+        item-type=0
+        display-name=Work VPN
+        secret=vpn-secret
+        mtime=1600000300
+        ctime=1600000200
 
-    [1:attribute0]
-    name=service
-    type=string
-    value=vpn
+        [1:attribute0]
+        name=service
+        type=string
+        value=vpn
 
-    [1:attribute1]
-    name=user
-    type=string
-    value=bob
+        [1:attribute1]
+        name=user
+        type=string
+        value=bob
 
-    """
+        """
 
     init() throws {
         bus = try PrivateSessionBus()
         root = FileManager.default.temporaryDirectory.path + "/ss-import-" + UUID().uuidString.prefix(8)
         let keyrings = root + "/home/.local/share/keyrings"
-        try FileManager.default.createDirectory(atPath: keyrings, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        try FileManager.default.createDirectory(atPath: root + "/run", withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: keyrings, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: root + "/run", withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         try Data(Self.workKeyring.utf8).write(to: URL(fileURLWithPath: keyrings + "/work.keyring"))
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.daemon)
@@ -89,9 +91,11 @@ final class GnomeKeyringSource: @unchecked Sendable {
     }
 
     var environment: [String: String] {
-        ["HOME": root + "/home", "XDG_DATA_HOME": root + "/home/.local/share", "XDG_CONFIG_HOME": root + "/home/.config",
-         "XDG_CACHE_HOME": root + "/home/.cache", "XDG_RUNTIME_DIR": root + "/run", "PATH": "/usr/bin:/bin",
-         "LANG": "C.UTF-8", "DBUS_SESSION_BUS_ADDRESS": bus.address]
+        [
+            "HOME": root + "/home", "XDG_DATA_HOME": root + "/home/.local/share", "XDG_CONFIG_HOME": root + "/home/.config",
+            "XDG_CACHE_HOME": root + "/home/.cache", "XDG_RUNTIME_DIR": root + "/run", "PATH": "/usr/bin:/bin",
+            "LANG": "C.UTF-8", "DBUS_SESSION_BUS_ADDRESS": bus.address,
+        ]
     }
 
     /// Runs a Python program with the environment of the bus at `address` (gnome-keyring's by default).
@@ -105,46 +109,49 @@ final class GnomeKeyringSource: @unchecked Sendable {
 
     /// Three items in the login keyring: text, binary with its own content type, and a Unicode label and values.
     static let fill = """
-    import time, secretstorage
-    c = secretstorage.dbus_init()
-    deadline = time.time() + 10
-    while True:
-        d = secretstorage.get_default_collection(c)
-        if d.collection_path.endswith("/login") or time.time() > deadline: break
-        time.sleep(0.1)
-    d.create_item("Mail", {"service": "mail", "user": "alice"}, b"s3cret", content_type="text/plain")
-    d.create_item("Binary", {"service": "bin"}, bytes(range(256)), content_type="application/octet-stream")
-    d.create_item("Café ☕", {"service": "café", "user": "zoë"}, "naïve".encode(), content_type="text/plain")
-    """
+        import time, secretstorage
+        c = secretstorage.dbus_init()
+        deadline = time.time() + 10
+        while True:
+            d = secretstorage.get_default_collection(c)
+            if d.collection_path.endswith("/login") or time.time() > deadline: break
+            time.sleep(0.1)
+        d.create_item("Mail", {"service": "mail", "user": "alice"}, b"s3cret", content_type="text/plain")
+        d.create_item("Binary", {"service": "bin"}, bytes(range(256)), content_type="application/octet-stream")
+        d.create_item("Café ☕", {"service": "café", "user": "zoë"}, "naïve".encode(), content_type="text/plain")
+        """
 
     /// Prints, as JSON sorted by collection label, every collection with items: its items' labels, attributes,
     /// secrets (hex), content types and dates. Locked collections are unlocked first (no prompt expected).
     static let dump = """
-    import json, secretstorage
-    from secretstorage.util import DBusAddressWrapper
-    c = secretstorage.dbus_init()
-    out = {}
-    for col in secretstorage.get_all_collections(c):
-        if col.is_locked():
-            col.unlock()
-        items = []
-        for it in col.get_all_items():
-            items.append({"label": it.get_label(), "attributes": it.get_attributes(), "secret": it.get_secret().hex(),
-                          "type": it.get_secret_content_type(), "created": it.get_created(), "modified": it.get_modified()})
-        if items:
-            out[col.get_label()] = sorted(items, key=lambda i: i["label"])
-    print(json.dumps(out, sort_keys=True))
-    """
+        import json, secretstorage
+        from secretstorage.util import DBusAddressWrapper
+        c = secretstorage.dbus_init()
+        out = {}
+        for col in secretstorage.get_all_collections(c):
+            if col.is_locked():
+                col.unlock()
+            items = []
+            for it in col.get_all_items():
+                items.append({"label": it.get_label(), "attributes": it.get_attributes(), "secret": it.get_secret().hex(),
+                              "type": it.get_secret_content_type(), "created": it.get_created(), "modified": it.get_modified()})
+            if items:
+                out[col.get_label()] = sorted(items, key=lambda i: i["label"])
+        print(json.dumps(out, sort_keys=True))
+        """
 }
 
-@Suite("security import-secret-service", .serialized,
-       .enabled(if: GnomeKeyringSource.isAvailable, "needs dbus-daemon, gnome-keyring-daemon and python3-secretstorage"))
+@Suite(
+    "security import-secret-service", .serialized,
+    .enabled(if: GnomeKeyringSource.isAvailable, "needs dbus-daemon, gnome-keyring-daemon and python3-secretstorage"))
 struct SecretServiceImportTests {
     /// A fresh keychain folder, and the environment of `security` reading the bus at `address`, in this process
     /// (no keychaind socket) or through keychaind at `socket`.
     static func toolEnvironment(home: String, address: String?, socket: String?) -> [String: String] {
-        var env = ["KEYCHAIN_HOME": home + "/keychain", "HOME": home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                   "XDG_RUNTIME_DIR": home + "/run"]
+        var env = [
+            "KEYCHAIN_HOME": home + "/keychain", "HOME": home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+            "XDG_RUNTIME_DIR": home + "/run",
+        ]
         if let address { env["DBUS_SESSION_BUS_ADDRESS"] = address }
         // In this process: `off`, or the tool would start a keychaind of its own for the keychain.
         env["KEYCHAIN_DAEMON_SOCKET"] = socket ?? "off"
@@ -244,11 +251,17 @@ struct SecretServiceImportTests {
             let run = try Self.security(["import-secret-service"], environment: Self.toolEnvironment(home: home, address: bus.address, socket: nil), scratch: home)
             #expect(run.status == 1)
             #expect(run.stdout == "")
-            #expect(run.stderr == "security: import-secret-service: No Secret Service provider runs on the session bus (nobody owns org.freedesktop.secrets). Start the one to import from (gnome-keyring-daemon, KeePassXC with its Secret Service integration on), then run the import again.\n")
+            #expect(
+                run.stderr
+                    == "security: import-secret-service: No Secret Service provider runs on the session bus (nobody owns org.freedesktop.secrets). Start the one to import from (gnome-keyring-daemon, KeePassXC with its Secret Service integration on), then run the import again.\n"
+            )
 
             let unset = try Self.security(["import-secret-service"], environment: Self.toolEnvironment(home: home, address: nil, socket: nil), scratch: home)
             #expect(unset.status == 1)
-            #expect(unset.stderr == "security: import-secret-service: The session bus is not known: DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist. Run the import from your desktop session, or set DBUS_SESSION_BUS_ADDRESS to the bus of the provider to import from.\n")
+            #expect(
+                unset.stderr
+                    == "security: import-secret-service: The session bus is not known: DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist. Run the import from your desktop session, or set DBUS_SESSION_BUS_ADDRESS to the bus of the provider to import from.\n"
+            )
         }
     }
 
@@ -260,7 +273,10 @@ struct SecretServiceImportTests {
             #expect(run.status == 1)
             #expect(run.stdout == "")
             #expect(run.stderr.hasPrefix("security: import-secret-service: The Secret Service on the session bus is keychaind (PID "))
-            #expect(run.stderr.hasSuffix("), which serves a keychain already: there is nothing to import from it. Stop it and start the provider to import from (gnome-keyring-daemon, KeePassXC), run the import, then start keychaind --secret-service again.\n"))
+            #expect(
+                run.stderr.hasSuffix(
+                    "), which serves a keychain already: there is nothing to import from it. Stop it and start the provider to import from (gnome-keyring-daemon, KeePassXC), run the import, then start keychaind --secret-service again.\n"
+                ))
         }
     }
 }

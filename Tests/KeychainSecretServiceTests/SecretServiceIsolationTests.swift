@@ -8,25 +8,26 @@ import Glibc
 
 /// Per-application isolation on the bus: programs are identified by keychaind from the bus daemon's credentials
 /// for their connection (executable path and SHA-256), never from anything they say.
-@Suite("Secret Service isolation", .serialized,
-       .enabled(if: SecretServiceRig.isAvailable && SecretServiceRig.hasSecretStorage, "needs dbus-daemon, secret-tool and python3-secretstorage"),
-       .enabled(if: settingsMayNameATestPinentry, "the rig names its scripted pinentry in the keychain's settings, which only a root run may (a setting names only a pinentry only root can change)"))
+@Suite(
+    "Secret Service isolation", .serialized,
+    .enabled(if: SecretServiceRig.isAvailable && SecretServiceRig.hasSecretStorage, "needs dbus-daemon, secret-tool and python3-secretstorage"),
+    .enabled(if: settingsMayNameATestPinentry, "the rig names its scripted pinentry in the keychain's settings, which only a root run may (a setting names only a pinentry only root can change)"))
 struct SecretServiceIsolationTests {
     /// Stores then reads one item in the default collection; prints `stored`, `read VALUE` or `locked`.
     static let storeAndRead = """
-    import sys, secretstorage
-    from secretstorage.exceptions import LockedException
-    connection = secretstorage.dbus_init()
-    collection = secretstorage.get_default_collection(connection)
-    if collection.is_locked():
-        dismissed = collection.unlock()
-        print("dismissed" if dismissed else "unlocked")
-    try:
-        item = collection.create_item("App item", {"app": sys.argv[1]}, sys.argv[1].encode(), replace=True)
-        print("read", item.get_secret().decode())
-    except LockedException:
-        print("locked")
-    """
+        import sys, secretstorage
+        from secretstorage.exceptions import LockedException
+        connection = secretstorage.dbus_init()
+        collection = secretstorage.get_default_collection(connection)
+        if collection.is_locked():
+            dismissed = collection.unlock()
+            print("dismissed" if dismissed else "unlocked")
+        try:
+            item = collection.create_item("App item", {"app": sys.argv[1]}, sys.argv[1].encode(), replace=True)
+            print("read", item.get_secret().decode())
+        except LockedException:
+            print("locked")
+        """
 
     @Test("ask: an unregistered program is refused until the person confirms; always survives a restart, not a rebuilt binary")
     func unregisteredProgramIsAsked() async throws {
@@ -74,21 +75,23 @@ struct SecretServiceIsolationTests {
     func askWithoutPrompter() async throws {
         try await onThread {
             let rig = try SecretServiceRig(policy: "ask")
-            try "<?xml version=\"1.0\" encoding=\"UTF-8\"?><plist version=\"1.0\"><dict><key>lock-on-sleep</key><false/><key>pinentry-program</key><string>/nonexistent/pinentry</string></dict></plist>"
+            try
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?><plist version=\"1.0\"><dict><key>lock-on-sleep</key><false/><key>pinentry-program</key><string>/nonexistent/pinentry</string></dict></plist>"
                 .write(toFile: rig.home + "/keychain.settings", atomically: true, encoding: .utf8)
             let program = try rig.pythonCopy("headless-app")
-            let result = try rig.python("""
-            import secretstorage
-            from jeepney.wrappers import DBusErrorResponse
-            connection = secretstorage.dbus_init()
-            collection = secretstorage.get_default_collection(connection)
-            try:
-                collection.unlock()
-                print("no error")
-            except DBusErrorResponse as error:
-                print(error.name)
-                print(error.data[0])
-            """, interpreter: program)
+            let result = try rig.python(
+                """
+                import secretstorage
+                from jeepney.wrappers import DBusErrorResponse
+                connection = secretstorage.dbus_init()
+                collection = secretstorage.get_default_collection(connection)
+                try:
+                    collection.unlock()
+                    print("no error")
+                except DBusErrorResponse as error:
+                    print(error.name)
+                    print(error.data[0])
+                """, interpreter: program)
             #expect(result.stdout.hasPrefix("org.freedesktop.DBus.Error.AccessDenied\n"), "\(result.stdout) \(result.stderr)")
             #expect(result.stdout.contains("no prompt can be shown"))
             #expect(result.stdout.contains("KEYCHAIN_SECRET_SERVICE_UNREGISTERED=allow"))
@@ -103,28 +106,28 @@ struct SecretServiceIsolationTests {
             #expect(try rig.security(["app", "add", "-g", "TEAM.a", a]).status == 0)
             #expect(try rig.security(["app", "add", "-g", "TEAM.b", b]).status == 0)
             let create = """
-            import sys, secretstorage
-            connection = secretstorage.dbus_init()
-            collection = secretstorage.create_collection(connection, sys.argv[1], alias=sys.argv[1])
-            item = collection.create_item("secret of " + sys.argv[1], {"owner": sys.argv[1]}, b"only-" + sys.argv[1].encode())
-            print(collection.collection_path)
-            print(item.item_path)
-            """
+                import sys, secretstorage
+                connection = secretstorage.dbus_init()
+                collection = secretstorage.create_collection(connection, sys.argv[1], alias=sys.argv[1])
+                item = collection.create_item("secret of " + sys.argv[1], {"owner": sys.argv[1]}, b"only-" + sys.argv[1].encode())
+                print(collection.collection_path)
+                print(item.item_path)
+                """
             let madeA = try rig.python(create, interpreter: a, arguments: ["teamA"])
             #expect(madeA.status == 0, "\(madeA.stderr)")
             let pathsA = madeA.stdout.split(separator: "\n").map(String.init)
             #expect(try rig.python(create, interpreter: b, arguments: ["teamB"]).status == 0)
             let look = """
-            import sys, secretstorage
-            from jeepney.wrappers import DBusErrorResponse
-            connection = secretstorage.dbus_init()
-            print("collections", sorted(c.collection_path for c in secretstorage.get_all_collections(connection)))
-            print("search", [i.item_path for i in secretstorage.search_items(connection, {"owner": sys.argv[1]})])
-            try:
-                print("label", secretstorage.Collection(connection, sys.argv[2]).get_label())
-            except Exception as error:
-                print("error", type(error).__name__)
-            """
+                import sys, secretstorage
+                from jeepney.wrappers import DBusErrorResponse
+                connection = secretstorage.dbus_init()
+                print("collections", sorted(c.collection_path for c in secretstorage.get_all_collections(connection)))
+                print("search", [i.item_path for i in secretstorage.search_items(connection, {"owner": sys.argv[1]})])
+                try:
+                    print("label", secretstorage.Collection(connection, sys.argv[2]).get_label())
+                except Exception as error:
+                    print("error", type(error).__name__)
+                """
             let fromB = try rig.python(look, interpreter: b, arguments: ["teamA", pathsA[0]])
             #expect(fromB.stdout == "collections ['/org/freedesktop/secrets/collection/teamb']\nsearch []\nerror ItemNotFoundException\n", "\(fromB.stderr)")
             let fromA = try rig.python(look, interpreter: a, arguments: ["teamA", pathsA[0]])
@@ -160,27 +163,29 @@ struct SecretServiceIsolationTests {
         }
     }
 
-    @Test("A registered program traced after its first call loses its identity at the next call",
-          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"), "needs strace"))
+    @Test(
+        "A registered program traced after its first call loses its identity at the next call",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"), "needs strace"))
     func tracedAfterTheFirstCall() async throws {
         try await onThread {
             let rig = try SecretServiceRig(policy: "deny")
             let program = try rig.pythonCopy("traced-app")
             #expect(try rig.security(["app", "add", "-g", "TEAM.t", program]).status == 0)
-            let result = try rig.python("""
-            import os, subprocess, time, secretstorage
-            connection = secretstorage.dbus_init()
-            secretstorage.create_collection(connection, "Mine", alias="mine")
-            print("before", [c.get_label() for c in secretstorage.get_all_collections(connection)], flush=True)
-            tracer = subprocess.Popen(["/usr/bin/strace", "-p", str(os.getpid()), "-o", "/dev/null"])
-            for _ in range(200):
-                with open("/proc/self/status") as status:
-                    if any(line.startswith("TracerPid:") and line.split()[1] != "0" for line in status):
-                        break
-                time.sleep(0.02)
-            print("after", [c.get_label() for c in secretstorage.get_all_collections(connection)], flush=True)
-            tracer.kill()
-            """, interpreter: program)
+            let result = try rig.python(
+                """
+                import os, subprocess, time, secretstorage
+                connection = secretstorage.dbus_init()
+                secretstorage.create_collection(connection, "Mine", alias="mine")
+                print("before", [c.get_label() for c in secretstorage.get_all_collections(connection)], flush=True)
+                tracer = subprocess.Popen(["/usr/bin/strace", "-p", str(os.getpid()), "-o", "/dev/null"])
+                for _ in range(200):
+                    with open("/proc/self/status") as status:
+                        if any(line.startswith("TracerPid:") and line.split()[1] != "0" for line in status):
+                            break
+                    time.sleep(0.02)
+                print("after", [c.get_label() for c in secretstorage.get_all_collections(connection)], flush=True)
+                tracer.kill()
+                """, interpreter: program)
             #expect(result.stdout == "before ['Mine']\nafter []\n", "\(result.stderr)")
         }
     }

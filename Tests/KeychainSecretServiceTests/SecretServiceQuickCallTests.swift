@@ -8,12 +8,13 @@ import Testing
 @Suite("Secret Service calls answered on the bus thread")
 struct SecretServiceQuickCallTests {
     func call(_ interface: String, _ member: String, _ arguments: [DBusValue]) -> DBusMethodCall {
-        DBusMethodCall(sender: ":1.9", path: "/org/freedesktop/secrets", interface: interface, member: member,
-                       signature: "", arguments: arguments, noReplyExpected: false, token: 1)
+        DBusMethodCall(
+            sender: ":1.9", path: "/org/freedesktop/secrets", interface: interface, member: member,
+            signature: "", arguments: arguments, noReplyExpected: false, token: 1)
     }
 
     func attributes(_ count: Int) -> DBusValue {
-        .array(elementSignature: "{ss}", (0 ..< count).map { .dictEntry(.string("k\($0)"), .string("v")) })
+        .array(elementSignature: "{ss}", (0..<count).map { .dictEntry(.string("k\($0)"), .string("v")) })
     }
 
     @Test("Small reads are; searches by nothing, Items, a collection's GetAll and long arrays are not")
@@ -26,7 +27,7 @@ struct SecretServiceQuickCallTests {
         #expect(!SecretServiceProvider.isSmall(call(properties, "Get", [.string("org.freedesktop.Secret.Collection"), .string("Items")])))
         #expect(SecretServiceProvider.isSmall(call(properties, "GetAll", [.string("org.freedesktop.Secret.Item")])))
         #expect(!SecretServiceProvider.isSmall(call(properties, "GetAll", [.string("org.freedesktop.Secret.Collection")])))
-        let paths = DBusValue.array(elementSignature: "o", (0 ..< 40).map { .objectPath("/org/freedesktop/secrets/collection/login/\($0)") })
+        let paths = DBusValue.array(elementSignature: "o", (0..<40).map { .objectPath("/org/freedesktop/secrets/collection/login/\($0)") })
         #expect(!SecretServiceProvider.isSmall(call(service, "GetSecrets", [paths, .objectPath("/org/freedesktop/secrets/session/1")])))
     }
 }

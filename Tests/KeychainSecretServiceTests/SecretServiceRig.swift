@@ -37,11 +37,13 @@ final class SecretServiceRig: @unchecked Sendable {
         self.policy = policy
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let wrapper = root + "/pinentry"
-        try writeExecutable(Data("""
-        #!/bin/sh
-        SCRIPTED_PINENTRY_SCRIPT='\(script)' SCRIPTED_PINENTRY_LOG='\(pinentryLog)' SCRIPTED_PINENTRY_DEFAULT='\(root)/person' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'
+        try writeExecutable(
+            Data(
+                """
+                #!/bin/sh
+                SCRIPTED_PINENTRY_SCRIPT='\(script)' SCRIPTED_PINENTRY_LOG='\(pinentryLog)' SCRIPTED_PINENTRY_DEFAULT='\(root)/person' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'
 
-        """.utf8), to: wrapper)
+                """.utf8), to: wrapper)
         try KeychainSettings(pinentryProgram: wrapper, promptTimeout: 20).save(KeychainLocation(home: home))
         try start()
     }
@@ -54,8 +56,10 @@ final class SecretServiceRig: @unchecked Sendable {
     /// The environment of keychaind and of every client.
     /// (An empty `policy` leaves `KEYCHAIN_SECRET_SERVICE_UNREGISTERED` unset: the keychain's settings decide.)
     var environment: [String: String] {
-        var env = ["KEYCHAIN_HOME": home, "HOME": root, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                   "DBUS_SESSION_BUS_ADDRESS": bus.address, "KEYCHAIN_DAEMON_SOCKET": socket]
+        var env = [
+            "KEYCHAIN_HOME": home, "HOME": root, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+            "DBUS_SESSION_BUS_ADDRESS": bus.address, "KEYCHAIN_DAEMON_SOCKET": socket,
+        ]
         if !policy.isEmpty { env["KEYCHAIN_SECRET_SERVICE_UNREGISTERED"] = policy }
         return env
     }

@@ -8,26 +8,28 @@ import Glibc
 #endif
 
 /// What a hostile or broken client can do to the Secret Service: die in the middle, send garbage.
-@Suite("Secret Service robustness", .serialized,
-       .enabled(if: SecretServiceRig.isAvailable && SecretServiceRig.hasSecretStorage, "needs dbus-daemon, secret-tool and python3-secretstorage"),
-       .enabled(if: settingsMayNameATestPinentry, "the rig names its scripted pinentry in the keychain's settings, which only a root run may (a setting names only a pinentry only root can change)"))
+@Suite(
+    "Secret Service robustness", .serialized,
+    .enabled(if: SecretServiceRig.isAvailable && SecretServiceRig.hasSecretStorage, "needs dbus-daemon, secret-tool and python3-secretstorage"),
+    .enabled(if: settingsMayNameATestPinentry, "the rig names its scripted pinentry in the keychain's settings, which only a root run may (a setting names only a pinentry only root can change)"))
 struct SecretServiceRobustnessTests {
     @Test("A client killed mid-session leaves no session or prompt behind")
     func killedClientLeavesNothing() async throws {
         try await onThread {
             let rig = try SecretServiceRig(policy: "ask")
             let program = try rig.pythonCopy("dies")
-            let result = try rig.python("""
-            import os, secretstorage, secretstorage.util
-            from jeepney import new_method_call
-            connection = secretstorage.dbus_init()
-            for _ in range(3):
-                secretstorage.util.open_session(connection)
-            service = secretstorage.util.DBusAddressWrapper("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", connection)
-            unlocked, prompt = service.call("Unlock", "ao", ["/org/freedesktop/secrets/aliases/default"])
-            print(prompt, flush=True)
-            os.kill(os.getpid(), 9)
-            """, interpreter: program)
+            let result = try rig.python(
+                """
+                import os, secretstorage, secretstorage.util
+                from jeepney import new_method_call
+                connection = secretstorage.dbus_init()
+                for _ in range(3):
+                    secretstorage.util.open_session(connection)
+                service = secretstorage.util.DBusAddressWrapper("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", connection)
+                unlocked, prompt = service.call("Unlock", "ao", ["/org/freedesktop/secrets/aliases/default"])
+                print(prompt, flush=True)
+                os.kill(os.getpid(), 9)
+                """, interpreter: program)
             let prompt = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(prompt.hasPrefix("/org/freedesktop/secrets/prompt/"), "\(result.stderr)")
             // keychaind hears of the departure from the bus and drops everything of that connection.
@@ -53,24 +55,32 @@ struct SecretServiceRobustnessTests {
             #expect(try rig.run("/usr/bin/secret-tool", ["store", "--label=keep", "keep", "me"], input: "intact").status == 0)
             let client = try DBusConnection(address: rig.bus.address, timeout: .seconds(10))
             let destination = "org.freedesktop.secrets"
-            let paths = ["/org/freedesktop/secrets", "/org/freedesktop/secrets/collection/login", "/org/freedesktop/secrets/aliases/default",
-                         "/org/freedesktop/secrets/collection/login/0000000000000000", "/org/freedesktop/secrets/session/s999",
-                         "/org/freedesktop/secrets/prompt/p1", "/org/freedesktop/secrets/collection/x/y/z", "/", "/nope"]
-            let interfaces = ["org.freedesktop.Secret.Service", "org.freedesktop.Secret.Collection", "org.freedesktop.Secret.Item",
-                              "org.freedesktop.Secret.Session", "org.freedesktop.Secret.Prompt", "org.freedesktop.DBus.Properties",
-                              "org.freedesktop.DBus.Introspectable", "org.example.Nothing"]
-            let members = ["OpenSession", "CreateCollection", "SearchItems", "Unlock", "Lock", "GetSecrets", "ReadAlias", "SetAlias",
-                           "Delete", "CreateItem", "GetSecret", "SetSecret", "Close", "Prompt", "Dismiss", "Get", "GetAll", "Set",
-                           "Introspect", "Bogus"]
+            let paths = [
+                "/org/freedesktop/secrets", "/org/freedesktop/secrets/collection/login", "/org/freedesktop/secrets/aliases/default",
+                "/org/freedesktop/secrets/collection/login/0000000000000000", "/org/freedesktop/secrets/session/s999",
+                "/org/freedesktop/secrets/prompt/p1", "/org/freedesktop/secrets/collection/x/y/z", "/", "/nope",
+            ]
+            let interfaces = [
+                "org.freedesktop.Secret.Service", "org.freedesktop.Secret.Collection", "org.freedesktop.Secret.Item",
+                "org.freedesktop.Secret.Session", "org.freedesktop.Secret.Prompt", "org.freedesktop.DBus.Properties",
+                "org.freedesktop.DBus.Introspectable", "org.example.Nothing",
+            ]
+            let members = [
+                "OpenSession", "CreateCollection", "SearchItems", "Unlock", "Lock", "GetSecrets", "ReadAlias", "SetAlias",
+                "Delete", "CreateItem", "GetSecret", "SetSecret", "Close", "Prompt", "Dismiss", "Get", "GetAll", "Set",
+                "Introspect", "Bogus",
+            ]
             let huge = DBusValue.array(elementSignature: "{ss}", (0..<20_000).map { .dictEntry(.string("k\($0)"), .string(String(repeating: "v", count: 40))) })
             let wrongs: [[DBusValue]] = [
                 [], [.string("plain")], [.string("plain"), .variant(.bytes(Array(repeating: 7, count: 200)))],
                 [.string("dh-ietf1024-sha256-aes128-cbc-pkcs7"), .variant(.bytes([0]))],
                 [.string("dh-ietf1024-sha256-aes128-cbc-pkcs7"), .variant(.bytes(Array(repeating: 0xff, count: 4096)))],
                 [.int32(5)], [.objectPath("/x"), .objectPath("/y")], [huge], [.array(elementSignature: "o", [])],
-                [.array(elementSignature: "{sv}", [.dictEntry(.string("org.freedesktop.Secret.Item.Attributes"), .variant(.string("not a dict")))]),
-                 .structure([.objectPath("/org/freedesktop/secrets/session/s1"), .bytes([]), .bytes(Array(repeating: 1, count: 100_000)), .string("text/plain")]),
-                 .bool(true)],
+                [
+                    .array(elementSignature: "{sv}", [.dictEntry(.string("org.freedesktop.Secret.Item.Attributes"), .variant(.string("not a dict")))]),
+                    .structure([.objectPath("/org/freedesktop/secrets/session/s1"), .bytes([]), .bytes(Array(repeating: 1, count: 100_000)), .string("text/plain")]),
+                    .bool(true),
+                ],
                 [.string(String(repeating: "a", count: 300)), .objectPath("/org/freedesktop/secrets/collection/login")],
                 [.string("org.freedesktop.Secret.Collection"), .string("Label"), .variant(.uint64(1))],
             ]
@@ -106,39 +116,41 @@ struct SecretServiceRobustnessTests {
     func sessionsAndPromptsBelongToTheirConnection() async throws {
         try await onThread {
             let rig = try SecretServiceRig(policy: "ask")
-            #expect(try rig.run("/usr/bin/secret-tool", ["store", "--label=x", "k", "v"], input: "s").status != 0) // ask: locked, prompt cancelled
-            let result = try rig.python("""
-            import secretstorage, secretstorage.util
-            from secretstorage.util import DBusAddressWrapper
-            from jeepney.wrappers import DBusErrorResponse
-            from secretstorage.exceptions import ItemNotFoundException
-            owner, thief = secretstorage.dbus_init(), secretstorage.dbus_init()
-            session = secretstorage.util.open_session(owner)
-            service = DBusAddressWrapper("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", owner)
-            _, prompt = service.call("Unlock", "ao", ["/org/freedesktop/secrets/aliases/default"])
-            stolen = DBusAddressWrapper("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", thief)
-            def attempt(name, call):
-                try:
-                    call()
-                    print(name, "allowed")
-                except DBusErrorResponse as error:
-                    print(name, error.name)
-                except ItemNotFoundException as error:  # secretstorage's name for NoSuchObject
-                    print(name, error.__cause__.name)
-            attempt("GetSecrets", lambda: stolen.call("GetSecrets", "aoo", [], session.object_path))
-            attempt("Close", lambda: DBusAddressWrapper(session.object_path, "org.freedesktop.Secret.Session", thief).call("Close", ""))
-            attempt("Prompt", lambda: DBusAddressWrapper(prompt, "org.freedesktop.Secret.Prompt", thief).call("Prompt", "s", ""))
-            attempt("Dismiss", lambda: DBusAddressWrapper(prompt, "org.freedesktop.Secret.Prompt", thief).call("Dismiss", ""))
-            attempt("own Close", lambda: DBusAddressWrapper(session.object_path, "org.freedesktop.Secret.Session", owner).call("Close", ""))
-            """)
-            #expect(result.stdout == """
-            GetSecrets org.freedesktop.Secret.Error.NoSession
-            Close org.freedesktop.Secret.Error.NoSuchObject
-            Prompt org.freedesktop.Secret.Error.NoSuchObject
-            Dismiss org.freedesktop.Secret.Error.NoSuchObject
-            own Close allowed
+            #expect(try rig.run("/usr/bin/secret-tool", ["store", "--label=x", "k", "v"], input: "s").status != 0)  // ask: locked, prompt cancelled
+            let result = try rig.python(
+                """
+                import secretstorage, secretstorage.util
+                from secretstorage.util import DBusAddressWrapper
+                from jeepney.wrappers import DBusErrorResponse
+                from secretstorage.exceptions import ItemNotFoundException
+                owner, thief = secretstorage.dbus_init(), secretstorage.dbus_init()
+                session = secretstorage.util.open_session(owner)
+                service = DBusAddressWrapper("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", owner)
+                _, prompt = service.call("Unlock", "ao", ["/org/freedesktop/secrets/aliases/default"])
+                stolen = DBusAddressWrapper("/org/freedesktop/secrets", "org.freedesktop.Secret.Service", thief)
+                def attempt(name, call):
+                    try:
+                        call()
+                        print(name, "allowed")
+                    except DBusErrorResponse as error:
+                        print(name, error.name)
+                    except ItemNotFoundException as error:  # secretstorage's name for NoSuchObject
+                        print(name, error.__cause__.name)
+                attempt("GetSecrets", lambda: stolen.call("GetSecrets", "aoo", [], session.object_path))
+                attempt("Close", lambda: DBusAddressWrapper(session.object_path, "org.freedesktop.Secret.Session", thief).call("Close", ""))
+                attempt("Prompt", lambda: DBusAddressWrapper(prompt, "org.freedesktop.Secret.Prompt", thief).call("Prompt", "s", ""))
+                attempt("Dismiss", lambda: DBusAddressWrapper(prompt, "org.freedesktop.Secret.Prompt", thief).call("Dismiss", ""))
+                attempt("own Close", lambda: DBusAddressWrapper(session.object_path, "org.freedesktop.Secret.Session", owner).call("Close", ""))
+                """)
+            #expect(
+                result.stdout == """
+                    GetSecrets org.freedesktop.Secret.Error.NoSession
+                    Close org.freedesktop.Secret.Error.NoSuchObject
+                    Prompt org.freedesktop.Secret.Error.NoSuchObject
+                    Dismiss org.freedesktop.Secret.Error.NoSuchObject
+                    own Close allowed
 
-            """, "\(result.stderr)")
+                    """, "\(result.stderr)")
         }
     }
 }

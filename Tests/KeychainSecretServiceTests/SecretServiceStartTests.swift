@@ -25,25 +25,34 @@ struct SecretServiceStartTests {
             try FileManager.default.createDirectory(atPath: services, withIntermediateDirectories: true)
             let keychaind = try BuiltProducts.path(of: "keychaind")
             // Our activation file as installed, with keychaind started by the bus instead of by systemd.
-            let installed = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .appendingPathComponent("../../Support/dbus/org.freedesktop.secrets.service").standardized.path, encoding: .utf8)
+            let installed = try String(
+                contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                    .appendingPathComponent("../../Support/dbus/org.freedesktop.secrets.service").standardized.path, encoding: .utf8)
             #expect(installed.contains("Name=org.freedesktop.secrets"))
             #expect(installed.contains("SystemdService=keychaind.service"))
             let file = installed.replacingOccurrences(of: "Exec=/bin/false", with: "Exec=\(keychaind) --foreground --socket \(root)/d.sock --secret-service")
                 .replacingOccurrences(of: "SystemdService=keychaind.service\n", with: "")
             try Data(file.utf8).write(to: URL(fileURLWithPath: services + "/org.freedesktop.secrets.service"))
-            let bus = try PrivateSessionBus(serviceDirectory: services, environment: [
-                "KEYCHAIN_HOME": root + "/keychain", "HOME": root, "KEYCHAIN_SECRET_SERVICE_UNREGISTERED": "allow",
-            ])
+            let bus = try PrivateSessionBus(
+                serviceDirectory: services,
+                environment: [
+                    "KEYCHAIN_HOME": root + "/keychain", "HOME": root, "KEYCHAIN_SECRET_SERVICE_UNREGISTERED": "allow",
+                ])
             let client = try DBusConnection(address: bus.address)
-            #expect(throws: DBusError.remote(name: "org.freedesktop.DBus.Error.NameHasNoOwner", message: "Could not get owner of name 'org.freedesktop.secrets': no such name")) { try client.nameOwner(of: "org.freedesktop.secrets") }
+            #expect(throws: DBusError.remote(name: "org.freedesktop.DBus.Error.NameHasNoOwner", message: "Could not get owner of name 'org.freedesktop.secrets': no such name")) {
+                try client.nameOwner(of: "org.freedesktop.secrets")
+            }
             let env = ["DBUS_SESSION_BUS_ADDRESS": bus.address, "HOME": root, "PATH": "/usr/bin:/bin"]
-            let stored = try ProgramRun.run("/usr/bin/secret-tool", ["store", "--label=first", "activated", "yes"], environment: env,
-                                            input: Data("by activation".utf8), scratch: root)
+            let stored = try ProgramRun.run(
+                "/usr/bin/secret-tool", ["store", "--label=first", "activated", "yes"], environment: env,
+                input: Data("by activation".utf8), scratch: root)
             #expect(stored.status == 0, "\(stored.stderr)")
             let owner = try client.nameOwner(of: "org.freedesktop.secrets")
-            let pid = try #require(try client.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                                   member: "GetConnectionUnixProcessID", [.string(owner)]).first?.uint32)
+            let pid = try #require(
+                try client.call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                    member: "GetConnectionUnixProcessID", [.string(owner)]
+                ).first?.uint32)
             defer { kill(pid_t(pid), SIGTERM) }
             #expect(try String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8).hasPrefix("keychaind"))
             #expect(try ProgramRun.run("/usr/bin/secret-tool", ["lookup", "activated", "yes"], environment: env, scratch: root).stdout == "by activation")
@@ -72,7 +81,9 @@ struct SecretServiceStartTests {
         let client = try DBusConnection(address: bus.address)
         let freed = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < freed, (try? client.nameOwner(of: "org.freedesktop.secrets")) != nil { usleep(20_000) }
-        #expect(throws: DBusError.remote(name: "org.freedesktop.DBus.Error.NameHasNoOwner", message: "Could not get owner of name 'org.freedesktop.secrets': no such name")) { try client.nameOwner(of: "org.freedesktop.secrets") }
+        #expect(throws: DBusError.remote(name: "org.freedesktop.DBus.Error.NameHasNoOwner", message: "Could not get owner of name 'org.freedesktop.secrets': no such name")) {
+            try client.nameOwner(of: "org.freedesktop.secrets")
+        }
         // One that allows replacement (as gnome-keyring does) is replaced with --secret-service-replace.
         let yielding = try DBusServerConnection(address: bus.address)
         #expect(try await yielding.requestName("org.freedesktop.secrets", allowReplacement: true) == .primaryOwner)

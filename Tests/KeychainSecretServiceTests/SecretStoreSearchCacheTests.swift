@@ -14,8 +14,10 @@ struct SecretStoreSearchCacheTests {
     }
 
     static func create(_ store: SecretStore, in collection: SecretCollection, _ attributes: [String: String]) throws -> String {
-        try store.createItem(in: collection, label: "item", attributes: attributes, secret: Data("s".utf8),
-                             contentType: "text/plain", replace: false).0.id
+        try store.createItem(
+            in: collection, label: "item", attributes: attributes, secret: Data("s".utf8),
+            contentType: "text/plain", replace: false
+        ).0.id
     }
 
     @Test("A repeated search follows writes through the store, through the engine (as SecItem), and by another engine on the same keychain")
@@ -29,7 +31,7 @@ struct SecretStoreSearchCacheTests {
         let first = try Self.create(store, in: login, wanted)
         _ = try Self.create(store, in: login, ["app": "mail", "user": "bob"])
         #expect(try store.itemIDs(in: login, matching: wanted) == [first])
-        #expect(try store.itemIDs(in: login, matching: wanted) == [first]) // from memory
+        #expect(try store.itemIDs(in: login, matching: wanted) == [first])  // from memory
 
         // Through the store.
         let second = try Self.create(store, in: login, wanted)

@@ -11,42 +11,42 @@ import Testing
 /// zeros); `SERVER <public key>` completes it and prints the AES key; `ENCRYPT <secret>` prints `<iv> <value>`;
 /// `DECRYPT <iv> <value>` prints the secret. All bytes in hex.
 let secretstorageClientScript = #"""
-import sys
-from cryptography.hazmat.backends import default_backend
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-from secretstorage.dhcrypto import DH_PRIME_1024, Session, int_to_bytes
-from secretstorage.util import format_secret
+    import sys
+    from cryptography.hazmat.backends import default_backend
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    from secretstorage.dhcrypto import DH_PRIME_1024, Session, int_to_bytes
+    from secretstorage.util import format_secret
 
-def decrypt(session, iv, value):
-    # secretstorage.item.Item.get_secret, without the D-Bus call
-    aes = algorithms.AES(session.aes_key)
-    decryptor = Cipher(aes, modes.CBC(iv), default_backend()).decryptor()
-    padded = decryptor.update(value) + decryptor.finalize()
-    return padded[:-padded[-1]]
+    def decrypt(session, iv, value):
+        # secretstorage.item.Item.get_secret, without the D-Bus call
+        aes = algorithms.AES(session.aes_key)
+        decryptor = Cipher(aes, modes.CBC(iv), default_backend()).decryptor()
+        padded = decryptor.update(value) + decryptor.finalize()
+        return padded[:-padded[-1]]
 
-session = None
-for line in sys.stdin:
-    words = line.rstrip('\n').split(' ')
-    command, args = words[0], [bytes.fromhex(word) for word in words[1:]]
-    if command in ('NEW', 'FIXED'):
-        session = Session()
-        session.object_path = '/org/freedesktop/secrets/session/test'
-        if command == 'FIXED':
-            session.my_private_key = int.from_bytes(args[0], 'big')
-            session.my_public_key = pow(2, session.my_private_key, DH_PRIME_1024)
-        print(int_to_bytes(session.my_public_key).hex(), flush=True)
-    elif command == 'SERVER':
-        session.set_server_public_key(int.from_bytes(args[0], 'big'))
-        print(session.aes_key.hex(), flush=True)
-    elif command == 'ENCRYPT':
-        _, iv, value, _ = format_secret(session, args[0], 'text/plain')
-        print(iv.hex() + ' ' + value.hex(), flush=True)
-    elif command == 'DECRYPT':
-        print(decrypt(session, args[0], args[1]).hex(), flush=True)
-    else:
-        print('unknown command ' + command, file=sys.stderr, flush=True)
-        sys.exit(2)
-"""#
+    session = None
+    for line in sys.stdin:
+        words = line.rstrip('\n').split(' ')
+        command, args = words[0], [bytes.fromhex(word) for word in words[1:]]
+        if command in ('NEW', 'FIXED'):
+            session = Session()
+            session.object_path = '/org/freedesktop/secrets/session/test'
+            if command == 'FIXED':
+                session.my_private_key = int.from_bytes(args[0], 'big')
+                session.my_public_key = pow(2, session.my_private_key, DH_PRIME_1024)
+            print(int_to_bytes(session.my_public_key).hex(), flush=True)
+        elif command == 'SERVER':
+            session.set_server_public_key(int.from_bytes(args[0], 'big'))
+            print(session.aes_key.hex(), flush=True)
+        elif command == 'ENCRYPT':
+            _, iv, value, _ = format_secret(session, args[0], 'text/plain')
+            print(iv.hex() + ' ' + value.hex(), flush=True)
+        elif command == 'DECRYPT':
+            print(decrypt(session, args[0], args[1]).hex(), flush=True)
+        else:
+            print('unknown command ' + command, file=sys.stderr, flush=True)
+            sys.exit(2)
+    """#
 
 /// /usr/bin/python3 running ``secretstorageClientScript``.
 final class SecretstorageClient {
@@ -104,9 +104,11 @@ final class SecretstorageClient {
 }
 
 /// The service against secretstorage, a client people use, running its own Diffie-Hellman and AES code.
-@Suite(.enabled(if: FileManager.default.fileExists(atPath: "/usr/bin/python3"),
-                "needs /usr/bin/python3 with secretstorage and cryptography (Debian package python3-secretstorage)"),
-       .timeLimit(.minutes(10)))
+@Suite(
+    .enabled(
+        if: FileManager.default.fileExists(atPath: "/usr/bin/python3"),
+        "needs /usr/bin/python3 with secretstorage and cryptography (Debian package python3-secretstorage)"),
+    .timeLimit(.minutes(10)))
 struct SecretTransferPythonTests {
     @Test func secretstorageAndTheServiceExchangeSecretsBothWays() throws {
         let client = try SecretstorageClient()

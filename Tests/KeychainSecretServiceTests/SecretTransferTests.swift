@@ -7,7 +7,8 @@ import Foundation
 import Testing
 
 /// RFC 2409 section 6.2's prime, as the RFC prints it (independent of the table in OakleyGroup2).
-let rfc2409Prime = "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7EDEE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF"
+let rfc2409Prime =
+    "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7EDEE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF"
 
 /// A hex fixture that does not parse.
 struct BadHex: Error {
@@ -88,9 +89,12 @@ struct SpecificationClient {
 enum LeadingZeroVector {
     static let clientExponent = "da1c4ec9110e3083d281abdd79151dc1676ffe0627265a0ac48da867a9790187"
     static let serverExponent = "054e52cd3ed674e5bfa936ec87a986d5c1dc12fdc4b0635f634efec7d9677d8e"
-    static let clientPublicKey = "e45b214d2f03d6690da37836d2d12117460b61f7d32cb3cd3d28e53a24ac1eae8f80f1d96137216076b3bc989d19adc989b158b64b811ab74038c1443302d3c5c462c3b346c8ffa40528792b139687140a0a579bee5c11ca91560c4fb1e0d281f0b3a4cee7605098801b6d766738ffce4d25b97b5ea1cc47cf8058eddae56cf0"
-    static let serverPublicKey = "d1fac62870f28db85bf051eea3a444017423c58f9357e1db813e8dd95390c7a81b4c5ed20782b210093f8abd5a4355fd22c5f44ce6a963d60086ac6266090afb071a6ef1a9df6c3780fbf5996583c535ebe324c431424167717eaabdd1a9d4f1ffa127b78c2052fc2723f7991f98c08fcc1b264e0e64fb317718c9ed3fe7773b"
-    static let sharedSecret = "00bd8690530e108b57544b54a7ddd7863015c68461ce70ad1e4b58753f974750c81c3f49d5ebc0ba467706d3955d4bbd316a0664f3441271b269f1b240de48b4c9d06764233e6fa692a42f65322e15edf8eeaea33c9b22e12c33637ee213e4eda65e553c681f0f815bccbe9a9e233213b720f2edbbe4c5a75f1e7600460ec9dd"
+    static let clientPublicKey =
+        "e45b214d2f03d6690da37836d2d12117460b61f7d32cb3cd3d28e53a24ac1eae8f80f1d96137216076b3bc989d19adc989b158b64b811ab74038c1443302d3c5c462c3b346c8ffa40528792b139687140a0a579bee5c11ca91560c4fb1e0d281f0b3a4cee7605098801b6d766738ffce4d25b97b5ea1cc47cf8058eddae56cf0"
+    static let serverPublicKey =
+        "d1fac62870f28db85bf051eea3a444017423c58f9357e1db813e8dd95390c7a81b4c5ed20782b210093f8abd5a4355fd22c5f44ce6a963d60086ac6266090afb071a6ef1a9df6c3780fbf5996583c535ebe324c431424167717eaabdd1a9d4f1ffa127b78c2052fc2723f7991f98c08fcc1b264e0e64fb317718c9ed3fe7773b"
+    static let sharedSecret =
+        "00bd8690530e108b57544b54a7ddd7863015c68461ce70ad1e4b58753f974750c81c3f49d5ebc0ba467706d3955d4bbd316a0664f3441271b269f1b240de48b4c9d06764233e6fa692a42f65322e15edf8eeaea33c9b22e12c33637ee213e4eda65e553c681f0f815bccbe9a9e233213b720f2edbbe4c5a75f1e7600460ec9dd"
     static let aesKey = "ef94b1ce9b3848711a83a2ff08e25a01"
     static let keyWithoutPadding = "89c4b3b4e61435682c049a1de506323d"
     static let iv = "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
@@ -268,7 +272,9 @@ func openDH(_ clientPublicKey: [UInt8]) throws -> (SecretSessionCrypto, output: 
             #expect(throws: SecretTransferError.badPadding) { try server.open(parameters: iv, value: foreign) }
         }
 
-        for error in [SecretTransferError.malformedParameters(algorithm: .dhIETF1024SHA256AES128CBCPKCS7, byteCount: 8), .malformedCiphertext(byteCount: 15), .badPadding, .cryptoLibraryUnavailable("x")] {
+        for error in [
+            SecretTransferError.malformedParameters(algorithm: .dhIETF1024SHA256AES128CBCPKCS7, byteCount: 8), .malformedCiphertext(byteCount: 15), .badPadding, .cryptoLibraryUnavailable("x"),
+        ] {
             #expect(error.dbusErrorName == "org.freedesktop.DBus.Error.InvalidArgs")
         }
         #expect(SecretTransferError.cryptoFailed("x").dbusErrorName == "org.freedesktop.DBus.Error.Failed")

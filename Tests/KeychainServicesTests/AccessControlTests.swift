@@ -46,38 +46,42 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
         #expect(SecAccessControlCreateFlags.applicationPassword.rawValue == 1 << 31)
     }
 
-    @Test(arguments: [SecAccessControlCreateFlags.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode, .watch,
-                      .companion, .or, .and, .privateKeyUsage, .applicationPassword, []])
+    @Test(arguments: [
+        SecAccessControlCreateFlags.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode, .watch,
+        .companion, .or, .and, .privateKeyUsage, .applicationPassword, [],
+    ])
     func eachSingleFlagIsAccepted(_ flags: SecAccessControlCreateFlags) throws {
         let control = try accessControl(flags)
         #expect(control.flags == flags)
         #expect(control.protection == "ak")
     }
 
-    @Test(arguments: [
-        [SecAccessControlCreateFlags.devicePasscode, .or, .biometryAny],
-        [.devicePasscode, .and, .biometryCurrentSet],
-        [.devicePasscode, .biometryAny],
-        [.userPresence, .applicationPassword],
-        [.userPresence, .privateKeyUsage],
-        [.userPresence, .privateKeyUsage, .applicationPassword],
-        [.biometryCurrentSet, .privateKeyUsage],
-        [.devicePasscode, .applicationPassword, .or],
-    ] as [SecAccessControlCreateFlags])
+    @Test(
+        arguments: [
+            [SecAccessControlCreateFlags.devicePasscode, .or, .biometryAny],
+            [.devicePasscode, .and, .biometryCurrentSet],
+            [.devicePasscode, .biometryAny],
+            [.userPresence, .applicationPassword],
+            [.userPresence, .privateKeyUsage],
+            [.userPresence, .privateKeyUsage, .applicationPassword],
+            [.biometryCurrentSet, .privateKeyUsage],
+            [.devicePasscode, .applicationPassword, .or],
+        ] as [SecAccessControlCreateFlags])
     func applesValidCombinationsAreAccepted(_ flags: SecAccessControlCreateFlags) throws {
         #expect(try accessControl(flags, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly).flags == flags)
     }
 
-    @Test(arguments: [
-        [SecAccessControlCreateFlags.or, .and],
-        [.devicePasscode, .or, .and],
-        [.biometryAny, .biometryCurrentSet],
-        [.userPresence, .devicePasscode],
-        [.userPresence, .biometryAny],
-        [.userPresence, .biometryCurrentSet],
-        [.userPresence, .or],
-        [.userPresence, .and],
-    ] as [SecAccessControlCreateFlags])
+    @Test(
+        arguments: [
+            [SecAccessControlCreateFlags.or, .and],
+            [.devicePasscode, .or, .and],
+            [.biometryAny, .biometryCurrentSet],
+            [.userPresence, .devicePasscode],
+            [.userPresence, .biometryAny],
+            [.userPresence, .biometryCurrentSet],
+            [.userPresence, .or],
+            [.userPresence, .and],
+        ] as [SecAccessControlCreateFlags])
     func invalidCombinationsAreRejectedWithErrSecParam(_ flags: SecAccessControlCreateFlags) {
         let result = creationError(flags)
         #expect(result.isNil)
@@ -92,9 +96,11 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             #expect(result.code == -50)
             #expect(result.domain == kCFErrorDomainOSStatus as String)
         }
-        for protection in [kSecAttrAccessibleWhenUnlocked, kSecAttrAccessibleAfterFirstUnlock, kSecAttrAccessibleAlways,
-                           kSecAttrAccessibleWhenUnlockedThisDeviceOnly, kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly,
-                           kSecAttrAccessibleAlwaysThisDeviceOnly, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly] {
+        for protection in [
+            kSecAttrAccessibleWhenUnlocked, kSecAttrAccessibleAfterFirstUnlock, kSecAttrAccessibleAlways,
+            kSecAttrAccessibleWhenUnlockedThisDeviceOnly, kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly,
+            kSecAttrAccessibleAlwaysThisDeviceOnly, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
+        ] {
             #expect(creationError(.devicePasscode, protection).isNil == false)
         }
         // No error pointer: nil all the same.
@@ -127,8 +133,13 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
         let kc = try TestKeychain(backend)
         try kc.run {
             try Self.addProtected("alice")
-            let (status, result) = copy(genp("alice", "svc", [kSecReturnAttributes as String: true,
-                                                              kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail]))
+            let (status, result) = copy(
+                genp(
+                    "alice", "svc",
+                    [
+                        kSecReturnAttributes as String: true,
+                        kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail,
+                    ]))
             #expect(status == errSecSuccess)
             let attributes = try #require(result as? [String: Any])
             let control = try #require(attributes[kSecAttrAccessControl as String] as? SecAccessControl)
@@ -160,8 +171,10 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             // SecItemAdd's kSecReturnAttributes: the access control as a SecAccessControl.
             let control = try accessControl([.devicePasscode, .or, .biometryAny], kSecAttrAccessibleWhenUnlockedThisDeviceOnly)
             var added: CFTypeRef?
-            #expect(SecItemAdd(genp("carol", "svc", [kSecAttrAccessControl as String: control, kSecReturnAttributes as String: true]) as CFDictionary,
-                               &added) == errSecSuccess)
+            #expect(
+                SecItemAdd(
+                    genp("carol", "svc", [kSecAttrAccessControl as String: control, kSecReturnAttributes as String: true]) as CFDictionary,
+                    &added) == errSecSuccess)
             let addedAttributes = try #require(added as? [String: Any])
             #expect((addedAttributes[kSecAttrAccessControl as String] as? SecAccessControl).map { CFEqual($0, control) } == true)
 
@@ -174,8 +187,15 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             let attributes = try #require(result as? [String: Any])
             #expect((attributes[kSecAttrAccessControl as String] as? SecAccessControl).map { CFEqual($0, passcode) } == true)
             #expect(attributes[kSecAttrAccessible as String] as? String == kSecAttrAccessibleAfterFirstUnlock as String)
-            #expect(copy(genp("dave", "svc", [kSecReturnData as String: true,
-                                              kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail])).0 == errSecInteractionNotAllowed)
+            #expect(
+                copy(
+                    genp(
+                        "dave", "svc",
+                        [
+                            kSecReturnData as String: true,
+                            kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail,
+                        ])
+                ).0 == errSecInteractionNotAllowed)
             // Not a SecAccessControl in an update either.
             #expect(SecItemUpdate(genp("dave", "svc") as CFDictionary, [kSecAttrAccessControl as String: "x"] as CFDictionary) == errSecParam)
         }
@@ -186,8 +206,14 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
         let kc = try TestKeychain(backend)
         try kc.run {
             let control = try accessControl(.devicePasscode)
-            #expect(add(genp("alice", "svc", [kSecAttrAccessControl as String: control,
-                                              kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked])) == errSecParam)
+            #expect(
+                add(
+                    genp(
+                        "alice", "svc",
+                        [
+                            kSecAttrAccessControl as String: control,
+                            kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked,
+                        ])) == errSecParam)
             #expect(copy(genp("alice", "svc")).0 == errSecItemNotFound)
         }
     }
@@ -209,18 +235,33 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
         try kc.run {
             try Self.addProtected("alice")
             // kSecUseAuthenticationUIFail: never a prompt.
-            #expect(copy(genp("alice", "svc", [kSecReturnData as String: true,
-                                               kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail])).0 == errSecInteractionNotAllowed)
+            #expect(
+                copy(
+                    genp(
+                        "alice", "svc",
+                        [
+                            kSecReturnData as String: true,
+                            kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail,
+                        ])
+                ).0 == errSecInteractionNotAllowed)
             // The deprecated kSecUseNoAuthenticationUI means the same.
             #expect(copy(genp("alice", "svc", [kSecReturnData as String: true, kSecUseNoAuthenticationUI as String: true])).0 == errSecInteractionNotAllowed)
             // Allowed to prompt, with no pinentry that can show a prompt (no display or terminal in these tests): the same status, and a message
             // saying why.
-            #expect(copy(genp("alice", "svc", [kSecReturnData as String: true,
-                                               kSecUseAuthenticationUI as String: kSecUseAuthenticationUIAllow])).0 == errSecInteractionNotAllowed)
+            #expect(
+                copy(
+                    genp(
+                        "alice", "svc",
+                        [
+                            kSecReturnData as String: true,
+                            kSecUseAuthenticationUI as String: kSecUseAuthenticationUIAllow,
+                        ])
+                ).0 == errSecInteractionNotAllowed)
             #expect(copy(genp("alice", "svc", [kSecReturnData as String: true])).0 == errSecInteractionNotAllowed)
-            let error = try #require(failure { () throws(KeychainCore.KeychainError) in
-                _ = try KeychainConnector.environment().secItemCopyMatching(["class": .string("genp"), "acct": .string("alice"), "r_Data": .bool(true)])
-            })
+            let error = try #require(
+                failure { () throws(KeychainCore.KeychainError) in
+                    _ = try KeychainConnector.environment().secItemCopyMatching(["class": .string("genp"), "acct": .string("alice"), "r_Data": .bool(true)])
+                })
             #expect(error.status.rawValue == -25308)
             #expect(error.message.contains("No prompt can be shown"))
         }
@@ -231,8 +272,13 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
         let kc = try TestKeychain(backend)
         try kc.run {
             try Self.addProtected("alice")
-            let (status, result) = copy(genp("alice", "svc", [kSecReturnAttributes as String: true, kSecReturnPersistentRef as String: true,
-                                                              kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail]))
+            let (status, result) = copy(
+                genp(
+                    "alice", "svc",
+                    [
+                        kSecReturnAttributes as String: true, kSecReturnPersistentRef as String: true,
+                        kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail,
+                    ]))
             #expect(status == errSecSuccess)
             let attributes = try #require(result as? [String: Any])
             #expect(attributes[kSecAttrAccount as String] as? String == "alice")
@@ -250,22 +296,39 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             try Self.addProtected("p2")
             #expect(add(genp("plain1", "svc", [kSecValueData as String: Data("one".utf8)])) == errSecSuccess)
             #expect(add(genp("plain2", "svc", [kSecValueData as String: Data("two".utf8)])) == errSecSuccess)
-            let (status, result) = copy(genp(nil, "svc", [kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true,
-                                                          kSecReturnAttributes as String: true,
-                                                          kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip]))
+            let (status, result) = copy(
+                genp(
+                    nil, "svc",
+                    [
+                        kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true,
+                        kSecReturnAttributes as String: true,
+                        kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip,
+                    ]))
             #expect(status == errSecSuccess)
             let items = try #require(result as? [[String: Any]])
             #expect(items.count == 2)
             #expect(Set(items.compactMap { $0[kSecAttrAccount as String] as? String }) == ["plain1", "plain2"])
             #expect(Set(items.compactMap { $0[kSecValueData as String] as? Data }) == [Data("one".utf8), Data("two".utf8)])
             // Data alone (no attributes): the two plain secrets.
-            let (dataStatus, dataResult) = copy(genp(nil, "svc", [kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true,
-                                                                  kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip]))
+            let (dataStatus, dataResult) = copy(
+                genp(
+                    nil, "svc",
+                    [
+                        kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true,
+                        kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip,
+                    ]))
             #expect(dataStatus == errSecSuccess)
             #expect(Set(try #require(dataResult as? [Data])) == [Data("one".utf8), Data("two".utf8)])
             // Only protected items: none found.
-            #expect(copy(genp("p1", "svc", [kSecReturnData as String: true,
-                                            kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip])).0 == errSecItemNotFound)
+            #expect(
+                copy(
+                    genp(
+                        "p1", "svc",
+                        [
+                            kSecReturnData as String: true,
+                            kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip,
+                        ])
+                ).0 == errSecItemNotFound)
         }
     }
 
@@ -278,10 +341,13 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             context.interactionNotAllowed = true
             let query = genp("alice", "svc", [kSecReturnData as String: true, kSecUseAuthenticationContext as String: context])
             #expect(copy(query).0 == errSecInteractionNotAllowed)
-            let error = try #require(failure { () throws(KeychainCore.KeychainError) in
-                _ = try KeychainConnector.environment().secItemCopyMatching(["class": .string("genp"), "acct": .string("alice"), "r_Data": .bool(true),
-                                                                             "u_AuthCtx": .authenticationContext(context.value)])
-            })
+            let error = try #require(
+                failure { () throws(KeychainCore.KeychainError) in
+                    _ = try KeychainConnector.environment().secItemCopyMatching([
+                        "class": .string("genp"), "acct": .string("alice"), "r_Data": .bool(true),
+                        "u_AuthCtx": .authenticationContext(context.value),
+                    ])
+                })
             #expect(error.status.rawValue == -25308)
             #expect(error.message.contains("does not allow a prompt"))
             // Plain items are read as usual with the same context.
@@ -300,19 +366,37 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             #expect(context.setCredential(Data("app password".utf8), type: .applicationPassword))
             #expect(context.isCredentialSet(.applicationPassword))
             let control = try accessControl(.applicationPassword)
-            #expect(add(genp("alice", "svc", [kSecAttrAccessControl as String: control,
-                                              kSecValueData as String: Self.secret,
-                                              kSecUseAuthenticationContext as String: context])) == errSecSuccess)
+            #expect(
+                add(
+                    genp(
+                        "alice", "svc",
+                        [
+                            kSecAttrAccessControl as String: control,
+                            kSecValueData as String: Self.secret,
+                            kSecUseAuthenticationContext as String: context,
+                        ])) == errSecSuccess)
             // With the password in a context: read without a prompt.
             let reader = LAContext()
             reader.setCredential(Data("app password".utf8), type: .applicationPassword)
-            let (status, data) = copy(genp("alice", "svc", [kSecReturnData as String: true, kSecUseAuthenticationContext as String: reader,
-                                                            kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail]))
+            let (status, data) = copy(
+                genp(
+                    "alice", "svc",
+                    [
+                        kSecReturnData as String: true, kSecUseAuthenticationContext as String: reader,
+                        kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail,
+                    ]))
             #expect(status == errSecSuccess)
             #expect(data as? Data == Self.secret)
             // Without it, the password would have to be asked for.
-            #expect(copy(genp("alice", "svc", [kSecReturnData as String: true,
-                                               kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail])).0 == errSecInteractionNotAllowed)
+            #expect(
+                copy(
+                    genp(
+                        "alice", "svc",
+                        [
+                            kSecReturnData as String: true,
+                            kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail,
+                        ])
+                ).0 == errSecInteractionNotAllowed)
             // An invalidated context carries no credential any more, and never prompts.
             reader.invalidate()
             #expect(!reader.isCredentialSet(.applicationPassword))
@@ -345,13 +429,18 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
 @Suite struct AccessControlKeyTests {
     /// A key in the keychain's token with `flags` (and `.privateKeyUsage`), made with `context` when given.
     static func protectedTokenKey(_ tag: String, _ flags: SecAccessControlCreateFlags, context: LAContext? = nil) throws -> SecKey {
-        var privateAttributes: [String: Any] = [kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: Data(tag.utf8),
-                                                kSecAttrAccessControl as String: try accessControl(flags.union(.privateKeyUsage), kSecAttrAccessibleWhenUnlockedThisDeviceOnly)]
+        var privateAttributes: [String: Any] = [
+            kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: Data(tag.utf8),
+            kSecAttrAccessControl as String: try accessControl(flags.union(.privateKeyUsage), kSecAttrAccessibleWhenUnlockedThisDeviceOnly),
+        ]
         if let context { privateAttributes[kSecUseAuthenticationContext as String] = context }
         var error: Unmanaged<CFError>?
-        let key = SecKeyCreateRandomKey([kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
-                                         kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
-                                         kSecPrivateKeyAttrs as String: privateAttributes] as CFDictionary, &error)
+        let key = SecKeyCreateRandomKey(
+            [
+                kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
+                kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+                kSecPrivateKeyAttrs as String: privateAttributes,
+            ] as CFDictionary, &error)
         #expect(error == nil)
         return try #require(key)
     }
@@ -378,8 +467,10 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message as CFData, signature as CFData, &error))
 
             // The access control is stored with the key.
-            let (status, result) = copy([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("open".utf8),
-                                         kSecReturnAttributes as String: true])
+            let (status, result) = copy([
+                kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("open".utf8),
+                kSecReturnAttributes as String: true,
+            ])
             #expect(status == errSecSuccess)
             let attributes = try #require(result as? [String: Any])
             let stored = try #require(attributes[kSecAttrAccessControl as String] as? SecAccessControl)
@@ -407,8 +498,10 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             #expect(madeFailure.message?.contains("does not allow a prompt") == true)
 
             // Found with a context (kSecReturnRef): the same.
-            let (status, result) = copy([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("guarded".utf8),
-                                         kSecReturnRef as String: true, kSecUseAuthenticationContext as String: quiet])
+            let (status, result) = copy([
+                kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("guarded".utf8),
+                kSecReturnRef as String: true, kSecUseAuthenticationContext as String: quiet,
+            ])
             #expect(status == errSecSuccess)
             let found = try #require(result.flatMap { CFGetTypeID($0) == SecKeyGetTypeID() ? ($0 as? SecKey) : nil })
             let foundFailure = Self.signatureFailure(found)
@@ -416,8 +509,10 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
             #expect(foundFailure.message?.contains("does not allow a prompt") == true)
 
             // Found without one: the key may prompt (and, with no pinentry that can show one here, says so).
-            let (_, plain) = copy([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("guarded".utf8),
-                                   kSecReturnRef as String: true])
+            let (_, plain) = copy([
+                kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("guarded".utf8),
+                kSecReturnRef as String: true,
+            ])
             let plainKey = try #require(plain.flatMap { $0 as? SecKey })
             #expect(Self.signatureFailure(plainKey).message?.contains("No prompt can be shown") == true)
         }

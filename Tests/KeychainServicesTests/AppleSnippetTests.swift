@@ -23,25 +23,29 @@ let server = "www.example.com"
 func addCredentials(_ credentials: Credentials) throws {
     let account = credentials.username
     let password = credentials.password.data(using: String.Encoding.utf8)!
-    let query: [String: Any] = [kSecClass as String: kSecClassInternetPassword,
-                                kSecAttrAccount as String: account,
-                                kSecAttrServer as String: server,
-                                kSecValueData as String: password]
+    let query: [String: Any] = [
+        kSecClass as String: kSecClassInternetPassword,
+        kSecAttrAccount as String: account,
+        kSecAttrServer as String: server,
+        kSecValueData as String: password,
+    ]
     let status = SecItemAdd(query as CFDictionary, nil)
     guard status == errSecSuccess else { throw KeychainError.unhandledError(status: status) }
 }
 
 func readCredentials() throws -> Credentials {
-    let query: [String: Any] = [kSecClass as String: kSecClassInternetPassword,
-                                kSecAttrServer as String: server,
-                                kSecMatchLimit as String: kSecMatchLimitOne,
-                                kSecReturnAttributes as String: true,
-                                kSecReturnData as String: true]
+    let query: [String: Any] = [
+        kSecClass as String: kSecClassInternetPassword,
+        kSecAttrServer as String: server,
+        kSecMatchLimit as String: kSecMatchLimitOne,
+        kSecReturnAttributes as String: true,
+        kSecReturnData as String: true,
+    ]
     var item: CFTypeRef?
     let status = SecItemCopyMatching(query as CFDictionary, &item)
     guard status != errSecItemNotFound else { throw KeychainError.noPassword }
     guard status == errSecSuccess else { throw KeychainError.unhandledError(status: status) }
-    guard let existingItem = item as? [String : Any],
+    guard let existingItem = item as? [String: Any],
         let passwordData = existingItem[kSecValueData as String] as? Data,
         let password = String(data: passwordData, encoding: String.Encoding.utf8),
         let account = existingItem[kSecAttrAccount as String] as? String
@@ -52,20 +56,26 @@ func readCredentials() throws -> Credentials {
 }
 
 func updateCredentials(_ credentials: Credentials) throws {
-    let query: [String: Any] = [kSecClass as String: kSecClassInternetPassword,
-                                kSecAttrServer as String: server]
+    let query: [String: Any] = [
+        kSecClass as String: kSecClassInternetPassword,
+        kSecAttrServer as String: server,
+    ]
     let account = credentials.username
     let password = credentials.password.data(using: String.Encoding.utf8)!
-    let attributes: [String: Any] = [kSecAttrAccount as String: account,
-                                     kSecValueData as String: password]
+    let attributes: [String: Any] = [
+        kSecAttrAccount as String: account,
+        kSecValueData as String: password,
+    ]
     let status = SecItemUpdate(query as CFDictionary, attributes as CFDictionary)
     guard status != errSecItemNotFound else { throw KeychainError.noPassword }
     guard status == errSecSuccess else { throw KeychainError.unhandledError(status: status) }
 }
 
 func deleteCredentials() throws {
-    let query: [String: Any] = [kSecClass as String: kSecClassInternetPassword,
-                                kSecAttrServer as String: server]
+    let query: [String: Any] = [
+        kSecClass as String: kSecClassInternetPassword,
+        kSecAttrServer as String: server,
+    ]
     let status = SecItemDelete(query as CFDictionary)
     guard status == errSecSuccess || status == errSecItemNotFound else { throw KeychainError.unhandledError(status: status) }
 }
@@ -73,15 +83,24 @@ func deleteCredentials() throws {
 /// The CFString-keyed style many apps use.
 func cfStyleRoundTrip() -> String? {
     let d1 = Data("keyChain github token".utf8)
-    let q1 = [kSecValueData: d1, kSecClass: kSecClassGenericPassword,
-              kSecAttrService: "access-token", kSecAttrAccount: "github"] as CFDictionary
+    let q1 =
+        [
+            kSecValueData: d1, kSecClass: kSecClassGenericPassword,
+            kSecAttrService: "access-token", kSecAttrAccount: "github",
+        ] as CFDictionary
     let status = SecItemAdd(q1, nil)
     if status == errSecDuplicateItem {
-        SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrService: "access-token",
-                       kSecAttrAccount: "github"] as CFDictionary, [kSecValueData: d1] as CFDictionary)
+        SecItemUpdate(
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrService: "access-token",
+                kSecAttrAccount: "github",
+            ] as CFDictionary, [kSecValueData: d1] as CFDictionary)
     }
-    let q4 = [kSecAttrService: "access-token", kSecAttrAccount: "github", kSecClass: kSecClassGenericPassword,
-              kSecReturnData: true] as CFDictionary
+    let q4 =
+        [
+            kSecAttrService: "access-token", kSecAttrAccount: "github", kSecClass: kSecClassGenericPassword,
+            kSecReturnData: true,
+        ] as CFDictionary
     var re: AnyObject?
     SecItemCopyMatching(q4, &re)
     guard let reData = re as? Data else { return nil }
@@ -110,7 +129,7 @@ func cfStyleRoundTrip() -> String? {
         let keychain = try TestKeychain(backend)
         keychain.run {
             #expect(cfStyleRoundTrip() == "keyChain github token")
-            #expect(cfStyleRoundTrip() == "keyChain github token") // second run takes the duplicate/update path
+            #expect(cfStyleRoundTrip() == "keyChain github token")  // second run takes the duplicate/update path
         }
     }
 

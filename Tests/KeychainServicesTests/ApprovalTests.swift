@@ -34,9 +34,10 @@ typealias DaemonPinentry = PinentryScript
 
         /// `security find-generic-password -a ACCOUNT -s svc --access-group TEAM.victim -w` through `daemon`.
         func steal(_ account: String, daemon: DaemonProcess) throws -> ProcessResult {
-            try runProgram(try BuiltProducts.path(of: "security"),
-                           ["find-generic-password", "-a", account, "-s", "svc", "--access-group", "TEAM.victim", "-w"],
-                           environment: try fixture.environment(daemon))
+            try runProgram(
+                try BuiltProducts.path(of: "security"),
+                ["find-generic-password", "-a", account, "-s", "svc", "--access-group", "TEAM.victim", "-w"],
+                environment: try fixture.environment(daemon))
         }
     }
 
@@ -188,8 +189,9 @@ typealias DaemonPinentry = PinentryScript
         #expect(register.stderr.contains("needs your approval to register /usr/bin/python3"), "\(register.stderr)")
         let policy = try runProgram(security, ["set-keychain-settings", "--secret-service-unregistered", "allow"], environment: env)
         #expect(policy.status == 36, "\(policy.stdout)\(policy.stderr)")
-        let backup = try ProgramRun.run(security, ["backup-keychain", "-o", victim.fixture.folder + "/all.backup", "--password-stdin"],
-                                        environment: env, input: Data("backup-pw\n".utf8))
+        let backup = try ProgramRun.run(
+            security, ["backup-keychain", "-o", victim.fixture.folder + "/all.backup", "--password-stdin"],
+            environment: env, input: Data("backup-pw\n".utf8))
         #expect(backup.status == 36, "\(backup.stdout)\(backup.stderr)")
         #expect(!FileManager.default.fileExists(atPath: victim.fixture.folder + "/all.backup"))
         #expect(daemon.stop() == 0)

@@ -45,8 +45,12 @@ import Testing
         let helper = URL(fileURLWithPath: try BuiltProducts.path(of: "keychain-test-helper")).resolvingSymlinksInPath().path
         // The old rule: a program's private group was its executable's name.
         let security = try BuiltProducts.path(of: "security")
-        let added = try runProgram(security, ["add-generic-password", "-a", "carol", "-s", "svc", "-w", "old",
-                                              "--access-group", "keychain-test-helper"], environment: env)
+        let added = try runProgram(
+            security,
+            [
+                "add-generic-password", "-a", "carol", "-s", "svc", "-w", "old",
+                "--access-group", "keychain-test-helper",
+            ], environment: env)
         #expect(added.status == 0, "\(added.stderr)")
         var r = try runHelper(["find", "carol", "svc"], environment: env)
         #expect(r.stdout == "status=0\ndata=old\nagrp=\(helper)\n", "\(r.stderr)")

@@ -18,8 +18,11 @@ import KeychainServices
             #expect(add(genp("after", "svc", [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock, kSecValueData as String: Data("a-secret".utf8)])) == errSecSuccess)
             #expect(add(genp("local", "svc", [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlockedThisDeviceOnly, kSecValueData as String: Data("l-secret".utf8)])) == errSecSuccess)
             #expect(add(genp("passcode", "svc", [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, kSecValueData as String: Data("x".utf8)])) == errSecSuccess)
-            #expect(add([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "example.com", kSecAttrAccount as String: "web",
-                         kSecValueData as String: Data("w-secret".utf8)]) == errSecSuccess)
+            #expect(
+                add([
+                    kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "example.com", kSecAttrAccount as String: "web",
+                    kSecValueData as String: Data("w-secret".utf8),
+                ]) == errSecSuccess)
         }
         return kc
     }
@@ -48,9 +51,9 @@ import KeychainServices
             for account in ["portable", "after", "local"] { #expect(SecItemDelete(genp(account, "svc") as CFDictionary) == errSecSuccess) }
         }
         let home = try kc.engine.restore(backup, password: "backup pw")
-        #expect(home == RestoreSummary(added: 3, replaced: 0, keptNewer: 1, skippedOtherDevice: 0)) // the inet item was still here
+        #expect(home == RestoreSummary(added: 3, replaced: 0, keptNewer: 1, skippedOtherDevice: 0))  // the inet item was still here
         #expect(item(kc, "local") == Data("l-secret".utf8))
-        #expect(item(kc, "passcode") == Data("x".utf8)) // untouched: it was never in the backup
+        #expect(item(kc, "passcode") == Data("x".utf8))  // untouched: it was never in the backup
     }
 
     @Test func restoreMergesAndTheNewerItemWins() throws {

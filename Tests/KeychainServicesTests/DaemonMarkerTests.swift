@@ -36,8 +36,9 @@ import Glibc
             default: try FileManager.default.createSymbolicLink(atPath: marker, withDestinationPath: "/dev/null")
             }
         }
-        let run = try runProgram(try f.program("stranger"), ["find", "crown", "svc"],
-                                 environment: baseEnvironment(home: f.home))
+        let run = try runProgram(
+            try f.program("stranger"), ["find", "crown", "svc"],
+            environment: baseEnvironment(home: f.home))
         #expect(run.stdout == "status=-25291\n", "\(kind): \(run.stdout)\(run.stderr)")
     }
 
@@ -45,8 +46,9 @@ import Glibc
     /// comes from the marker alone.
     @Test func withoutAMarkerTheKeychainOpensInProcess() throws {
         let f = try keychain { _ in }
-        let run = try runProgram(try f.program("stranger"), ["find", "crown", "svc"],
-                                 environment: baseEnvironment(home: f.home))
+        let run = try runProgram(
+            try f.program("stranger"), ["find", "crown", "svc"],
+            environment: baseEnvironment(home: f.home))
         let stranger = URL(fileURLWithPath: try f.program("stranger")).resolvingSymlinksInPath().path
         #expect(run.stdout == "status=0\ndata=jewels\nagrp=\(stranger)\n", "\(run.stdout)\(run.stderr)")
     }

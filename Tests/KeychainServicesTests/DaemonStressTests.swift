@@ -118,40 +118,40 @@ struct RawConnection {
 
     static func mutate(_ frame: [UInt8], _ rng: inout SeededGenerator) -> [UInt8] {
         var bytes = frame
-        func anyIndex() -> Int { Int.random(in: 0 ..< max(bytes.count, 1), using: &rng) }
+        func anyIndex() -> Int { Int.random(in: 0..<max(bytes.count, 1), using: &rng) }
         func length(_ n: Int) -> [UInt8] { [UInt8(n >> 24 & 0xFF), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)] }
-        switch Int.random(in: 0 ..< 11, using: &rng) {
-        case 0: break // unchanged
-        case 1: // flip a few bits anywhere, the length prefix included
-            for _ in 0 ..< Int.random(in: 1 ... 4, using: &rng) where !bytes.isEmpty {
-                bytes[anyIndex()] ^= UInt8(1) << UInt8.random(in: 0 ..< 8, using: &rng)
+        switch Int.random(in: 0..<11, using: &rng) {
+        case 0: break  // unchanged
+        case 1:  // flip a few bits anywhere, the length prefix included
+            for _ in 0..<Int.random(in: 1...4, using: &rng) where !bytes.isEmpty {
+                bytes[anyIndex()] ^= UInt8(1) << UInt8.random(in: 0..<8, using: &rng)
             }
-        case 2: // truncated
+        case 2:  // truncated
             bytes = Array(bytes.prefix(anyIndex()))
-        case 3: // noise
-            bytes = (0 ..< Int.random(in: 0 ..< 96, using: &rng)).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }
-        case 4: // a lying length prefix (tiny, a little off, or huge)
+        case 3:  // noise
+            bytes = (0..<Int.random(in: 0..<96, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        case 4:  // a lying length prefix (tiny, a little off, or huge)
             let choices = [0, 1, 5, bytes.count - 5, bytes.count + 3, Frame.maximumLength + 1, Int(UInt32.max)]
-            bytes.replaceSubrange(0 ..< 4, with: length(choices[Int.random(in: 0 ..< choices.count, using: &rng)] & 0xFFFF_FFFF))
-        case 5: // random byte values in the body
-            for _ in 0 ..< Int.random(in: 1 ... 8, using: &rng) where bytes.count > 4 {
-                bytes[Int.random(in: 4 ..< bytes.count, using: &rng)] = UInt8.random(in: 0 ... 255, using: &rng)
+            bytes.replaceSubrange(0..<4, with: length(choices[Int.random(in: 0..<choices.count, using: &rng)] & 0xFFFF_FFFF))
+        case 5:  // random byte values in the body
+            for _ in 0..<Int.random(in: 1...8, using: &rng) where bytes.count > 4 {
+                bytes[Int.random(in: 4..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
             }
-        case 6: // bytes inserted, length fixed up so the frame parses as far as the body
-            let at = Int.random(in: 4 ... bytes.count, using: &rng)
-            bytes.insert(contentsOf: (0 ..< Int.random(in: 1 ... 16, using: &rng)).map { _ in UInt8.random(in: 0 ... 255, using: &rng) }, at: at)
-            bytes.replaceSubrange(0 ..< 4, with: length(bytes.count - 4))
-        case 7: // a find whose attributes claim four billion entries
+        case 6:  // bytes inserted, length fixed up so the frame parses as far as the body
+            let at = Int.random(in: 4...bytes.count, using: &rng)
+            bytes.insert(contentsOf: (0..<Int.random(in: 1...16, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }, at: at)
+            bytes.replaceSubrange(0..<4, with: length(bytes.count - 4))
+        case 7:  // a find whose attributes claim four billion entries
             var body: [UInt8] = [Frame.version, 1, 0, 0, 0, 9, 2, 4] + Array("genp".utf8)
             body += [0xFF, 0xFF, 0xFF, 0xFF, 0x04, 0x61, 0x63, 0x63, 0x74, 1, 0, 0, 0, 1, 0x41]
             bytes = length(body.count) + body
-        case 8: // a frame of another protocol version (1, the dictionary protocol, or one from the future)
+        case 8:  // a frame of another protocol version (1, the dictionary protocol, or one from the future)
             let version: UInt8 = Bool.random(using: &rng) ? 1 : 9
             let body: [UInt8] = [version, 1, 0, 0, 0, 1, 15, 0x08, 0, 0, 0, 0]
             bytes = length(body.count) + body
-        case 9: // a response frame sent by a client
+        case 9:  // a response frame sent by a client
             bytes = Frame(id: 1, body: .response(.done)).encoded
-        default: // invalid UTF-8 in a string, length kept consistent
+        default:  // invalid UTF-8 in a string, length kept consistent
             var body: [UInt8] = [Frame.version, 1, 0, 0, 0, 7, 12, 0, 0, 0, 2, 0xC3, 0x28]
             if Bool.random(using: &rng) { body[11] = 0xFF }
             bytes = length(body.count) + body
@@ -162,7 +162,7 @@ struct RawConnection {
     @Test func aHundredThousandHostileFramesNeverCrashTheDaemonNorTouchData() throws {
         let f = try DaemonFixture()
         // Items the fuzzer (an unregistered program) has no right to, which must come through untouched.
-        let seeded = Dictionary(uniqueKeysWithValues: (0 ..< 20).map { ("seed-\($0)", "value-\($0)") })
+        let seeded = Dictionary(uniqueKeysWithValues: (0..<20).map { ("seed-\($0)", "value-\($0)") })
         for (account, value) in seeded {
             _ = try InProcessKeychain(engine: f.engine, caller: AccessPolicy(groups: ["TEAM.seed"])).secItemAdd(
                 ["class": .string("genp"), "acct": .string(account), "svce": .string("fuzz"), "v_Data": .data(Data(value.utf8))])
@@ -179,9 +179,9 @@ struct RawConnection {
                 Issue.record("keychaind stopped accepting connections after \(sent) frames:\n\(daemon.output)")
                 break
             }
-            let frame = Self.mutate(corpus[Int.random(in: 0 ..< corpus.count, using: &rng)], &rng)
+            let frame = Self.mutate(corpus[Int.random(in: 0..<corpus.count, using: &rng)], &rng)
             sent += 1
-            let declared = frame.count >= 4 ? frame[0 ..< 4].reduce(0) { $0 << 8 | Int($1) } : -1
+            let declared = frame.count >= 4 ? frame[0..<4].reduce(0) { $0 << 8 | Int($1) } : -1
             let complete = frame.count >= 4 && declared == frame.count - 4
             guard current.send(frame) else {
                 current.closeNow(); connection = nil; closedByDaemon += 1
@@ -201,7 +201,9 @@ struct RawConnection {
                     if complete { break readLoop }
                 case .closed: open = false; closedByDaemon += 1; break readLoop
                 case .timedOut:
-                    Issue.record("keychaind did not answer or close within 5 s (frame \(sent): \(frame.map { String($0, radix: 16) }.joined(separator: " "))) after \(history.map { $0.map { String($0, radix: 16) }.joined(separator: " ") })")
+                    Issue.record(
+                        "keychaind did not answer or close within 5 s (frame \(sent): \(frame.map { String($0, radix: 16) }.joined(separator: " "))) after \(history.map { $0.map { String($0, radix: 16) }.joined(separator: " ") })"
+                    )
                     open = false; hangs += 1; break readLoop
                 }
             }
@@ -283,7 +285,7 @@ func integrityCheck(_ home: String) throws -> String? {
         let daemon = try DaemonProcess(home: f.home)
         let env = try f.environment(daemon)
         let helper = productsDirectory().appendingPathComponent("keychain-test-helper").path
-        let clients = try (0 ..< 32).map { try StreamingProgram(helper, ["mixed", "c\($0)", "40"], environment: env) }
+        let clients = try (0..<32).map { try StreamingProgram(helper, ["mixed", "c\($0)", "40"], environment: env) }
         for (i, client) in clients.enumerated() {
             let (status, output) = client.finish()
             #expect(status == 0, "client \(i)")
@@ -308,12 +310,12 @@ func integrityCheck(_ home: String) throws -> String? {
         let failures = NSLock()
         nonisolated(unsafe) var failed: [String] = []
         let group = DispatchGroup()
-        for t in 0 ..< 16 {
+        for t in 0..<16 {
             group.enter()
             Thread.detachNewThread {
                 defer { group.leave() }
                 kc.run {
-                    for i in 0 ..< 25 {
+                    for i in 0..<25 {
                         let secret = Data("\(t)-\(i)".utf8)
                         let added = add(genp("t\(t)-\(i)", "threads", [kSecValueData as String: secret]))
                         let (status, item) = copy(genp("t\(t)-\(i)", "threads", [kSecReturnData as String: true]))
@@ -340,17 +342,17 @@ func integrityCheck(_ home: String) throws -> String? {
         let env = try f.environment(daemon)
         let helper = productsDirectory().appendingPathComponent("keychain-test-helper").path
         // Four writers add items one after another, through every crash and restart, printing each ack.
-        let writers = try (0 ..< 4).map { try StreamingProgram(helper, ["writer", "w\($0)"], environment: env) }
+        let writers = try (0..<4).map { try StreamingProgram(helper, ["writer", "w\($0)"], environment: env) }
         var rng = SeededGenerator(seed: 200)
         func acks() -> Int { writers.reduce(0) { $0 + $1.lineCount(prefix: "ack ") } }
-        for round in 0 ..< 200 {
+        for round in 0..<200 {
             // Each kill lands while writes are flowing: wait for this daemon to acknowledge a write (however
             // slow a loaded machine is), then let a random few milliseconds of further writes start.
             let before = acks()
             let deadline = Date().addingTimeInterval(30)
             while acks() == before && Date() < deadline { usleep(1_000) }
             #expect(acks() > before, "round \(round): no write was acknowledged by the restarted daemon")
-            usleep(UInt32.random(in: 0 ... 20_000, using: &rng))
+            usleep(UInt32.random(in: 0...20_000, using: &rng))
             daemon.kill()
             daemon = try DaemonProcess(home: f.home, socketPath: socket)
         }
@@ -375,7 +377,7 @@ func integrityCheck(_ home: String) throws -> String? {
         let daemon = try DaemonProcess(home: f.home)
         let env = try f.environment(daemon)
         let helper = productsDirectory().appendingPathComponent("keychain-test-helper").path
-        let writers = try (0 ..< 4).map { try StreamingProgram(helper, ["writer", "t\($0)"], environment: env) }
+        let writers = try (0..<4).map { try StreamingProgram(helper, ["writer", "t\($0)"], environment: env) }
         usleep(500_000)
         // A client killed in the middle of its requests takes nothing down with it.
         _ = writers[3].kill()
@@ -402,13 +404,13 @@ func integrityCheck(_ home: String) throws -> String? {
         // Connections accepted as the listener closes must still be closed properly (NIO traps on an async
         // channel dropped unserved): SIGTERM while two threads connect as fast as they can, ten times.
         let f = try DaemonFixture()
-        for round in 0 ..< 10 {
+        for round in 0..<10 {
             let daemon = try DaemonProcess(home: f.home)
             let path = daemon.socketPath
             let done = NSLock()
             nonisolated(unsafe) var finished = false
             let connectors = DispatchGroup()
-            for _ in 0 ..< 2 {
+            for _ in 0..<2 {
                 connectors.enter()
                 Thread.detachNewThread {
                     defer { connectors.leave() }
@@ -447,7 +449,7 @@ func integrityCheck(_ home: String) throws -> String? {
         let query: [String: PlistValue] = ["class": .string("genp"), "acct": .string("a"), "r_Data": .bool(true)]
         #expect(try backend.secItemCopyMatching(query) == .data(Data("s".utf8)))
         // Busy: each call resets the idle clock.
-        for _ in 0 ..< 6 {
+        for _ in 0..<6 {
             usleep(200_000)
             _ = try backend.secItemCopyMatching(query)
         }

@@ -194,8 +194,10 @@ extension DaemonFixture {
         #expect(try runProgram(appA, ["find", "x", "svc", "TEAM.a"], environment: f.environment(daemon)).stdout == "status=-34018\n")
     }
 
-    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-                   "runs a client as another user with setpriv, which needs root"))
+    @Test(
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "runs a client as another user with setpriv, which needs root"))
     func anotherUsersProcessIsRefusedAtConnect() throws {
         let f = try DaemonFixture()
         let daemon = try DaemonProcess(home: f.home)
@@ -205,8 +207,9 @@ extension DaemonFixture {
         _ = chmod(daemon.socketPath, 0o666)
         let helper = try f.program("other-user")
         _ = chmod(f.folder, 0o755)
-        let r = try runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", helper, "add", "x", "svc", "v"],
-                               environment: f.environment(daemon))
+        let r = try runProgram(
+            "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", helper, "add", "x", "svc", "v"],
+            environment: f.environment(daemon))
         #expect(r.stdout == "status=-34018\n", "the refusal keychaind sends in place of its greeting: \(r.stderr)")
         #expect(daemon.output.contains("refused connection"))
         #expect(try f.items(in: helper).isEmpty)

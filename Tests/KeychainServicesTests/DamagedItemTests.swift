@@ -12,10 +12,10 @@ import KeychainClient
     /// on disk or someone with write access to the file would.
     static func damageAttributes(home: String, table: String = "genp", rowid: Int, offset: Int = 41) throws {
         let sql = """
-        UPDATE \(table) SET meta = substr(meta, 1, \(offset - 1)) \
-        || (CASE WHEN substr(meta, \(offset), 1) = x'00' THEN x'01' ELSE x'00' END) \
-        || substr(meta, \(offset + 1)) WHERE rowid = \(rowid);
-        """
+            UPDATE \(table) SET meta = substr(meta, 1, \(offset - 1)) \
+            || (CASE WHEN substr(meta, \(offset), 1) = x'00' THEN x'01' ELSE x'00' END) \
+            || substr(meta, \(offset + 1)) WHERE rowid = \(rowid);
+            """
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         sqlite.arguments = [home + "/keychain-2.db", sql]
@@ -100,10 +100,13 @@ import KeychainClient
         // Row 1's account index points at bob's (queries on alice miss it); row 2's secret loses its last byte.
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [kc.home + "/keychain-2.db", """
+        sqlite.arguments = [
+            kc.home + "/keychain-2.db",
+            """
             UPDATE genp SET h_acct = (SELECT h_acct FROM genp WHERE rowid = 2) WHERE rowid = 1;
             UPDATE genp SET secret = substr(secret, 1, length(secret) - 1) WHERE rowid = 2;
-            """]
+            """,
+        ]
         try sqlite.run()
         sqlite.waitUntilExit()
         #expect(sqlite.terminationStatus == 0)

@@ -98,24 +98,24 @@ import Glibc
         let socket = f.folder + "/fake.sock", received = f.folder + "/received"
         // The fake greets like keychaind, then records how many bytes it was sent.
         let script = """
-        import socket, sys
-        s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); open(sys.argv[1] + ".ready", "w").close()
-        c, _ = s.accept(); c.settimeout(3); total = 0
-        try:
-            c.sendall(bytes.fromhex("0000000703020000000000"))
-            while True:
-                chunk = c.recv(65536)
-                if not chunk: break
-                total += len(chunk)
-        except OSError: pass
-        open(sys.argv[2], "w").write(str(total))
-        """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); open(sys.argv[1] + ".ready", "w").close()
+            c, _ = s.accept(); c.settimeout(3); total = 0
+            try:
+                c.sendall(bytes.fromhex("0000000703020000000000"))
+                while True:
+                    chunk = c.recv(65536)
+                    if not chunk: break
+                    total += len(chunk)
+            except OSError: pass
+            open(sys.argv[2], "w").write(str(total))
+            """
         let fake = Process()
         fake.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         fake.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket, received]
         try fake.run()
         defer { if fake.isRunning { kill(fake.processIdentifier, SIGKILL) }; fake.waitUntilExit() }
-        for _ in 0 ..< 500 where !FileManager.default.fileExists(atPath: socket + ".ready") { usleep(10_000) }
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: socket + ".ready") { usleep(10_000) }
         var env = baseEnvironment(home: f.home)
         env["KEYCHAIN_DAEMON_SOCKET"] = socket
         let run = try runProgram(try f.program("victim"), ["add", "x", "svc", "secret"], environment: env)

@@ -56,21 +56,25 @@ import Glibc
     /// socket, with keychaind paused at random points so that it may look at the process only after the exec; 1,000
     /// runs of each variant. Before the per-request identity, this was served as the vault 8 times in 10, and every
     /// time keychaind was paused.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the attacker is a Python script"),
-          arguments: ["fork-keep", "send-then-exec", "greet-send-exec"])
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the attacker is a Python script"),
+        arguments: ["fork-keep", "send-then-exec", "greet-send-exec"])
     func aConnectionCarriedAcrossExecBorrowsNoIdentity(variant: String) throws {
         let vault = try Vault()
         #expect(try vault.find().stdout == "status=0\ndata=jewels\nagrp=TEAM.vault\n", "the vault itself is served")
-        let output = try Self.spawnAndWait(["/usr/bin/python3",
-            Self.script, vault.daemon.socketPath, vault.program, Self.hex(vault.request), Self.hex(Array("jewels".utf8)),
-            "1000", variant, "\(vault.daemon.process.processIdentifier)", "\(variant.utf8.count)",
-        ], folder: vault.fixture.folder)
+        let output = try Self.spawnAndWait(
+            [
+                "/usr/bin/python3",
+                Self.script, vault.daemon.socketPath, vault.program, Self.hex(vault.request), Self.hex(Array("jewels".utf8)),
+                "1000", variant, "\(vault.daemon.process.processIdentifier)", "\(variant.utf8.count)",
+            ], folder: vault.fixture.folder)
         kill(vault.daemon.process.processIdentifier, SIGCONT)
-        let counts = Dictionary(uniqueKeysWithValues: output.split(whereSeparator: \.isWhitespace).compactMap { pair -> (String, Int)? in
-            let parts = pair.split(separator: "=")
-            guard parts.count == 2, let value = Int(parts[1]) else { return nil }
-            return (String(parts[0]), value)
-        })
+        let counts = Dictionary(
+            uniqueKeysWithValues: output.split(whereSeparator: \.isWhitespace).compactMap { pair -> (String, Int)? in
+                let parts = pair.split(separator: "=")
+                guard parts.count == 2, let value = Int(parts[1]) else { return nil }
+                return (String(parts[0]), value)
+            })
         #expect(counts["borrowed"] == 0, "\(output)")
         #expect((counts["answered"] ?? 0) + (counts["refused"] ?? 0) + (counts["lost"] ?? 0) == 1000, "every run finished: \(output)")
         #expect(try vault.find().stdout == "status=0\ndata=jewels\nagrp=TEAM.vault\n", "keychaind still serves the vault")
@@ -109,8 +113,12 @@ import Glibc
         // A library the loader really loads (a copy of the C library's libm) for LD_PRELOAD and LD_AUDIT; a folder for
         // LD_LIBRARY_PATH.
         let target = vault.fixture.folder + "/" + file
-        if file.hasSuffix(".so"), let libm = ["/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
-                                              "/lib/aarch64-linux-gnu/libm.so.6", "/lib64/libm.so.6"].first(where: FileManager.default.fileExists) {
+        if file.hasSuffix(".so"),
+            let libm = [
+                "/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
+                "/lib/aarch64-linux-gnu/libm.so.6", "/lib64/libm.so.6",
+            ].first(where: FileManager.default.fileExists)
+        {
             try FileManager.default.copyItem(atPath: libm, toPath: target)
         } else {
             try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
@@ -143,16 +151,18 @@ import Glibc
         var holders: [Int32] = []
         defer { for fd in holders { close(fd) } }
         let announced = UInt32(Frame.maximumLength)
-        let header: [UInt8] = [UInt8(announced >> 24), UInt8(announced >> 16 & 0xFF), UInt8(announced >> 8 & 0xFF), UInt8(announced & 0xFF),
-                               Frame.version, 1, 0, 0, 0, 1]
+        let header: [UInt8] = [
+            UInt8(announced >> 24), UInt8(announced >> 16 & 0xFF), UInt8(announced >> 8 & 0xFF), UInt8(announced & 0xFF),
+            Frame.version, 1, 0, 0, 0, 1,
+        ]
         let body = [UInt8](repeating: 0x41, count: 64 << 10)
-        for _ in 0 ..< 256 {
+        for _ in 0..<256 {
             let fd = try DaemonSocket.connect(vault.daemon.socketPath)
             holders.append(fd)
             var greeting = [UInt8](repeating: 0, count: 64)
             _ = greeting.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             _ = header.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            for _ in 0 ..< 32 {
+            for _ in 0..<32 {
                 let n = body.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
                 if n <= 0 { break }
             }

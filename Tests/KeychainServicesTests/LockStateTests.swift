@@ -26,7 +26,7 @@ final class ManualClock: @unchecked Sendable {
 
     /// Which classes each state makes available (issue 3's table).
     static let available: [LockState: Set<String>] = [
-        .noPasscode: ["ak", "ck", "dk", "aku", "cku", "dku"], // akpu items cannot exist without a passcode
+        .noPasscode: ["ak", "ck", "dk", "aku", "cku", "dku"],  // akpu items cannot exist without a passcode
         .unlocked: ["ak", "ck", "dk", "aku", "cku", "dku", "akpu"],
         .locked: ["ck", "dk", "cku", "dku"],
         .beforeFirstUnlock: ["dk", "dku"],
@@ -52,8 +52,14 @@ final class ManualClock: @unchecked Sendable {
         let context = InProcessKeychain(engine: engine, caller: AccessPolicy(groups: ["g"]))
         KeychainConnector.$override.withValue(context) {
             for (name, accessible) in names {
-                #expect(add(genp(name, "svc", [kSecAttrAccessible as String: accessible,
-                                               kSecValueData as String: Data("secret-\(name)".utf8)])) == errSecSuccess, "add \(name)")
+                #expect(
+                    add(
+                        genp(
+                            name, "svc",
+                            [
+                                kSecAttrAccessible as String: accessible,
+                                kSecValueData as String: Data("secret-\(name)".utf8),
+                            ])) == errSecSuccess, "add \(name)")
             }
         }
     }
@@ -119,15 +125,19 @@ final class ManualClock: @unchecked Sendable {
         q.limit = .all
         q.returns.data = true
         expectKeychainError(.interactionNotAllowed) { try engine.find(q, caller: AccessPolicy(groups: ["g"])) }
-        let crypto = ItemCrypto(keybag: Keybag(uuid: [], classKeys: stolen.classKeys.merging(
-            [.whenUnlocked: stolen.classKeys[.always] ?? SymmetricKey(size: .bits256)]) { a, _ in a }, metadataKey: stolen.metadataKey))
+        let crypto = ItemCrypto(
+            keybag: Keybag(
+                uuid: [],
+                classKeys: stolen.classKeys.merging(
+                    [.whenUnlocked: stolen.classKeys[.always] ?? SymmetricKey(size: .bits256)]) { a, _ in a }, metadataKey: stolen.metadataKey))
         let rows = try engine.pool.read { db in try Row.fetchAll(db, sql: "SELECT uuid, meta, secret FROM genp") }
         for row in rows {
             let uuid: Data = row[0]
             let secret: Data = row[2]
             for protection in [ProtectionClass.whenUnlocked, .always] {
-                let identity = ItemCrypto.RowIdentity(table: "genp", uuid: uuid, protection: protection, groupHash: Data(),
-                                                      primaryKeyHash: Data(), sync: false, tombstone: false)
+                let identity = ItemCrypto.RowIdentity(
+                    table: "genp", uuid: uuid, protection: protection, groupHash: Data(),
+                    primaryKeyHash: Data(), sync: false, tombstone: false)
                 expectKeychainError(.corruptData) { try crypto.openSecret(secret, row: identity) }
             }
         }
@@ -138,7 +148,7 @@ final class ManualClock: @unchecked Sendable {
         try kc.engine.changePasscode(from: nil, to: "1234")
         let clock = ManualClock()
         let engine = try KeychainEngine(location: KeychainLocation(home: kc.home), now: { clock.now })
-        for attempt in 1 ... 5 {
+        for attempt in 1...5 {
             do {
                 try engine.unlock(passcode: "0000")
                 Issue.record("wrong passcode \(attempt) unlocked")

@@ -12,7 +12,8 @@ private let pamModule = BuiltProducts.directory + "/libpam_keychain.so"
 /// Whether these tests can run: they add a real user (useradd, chpasswd), write a PAM service into /etc/pam.d, log
 /// in with pamtester and run keychaind and `security` as other users with setpriv — root, pamtester and Linux-PAM's
 /// pam_unix are needed, and the module must have been built (`swift build` builds it with libpam0g-dev).
-private let canLogIn = getuid() == 0
+private let canLogIn =
+    getuid() == 0
     && ["/usr/bin/pamtester", "/usr/sbin/useradd", "/usr/sbin/userdel", "/usr/sbin/chpasswd", "/usr/bin/setpriv"]
         .allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
     && FileManager.default.fileExists(atPath: "/lib/x86_64-linux-gnu/security/pam_unix.so")
@@ -28,8 +29,9 @@ private final class LoginUser: @unchecked Sendable {
     init(password: String, in folder: String) throws {
         home = folder + "/home"
         let environment = ["PATH": "/usr/sbin:/usr/bin:/bin"]
-        let made = try ProgramRun.run("/usr/sbin/useradd", ["--no-create-home", "--home-dir", home, "--shell", "/bin/sh", "--user-group", name],
-                                      environment: environment)
+        let made = try ProgramRun.run(
+            "/usr/sbin/useradd", ["--no-create-home", "--home-dir", home, "--shell", "/bin/sh", "--user-group", name],
+            environment: environment)
         guard made.status == 0, let entry = getpwnam(name) else { throw TestProcessError("useradd failed: \(made.stderr)") }
         (uid, gid) = (entry.pointee.pw_uid, entry.pointee.pw_gid)
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -38,8 +40,9 @@ private final class LoginUser: @unchecked Sendable {
     }
 
     func setPassword(_ password: String) throws {
-        let set = try ProgramRun.run("/usr/sbin/chpasswd", [], environment: ["PATH": "/usr/sbin:/usr/bin:/bin"],
-                                     input: Data("\(name):\(password)\n".utf8))
+        let set = try ProgramRun.run(
+            "/usr/sbin/chpasswd", [], environment: ["PATH": "/usr/sbin:/usr/bin:/bin"],
+            input: Data("\(name):\(password)\n".utf8))
         guard set.status == 0 else { throw TestProcessError("chpasswd failed: \(set.stderr)") }
     }
 
@@ -57,15 +60,15 @@ private final class PAMService: @unchecked Sendable {
 
     init(arguments: String) throws {
         let text = """
-        auth     required  pam_unix.so
-        auth     optional  \(pamModule) \(arguments)
-        account  required  pam_permit.so
-        session  optional  \(pamModule) \(arguments)
-        session  required  pam_permit.so
-        password required  pam_unix.so yescrypt
-        password optional  \(pamModule) \(arguments)
+            auth     required  pam_unix.so
+            auth     optional  \(pamModule) \(arguments)
+            account  required  pam_permit.so
+            session  optional  \(pamModule) \(arguments)
+            session  required  pam_permit.so
+            password required  pam_unix.so yescrypt
+            password optional  \(pamModule) \(arguments)
 
-        """
+            """
         try text.write(toFile: path, atomically: true, encoding: .utf8)
     }
 
@@ -99,15 +102,17 @@ struct LoginKeychainPAMTests {
             record = records + "/started"
             notYet = records + "/not-yet"
             wrapper = daemon.folder + "/helper"
-            try writeExecutable(Data("""
-            #!/bin/sh
-            { echo "cmdline: $(tr '\\0' ' ' < /proc/$$/cmdline)"; tr '\\0' '\\n' < /proc/$$/environ | sed 's/^/env: /'
-              grep -E '^(Uid|Gid|Groups|CapEff|CapPrm):' /proc/$$/status; echo "stdin: $(readlink /proc/$$/fd/0)"; } >> '\(record)'
-            # A test plays "keychaind is not listening yet" once: the status the helper then exits with.
-            if [ -e '\(records)/not-yet' ]; then rm -f '\(records)/not-yet'; cat > /dev/null; exit 30; fi
-            exec '\(security)' "$@"
+            try writeExecutable(
+                Data(
+                    """
+                    #!/bin/sh
+                    { echo "cmdline: $(tr '\\0' ' ' < /proc/$$/cmdline)"; tr '\\0' '\\n' < /proc/$$/environ | sed 's/^/env: /'
+                      grep -E '^(Uid|Gid|Groups|CapEff|CapPrm):' /proc/$$/status; echo "stdin: $(readlink /proc/$$/fd/0)"; } >> '\(record)'
+                    # A test plays "keychaind is not listening yet" once: the status the helper then exits with.
+                    if [ -e '\(records)/not-yet' ]; then rm -f '\(records)/not-yet'; cat > /dev/null; exit 30; fi
+                    exec '\(security)' "$@"
 
-            """.utf8), to: wrapper)
+                    """.utf8), to: wrapper)
             service = try PAMService(arguments: "helper=\(wrapper) socket=\(daemon.socket) \(arguments)")
             if !passcode.isEmpty {
                 let set = try run(["set-keychain-password", "--new-password-stdin"], input: passcode + "\n")
@@ -118,9 +123,10 @@ struct LoginKeychainPAMTests {
 
         /// Runs the built `security` as the user, on the daemon's socket.
         func run(_ arguments: [String], input: String? = nil) throws -> ProgramRun {
-            try ProgramRun.run("/usr/bin/setpriv", ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups", security] + arguments,
-                               environment: ["PATH": "/usr/bin:/bin", "HOME": user.home, "KEYCHAIN_DAEMON_SOCKET": daemon.socket],
-                               input: input.map { Data($0.utf8) }, timeout: 120)
+            try ProgramRun.run(
+                "/usr/bin/setpriv", ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups", security] + arguments,
+                environment: ["PATH": "/usr/bin:/bin", "HOME": user.home, "KEYCHAIN_DAEMON_SOCKET": daemon.socket],
+                input: input.map { Data($0.utf8) }, timeout: 120)
         }
 
         /// The lock state as `security daemon status` prints it for the user.
@@ -136,8 +142,9 @@ struct LoginKeychainPAMTests {
 
         /// pamtester for this service and user: `operations`, with `input` answering its prompts.
         func pamtester(_ operations: [String], input: String) throws -> ProgramRun {
-            try ProgramRun.run("/usr/bin/pamtester", ["-v", service.name, user.name] + operations,
-                               environment: ["PATH": "/usr/sbin:/usr/bin:/bin"], input: Data(input.utf8), timeout: 120)
+            try ProgramRun.run(
+                "/usr/bin/pamtester", ["-v", service.name, user.name] + operations,
+                environment: ["PATH": "/usr/sbin:/usr/bin:/bin"], input: Data(input.utf8), timeout: 120)
         }
 
         var started: String { (try? String(contentsOfFile: record, encoding: .utf8)) ?? "" }
@@ -155,8 +162,11 @@ struct LoginKeychainPAMTests {
         #expect(started.components(separatedBy: "\n").filter { $0.hasPrefix("cmdline: ") } == ["cmdline: /bin/sh \(rig.wrapper) login-keychain-pam unlock "])
         #expect(!started.contains(password), "the password is in neither argv nor the environment")
         let environment = Set(started.components(separatedBy: "\n").filter { $0.hasPrefix("env: ") }.map { String($0.dropFirst(5)) })
-        #expect(environment == ["HOME=\(rig.user.home)", "USER=\(rig.user.name)", "LOGNAME=\(rig.user.name)", "PATH=/usr/local/bin:/usr/bin:/bin",
-                                "XDG_RUNTIME_DIR=/run/user/\(rig.user.uid)", "KEYCHAIN_DAEMON_SOCKET=\(rig.daemon.socket)"])
+        #expect(
+            environment == [
+                "HOME=\(rig.user.home)", "USER=\(rig.user.name)", "LOGNAME=\(rig.user.name)", "PATH=/usr/local/bin:/usr/bin:/bin",
+                "XDG_RUNTIME_DIR=/run/user/\(rig.user.uid)", "KEYCHAIN_DAEMON_SOCKET=\(rig.daemon.socket)",
+            ])
         // As the user — every uid and gid, the user's own groups — with no capability left; standard input is
         // the socket the module writes the password to.
         #expect(started.contains("Uid:\t\(rig.user.uid)\t\(rig.user.uid)\t\(rig.user.uid)\t\(rig.user.uid)\n"))

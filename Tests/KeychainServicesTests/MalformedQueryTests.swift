@@ -24,8 +24,9 @@ let malformed: [Malformed] = [
     .init(name: "bad match limit", call: .copy, query: { genp("a", "s", [kSecMatchLimit as String: "lots"]) }, expected: -50),
     .init(name: "zero match limit", call: .copy, query: { genp("a", "s", [kSecMatchLimit as String: 0]) }, expected: -50),
     .init(name: "attribute of another class", call: .add, query: { genp("a", "s", [kSecAttrServer as String: "x"]) }, expected: -25303),
-    .init(name: "application tag on a certificate (delete)", call: .delete,
-          query: { [kSecClass as String: kSecClassCertificate, kSecAttrApplicationTag as String: Data()] }, expected: -25303),
+    .init(
+        name: "application tag on a certificate (delete)", call: .delete,
+        query: { [kSecClass as String: kSecClassCertificate, kSecAttrApplicationTag as String: Data()] }, expected: -25303),
     .init(name: "unknown key", call: .copy, query: { genp("a", "s", ["bogus_key": 1]) }, expected: -50),
     .init(name: "account is a date", call: .add, query: { genp(nil, "s", [kSecAttrAccount as String: Date()]) }, expected: -50),
     .init(name: "creation date is a string", call: .copy, query: { genp(nil, nil, [kSecAttrCreationDate as String: "today"]) }, expected: -50),
@@ -35,12 +36,15 @@ let malformed: [Malformed] = [
     .init(name: "synchronizable any in add", call: .add, query: { genp("a", "s", [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]) }, expected: -50),
     .init(name: "return keys in an update query", call: .update, query: { genp("a", "s", [kSecReturnData as String: true]) }, expected: -50),
     .init(name: "match limit in an update query", call: .update, query: { genp("a", "s", [kSecMatchLimit as String: kSecMatchLimitAll]) }, expected: -50),
-    .init(name: "class in the update dictionary", call: .update, query: { genp("a", "s") },
-          update: { [kSecClass as String: kSecClassGenericPassword] }, expected: -25303),
-    .init(name: "foreign attribute in the update dictionary", call: .update, query: { genp("a", "s") },
-          update: { [kSecAttrServer as String: "x"] }, expected: -25303),
-    .init(name: "string data in the update dictionary", call: .update, query: { genp("a", "s") },
-          update: { [kSecValueData as String: "x"] }, expected: -50),
+    .init(
+        name: "class in the update dictionary", call: .update, query: { genp("a", "s") },
+        update: { [kSecClass as String: kSecClassGenericPassword] }, expected: -25303),
+    .init(
+        name: "foreign attribute in the update dictionary", call: .update, query: { genp("a", "s") },
+        update: { [kSecAttrServer as String: "x"] }, expected: -25303),
+    .init(
+        name: "string data in the update dictionary", call: .update, query: { genp("a", "s") },
+        update: { [kSecValueData as String: "x"] }, expected: -50),
     .init(name: "match limit one in delete", call: .delete, query: { genp("a", "s", [kSecMatchLimit as String: kSecMatchLimitOne]) }, expected: -50),
     .init(name: "numeric match limit in delete", call: .delete, query: { genp("a", "s", [kSecMatchLimit as String: 1]) }, expected: -50),
     .init(name: "persistent ref that does not parse", call: .copy, query: { [kSecValuePersistentRef as String: Data([1, 2, 3])] }, expected: -50),

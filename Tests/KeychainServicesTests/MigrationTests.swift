@@ -23,7 +23,7 @@ import KeychainServices
             for name in ["alice", "bob"] {
                 #expect(copy(genp(name, "example.com", [kSecReturnData as String: true])).1 as? Data == Data("secret-of-\(name)".utf8))
             }
-            #expect(add(genp("alice", "example.com")) == errSecDuplicateItem) // the old index hashes still match
+            #expect(add(genp("alice", "example.com")) == errSecDuplicateItem)  // the old index hashes still match
             #expect(add(genp("carol", "example.com", [kSecValueData as String: Data("new".utf8)])) == errSecSuccess)
         }
         // Setting a passcode upgrades the keybag to format 3 (calibrated scrypt, the throttle inside); the old

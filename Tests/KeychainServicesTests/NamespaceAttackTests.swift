@@ -13,7 +13,8 @@ enum NamespaceSupport {
     /// Whether `unshare -Urm` works here (user namespaces allowed, as on Debian 12).
     static let canUnshare: Bool = {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare"),
-              let run = try? ProgramRun.run("/usr/bin/unshare", ["-Urm", "/bin/true"], environment: [:]) else { return false }
+            let run = try? ProgramRun.run("/usr/bin/unshare", ["-Urm", "/bin/true"], environment: [:])
+        else { return false }
         return run.status == 0
     }()
 
@@ -39,8 +40,9 @@ struct NamespaceAttackTests {
     /// Runs `script` with `sh` inside `unshare -Urm` (a user and mount namespace of its own, this user mapped to
     /// root there); `$1` is the program to attack with, `$2` the security tool.
     func inOwnNamespaces(_ script: String, program: String, environment: [String: String]) throws -> ProcessResult {
-        try ProgramRun.run("/usr/bin/unshare", ["-Urm", "/bin/sh", "-c", script, "attack", program, try BuiltProducts.path(of: "security")],
-                           environment: environment, timeout: 120)
+        try ProgramRun.run(
+            "/usr/bin/unshare", ["-Urm", "/bin/sh", "-c", script, "attack", program, try BuiltProducts.path(of: "security")],
+            environment: environment, timeout: 120)
     }
 
     /// The access groups `security daemon status` printed (`access groups: G1,G2`).
@@ -53,7 +55,8 @@ struct NamespaceAttackTests {
         let f = try DaemonFixture()
         let (app, daemon, env) = try f.servedVictim()
         for name in ["upper", "work"] { try FileManager.default.createDirectory(atPath: "\(f.folder)/\(name)", withIntermediateDirectories: true) }
-        let setUp = "mount -t overlay overlay -o lowerdir=/etc,upperdir=\(f.folder)/upper,workdir=\(f.folder)/work /etc "
+        let setUp =
+            "mount -t overlay overlay -o lowerdir=/etc,upperdir=\(f.folder)/upper,workdir=\(f.folder)/work /etc "
             + "&& echo /nonexistent/inject.so > /etc/ld.so.preload"
         let run = try inOwnNamespaces(setUp + " && \"$1\" find x svc && \"$2\" daemon status", program: app, environment: env)
         #expect(run.stdout.hasPrefix("status=-25300\n"), "the registered program's item stays out of reach: \(run.stdout)\(run.stderr)")
@@ -70,8 +73,9 @@ struct NamespaceAttackTests {
         let env = try f.environment(daemon)
         #expect(try runProgram(victim, ["add", "x", "svc", "secret-v"], environment: env).stdout == "status=0\n")
         // The other program at the victim's path, then the security tool there (to show the group keychaind gives it).
-        let run = try inOwnNamespaces("mount --bind \"\(other)\" \"$1\" && \"$1\" find x svc; mount --bind \"$2\" \"$1\" && \"$1\" daemon status",
-                                      program: victim, environment: env)
+        let run = try inOwnNamespaces(
+            "mount --bind \"\(other)\" \"$1\" && \"$1\" find x svc; mount --bind \"$2\" \"$1\" && \"$1\" daemon status",
+            program: victim, environment: env)
         #expect(run.stdout.hasPrefix("status=-25300\n"), "\(run.stdout)\(run.stderr)")
         #expect(!run.stdout.contains("secret-v"))
         #expect(reportedGroups(run.stdout) == ["untrusted:" + victim], "\(run.stdout)")
@@ -88,9 +92,11 @@ struct NamespaceAttackTests {
         let root = f.folder + "/root"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         // A root of its own on a tmpfs, showing the host's folders (links as links), with a `.flatpak-info` on top.
-        let binds = "for d in /*; do n=${d#/}; if [ -L \"$d\" ]; then ln -s \"$(readlink \"$d\")\" \"\(root)/$n\"; "
+        let binds =
+            "for d in /*; do n=${d#/}; if [ -L \"$d\" ]; then ln -s \"$(readlink \"$d\")\" \"\(root)/$n\"; "
             + "elif [ -d \"$d\" ]; then mkdir \"\(root)/$n\" && mount --rbind \"$d\" \"\(root)/$n\"; fi; done"
-        let script = "mount -t tmpfs fake \(root) && \(binds); printf '[Application]\\nname=org.example.Victim\\n\\n[Instance]\\ninstance-id=1\\n' > \(root)/.flatpak-info "
+        let script =
+            "mount -t tmpfs fake \(root) && \(binds); printf '[Application]\\nname=org.example.Victim\\n\\n[Instance]\\ninstance-id=1\\n' > \(root)/.flatpak-info "
             + "&& chroot \(root) \"$1\" find x svc TEAM.flat; chroot \(root) \"$2\" daemon status"
         let run = try inOwnNamespaces(script, program: program, environment: env)
         #expect(run.stdout.hasPrefix("status=-34018\n"), "TEAM.flat is not the pretender's: \(run.stdout)\(run.stderr)")
@@ -112,8 +118,12 @@ struct NamespaceAttackTests {
         let group = "\(parent)/snap.victim.app-\(getpid())"
         #expect(mkdir(group, 0o755) == 0)
         defer { rmdir(group) }
-        let run = try ProgramRun.run("/bin/sh", ["-c", "echo $$ > \(group)/cgroup.procs && grep snap.victim /proc/self/cgroup >&2 && \"$1\" find x svc TEAM.snap && exec \"$2\" daemon status",
-                                                  "attack", program, try BuiltProducts.path(of: "security")], environment: env)
+        let run = try ProgramRun.run(
+            "/bin/sh",
+            [
+                "-c", "echo $$ > \(group)/cgroup.procs && grep snap.victim /proc/self/cgroup >&2 && \"$1\" find x svc TEAM.snap && exec \"$2\" daemon status",
+                "attack", program, try BuiltProducts.path(of: "security"),
+            ], environment: env)
         #expect(run.stderr.contains("snap.victim"), "the process is in the snap-named cgroup: \(run.stderr)")
         #expect(run.stdout.hasPrefix("status=-34018\n"), "\(run.stdout)\(run.stderr)")
         #expect(!reportedGroups(run.stdout).contains("snap.victim"), "\(run.stdout)")
@@ -129,7 +139,8 @@ enum FlatpakSupport {
 
     static let canSandbox: Bool = {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/bwrap"), access(runtimeFolder, W_OK) == 0 || getuid() == 0,
-              let run = try? ProgramRun.run("/usr/bin/bwrap", ["--unshare-pid", "--ro-bind", "/", "/", "/bin/true"], environment: [:]) else { return false }
+            let run = try? ProgramRun.run("/usr/bin/bwrap", ["--unshare-pid", "--ro-bind", "/", "/", "/bin/true"], environment: [:])
+        else { return false }
         return run.status == 0
     }()
 }
@@ -141,8 +152,10 @@ enum FlatpakSupport {
 struct FlatpakSandboxTests {
     /// Runs `arguments` in a bwrap sandbox of Flatpak instance `instance` of `app`; `sharePIDs` leaves out
     /// `--unshare-pid` (what no Flatpak sandbox does).
-    func inSandbox(app: String, instance: String, sharePIDs: Bool = false, _ arguments: [String], folder: String,
-                   environment: [String: String]) throws -> ProcessResult {
+    func inSandbox(
+        app: String, instance: String, sharePIDs: Bool = false, _ arguments: [String], folder: String,
+        environment: [String: String]
+    ) throws -> ProcessResult {
         let records = "\(FlatpakSupport.runtimeFolder)/.flatpak/\(instance)"
         try FileManager.default.createDirectory(atPath: records, withIntermediateDirectories: true)
         let info = folder + "/flatpak-info-\(instance)"
@@ -176,13 +189,15 @@ struct FlatpakSandboxTests {
 
         let served = try inSandbox(app: "org.example.Real", instance: instance, [program, "find", "x", "svc"], folder: f.folder, environment: env)
         #expect(served.stdout == "status=0\ndata=secret-f\nagrp=TEAM.flat\n", "\(served.stdout)\(served.stderr)\(daemon.output)")
-        let status = try inSandbox(app: "org.example.Real", instance: instance, [try BuiltProducts.path(of: "security"), "daemon", "status"],
-                                   folder: f.folder, environment: env)
+        let status = try inSandbox(
+            app: "org.example.Real", instance: instance, [try BuiltProducts.path(of: "security"), "daemon", "status"],
+            folder: f.folder, environment: env)
         #expect(status.stdout.contains("caller: flatpak org.example.Real"), "\(status.stdout)")
 
         // The same files in the host's PID namespace: not a Flatpak sandbox.
-        let shared = try inSandbox(app: "org.example.Real", instance: instance, sharePIDs: true, [program, "find", "x", "svc", "TEAM.flat"],
-                                   folder: f.folder, environment: env)
+        let shared = try inSandbox(
+            app: "org.example.Real", instance: instance, sharePIDs: true, [program, "find", "x", "svc", "TEAM.flat"],
+            folder: f.folder, environment: env)
         #expect(shared.stdout.hasPrefix("status=-34018\n"), "\(shared.stdout)\(shared.stderr)")
         #expect(daemon.output.contains("shares the host's PID namespace"), "\(daemon.output)")
         #expect(daemon.stop() == 0)

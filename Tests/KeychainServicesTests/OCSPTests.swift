@@ -66,8 +66,13 @@ final class OpenSSLOCSPResponder {
         for (name, port) in [("good", real), ("revoked", real), ("forged", forged), ("unreachable", nobody)] {
             try bench.write("\(name).ext", Data("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nauthorityInfoAccess=OCSP;URI:http://127.0.0.1:\(port)/\n".utf8))
             try check(bench.run("openssl", ["req", "-new"] + ec + ["-keyout", "\(name).key", "-out", "\(name).csr", "-subj", "/CN=\(name).example"]))
-            try check(bench.run("openssl", ["x509", "-req", "-in", "\(name).csr", "-CA", "root.pem", "-CAkey", "root.key", "-CAcreateserial",
-                                            "-days", "20", "-extfile", "\(name).ext", "-out", "\(name).pem"]))
+            try check(
+                bench.run(
+                    "openssl",
+                    [
+                        "x509", "-req", "-in", "\(name).csr", "-CA", "root.pem", "-CAkey", "root.key", "-CAcreateserial",
+                        "-days", "20", "-extfile", "\(name).ext", "-out", "\(name).pem",
+                    ]))
             try check(bench.openssl("x509", "-in", "\(name).pem", "-outform", "DER", "-out", "\(name).der"))
         }
         // The root's index: good valid, revoked and forged revoked (the forger answers from the same index).
@@ -77,11 +82,13 @@ final class OpenSSLOCSPResponder {
         try check(bench.run("openssl", common + ["-valid", "good.pem"]))
         try check(bench.run("openssl", common + ["-revoke", "revoked.pem"]))
         try check(bench.run("openssl", common + ["-revoke", "forged.pem"]))
-        let responder = try OpenSSLOCSPResponder(bench, port: real, name: "real",
-                                                 ["-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey", "root.key", "-ndays", "1"])
+        let responder = try OpenSSLOCSPResponder(
+            bench, port: real, name: "real",
+            ["-index", "index.txt", "-CA", "root.pem", "-rsigner", "root.pem", "-rkey", "root.key", "-ndays", "1"])
         defer { responder.stop() }
-        let forger = try OpenSSLOCSPResponder(bench, port: forged, name: "forger",
-                                              ["-index", "index.txt", "-CA", "root.pem", "-rsigner", "forger.pem", "-rkey", "forger.key", "-ndays", "1"])
+        let forger = try OpenSSLOCSPResponder(
+            bench, port: forged, name: "forger",
+            ["-index", "index.txt", "-CA", "root.pem", "-rsigner", "forger.pem", "-rkey", "forger.key", "-ndays", "1"])
         defer { forger.stop() }
         let store = TrustStoreSandbox(bench: bench)
         try store.systemRoots(["root.pem"])

@@ -106,16 +106,19 @@ func export(_ items: AnyObject, _ format: SecExternalFormat, _ flags: SecItemImp
         defer { bench.remove() }
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]
         var identities: [SecIdentity] = []
-        for index in 0 ..< 33 {
+        for index in 0..<33 {
             let made = try OpenSSLIdentity(bench, "id\(index)", key: ec, legacy: false)
             identities.append(try #require(importPKCS12(try made.p12, "p12 secret").1.first?[kSecImportItemIdentity as String] as? SecIdentity))
         }
         // Extra certificates, all signed by one key: one openssl run each.
         #expect(try bench.openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", "extra.key").status == 0)
         var extras: [SecCertificate] = []
-        for index in 0 ..< 33 {
-            #expect(try bench.openssl("req", "-x509", "-new", "-key", "extra.key", "-subj", "/CN=extra \(index)", "-days", "2",
-                                      "-outform", "DER", "-out", "extra\(index).der").status == 0)
+        for index in 0..<33 {
+            #expect(
+                try bench.openssl(
+                    "req", "-x509", "-new", "-key", "extra.key", "-subj", "/CN=extra \(index)", "-days", "2",
+                    "-outform", "DER", "-out", "extra\(index).der"
+                ).status == 0)
             extras.append(try #require(SecCertificateCreateWithData(nil, try bench.read("extra\(index).der") as CFData)))
         }
         func exported(_ items: [AnyObject]) throws -> Data {
@@ -164,7 +167,8 @@ func export(_ items: AnyObject, _ format: SecExternalFormat, _ flags: SecItemImp
         #expect(export([cert, cert] as NSArray, .formatX509Cert, passphrase: nil).0 == errSecParam)
         // A public key in OpenSSL's format: its SubjectPublicKeyInfo, as openssl writes it.
         #expect(export(publicKey, .formatOpenSSL, passphrase: nil).1 == (try bench.read("formats.pub")))
-        #expect(export(publicKey, .formatOpenSSL, .pemArmour, passphrase: nil).1
+        #expect(
+            export(publicKey, .formatOpenSSL, .pemArmour, passphrase: nil).1
                 == Data((try bench.openssl("pkey", "-in", "formats.key", "-pubout").output).utf8))
         // A bare private key does not leave this way: errSecUnimplemented (-4).
         #expect(export(key, .formatOpenSSL, passphrase: nil).0 == errSecUnimplemented)

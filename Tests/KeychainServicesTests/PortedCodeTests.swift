@@ -116,8 +116,9 @@ func describe(_ error: CFError) -> (domain: String, code: Int, hasUserInfo: Bool
             #expect(SecItemDelete([kSecValueRef as String: privateKey] as CFDictionary) == errSecSuccess)
             #expect(copy([kSecValueRef as String: privateKey]).0 == errSecItemNotFound)
             #expect(copy([kSecValueRef as String: other]).0 == errSecSuccess)
-            #expect(SecItemDelete([kSecClass as String: kSecClassCertificate, kSecValueRef as String: privateKey] as CFDictionary) == errSecParam,
-                    "a key is not a certificate")
+            #expect(
+                SecItemDelete([kSecClass as String: kSecClassCertificate, kSecValueRef as String: privateKey] as CFDictionary) == errSecParam,
+                "a key is not a certificate")
 
             // SecItemUpdate finds its item the same way.
             #expect(SecItemUpdate([kSecValueRef as String: other] as CFDictionary, [kSecAttrLabel as String: "renamed"] as CFDictionary) == errSecSuccess)

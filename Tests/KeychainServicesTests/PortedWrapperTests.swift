@@ -11,10 +11,12 @@ struct PortedStringStore {
     let serviceName: String
 
     private func query(forKey key: String) -> [String: Any] {
-        [kSecClass as String: kSecClassGenericPassword,
-         kSecAttrService as String: serviceName,
-         kSecAttrGeneric as String: key.data(using: .utf8) ?? Data(),
-         kSecAttrAccount as String: key]
+        [
+            kSecClass as String: kSecClassGenericPassword,
+            kSecAttrService as String: serviceName,
+            kSecAttrGeneric as String: key.data(using: .utf8) ?? Data(),
+            kSecAttrAccount as String: key,
+        ]
     }
 
     @discardableResult
@@ -44,10 +46,12 @@ struct PortedStringStore {
     }
 
     func allKeys() -> Set<String> {
-        let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
-                                    kSecAttrService as String: serviceName,
-                                    kSecReturnAttributes as String: kCFBooleanTrue as Any,
-                                    kSecMatchLimit as String: kSecMatchLimitAll]
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword,
+            kSecAttrService as String: serviceName,
+            kSecReturnAttributes as String: kCFBooleanTrue as Any,
+            kSecMatchLimit as String: kSecMatchLimitAll,
+        ]
         var result: AnyObject?
         let status = SecItemCopyMatching(query as CFDictionary, &result)
         guard status == errSecSuccess else { return [] }
@@ -67,9 +71,11 @@ struct PortedStringStore {
     /// macOS code passes kSecMatchLimitAll so that its file keychain deletes every match too.
     @discardableResult
     func removeAllKeys() -> OSStatus {
-        let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword,
-                                    kSecAttrService as String: serviceName,
-                                    kSecMatchLimit as String: kSecMatchLimitAll]
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword,
+            kSecAttrService as String: serviceName,
+            kSecMatchLimit as String: kSecMatchLimitAll,
+        ]
         return SecItemDelete(query as CFDictionary)
     }
 }
@@ -85,10 +91,12 @@ enum PortedKeyError: Error, Equatable {
 /// checked with CFGetTypeID before the cast.
 enum PortedKeyStore {
     static func generate(tag: String) throws -> (publicKey: SecKey, privateKey: SecKey) {
-        let parameters: [String: Any] = [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                                         kSecAttrKeySizeInBits as String: 256,
-                                         kSecAttrIsPermanent as String: true,
-                                         kSecAttrApplicationTag as String: Data(tag.utf8)]
+        let parameters: [String: Any] = [
+            kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+            kSecAttrKeySizeInBits as String: 256,
+            kSecAttrIsPermanent as String: true,
+            kSecAttrApplicationTag as String: Data(tag.utf8),
+        ]
         var publicKey: SecKey?
         var privateKey: SecKey?
         let status = SecKeyGeneratePair(parameters as CFDictionary, &publicKey, &privateKey)
@@ -97,11 +105,13 @@ enum PortedKeyStore {
     }
 
     static func load(tag: String, keyClass: CFString) throws -> SecKey {
-        let query: [String: Any] = [kSecClass as String: kSecClassKey,
-                                    kSecAttrApplicationTag as String: Data(tag.utf8),
-                                    kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                                    kSecAttrKeyClass as String: keyClass,
-                                    kSecReturnRef as String: true]
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassKey,
+            kSecAttrApplicationTag as String: Data(tag.utf8),
+            kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+            kSecAttrKeyClass as String: keyClass,
+            kSecReturnRef as String: true,
+        ]
         var item: CFTypeRef?
         let status = SecItemCopyMatching(query as CFDictionary, &item)
         guard status == errSecSuccess else { throw PortedKeyError.notFound(status) }
@@ -113,8 +123,9 @@ enum PortedKeyStore {
         var error: Unmanaged<CFError>?
         guard let signature = SecKeyCreateSignature(key, algorithm, message as CFData, &error) as Data? else {
             let failure = error?.takeRetainedValue()
-            throw PortedKeyError.signing(domain: failure.map { CFErrorGetDomain($0) as String } ?? "",
-                                         code: failure.map { CFErrorGetCode($0) } ?? 0)
+            throw PortedKeyError.signing(
+                domain: failure.map { CFErrorGetDomain($0) as String } ?? "",
+                code: failure.map { CFErrorGetCode($0) } ?? 0)
         }
         return signature
     }
@@ -123,17 +134,21 @@ enum PortedKeyStore {
 /// C-style access to a result, as code translated from Objective-C reads it: CFArray and CFDictionary calls with
 /// unretained pointers.
 func accountsOfAllItems(service: String) -> [String] {
-    let query = [kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecReturnAttributes: kCFBooleanTrue as Any,
-                 kSecMatchLimit: kSecMatchLimitAll] as CFDictionary
+    let query =
+        [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecReturnAttributes: kCFBooleanTrue as Any,
+            kSecMatchLimit: kSecMatchLimitAll,
+        ] as CFDictionary
     var result: CFTypeRef?
     guard SecItemCopyMatching(query, &result) == errSecSuccess, let found = result, CFGetTypeID(found) == CFArrayGetTypeID() else { return [] }
     let items = unsafeDowncast(found, to: CFArray.self)
     var accounts: [String] = []
-    for index in 0 ..< CFArrayGetCount(items) {
+    for index in 0..<CFArrayGetCount(items) {
         guard let entry = CFArrayGetValueAtIndex(items, index) else { continue }
         let attributes = unsafeBitCast(entry, to: CFDictionary.self)
         guard CFDictionaryContainsKey(attributes, Unmanaged.passUnretained(kSecAttrAccount).toOpaque()),
-              let value = CFDictionaryGetValue(attributes, Unmanaged.passUnretained(kSecAttrAccount).toOpaque()) else { continue }
+            let value = CFDictionaryGetValue(attributes, Unmanaged.passUnretained(kSecAttrAccount).toOpaque())
+        else { continue }
         let account = Unmanaged<AnyObject>.fromOpaque(value).takeUnretainedValue()
         if CFGetTypeID(account) == CFStringGetTypeID(), let name = account as? String { accounts.append(name) }
     }
@@ -182,8 +197,12 @@ func accountsOfAllItems(service: String) -> [String] {
             // Without kSecAttrIsPermanent nothing is stored.
             var publicKey2: SecKey?
             var privateKey2: SecKey?
-            #expect(SecKeyGeneratePair([kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
-                                        kSecAttrApplicationTag: Data("transient".utf8)] as CFDictionary, &publicKey2, &privateKey2) == errSecSuccess)
+            #expect(
+                SecKeyGeneratePair(
+                    [
+                        kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
+                        kSecAttrApplicationTag: Data("transient".utf8),
+                    ] as CFDictionary, &publicKey2, &privateKey2) == errSecSuccess)
             #expect(publicKey2 != nil && privateKey2 != nil)
             #expect(throws: PortedKeyError.notFound(errSecItemNotFound)) { try PortedKeyStore.load(tag: "transient", keyClass: kSecAttrKeyClassPrivate) }
         }

@@ -42,8 +42,10 @@ extension TestKeychain {
 func protectedPassword(_ account: String, flags: AccessControlFlags, label: String = "bank", secret: String? = nil) throws -> ItemQuery {
     var q = ItemQuery(itemClass: .genericPassword)
     let control = try AccessControl(protection: .whenUnlocked, flags: flags)
-    q.attributes = ["acct": .string(account), "svce": .string("presence"), "labl": .string(label),
-                    "accc": .data(control.encoded), "pdmn": .string(control.protection.rawValue)]
+    q.attributes = [
+        "acct": .string(account), "svce": .string("presence"), "labl": .string(label),
+        "accc": .data(control.encoded), "pdmn": .string(control.protection.rawValue),
+    ]
     q.valueData = Data((secret ?? "secret-\(account)").utf8)
     return q
 }
@@ -265,9 +267,10 @@ struct PresenceTests {
         let connection = kc.connection()
         let stored = try connection.add(protectedPassword("w", flags: .devicePasscode, label: "payroll"))
         guard let client = kc.daemon?.client else { Issue.record("no daemon"); return }
-        let error = try #require(expectKeychainError(.authenticationNeeded, status: .authNeeded) {
-            try client.call(.find(dataQuery("w"), claim: ["com.example.app"]))
-        })
+        let error = try #require(
+            expectKeychainError(.authenticationNeeded, status: .authNeeded) {
+                try client.call(.find(dataQuery("w"), claim: ["com.example.app"]))
+            })
         #expect(error.presenceNeeded.first?.item == stored.persistentRef)
         var forged = try #require(error.presenceNeeded.first)
         forged.itemDescription = "harmless"
@@ -318,8 +321,10 @@ struct PresenceTests {
         let connection = kc.connection()
         var create = ItemQuery(itemClass: .key)
         let control = try AccessControl(protection: .whenUnlockedThisDeviceOnly, flags: [.privateKeyUsage, .userPresence])
-        create.attributes = ["tkid": .string("com.apple.setoken"), "labl": .string("signing key"),
-                             "accc": .data(control.encoded), "pdmn": .string(control.protection.rawValue)]
+        create.attributes = [
+            "tkid": .string("com.apple.setoken"), "labl": .string("signing key"),
+            "accc": .data(control.encoded), "pdmn": .string(control.protection.rawValue),
+        ]
         guard case .key(let key) = try connection.tokenKey(.create(create)), let publicKey = key.tokenPublicKey else {
             Issue.record("no key"); return
         }

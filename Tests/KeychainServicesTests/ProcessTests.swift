@@ -35,7 +35,7 @@ import KeychainCore
         #expect(r.stdout == "status=0\ndata=survives-kill-9\nagrp=\(try helperGroup())\n")
     }
 
-    @Test(arguments: 0 ..< 3)
+    @Test(arguments: 0..<3)
     func concurrentAddsOfOneKeyLeaveExactlyOneItem(round: Int) throws {
         let home = tempHome()
         defer { try? FileManager.default.removeItem(atPath: home) }
@@ -44,7 +44,7 @@ import KeychainCore
         // Both processes start on an empty folder: they also race to create the keybag and the database.
         let env = baseEnvironment(home: home)
         var processes: [(Process, Pipe)] = []
-        for i in 0 ..< 2 {
+        for i in 0..<2 {
             let p = Process()
             p.executableURL = productsDirectory().appendingPathComponent("keychain-test-helper")
             p.arguments = ["race", barrier, "same-account", "same-service", "writer-\(i)"]

@@ -47,8 +47,9 @@ import Glibc
         let run = try runProgram(app.path, ["find", "x", "svc"], environment: env)
         #expect(run.stdout.hasPrefix("status=-25308\n"), "\(run.stdout)\(run.stderr)")
         #expect(!run.stdout.contains("secret-a") && !run.stderr.contains("secret-a"))
-        #expect(try runProgram(app.path, ["add", "y", "svc", "planted"], environment: env).stdout.hasPrefix("status=-25308\n"),
-                "nor may it add to the group")
+        #expect(
+            try runProgram(app.path, ["add", "y", "svc", "planted"], environment: env).stdout.hasPrefix("status=-25308\n"),
+            "nor may it add to the group")
         #expect(daemon.stop() == 0)
         #expect(try app.fixture.items(in: app.path) == ["x": "secret-a"])
         let bindings = try app.fixture.engine.consents().filter { $0.subject == "own-group" }

@@ -26,8 +26,9 @@ struct OpenSSLCertificate {
             publicKey = try bench.read("\(name).pkcs1")
         }
         let serial = try bench.openssl("x509", "-inform", "DER", "-in", "\(name).der", "-noout", "-serial").output
-        return OpenSSLCertificate(der: try bench.read("\(name).der"), publicKeyBytes: Data(publicKey),
-                                  serialHex: String(serial.dropFirst("serial=".count)).trimmingCharacters(in: .whitespacesAndNewlines))
+        return OpenSSLCertificate(
+            der: try bench.read("\(name).der"), publicKeyBytes: Data(publicKey),
+            serialHex: String(serial.dropFirst("serial=".count)).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }
 
@@ -42,9 +43,10 @@ func hexString(_ data: Data) -> String { data.map { String(format: "%02X", $0) }
     @Test func certificatesReadAsAppleReadsThem() throws {
         let bench = try Workbench()
         defer { bench.remove() }
-        let made = try OpenSSLCertificate.make(bench, name: "alice", key: ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
-                                               subject: "/CN=Alice  Example/O=Example Org/emailAddress=alice@example.com",
-                                               extensions: ["subjectAltName=email:alice@example.org"])
+        let made = try OpenSSLCertificate.make(
+            bench, name: "alice", key: ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
+            subject: "/CN=Alice  Example/O=Example Org/emailAddress=alice@example.com",
+            extensions: ["subjectAltName=email:alice@example.org"])
         let certificate = try #require(SecCertificateCreateWithData(nil, made.der as CFData))
         #expect(SecCertificateCopyData(certificate) as Data == made.der)
         #expect(SecCertificateCopySubjectSummary(certificate) as String? == "Alice  Example")
@@ -71,20 +73,26 @@ func hexString(_ data: Data) -> String { data.map { String(format: "%02X", $0) }
     func addingACertificateDerivesApplesAttributes(_ backend: Backend) throws {
         let bench = try Workbench()
         defer { bench.remove() }
-        let made = try OpenSSLCertificate.make(bench, name: "rsa", key: ["-newkey", "rsa:2048"], subject: "/CN=rsa.example.com/O=Example",
-                                               extensions: ["subjectKeyIdentifier=hash"])
+        let made = try OpenSSLCertificate.make(
+            bench, name: "rsa", key: ["-newkey", "rsa:2048"], subject: "/CN=rsa.example.com/O=Example",
+            extensions: ["subjectKeyIdentifier=hash"])
         let certificate = try #require(SecCertificateCreateWithData(nil, made.der as CFData))
         let kc = try TestKeychain(backend)
         try kc.run {
             #expect(add([kSecValueRef as String: certificate, kSecAttrLabel as String: "first"]) == errSecSuccess)
             // The same certificate under another label is a duplicate (class, issuer and serial number).
-            #expect(add([kSecClass as String: kSecClassCertificate, kSecValueRef as String: certificate,
-                         kSecAttrLabel as String: "second"]) == errSecDuplicateItem)
+            #expect(
+                add([
+                    kSecClass as String: kSecClassCertificate, kSecValueRef as String: certificate,
+                    kSecAttrLabel as String: "second",
+                ]) == errSecDuplicateItem)
             // A key is not a certificate.
             #expect(add([kSecClass as String: kSecClassCertificate, kSecValueRef as String: try #require(SecCertificateCopyKey(certificate))]) == errSecParam)
 
-            let (status, found) = copy([kSecClass as String: kSecClassCertificate, kSecReturnAttributes as String: true,
-                                        kSecReturnRef as String: true, kSecReturnData as String: true])
+            let (status, found) = copy([
+                kSecClass as String: kSecClassCertificate, kSecReturnAttributes as String: true,
+                kSecReturnRef as String: true, kSecReturnData as String: true,
+            ])
             #expect(status == errSecSuccess)
             let attributes = try #require(found as? [String: Any])
             #expect(attributes[kSecAttrCertificateType as String] as? Int == 3)
@@ -105,8 +113,10 @@ func hexString(_ data: Data) -> String { data.map { String(format: "%02X", $0) }
             #expect(keyAttributes[kSecAttrApplicationLabel as String] as? Data == attributes[kSecAttrPublicKeyHash as String] as? Data)
 
             // Found by the derived attributes, returned as a SecCertificate.
-            let (byIssuer, refOnly) = copy([kSecClass as String: kSecClassCertificate, kSecAttrIssuer as String: try #require(attributes[kSecAttrIssuer as String]),
-                                            kSecAttrSerialNumber as String: serial, kSecReturnRef as String: true])
+            let (byIssuer, refOnly) = copy([
+                kSecClass as String: kSecClassCertificate, kSecAttrIssuer as String: try #require(attributes[kSecAttrIssuer as String]),
+                kSecAttrSerialNumber as String: serial, kSecReturnRef as String: true,
+            ])
             #expect(byIssuer == errSecSuccess)
             #expect((refOnly as? SecCertificate).map { SecCertificateCopyData($0) as Data } == made.der)
             #expect(SecItemDelete([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "first"] as CFDictionary) == errSecSuccess)
@@ -117,21 +127,22 @@ func hexString(_ data: Data) -> String { data.map { String(format: "%02X", $0) }
     @Test func malformedAndMutatedCertificatesNeverCrash() throws {
         let bench = try Workbench()
         defer { bench.remove() }
-        let made = try OpenSSLCertificate.make(bench, name: "fuzz", key: ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
-                                               subject: "/CN=fuzz.example/emailAddress=f@example.com", extensions: ["subjectAltName=DNS:fuzz.example,email:g@example.com"])
+        let made = try OpenSSLCertificate.make(
+            bench, name: "fuzz", key: ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"],
+            subject: "/CN=fuzz.example/emailAddress=f@example.com", extensions: ["subjectAltName=DNS:fuzz.example,email:g@example.com"])
         for garbage in [Data(), Data([0x30]), Data([0x30, 0x82, 0xFF, 0xFF]), made.der.prefix(made.der.count / 2), Data("not a certificate".utf8)] {
             #expect(SecCertificateCreateWithData(nil, garbage as CFData) == nil)
         }
         var rng = SeededGenerator(seed: 10_000)
         var parsed = 0
-        for _ in 0 ..< 10_000 {
+        for _ in 0..<10_000 {
             var bytes = [UInt8](made.der)
-            for _ in 0 ..< Int.random(in: 1 ... 4, using: &rng) {
-                let i = Int.random(in: 0 ..< bytes.count, using: &rng)
-                switch Int.random(in: 0 ..< 3, using: &rng) {
-                case 0: bytes[i] = UInt8.random(in: 0 ... 255, using: &rng)
+            for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                let i = Int.random(in: 0..<bytes.count, using: &rng)
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0: bytes[i] = UInt8.random(in: 0...255, using: &rng)
                 case 1: bytes.remove(at: i)
-                default: bytes.insert(UInt8.random(in: 0 ... 255, using: &rng), at: i)
+                default: bytes.insert(UInt8.random(in: 0...255, using: &rng), at: i)
                 }
             }
             guard let certificate = SecCertificateCreateWithData(nil, Data(bytes) as CFData) else { continue }

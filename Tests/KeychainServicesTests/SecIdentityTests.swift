@@ -13,8 +13,10 @@ struct OpenSSLIdentity {
         self.name = name
         _ = try OpenSSLCertificate.make(bench, name: name, key: key, subject: "/CN=\(name).example/O=Example")
         #expect(try bench.openssl("x509", "-inform", "DER", "-in", "\(name).der", "-out", "\(name).crt").status == 0)
-        var export = ["pkcs12", "-export", "-inkey", "\(name).key", "-in", "\(name).crt", "-name", "\(name) identity",
-                      "-passout", "pass:p12 secret", "-out", "\(name).p12"]
+        var export = [
+            "pkcs12", "-export", "-inkey", "\(name).key", "-in", "\(name).crt", "-name", "\(name) identity",
+            "-passout", "pass:p12 secret", "-out", "\(name).p12",
+        ]
         if legacy { export.append("-legacy") }
         let made = try bench.run("openssl", export)
         #expect(made.status == 0, "\(made.output)")
@@ -33,10 +35,12 @@ func importPKCS12(_ data: Data, _ password: String?) -> (OSStatus, [[String: Any
 }
 
 @Suite struct SecIdentityTests {
-    @Test(arguments: [("ec", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"], false),
-                      ("ec-legacy", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"], true),
-                      ("rsa", ["-newkey", "rsa:2048"], false),
-                      ("rsa-legacy", ["-newkey", "rsa:2048"], true)])
+    @Test(arguments: [
+        ("ec", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"], false),
+        ("ec-legacy", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"], true),
+        ("rsa", ["-newkey", "rsa:2048"], false),
+        ("rsa-legacy", ["-newkey", "rsa:2048"], true),
+    ])
     func pkcs12FilesFromOpenSSLImport(name: String, key: [String], legacy: Bool) throws {
         let bench = try Workbench()
         defer { bench.remove() }
@@ -109,8 +113,10 @@ func importPKCS12(_ data: Data, _ password: String?) -> (OSStatus, [[String: Any
             let signature = try #require(SecKeyCreateSignature(privateKey, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, &error) as Data?)
             #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, Data("m".utf8) as CFData, signature as CFData, &error))
             // Found by a certificate attribute, with attributes; the same identity again is a duplicate.
-            let (byLabel, attributes) = copy([kSecClass as String: kSecClassIdentity, kSecAttrLabel as String: "my identity",
-                                              kSecReturnAttributes as String: true, kSecMatchLimit as String: kSecMatchLimitAll])
+            let (byLabel, attributes) = copy([
+                kSecClass as String: kSecClassIdentity, kSecAttrLabel as String: "my identity",
+                kSecReturnAttributes as String: true, kSecMatchLimit as String: kSecMatchLimitAll,
+            ])
             #expect(byLabel == errSecSuccess)
             #expect((attributes as? [[String: Any]])?.count == 1)
             #expect(add([kSecValueRef as String: identity]) == errSecDuplicateItem)

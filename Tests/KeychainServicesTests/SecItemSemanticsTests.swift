@@ -9,9 +9,15 @@ import KeychainCore
         kc.run {
             #expect(add(genp("alice", "svc", [kSecValueData as String: Data("1".utf8)])) == errSecSuccess)
             // Label, comment, accessibility and data are not part of the key.
-            #expect(add(genp("alice", "svc", [kSecAttrLabel as String: "other", kSecAttrComment as String: "c",
-                                               kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock,
-                                               kSecValueData as String: Data("2".utf8)])) == errSecDuplicateItem)
+            #expect(
+                add(
+                    genp(
+                        "alice", "svc",
+                        [
+                            kSecAttrLabel as String: "other", kSecAttrComment as String: "c",
+                            kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock,
+                            kSecValueData as String: Data("2".utf8),
+                        ])) == errSecDuplicateItem)
             #expect(add(genp("alice", "svc2")) == errSecSuccess)
             #expect(add(genp("bob", "svc")) == errSecSuccess)
             // No account collides with an explicit empty account.
@@ -36,12 +42,14 @@ import KeychainCore
     @Test(arguments: Backend.allCases) func internetPasswordPrimaryKey(_ backend: Backend) throws {
         let kc = try TestKeychain(backend)
         kc.run {
-            let base: [String: Any] = [kSecClass as String: kSecClassInternetPassword, kSecAttrAccount as String: "a",
-                                       kSecAttrServer as String: "example.com"]
+            let base: [String: Any] = [
+                kSecClass as String: kSecClassInternetPassword, kSecAttrAccount as String: "a",
+                kSecAttrServer as String: "example.com",
+            ]
             #expect(add(base) == errSecSuccess)
-            #expect(add(base.merging([kSecAttrPort as String: 0]) { $1 }) == errSecDuplicateItem) // port defaults to 0
+            #expect(add(base.merging([kSecAttrPort as String: 0]) { $1 }) == errSecDuplicateItem)  // port defaults to 0
             #expect(add(base.merging([kSecAttrPort as String: 443]) { $1 }) == errSecSuccess)
-            #expect(add(base.merging([kSecAttrPort as String: "443"]) { $1 }) == errSecDuplicateItem) // numeric string → number
+            #expect(add(base.merging([kSecAttrPort as String: "443"]) { $1 }) == errSecDuplicateItem)  // numeric string → number
             #expect(add(base.merging([kSecAttrProtocol as String: kSecAttrProtocolHTTPS]) { $1 }) == errSecSuccess)
             #expect(add(base.merging([kSecAttrPath as String: "/x"]) { $1 }) == errSecSuccess)
             #expect(add(base.merging([kSecAttrSecurityDomain as String: "d"]) { $1 }) == errSecSuccess)
@@ -53,15 +61,19 @@ import KeychainCore
     @Test(arguments: Backend.allCases) func certificateAndKeyPrimaryKeys(_ backend: Backend) throws {
         let kc = try TestKeychain(backend)
         kc.run {
-            let cert: [String: Any] = [kSecClass as String: kSecClassCertificate, kSecAttrCertificateType as String: 3,
-                                       kSecAttrIssuer as String: Data([1, 2]), kSecAttrSerialNumber as String: Data([7]),
-                                       kSecValueData as String: Data([0x30, 0x00])]
+            let cert: [String: Any] = [
+                kSecClass as String: kSecClassCertificate, kSecAttrCertificateType as String: 3,
+                kSecAttrIssuer as String: Data([1, 2]), kSecAttrSerialNumber as String: Data([7]),
+                kSecValueData as String: Data([0x30, 0x00]),
+            ]
             #expect(add(cert) == errSecSuccess)
             #expect(add(cert.merging([kSecAttrLabel as String: "another label"]) { $1 }) == errSecDuplicateItem)
             #expect(add(cert.merging([kSecAttrSerialNumber as String: Data([8])]) { $1 }) == errSecSuccess)
-            let key: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
-                                      kSecAttrApplicationTag as String: Data("tag".utf8), kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                                      kSecAttrKeySizeInBits as String: 256, kSecValueData as String: Data([4, 5])]
+            let key: [String: Any] = [
+                kSecClass as String: kSecClassKey, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+                kSecAttrApplicationTag as String: Data("tag".utf8), kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                kSecAttrKeySizeInBits as String: 256, kSecValueData as String: Data([4, 5]),
+            ]
             #expect(add(key) == errSecSuccess)
             #expect(add(key.merging([kSecAttrLabel as String: "x"]) { $1 }) == errSecDuplicateItem)
             #expect(add(key.merging([kSecAttrKeySizeInBits as String: 384]) { $1 }) == errSecSuccess)
@@ -72,7 +84,7 @@ import KeychainCore
             let (s2, k) = copy([kSecClass as String: kSecClassKey, kSecReturnAttributes as String: true])
             #expect(s2 == errSecSuccess)
             #expect((k as? [String: Any])?[kSecAttrAccessible as String] as? String == "ak")
-            #expect((k as? [String: Any])?[kSecAttrKeyType as String] as? Int == 73) // stored as a number
+            #expect((k as? [String: Any])?[kSecAttrKeyType as String] as? Int == 73)  // stored as a number
         }
     }
 }
@@ -90,7 +102,7 @@ import KeychainCore
             #expect(attrs[kSecAttrAccessible as String] as? String == "ak")
             #expect(attrs[kSecAttrSynchronizable as String] as? Int == 0)
             #expect(attrs[kSecAttrAccessGroup as String] as? String == "com.example.app")
-            #expect(attrs[kSecValueData as String] == nil) // attributes only: no data
+            #expect(attrs[kSecValueData as String] == nil)  // attributes only: no data
             #expect(attrs[kSecClass as String] == nil)
         }
     }
@@ -122,15 +134,19 @@ import KeychainCore
     @Test(arguments: Backend.allCases) func storedTypesComeBackAsStored(_ backend: Backend) throws {
         let kc = try TestKeychain(backend)
         try kc.run {
-            #expect(add([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: Data("srv".utf8),
-                         kSecAttrProtocol as String: kSecAttrProtocolHTTPS, kSecAttrPort as String: 8443,
-                         kSecAttrIsInvisible as String: true, kSecAttrGeneric as String: "x"].filter { $0.key != kSecAttrGeneric as String }) == errSecSuccess)
+            #expect(
+                add(
+                    [
+                        kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: Data("srv".utf8),
+                        kSecAttrProtocol as String: kSecAttrProtocolHTTPS, kSecAttrPort as String: 8443,
+                        kSecAttrIsInvisible as String: true, kSecAttrGeneric as String: "x",
+                    ].filter { $0.key != kSecAttrGeneric as String }) == errSecSuccess)
             let (_, item) = copy([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "srv", kSecReturnAttributes as String: true])
             let attrs = try #require(item as? [String: Any])
-            #expect(attrs[kSecAttrServer as String] as? Data == Data("srv".utf8)) // Data stays Data
-            #expect(attrs[kSecAttrProtocol as String] as? String == "htps")      // a code string stays a string
+            #expect(attrs[kSecAttrServer as String] as? Data == Data("srv".utf8))  // Data stays Data
+            #expect(attrs[kSecAttrProtocol as String] as? String == "htps")  // a code string stays a string
             #expect(attrs[kSecAttrPort as String] as? Int == 8443)
-            #expect(attrs[kSecAttrIsInvisible as String] as? Int == 1)           // booleans come back as 0/1
+            #expect(attrs[kSecAttrIsInvisible as String] as? Int == 1)  // booleans come back as 0/1
         }
     }
 }
@@ -216,8 +232,15 @@ import KeychainCore
             #expect(attrsAndRef[kSecValuePersistentRef as String] is Data)
             #expect(attrsAndRef[kSecAttrAccount as String] as? String == "a")
             #expect(attrsAndRef[kSecValueData as String] == nil)
-            let everything = try #require(copy(genp("a", "s", [kSecReturnData as String: true, kSecReturnAttributes as String: true,
-                                                               kSecReturnRef as String: true, kSecReturnPersistentRef as String: true])).1 as? [String: Any])
+            let everything = try #require(
+                copy(
+                    genp(
+                        "a", "s",
+                        [
+                            kSecReturnData as String: true, kSecReturnAttributes as String: true,
+                            kSecReturnRef as String: true, kSecReturnPersistentRef as String: true,
+                        ])
+                ).1 as? [String: Any])
             #expect(everything[kSecValueData as String] as? Data == Data("one".utf8))
             #expect(everything[kSecValuePersistentRef as String] is Data)
             #expect(everything[kSecClass as String] as? String == "genp")
@@ -314,8 +337,11 @@ import KeychainCore
             for host in ["example.com", "api.example.com", "notexample.com"] {
                 #expect(add([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: host]) == errSecSuccess)
             }
-            let found = copy([kSecClass as String: kSecClassInternetPassword, kSecMatchHostOrSubdomainOfHost as String: "example.com",
-                              kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true]).1 as? [[String: Any]]
+            let found =
+                copy([
+                    kSecClass as String: kSecClassInternetPassword, kSecMatchHostOrSubdomainOfHost as String: "example.com",
+                    kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true,
+                ]).1 as? [[String: Any]]
             #expect(Set(found?.compactMap { $0[kSecAttrServer as String] as? String } ?? []) == ["example.com", "api.example.com"])
         }
     }
@@ -330,14 +356,16 @@ import KeychainCore
             let ref = try #require(copy(genp("b", "s", [kSecReturnPersistentRef as String: true])).1 as? Data)
             #expect(copy([kSecValuePersistentRef as String: ref, kSecReturnData as String: true]).1 as? Data == Data("2".utf8))
             // The reference survives an update, even one that changes the primary key.
-            #expect(SecItemUpdate([kSecValuePersistentRef as String: ref] as CFDictionary,
-                                  [kSecAttrAccount as String: "b2", kSecValueData as String: Data("3".utf8)] as CFDictionary) == errSecSuccess)
+            #expect(
+                SecItemUpdate(
+                    [kSecValuePersistentRef as String: ref] as CFDictionary,
+                    [kSecAttrAccount as String: "b2", kSecValueData as String: Data("3".utf8)] as CFDictionary) == errSecSuccess)
             let attrs = try #require(copy([kSecValuePersistentRef as String: ref, kSecReturnAttributes as String: true, kSecReturnData as String: true]).1 as? [String: Any])
             #expect(attrs[kSecAttrAccount as String] as? String == "b2")
             #expect(attrs[kSecValueData as String] as? Data == Data("3".utf8))
             #expect(SecItemDelete([kSecValuePersistentRef as String: ref] as CFDictionary) == errSecSuccess)
             #expect(copy([kSecValuePersistentRef as String: ref]).0 == errSecItemNotFound)
-            #expect(copy(genp("a", "s")).0 == errSecSuccess) // the other item is untouched
+            #expect(copy(genp("a", "s")).0 == errSecSuccess)  // the other item is untouched
             // A reference combined with attributes, or one that does not parse, is errSecParam.
             #expect(copy([kSecValuePersistentRef as String: ref, kSecAttrAccount as String: "a"]).0 == errSecParam)
             #expect(copy([kSecValuePersistentRef as String: Data("nonsense".utf8)]).0 == errSecParam)
@@ -352,8 +380,11 @@ import KeychainCore
             for a in ["a", "b", "c"] { #expect(add(genp(a, "s", [kSecValueData as String: Data(a.utf8)])) == errSecSuccess) }
             #expect(add(genp("d", "other")) == errSecSuccess)
             #expect(SecItemUpdate(genp(nil, "s") as CFDictionary, [kSecAttrLabel as String: "L", kSecValueData as String: Data("new".utf8)] as CFDictionary) == errSecSuccess)
-            let all = try #require(copy([kSecClass as String: kSecClassGenericPassword, kSecAttrLabel as String: "L", kSecMatchLimit as String: kSecMatchLimitAll,
-                                         kSecReturnData as String: true]).1 as? [Data])
+            let all = try #require(
+                copy([
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrLabel as String: "L", kSecMatchLimit as String: kSecMatchLimitAll,
+                    kSecReturnData as String: true,
+                ]).1 as? [Data])
             #expect(all == [Data("new".utf8), Data("new".utf8), Data("new".utf8)])
             #expect(copy(genp("d", "other", [kSecReturnAttributes as String: true])).1.map { ($0 as? [String: Any])?[kSecAttrLabel as String] == nil } == true)
         }
@@ -413,7 +444,7 @@ import KeychainCore
 /// Every combination of the four return keys, with limit One and limit All, against Apple's result shapes.
 @Suite struct ReturnCombinationTests {
     static let combinations: [(data: Bool, attributes: Bool, ref: Bool, persistentRef: Bool, all: Bool)] =
-        (0 ..< 32).map { ($0 & 1 != 0, $0 & 2 != 0, $0 & 4 != 0, $0 & 8 != 0, $0 & 16 != 0) }
+        (0..<32).map { ($0 & 1 != 0, $0 & 2 != 0, $0 & 4 != 0, $0 & 8 != 0, $0 & 16 != 0) }
 
     /// Checks one item's result against the shape rules of secitem-semantics.md §5.
     func check(_ result: Any?, _ c: (data: Bool, attributes: Bool, ref: Bool, persistentRef: Bool, all: Bool)) {
@@ -437,14 +468,18 @@ import KeychainCore
         }
     }
 
-    @Test(arguments: Backend.allCases, 0 ..< 32)
+    @Test(arguments: Backend.allCases, 0..<32)
     func shape(_ backend: Backend, _ index: Int) throws {
         let c = Self.combinations[index]
         let kc = try TestKeychain(backend)
         kc.run {
             #expect(add(genp("acct", "svc", [kSecValueData as String: Data("secret".utf8)])) == errSecSuccess)
-            var query = genp("acct", "svc", [kSecReturnData as String: c.data, kSecReturnAttributes as String: c.attributes,
-                                             kSecReturnRef as String: c.ref, kSecReturnPersistentRef as String: c.persistentRef])
+            var query = genp(
+                "acct", "svc",
+                [
+                    kSecReturnData as String: c.data, kSecReturnAttributes as String: c.attributes,
+                    kSecReturnRef as String: c.ref, kSecReturnPersistentRef as String: c.persistentRef,
+                ])
             if c.all { query[kSecMatchLimit as String] = kSecMatchLimitAll }
             let (status, result) = copy(query)
             #expect(status == errSecSuccess)

@@ -119,17 +119,23 @@ let appleHashes: [(name: String, openssl: String, length: Int, pssLabel: Int)] =
         #expect(rsa.verify("algid:sign:RSA:digest-PKCS1v15", data, try rsa.bench.read("theirs.sig")))
 
         // Raw RSA: a 255-byte number, left-padded to the modulus length, to the private exponent.
-        let number = Data([0x01]) + Data((0 ..< 254).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let number = Data([0x01]) + Data((0..<254).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         try rsa.bench.write("padded", Data([0]) + number)
         let ours = try rsa.sign("algid:sign:RSA:raw", number)
         #expect(ours.count == 256)
         try rsa.bench.write("raw.sig", ours)
-        #expect(try rsa.bench.openssl("pkeyutl", "-verifyrecover", "-pubin", "-inkey", "pub.pem", "-in", "raw.sig",
-                                      "-pkeyopt", "rsa_padding_mode:none", "-out", "recovered").status == 0)
+        #expect(
+            try rsa.bench.openssl(
+                "pkeyutl", "-verifyrecover", "-pubin", "-inkey", "pub.pem", "-in", "raw.sig",
+                "-pkeyopt", "rsa_padding_mode:none", "-out", "recovered"
+            ).status == 0)
         #expect(try rsa.bench.read("recovered") == Data([0]) + number)
         // openssl's unpadded private-key operation (pkeyutl -sign takes only hash-sized input; -decrypt is the same math).
-        #expect(try rsa.bench.openssl("pkeyutl", "-decrypt", "-inkey", "priv.pem", "-in", "padded", "-pkeyopt", "rsa_padding_mode:none",
-                                      "-out", "theirs-raw.sig").status == 0)
+        #expect(
+            try rsa.bench.openssl(
+                "pkeyutl", "-decrypt", "-inkey", "priv.pem", "-in", "padded", "-pkeyopt", "rsa_padding_mode:none",
+                "-out", "theirs-raw.sig"
+            ).status == 0)
         #expect(try rsa.bench.read("theirs-raw.sig") == ours)
         #expect(rsa.verify("algid:sign:RSA:raw", number, ours))
         #expect(!rsa.verify("algid:sign:RSA:raw", number.dropLast(), ours))
@@ -146,8 +152,14 @@ let appleHashes: [(name: String, openssl: String, length: Int, pssLabel: Int)] =
         try rsa.bench.write("plain", plaintext)
         var cases: [(String, [String])] = [("algid:encrypt:RSA:PKCS1", ["-pkeyopt", "rsa_padding_mode:pkcs1"])]
         for hash in appleHashes {
-            cases.append(("algid:encrypt:RSA:OAEP:\(hash.name)", ["-pkeyopt", "rsa_padding_mode:oaep", "-pkeyopt", "rsa_oaep_md:\(hash.openssl)",
-                                                                  "-pkeyopt", "rsa_mgf1_md:\(hash.openssl)"]))
+            cases.append(
+                (
+                    "algid:encrypt:RSA:OAEP:\(hash.name)",
+                    [
+                        "-pkeyopt", "rsa_padding_mode:oaep", "-pkeyopt", "rsa_oaep_md:\(hash.openssl)",
+                        "-pkeyopt", "rsa_mgf1_md:\(hash.openssl)",
+                    ]
+                ))
         }
         for (algorithm, options) in cases {
             try rsa.bench.write("ours.ct", try rsa.encrypt(algorithm, plaintext))
@@ -218,9 +230,13 @@ let appleHashes: [(name: String, openssl: String, length: Int, pssLabel: Int)] =
         #expect(try bench.openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "theirs.pem").status == 0)
         #expect(try bench.openssl("pkey", "-in", "theirs.pem", "-pubout", "-outform", "DER", "-out", "theirs.der").status == 0)
         #expect(try bench.openssl("dgst", "-sha224", "-sign", "theirs.pem", "-out", "theirs.sig", "msg").status == 0)
-        let theirs = try #require(SecKeyCreateWithData(try bench.read("theirs.der").suffix(65) as CFData,
-                                                       [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                                                        kSecAttrKeyClass as String: kSecAttrKeyClassPublic] as CFDictionary, &error))
+        let theirs = try #require(
+            SecKeyCreateWithData(
+                try bench.read("theirs.der").suffix(65) as CFData,
+                [
+                    kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                    kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+                ] as CFDictionary, &error))
         #expect(SecKeyVerifySignature(theirs, .ecdsaSignatureMessageX962SHA224, message as CFData, try bench.read("theirs.sig") as CFData, &error))
         #expect(!SecKeyVerifySignature(theirs, .ecdsaSignatureMessageX962SHA256, message as CFData, try bench.read("theirs.sig") as CFData, &error))
     }
@@ -242,12 +258,21 @@ let appleHashes: [(name: String, openssl: String, length: Int, pssLabel: Int)] =
             for cofactor in [false, true] {
                 let made = try bench.run("python3", ["check.py", "ecdh", hash.name])
                 #expect(made.status == 0, "\(made.output)")
-                let peer = try #require(SecKeyCreateWithData(try bench.read("peer.pub") as CFData,
-                                                             [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                                                              kSecAttrKeyClass as String: kSecAttrKeyClassPublic] as CFDictionary, &error))
+                let peer = try #require(
+                    SecKeyCreateWithData(
+                        try bench.read("peer.pub") as CFData,
+                        [
+                            kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                            kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+                        ] as CFDictionary, &error))
                 let algorithm = SecKeyAlgorithm("algid:keyexchange:\(cofactor ? "ECDHC" : "ECDH"):KDFX963:\(hash.name)" as CFString)
-                let derived = SecKeyCopyKeyExchangeResult(key, algorithm, peer, [kSecKeyKeyExchangeParameterRequestedSize as String: 42,
-                                                                                 kSecKeyKeyExchangeParameterSharedInfo as String: info] as CFDictionary, &error) as Data?
+                let derived =
+                    SecKeyCopyKeyExchangeResult(
+                        key, algorithm, peer,
+                        [
+                            kSecKeyKeyExchangeParameterRequestedSize as String: 42,
+                            kSecKeyKeyExchangeParameterSharedInfo as String: info,
+                        ] as CFDictionary, &error) as Data?
                 #expect(derived == (try bench.read("peer.kdf")), "\(algorithm.rawValue)")
             }
             // ECIES, fixed and KDF-derived nonce: Python opens ours, we open Python's.
@@ -380,55 +405,55 @@ let pythonCryptography: Bool = {
 /// (`theirs.ct`): the OAEP-wrapped AES key, then AES-GCM with 16 zero bytes of nonce and the PKCS#1 public key as
 /// associated data.
 let rsaAESGCMScript = """
-import os, sys
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-h = getattr(hashes, sys.argv[1])()
-key = serialization.load_pem_private_key(open('priv.pem', 'rb').read(), None)
-public = open('pub1.der', 'rb').read()
-message = open('msg', 'rb').read()
-oaep = padding.OAEP(mgf=padding.MGF1(h), algorithm=h, label=None)
-size = key.key_size // 8
-session_length = 32 if key.key_size >= 4096 else 16
-ours = open('ours.ct', 'rb').read()
-session = key.decrypt(ours[:size], oaep)
-assert len(session) == session_length, len(session)
-assert AESGCM(session).decrypt(bytes(16), ours[size:], public) == message
-session = os.urandom(session_length)
-open('theirs.ct', 'wb').write(key.public_key().encrypt(session, oaep) + AESGCM(session).encrypt(bytes(16), message, public))
-print('ok')
-"""
+    import os, sys
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    h = getattr(hashes, sys.argv[1])()
+    key = serialization.load_pem_private_key(open('priv.pem', 'rb').read(), None)
+    public = open('pub1.der', 'rb').read()
+    message = open('msg', 'rb').read()
+    oaep = padding.OAEP(mgf=padding.MGF1(h), algorithm=h, label=None)
+    size = key.key_size // 8
+    session_length = 32 if key.key_size >= 4096 else 16
+    ours = open('ours.ct', 'rb').read()
+    session = key.decrypt(ours[:size], oaep)
+    assert len(session) == session_length, len(session)
+    assert AESGCM(session).decrypt(bytes(16), ours[size:], public) == message
+    session = os.urandom(session_length)
+    open('theirs.ct', 'wb').write(key.public_key().encrypt(session, oaep) + AESGCM(session).encrypt(bytes(16), message, public))
+    print('ok')
+    """
 
 /// ECDH with the X9.63 KDF (`ecdh HASH`: a new peer key, `peer.pub` and `peer.kdf`, 42 bytes over "shared info") and
 /// Apple's ECIES (`ecies HASH VARIABLEIV`: opens `ours.ct` for our key, seals `msg` to it as `theirs.ct`).
 let ecScript = """
-import os, sys
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.x963kdf import X963KDF
-h = getattr(hashes, sys.argv[2])
-ours = open('ours.key', 'rb').read()
-private = ec.derive_private_key(int.from_bytes(ours[65:], 'big'), ec.SECP256R1())
-public = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), ours[:65])
-point = lambda k: k.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-if sys.argv[1] == 'ecdh':
-    peer = ec.generate_private_key(ec.SECP256R1())
-    secret = peer.exchange(ec.ECDH(), public)
-    open('peer.pub', 'wb').write(point(peer))
-    open('peer.kdf', 'wb').write(X963KDF(algorithm=h(), length=42, sharedinfo=b'shared info').derive(secret))
-    sys.exit(0)
-variable = sys.argv[3] == '1'
-def schedule(secret, ephemeral):
-    material = X963KDF(algorithm=h(), length=16 + (16 if variable else 0), sharedinfo=ephemeral).derive(secret)
-    return material[:16], (material[16:] if variable else bytes(16))
-sealed = open('ours.ct', 'rb').read()
-ephemeral = sealed[:65]
-key, nonce = schedule(private.exchange(ec.ECDH(), ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), ephemeral)), ephemeral)
-assert AESGCM(key).decrypt(nonce, sealed[65:], None) == open('msg', 'rb').read()
-mine = ec.generate_private_key(ec.SECP256R1())
-key, nonce = schedule(mine.exchange(ec.ECDH(), public), point(mine))
-open('theirs.ct', 'wb').write(point(mine) + AESGCM(key).encrypt(nonce, open('msg', 'rb').read(), None))
-print('ok')
-"""
+    import os, sys
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.kdf.x963kdf import X963KDF
+    h = getattr(hashes, sys.argv[2])
+    ours = open('ours.key', 'rb').read()
+    private = ec.derive_private_key(int.from_bytes(ours[65:], 'big'), ec.SECP256R1())
+    public = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), ours[:65])
+    point = lambda k: k.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    if sys.argv[1] == 'ecdh':
+        peer = ec.generate_private_key(ec.SECP256R1())
+        secret = peer.exchange(ec.ECDH(), public)
+        open('peer.pub', 'wb').write(point(peer))
+        open('peer.kdf', 'wb').write(X963KDF(algorithm=h(), length=42, sharedinfo=b'shared info').derive(secret))
+        sys.exit(0)
+    variable = sys.argv[3] == '1'
+    def schedule(secret, ephemeral):
+        material = X963KDF(algorithm=h(), length=16 + (16 if variable else 0), sharedinfo=ephemeral).derive(secret)
+        return material[:16], (material[16:] if variable else bytes(16))
+    sealed = open('ours.ct', 'rb').read()
+    ephemeral = sealed[:65]
+    key, nonce = schedule(private.exchange(ec.ECDH(), ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), ephemeral)), ephemeral)
+    assert AESGCM(key).decrypt(nonce, sealed[65:], None) == open('msg', 'rb').read()
+    mine = ec.generate_private_key(ec.SECP256R1())
+    key, nonce = schedule(mine.exchange(ec.ECDH(), public), point(mine))
+    open('theirs.ct', 'wb').write(point(mine) + AESGCM(key).encrypt(nonce, open('msg', 'rb').read(), None))
+    print('ok')
+    """

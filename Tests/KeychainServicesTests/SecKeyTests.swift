@@ -55,7 +55,7 @@ func spki(ecPoint: Data) -> Data {
 func hex(_ s: String) -> Data {
     var out = Data()
     var index = s.startIndex
-    while index < s.endIndex, let next = s.index(index, offsetBy: 2, limitedBy: s.endIndex), let byte = UInt8(s[index ..< next], radix: 16) {
+    while index < s.endIndex, let next = s.index(index, offsetBy: 2, limitedBy: s.endIndex), let byte = UInt8(s[index..<next], radix: 16) {
         out.append(byte)
         index = next
     }
@@ -86,8 +86,10 @@ struct KeyTestError: Error, CustomStringConvertible {
 }
 
 @Suite struct SecKeyTests {
-    @Test(arguments: [(256, 65, 97, "sha256", SecKeyAlgorithm.ecdsaSignatureMessageX962SHA256),
-                      (384, 97, 145, "sha384", SecKeyAlgorithm.ecdsaSignatureMessageX962SHA384)])
+    @Test(arguments: [
+        (256, 65, 97, "sha256", SecKeyAlgorithm.ecdsaSignatureMessageX962SHA256),
+        (384, 97, 145, "sha384", SecKeyAlgorithm.ecdsaSignatureMessageX962SHA384),
+    ])
     func ecdsaSignaturesInteroperateWithOpenSSL(bits: Int, publicLength: Int, privateLength: Int, digest: String, algorithm: SecKeyAlgorithm) throws {
         let bench = try Workbench()
         defer { bench.remove() }
@@ -117,8 +119,13 @@ struct KeyTestError: Error, CustomStringConvertible {
         #expect(try bench.openssl("pkey", "-in", "theirs.pem", "-pubout", "-outform", "DER", "-out", "theirs.der").status == 0)
         #expect(try bench.openssl("dgst", "-\(digest)", "-sign", "theirs.pem", "-out", "theirs.sig", "msg").status == 0)
         let theirPoint = try bench.read("theirs.der").suffix(publicLength)
-        let theirs = try #require(SecKeyCreateWithData(theirPoint as CFData, [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                                                                              kSecAttrKeyClass as String: kSecAttrKeyClassPublic] as CFDictionary, &error))
+        let theirs = try #require(
+            SecKeyCreateWithData(
+                theirPoint as CFData,
+                [
+                    kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+                    kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+                ] as CFDictionary, &error))
         #expect(SecKeyVerifySignature(theirs, algorithm, message as CFData, try bench.read("theirs.sig") as CFData, &error))
         // A changed message does not verify: false, and errSecVerifyFailed.
         #expect(!SecKeyVerifySignature(theirs, algorithm, Data("other".utf8) as CFData, try bench.read("theirs.sig") as CFData, &error))
@@ -151,8 +158,13 @@ struct KeyTestError: Error, CustomStringConvertible {
         #expect(try bench.openssl("rsa", "-in", "rsa.pem", "-outform", "DER", "-traditional", "-out", "rsa.der").status == 0)
         #expect(try bench.openssl("rsa", "-in", "rsa.pem", "-pubout", "-out", "pub.pem").status == 0)
         var error: Unmanaged<CFError>?
-        let key = try #require(SecKeyCreateWithData(try bench.read("rsa.der") as CFData, [kSecAttrKeyType as String: kSecAttrKeyTypeRSA,
-                                                                                         kSecAttrKeyClass as String: kSecAttrKeyClassPrivate] as CFDictionary, &error))
+        let key = try #require(
+            SecKeyCreateWithData(
+                try bench.read("rsa.der") as CFData,
+                [
+                    kSecAttrKeyType as String: kSecAttrKeyTypeRSA,
+                    kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+                ] as CFDictionary, &error))
         #expect(SecKeyGetBlockSize(key) == 256)
         #expect(try external(key) == (try bench.read("rsa.der")))
         let publicKey = try #require(SecKeyCopyPublicKey(key))
@@ -163,8 +175,10 @@ struct KeyTestError: Error, CustomStringConvertible {
 
         let message = Data("rsa message".utf8)
         try bench.write("msg", message)
-        for (algorithm, options) in [(SecKeyAlgorithm.rsaSignatureMessagePKCS1v15SHA256, [String]()),
-                                     (.rsaSignatureMessagePSSSHA256, ["-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:32"])] {
+        for (algorithm, options) in [
+            (SecKeyAlgorithm.rsaSignatureMessagePKCS1v15SHA256, [String]()),
+            (.rsaSignatureMessagePSSSHA256, ["-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:32"]),
+        ] {
             let signature = try #require(SecKeyCreateSignature(key, algorithm, message as CFData, &error) as Data?)
             try bench.write("sig", signature)
             let verified = try bench.run("openssl", ["dgst", "-sha256"] + options + ["-verify", "pub.pem", "-signature", "sig", "msg"])
@@ -206,19 +220,19 @@ struct KeyTestError: Error, CustomStringConvertible {
         try bench.write("priv", try external(key))
         try bench.write("sealed", sealed)
         let script = """
-        import sys
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.kdf.x963kdf import X963KDF
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-        priv = open('priv','rb').read(); sealed = open('sealed','rb').read()
-        d = int.from_bytes(priv[65:], 'big')
-        key = ec.derive_private_key(d, ec.SECP256R1())
-        eph = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), sealed[:65])
-        shared = key.exchange(ec.ECDH(), eph)
-        km = X963KDF(algorithm=hashes.SHA256(), length=32, sharedinfo=sealed[:65]).derive(shared)
-        sys.stdout.write(AESGCM(km[:16]).decrypt(km[16:], sealed[65:], None).decode())
-        """
+            import sys
+            from cryptography.hazmat.primitives.asymmetric import ec
+            from cryptography.hazmat.primitives import hashes
+            from cryptography.hazmat.primitives.kdf.x963kdf import X963KDF
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+            priv = open('priv','rb').read(); sealed = open('sealed','rb').read()
+            d = int.from_bytes(priv[65:], 'big')
+            key = ec.derive_private_key(d, ec.SECP256R1())
+            eph = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), sealed[:65])
+            shared = key.exchange(ec.ECDH(), eph)
+            km = X963KDF(algorithm=hashes.SHA256(), length=32, sharedinfo=sealed[:65]).derive(shared)
+            sys.stdout.write(AESGCM(km[:16]).decrypt(km[16:], sealed[65:], None).decode())
+            """
         try bench.write("open.py", Data(script.utf8))
         let opened = try bench.run("python3", ["open.py"])
         #expect(opened.output == "ecies plaintext", "\(opened.output)")
@@ -239,8 +253,11 @@ struct KeyTestError: Error, CustomStringConvertible {
         let ab = try #require(SecKeyCopyKeyExchangeResult(alice, .ecdhKeyExchangeStandard, bobPublic, [:] as CFDictionary, &error) as Data?)
         let ba = try #require(SecKeyCopyKeyExchangeResult(bob, .ecdhKeyExchangeStandard, alicePublic, [:] as CFDictionary, &error) as Data?)
         #expect(ab == ba && ab.count == 32)
-        let parameters = [kSecKeyKeyExchangeParameterRequestedSize as String: 48,
-                          kSecKeyKeyExchangeParameterSharedInfo as String: Data("info".utf8)] as CFDictionary
+        let parameters =
+            [
+                kSecKeyKeyExchangeParameterRequestedSize as String: 48,
+                kSecKeyKeyExchangeParameterSharedInfo as String: Data("info".utf8),
+            ] as CFDictionary
         let derived = try #require(SecKeyCopyKeyExchangeResult(alice, .ecdhKeyExchangeCofactorX963SHA256, bobPublic, parameters, &error) as Data?)
         #expect(derived.count == 48)
         #expect(SecKeyCopyKeyExchangeResult(bob, .ecdhKeyExchangeCofactorX963SHA256, alicePublic, parameters, &error) as Data? == derived)
@@ -290,10 +307,12 @@ struct KeyTestError: Error, CustomStringConvertible {
         let kc = try TestKeychain(backend)
         try kc.run {
             let tag = Data("com.example.keys.signing".utf8)
-            let key = try randomKey(kSecAttrKeyTypeECSECPrimeRandom, 256, [
-                kSecPrivateKeyAttrs as String: [kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: tag],
-                kSecAttrLabel as String: "signing key",
-            ])
+            let key = try randomKey(
+                kSecAttrKeyTypeECSECPrimeRandom, 256,
+                [
+                    kSecPrivateKeyAttrs as String: [kSecAttrIsPermanent as String: true, kSecAttrApplicationTag as String: tag],
+                    kSecAttrLabel as String: "signing key",
+                ])
             let privateBytes = try external(key)
             let attributes = try #require(SecKeyCopyAttributes(key) as? [String: Any])
             #expect(attributes[kSecAttrKeyClass as String] as? Int == 1)
@@ -303,8 +322,10 @@ struct KeyTestError: Error, CustomStringConvertible {
             let label = try #require(attributes[kSecAttrApplicationLabel as String] as? Data)
             #expect(label.count == 20)
 
-            let (status, found) = copy([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
-                                        kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecReturnRef as String: true])
+            let (status, found) = copy([
+                kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: tag,
+                kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecReturnRef as String: true,
+            ])
             #expect(status == errSecSuccess)
             let stored = try #require(found as? SecKey)
             #expect(try external(stored) == privateBytes)
@@ -313,8 +334,10 @@ struct KeyTestError: Error, CustomStringConvertible {
             let signature = try #require(SecKeyCreateSignature(stored, .ecdsaSignatureMessageX962SHA256, Data("x".utf8) as CFData, &error) as Data?)
             #expect(SecKeyVerifySignature(try #require(SecKeyCopyPublicKey(key)), .ecdsaSignatureMessageX962SHA256, Data("x".utf8) as CFData, signature as CFData, &error))
             // Attributes and a ref together; the application label is what a query by it finds.
-            let (both, result) = copy([kSecClass as String: kSecClassKey, kSecAttrApplicationLabel as String: label,
-                                       kSecReturnRef as String: true, kSecReturnAttributes as String: true])
+            let (both, result) = copy([
+                kSecClass as String: kSecClassKey, kSecAttrApplicationLabel as String: label,
+                kSecReturnRef as String: true, kSecReturnAttributes as String: true,
+            ])
             #expect(both == errSecSuccess)
             let dict = try #require(result as? [String: Any])
             #expect(dict[kSecAttrLabel as String] as? String == "signing key")

@@ -9,8 +9,10 @@ import Testing
 @Suite("SecKeychain: several keychains and the search list")
 struct SecKeychainTests {
     static func item(_ account: String, _ extra: [String: Any] = [:]) -> [String: Any] {
-        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
-                                    kSecAttrService as String: "example.com"]
+        var query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+            kSecAttrService as String: "example.com",
+        ]
         query.merge(extra) { $1 }
         return query
     }
@@ -47,8 +49,10 @@ struct SecKeychainTests {
             #expect(Self.secrets(Self.item("alice", [kSecMatchSearchList as String: [login, work]])) == (errSecSuccess, ["login", "work"]))
 
             // An update and a delete act on the keychains named only.
-            #expect(SecItemUpdate(Self.item("alice", [kSecMatchSearchList as String: [work]]) as CFDictionary,
-                                  [kSecValueData as String: Data("work 2".utf8)] as CFDictionary) == errSecSuccess)
+            #expect(
+                SecItemUpdate(
+                    Self.item("alice", [kSecMatchSearchList as String: [work]]) as CFDictionary,
+                    [kSecValueData as String: Data("work 2".utf8)] as CFDictionary) == errSecSuccess)
             #expect(Self.secrets(Self.item("alice", [kSecMatchSearchList as String: [work, login]])) == (errSecSuccess, ["work 2", "login"]))
             #expect(SecItemDelete(Self.item("alice", [kSecMatchSearchList as String: [work]]) as CFDictionary) == errSecSuccess)
             #expect(Self.secrets(Self.item("alice", [kSecMatchSearchList as String: [work]])).0 == errSecItemNotFound)

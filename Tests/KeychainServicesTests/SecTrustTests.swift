@@ -10,16 +10,35 @@ struct TestPKI {
         self.bench = bench
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         try bench.write("ca.ext", Data("basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n".utf8))
-        try bench.write("leaf.ext", Data("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:www.example.test\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n".utf8))
-        try check(bench.run("openssl", ["req", "-x509"] + ec + ["-keyout", "root.key", "-out", "root.pem", "-days", "3650", "-subj", "/CN=swift-keychain Test Root CA",
-                                                           "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]))
+        try bench.write(
+            "leaf.ext",
+            Data(
+                "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:www.example.test\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n"
+                    .utf8))
+        try check(
+            bench.run(
+                "openssl",
+                ["req", "-x509"] + ec + [
+                    "-keyout", "root.key", "-out", "root.pem", "-days", "3650", "-subj", "/CN=swift-keychain Test Root CA",
+                    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                ]))
         for (name, issuer, subject, ext) in [("int", "root", "/CN=swift-keychain Test Intermediate", "ca.ext"), ("leaf", "int", "/CN=www.example.test", "leaf.ext")] {
             try check(bench.run("openssl", ["req", "-new"] + ec + ["-keyout", "\(name).key", "-out", "\(name).csr", "-subj", subject]))
-            try check(bench.run("openssl", ["x509", "-req", "-in", "\(name).csr", "-CA", "\(issuer).pem", "-CAkey", "\(issuer).key", "-CAcreateserial",
-                                            "-days", "365", "-extfile", ext, "-out", "\(name).pem"]))
+            try check(
+                bench.run(
+                    "openssl",
+                    [
+                        "x509", "-req", "-in", "\(name).csr", "-CA", "\(issuer).pem", "-CAkey", "\(issuer).key", "-CAcreateserial",
+                        "-days", "365", "-extfile", ext, "-out", "\(name).pem",
+                    ]))
         }
-        try check(bench.run("openssl", ["req", "-x509"] + ec + ["-keyout", "self.key", "-out", "self.pem", "-days", "30", "-subj", "/CN=www.example.test",
-                                                           "-addext", "subjectAltName=DNS:www.example.test"]))
+        try check(
+            bench.run(
+                "openssl",
+                ["req", "-x509"] + ec + [
+                    "-keyout", "self.key", "-out", "self.pem", "-days", "30", "-subj", "/CN=www.example.test",
+                    "-addext", "subjectAltName=DNS:www.example.test",
+                ]))
         for name in ["root", "int", "leaf", "self"] {
             try check(bench.openssl("x509", "-in", "\(name).pem", "-outform", "DER", "-out", "\(name).der"))
         }
@@ -34,8 +53,10 @@ struct TestPKI {
     }
 }
 
-func evaluate(_ certificates: [SecCertificate], policy: SecPolicy = SecPolicyCreateBasicX509(), anchors: [SecCertificate]? = nil,
-              date: Date? = nil) throws -> (Bool, Int?, Int) {
+func evaluate(
+    _ certificates: [SecCertificate], policy: SecPolicy = SecPolicyCreateBasicX509(), anchors: [SecCertificate]? = nil,
+    date: Date? = nil
+) throws -> (Bool, Int?, Int) {
     var trust: SecTrust?
     #expect(SecTrustCreateWithCertificates(certificates as CFArray, policy, &trust) == errSecSuccess)
     let t = try #require(trust)

@@ -20,16 +20,25 @@ import Glibc
         let secrets = ["SECRETMARKERx7Qw-correct-horse", "PASSWORDMARKERk2Jv"]
         let values = ["ACCOUNTMARKERp3Lm", "SERVICEMARKERr8Ty", "LABELMARKERa1Sd", "COMMENTMARKERf4Gh", "SERVERMARKERh5Jk", "PATHMARKERb2Nm", "GROUPMARKERq9Zx"]
         kc.run {
-            #expect(add(genp(values[0], values[1], [kSecAttrLabel as String: values[2], kSecAttrComment as String: values[3],
-                                                   kSecValueData as String: Data(secrets[0].utf8)])) == errSecSuccess)
-            #expect(add([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: values[4], kSecAttrPath as String: values[5],
-                         kSecAttrAccount as String: values[0], kSecValueData as String: Data(secrets[1].utf8)]) == errSecSuccess)
+            #expect(
+                add(
+                    genp(
+                        values[0], values[1],
+                        [
+                            kSecAttrLabel as String: values[2], kSecAttrComment as String: values[3],
+                            kSecValueData as String: Data(secrets[0].utf8),
+                        ])) == errSecSuccess)
+            #expect(
+                add([
+                    kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: values[4], kSecAttrPath as String: values[5],
+                    kSecAttrAccount as String: values[0], kSecValueData as String: Data(secrets[1].utf8),
+                ]) == errSecSuccess)
             #expect(SecItemUpdate(genp(values[0], values[1]) as CFDictionary, [kSecValueData as String: Data((secrets[0] + "2").utf8)] as CFDictionary) == errSecSuccess)
             // The items are really there and readable.
             #expect(copy(genp(values[0], values[1], [kSecReturnData as String: true])).1 as? Data == Data((secrets[0] + "2").utf8))
         }
         let files = try allFileBytes(kc.home)
-        #expect(files.contains { $0.0 == "keychain-2.db-wal" }) // the WAL is checked too
+        #expect(files.contains { $0.0 == "keychain-2.db-wal" })  // the WAL is checked too
         for (name, bytes) in files {
             for marker in secrets + values {
                 #expect(bytes.range(of: Data(marker.utf8)) == nil, "\(marker) found in \(name)")
@@ -117,8 +126,10 @@ import Glibc
         // Someone with write access to the database moves b's sealed attributes and secret into a's row.
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-        sqlite.arguments = [kc.home + "/keychain-2.db",
-                            "UPDATE genp SET meta = (SELECT meta FROM genp WHERE rowid = 2), secret = (SELECT secret FROM genp WHERE rowid = 2) WHERE rowid = 1;"]
+        sqlite.arguments = [
+            kc.home + "/keychain-2.db",
+            "UPDATE genp SET meta = (SELECT meta FROM genp WHERE rowid = 2), secret = (SELECT secret FROM genp WHERE rowid = 2) WHERE rowid = 1;",
+        ]
         try sqlite.run()
         sqlite.waitUntilExit()
         #expect(sqlite.terminationStatus == 0)
@@ -137,11 +148,11 @@ import Glibc
         }
         // Rewrite the table without its constraints, then damage rows 1-3 in three ways.
         let sql = """
-        CREATE TABLE damaged AS SELECT * FROM genp; DROP TABLE genp; ALTER TABLE damaged RENAME TO genp;
-        UPDATE genp SET uuid = NULL WHERE rowid = 1;
-        UPDATE genp SET sync = X'00' WHERE rowid = 2;
-        UPDATE genp SET pdmn = 42 WHERE rowid = 3;
-        """
+            CREATE TABLE damaged AS SELECT * FROM genp; DROP TABLE genp; ALTER TABLE damaged RENAME TO genp;
+            UPDATE genp SET uuid = NULL WHERE rowid = 1;
+            UPDATE genp SET sync = X'00' WHERE rowid = 2;
+            UPDATE genp SET pdmn = 42 WHERE rowid = 3;
+            """
         let sqlite = Process()
         sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
         sqlite.arguments = [kc.home + "/keychain-2.db", sql]

@@ -59,8 +59,9 @@ func registerTestProcess(_ engine: KeychainEngine, groups: [String], application
 
 /// Registers the executable at `path` (as it is now) for `groups`.
 func registerProgram(_ engine: KeychainEngine, path: String, groups: [String], applicationIdentifier: String? = nil) throws {
-    let entry = AppRegistration(program: .executable(path: path, sha256: try FileDigest.sha256Hex(ofFileAt: path)),
-                                applicationIdentifier: applicationIdentifier, accessGroups: groups)
+    let entry = AppRegistration(
+        program: .executable(path: path, sha256: try FileDigest.sha256Hex(ofFileAt: path)),
+        applicationIdentifier: applicationIdentifier, accessGroups: groups)
     try engine.updateAppRegistry { $0.register(entry) }
 }
 
@@ -73,8 +74,10 @@ final class DaemonProcess: @unchecked Sendable {
     let client: DaemonClient
 
     /// - Parameter commandPrefix: a program that runs keychaind (`setpriv …` to run it as another user).
-    init(home: String, socketPath: String? = nil, arguments: [String] = [], environment extra: [String: String] = [:],
-         commandPrefix: [String] = []) throws {
+    init(
+        home: String, socketPath: String? = nil, arguments: [String] = [], environment extra: [String: String] = [:],
+        commandPrefix: [String] = []
+    ) throws {
         self.home = home
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("kd-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

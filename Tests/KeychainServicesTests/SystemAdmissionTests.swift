@@ -6,7 +6,8 @@ import Testing
 import Glibc
 #endif
 
-private let canTrace = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+private let canTrace =
+    getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
     && FileManager.default.isExecutableFile(atPath: "/usr/bin/strace")
 
 /// With the system keychaind installed, a user at its connection limit is refused with a message naming the system
@@ -33,8 +34,10 @@ struct SystemAdmissionTests {
         // A holds its one connection.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        holder.arguments = ["--reuid=\(Self.userA)", "--regid=\(Self.userA)", "--clear-groups",
-                            try BuiltProducts.path(of: "keychain-test-helper"), "add-and-hold", "held", "svc", "v"]
+        holder.arguments = [
+            "--reuid=\(Self.userA)", "--regid=\(Self.userA)", "--clear-groups",
+            try BuiltProducts.path(of: "keychain-test-helper"), "add-and-hold", "held", "svc", "v",
+        ]
         holder.environment = environment
         let output = Pipe()
         holder.standardOutput = output
@@ -47,10 +50,14 @@ struct SystemAdmissionTests {
 
         // A's next client, traced: refused, naming the system socket; nothing else connected to or opened.
         let trace = daemon.folder + "/trace"
-        let refused = try ProgramRun.run("/usr/bin/strace", ["-f", "-qq", "-e", "trace=connect,open,openat", "-o", trace,
-                                                              "/usr/bin/setpriv", "--reuid=\(Self.userA)", "--regid=\(Self.userA)", "--clear-groups",
-                                                              try BuiltProducts.path(of: "security"), "find-generic-password", "-a", "held", "-s", "svc"],
-                                         environment: environment, timeout: 120)
+        let refused = try ProgramRun.run(
+            "/usr/bin/strace",
+            [
+                "-f", "-qq", "-e", "trace=connect,open,openat", "-o", trace,
+                "/usr/bin/setpriv", "--reuid=\(Self.userA)", "--regid=\(Self.userA)", "--clear-groups",
+                try BuiltProducts.path(of: "security"), "find-generic-password", "-a", "held", "-s", "svc",
+            ],
+            environment: environment, timeout: 120)
         #expect(refused.status != 0)
         let firstLine = refused.stderr.split(separator: "\n").first.map(String.init) ?? ""
         #expect(firstLine.contains("keychaind at \(daemon.socket) refused the connection: user \(Self.userA) already has 1 connections to keychaind"), "\(refused.stderr)")

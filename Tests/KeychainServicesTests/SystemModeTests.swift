@@ -8,7 +8,8 @@ import Glibc
 
 /// Whether these tests can run: they create the `keychain` system user, run keychaind as that user with
 /// CAP_SYS_PTRACE and run clients as other uids, all with `setpriv`, which needs root (CI runs as root).
-private let canSwitchUsers = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+private let canSwitchUsers =
+    getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
     && (getpwnam(SystemDaemon.userName) != nil || FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"))
 
 /// `keychaind --system` against real users: the daemon runs as the `keychain` system user (created here when
@@ -112,9 +113,11 @@ struct SystemModeTests {
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         _ = chown(state, Self.userA, Self.userA)
         let (uid, gid) = try SystemDaemon.systemUser()
-        let run = try ProgramRun.run("/usr/bin/setpriv", SystemDaemon.asSystemUser(uid, gid) + [
-            BuiltProducts.path(of: "keychaind"), "--system", "--state-directory", state, "--socket", folder + "/run/keychaind.sock",
-        ], environment: ["PATH": "/usr/bin:/bin"], timeout: 60)
+        let run = try ProgramRun.run(
+            "/usr/bin/setpriv",
+            SystemDaemon.asSystemUser(uid, gid) + [
+                BuiltProducts.path(of: "keychaind"), "--system", "--state-directory", state, "--socket", folder + "/run/keychaind.sock",
+            ], environment: ["PATH": "/usr/bin:/bin"], timeout: 60)
         #expect(run.status != 0)
         #expect(run.stderr.contains("\(state) belongs to user \(Self.userA), not to keychaind's user \(uid)"), "\(run.stderr)")
     }
@@ -158,8 +161,9 @@ final class SystemDaemon: @unchecked Sendable {
         if !ptrace { prefix = ["/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups"] }
         // The person at the machine approves what keychaind asks (the admin tool reading a secret, a setting).
         person = try ApprovingPerson(in: folder + "/person")
-        daemon = try KeychaindProcess(socketPath: socket, environment: ["PATH": "/usr/bin:/bin"].merging(person.environment) { $1 },
-                                      arguments: ["--system", "--state-directory", state] + arguments, commandPrefix: prefix)
+        daemon = try KeychaindProcess(
+            socketPath: socket, environment: ["PATH": "/usr/bin:/bin"].merging(person.environment) { $1 },
+            arguments: ["--system", "--state-directory", state] + arguments, commandPrefix: prefix)
     }
 
     deinit {
@@ -183,8 +187,9 @@ final class SystemDaemon: @unchecked Sendable {
     private func run(as user: UInt32, _ program: String, _ arguments: [String], environment extra: [String: String] = [:]) throws -> ProgramRun {
         var environment = ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "KEYCHAIN_DAEMON_SOCKET": socket]
         environment.merge(extra) { $1 }
-        return try ProgramRun.run("/usr/bin/setpriv", ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", program] + arguments,
-                                  environment: environment, timeout: 120)
+        return try ProgramRun.run(
+            "/usr/bin/setpriv", ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", program] + arguments,
+            environment: environment, timeout: 120)
     }
 
     /// `setpriv` arguments that run a program as the system user with CAP_SYS_PTRACE, as the service unit does
@@ -203,9 +208,13 @@ final class SystemDaemon: @unchecked Sendable {
     /// The `keychain` system user's uid and gid, created (as `Support/install.sh` does without systemd) when missing.
     static func systemUser() throws -> (uid: UInt32, gid: UInt32) {
         if let entry = getpwnam(userName) { return (entry.pointee.pw_uid, entry.pointee.pw_gid) }
-        let made = try ProgramRun.run("/usr/sbin/useradd", ["--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
-                                                            "--shell", "/usr/sbin/nologin", "--comment", "keychaind", userName],
-                                      environment: ["PATH": "/usr/sbin:/usr/bin:/bin"])
+        let made = try ProgramRun.run(
+            "/usr/sbin/useradd",
+            [
+                "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                "--shell", "/usr/sbin/nologin", "--comment", "keychaind", userName,
+            ],
+            environment: ["PATH": "/usr/sbin:/usr/bin:/bin"])
         // Another test may have created it meanwhile.
         guard let entry = getpwnam(userName) else {
             throw TestProcessError("Cannot create the \(userName) system user: \(made.stderr)")

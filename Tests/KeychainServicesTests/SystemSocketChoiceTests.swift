@@ -34,23 +34,28 @@ struct SystemSocketChoiceTests {
         let keychaind = "/usr/local/bin/keychaind"
 
         // Installed, though nothing answers: still the system keychaind, never the per-user one or the files.
-        #expect(try KeychainEndpoint.resolve(environment, systemSocket: system, daemonProgram: keychaind)
+        #expect(
+            try KeychainEndpoint.resolve(environment, systemSocket: system, daemonProgram: keychaind)
                 == .daemon(socket: system, kind: .system, autostart: nil))
         // KEYCHAIN_DAEMON_SOCKET still decides, and `off` means the keychain in this process.
         var named = environment
         named["KEYCHAIN_DAEMON_SOCKET"] = "/elsewhere.sock"
-        #expect(try KeychainEndpoint.resolve(named, systemSocket: system, daemonProgram: keychaind)
+        #expect(
+            try KeychainEndpoint.resolve(named, systemSocket: system, daemonProgram: keychaind)
                 == .daemon(socket: "/elsewhere.sock", kind: .named, autostart: nil))
         named["KEYCHAIN_DAEMON_SOCKET"] = "off"
-        #expect(try KeychainEndpoint.resolve(named, systemSocket: system, daemonProgram: keychaind)
+        #expect(
+            try KeychainEndpoint.resolve(named, systemSocket: system, daemonProgram: keychaind)
                 == .inProcess(KeychainLocation(home: folder + "/.local/share/keychain")))
         // A KEYCHAIN_HOME names another keychain than the one the system keychaind serves: its own per-user keychaind,
         // its socket in the keychain's folder.
         var home = environment
         home["KEYCHAIN_HOME"] = folder + "/other"
-        #expect(try KeychainEndpoint.resolve(home, systemSocket: system, daemonProgram: keychaind)
-                == .daemon(socket: folder + "/other/run/keychaind.sock", kind: .perUser,
-                           autostart: DaemonAutostart(program: keychaind, socket: folder + "/other/run/keychaind.sock", home: folder + "/other")))
+        #expect(
+            try KeychainEndpoint.resolve(home, systemSocket: system, daemonProgram: keychaind)
+                == .daemon(
+                    socket: folder + "/other/run/keychaind.sock", kind: .perUser,
+                    autostart: DaemonAutostart(program: keychaind, socket: folder + "/other/run/keychaind.sock", home: folder + "/other")))
     }
 
     @Test func withoutTheSystemKeychaindTheDefaultKeychainsOwnKeychaindIsStartedOnDemand() throws {
@@ -62,11 +67,14 @@ struct SystemSocketChoiceTests {
         #expect(FileManager.default.createFile(atPath: folder + "/system.sock", contents: nil))
         let environment = ["XDG_RUNTIME_DIR": folder + "/runtime", "HOME": folder]
         let socket = folder + "/runtime/keychain/keychaind.sock"
-        #expect(try KeychainEndpoint.resolve(environment, systemSocket: folder + "/system.sock", daemonProgram: keychaind)
-                == .daemon(socket: socket, kind: .perUser,
-                           autostart: DaemonAutostart(program: keychaind, socket: socket, home: folder + "/.local/share/keychain")))
+        #expect(
+            try KeychainEndpoint.resolve(environment, systemSocket: folder + "/system.sock", daemonProgram: keychaind)
+                == .daemon(
+                    socket: socket, kind: .perUser,
+                    autostart: DaemonAutostart(program: keychaind, socket: socket, home: folder + "/.local/share/keychain")))
         // Without a runtime folder, the socket goes in a private folder of the keychain's.
-        #expect(try KeychainEndpoint.resolve(["HOME": folder], systemSocket: folder + "/none.sock", daemonProgram: keychaind).socket
+        #expect(
+            try KeychainEndpoint.resolve(["HOME": folder], systemSocket: folder + "/none.sock", daemonProgram: keychaind).socket
                 == folder + "/.local/share/keychain/run/keychaind.sock")
     }
 }

@@ -40,7 +40,7 @@ final class RecordingProxy: @unchecked Sendable {
             while true {
                 let n = buffer.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
                 if n <= 0 { shutdown(destination, Int32(SHUT_WR)); return }
-                lock.withLock { bytes += buffer[0 ..< n] }
+                lock.withLock { bytes += buffer[0..<n] }
                 var sent = 0
                 while sent < n {
                     let m = buffer.withUnsafeBytes { send(destination, $0.baseAddress! + sent, n - sent, Int32(MSG_NOSIGNAL)) }
@@ -63,10 +63,15 @@ final class RecordingProxy: @unchecked Sendable {
 
 func tokenKey(_ tag: String) -> SecKey? {
     var error: Unmanaged<CFError>?
-    return SecKeyCreateRandomKey([kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
-                                  kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
-                                  kSecPrivateKeyAttrs as String: [kSecAttrIsPermanent as String: true,
-                                                                  kSecAttrApplicationTag as String: Data(tag.utf8)]] as CFDictionary, &error)
+    return SecKeyCreateRandomKey(
+        [
+            kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits as String: 256,
+            kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+            kSecPrivateKeyAttrs as String: [
+                kSecAttrIsPermanent as String: true,
+                kSecAttrApplicationTag as String: Data(tag.utf8),
+            ],
+        ] as CFDictionary, &error)
 }
 
 @Suite struct TokenKeyTests {
@@ -108,8 +113,12 @@ func tokenKey(_ tag: String) -> SecKey? {
             let again = try #require(SecKeyCreateSignature(stored, .ecdsaSignatureMessageX962SHA256, message as CFData, &error) as Data?)
             #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message as CFData, again as CFData, &error))
             // Only P-256 keys live in the token.
-            #expect(SecKeyCreateRandomKey([kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits as String: 2048,
-                                           kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave] as CFDictionary, &error) == nil)
+            #expect(
+                SecKeyCreateRandomKey(
+                    [
+                        kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits as String: 2048,
+                        kSecAttrTokenID as String: kSecAttrTokenIDSecureEnclave,
+                    ] as CFDictionary, &error) == nil)
             #expect(cfError(error) == -50)
             // Deleted, its ref stops working.
             #expect(SecItemDelete([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("token-key".utf8)] as CFDictionary) == errSecSuccess)
@@ -129,10 +138,16 @@ func tokenKey(_ tag: String) -> SecKey? {
             // openssl issues a certificate for the token key's public key (signed by a key of its own).
             try bench.write("pub.der", spki(ecPoint: try external(publicKey)))
             #expect(try bench.openssl("pkey", "-pubin", "-inform", "DER", "-in", "pub.der", "-out", "pub.pem").status == 0)
-            #expect(try bench.openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                                      "-keyout", "issuer.key", "-subj", "/CN=token identity", "-out", "token.csr").status == 0)
-            #expect(try bench.openssl("x509", "-req", "-in", "token.csr", "-signkey", "issuer.key", "-force_pubkey", "pub.pem",
-                                      "-days", "30", "-outform", "DER", "-out", "token.der").status == 0)
+            #expect(
+                try bench.openssl(
+                    "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", "issuer.key", "-subj", "/CN=token identity", "-out", "token.csr"
+                ).status == 0)
+            #expect(
+                try bench.openssl(
+                    "x509", "-req", "-in", "token.csr", "-signkey", "issuer.key", "-force_pubkey", "pub.pem",
+                    "-days", "30", "-outform", "DER", "-out", "token.der"
+                ).status == 0)
             let certificate = try #require(SecCertificateCreateWithData(nil, try bench.read("token.der") as CFData))
             #expect(add([kSecValueRef as String: certificate]) == errSecSuccess)
 
@@ -212,8 +227,10 @@ func tokenKey(_ tag: String) -> SecKey? {
             #expect(SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message as CFData, signature as CFData, &error))
             let sealed = try #require(SecKeyCreateEncryptedData(publicKey, .eciesEncryptionStandardVariableIVX963SHA256AESGCM, message as CFData, &error) as Data?)
             #expect(SecKeyCreateDecryptedData(key, .eciesEncryptionStandardVariableIVX963SHA256AESGCM, sealed as CFData, &error) as Data? == message)
-            let (status, found) = copy([kSecClass as String: kSecClassKey, kSecReturnRef as String: true, kSecReturnAttributes as String: true,
-                                        kSecReturnPersistentRef as String: true])
+            let (status, found) = copy([
+                kSecClass as String: kSecClassKey, kSecReturnRef as String: true, kSecReturnAttributes as String: true,
+                kSecReturnPersistentRef as String: true,
+            ])
             #expect(status == errSecSuccess)
             #expect((found as? [String: Any])?[kSecValueRef as String] is SecKey)
             // Even asking for the data directly gives nothing that holds the key.

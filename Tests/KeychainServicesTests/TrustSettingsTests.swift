@@ -20,9 +20,14 @@ struct RevocationPKI {
         let config = "[ca]\ndefault_ca=d\n[d]\ndatabase=index-$ENV::CA_NAME.txt\ncrlnumber=crlnumber-$ENV::CA_NAME\ndefault_md=sha256\ndefault_crl_days=30\n"
         try bench.write("ca.cnf", Data(config.utf8))
         // A stranger CA with the intermediate's name and another key, for the forged list.
-        try check(bench.run("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "evil.key",
-                                         "-out", "evil.pem", "-days", "30", "-subj", "/CN=swift-keychain Test Intermediate",
-                                         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"]))
+        try check(
+            bench.run(
+                "openssl",
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "evil.key",
+                    "-out", "evil.pem", "-days", "30", "-subj", "/CN=swift-keychain Test Intermediate",
+                    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                ]))
         for (name, issuer, revoke) in [("int-revokes-leaf", "int", true), ("int-empty", "int", false), ("root-empty", "root", false), ("wrong-key", "evil", true)] {
             try bench.write("index-\(name).txt", Data())
             try bench.write("crlnumber-\(name)", Data("01\n".utf8))
@@ -31,8 +36,13 @@ struct RevocationPKI {
             try check(ca(name, ["ca"] + common + ["-gencrl", "-out", "\(name).crl"]))
         }
         // The same revocation, in a list whose next update passed in 2020.
-        try check(ca("int-revokes-leaf", ["ca", "-config", "ca.cnf", "-keyfile", "int.key", "-cert", "int.pem", "-gencrl",
-                                          "-crl_lastupdate", "20200101000000Z", "-crl_nextupdate", "20200201000000Z", "-out", "stale.crl"]))
+        try check(
+            ca(
+                "int-revokes-leaf",
+                [
+                    "ca", "-config", "ca.cnf", "-keyfile", "int.key", "-cert", "int.pem", "-gencrl",
+                    "-crl_lastupdate", "20200101000000Z", "-crl_nextupdate", "20200201000000Z", "-out", "stale.crl",
+                ]))
     }
 
     private func ca(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
@@ -74,8 +84,10 @@ struct TrustStoreSandbox {
 
     /// `keychain-test-helper trust-settings …`'s line.
     func settings(_ arguments: [String]) throws -> String {
-        try runHelper(["trust-settings"] + arguments.map { $0.hasSuffix(".der") || $0.hasSuffix(".plist") ? bench.path($0) : $0 },
-                      environment: environment).stdout
+        try runHelper(
+            ["trust-settings"] + arguments.map { $0.hasSuffix(".der") || $0.hasSuffix(".plist") ? bench.path($0) : $0 },
+            environment: environment
+        ).stdout
     }
 
     /// Installs a CRL file of the workbench in the user's CRL folder.

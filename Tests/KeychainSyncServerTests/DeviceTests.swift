@@ -47,8 +47,9 @@ struct DeviceTests {
             #expect(write.status == 200)
             let feed = try await client.changes(account, since: 0, as: first).decode(Components.Schemas.Changes.self)
             #expect(feed.records.map(\.writer) == [newcomer.id])
-            #expect(try await client.send(.GET, "/v1/accounts/\(account)/joins", as: first)
-                .decode(Components.Schemas.PendingDevices.self).pending.isEmpty)
+            #expect(
+                try await client.send(.GET, "/v1/accounts/\(account)/joins", as: first)
+                    .decode(Components.Schemas.PendingDevices.self).pending.isEmpty)
         }
     }
 

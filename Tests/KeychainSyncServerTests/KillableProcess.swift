@@ -26,7 +26,8 @@ final class KillableProcess: @unchecked Sendable {
         self.outputPath = outputPath
         errorPath = outputPath + ".err"
         guard FileManager.default.createFile(atPath: outputPath, contents: nil),
-              FileManager.default.createFile(atPath: errorPath, contents: nil) else {
+            FileManager.default.createFile(atPath: errorPath, contents: nil)
+        else {
             throw TestProcessError("Cannot create \(outputPath) for a program's output.")
         }
         let stdin = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/null"))
@@ -53,7 +54,7 @@ final class KillableProcess: @unchecked Sendable {
         readOffset += UInt64(more.count)
         partial.append(more)
         if let end = partial.lastIndex(of: UInt8(ascii: "\n")) {
-            let text = String(decoding: partial[partial.startIndex ..< end], as: UTF8.self)
+            let text = String(decoding: partial[partial.startIndex..<end], as: UTF8.self)
             readLines += text.split(separator: "\n", omittingEmptySubsequences: false)
             partial = Data(partial[(end + 1)...])
         }
@@ -80,7 +81,8 @@ final class KillableProcess: @unchecked Sendable {
             let running = isRunning
             if let line = (inErrors ? errorLines : lines).last(where: { $0.contains(text) }) { return line }
             guard running else {
-                throw TestProcessError("\(process.executableURL?.lastPathComponent ?? "?") ended (status \(process.terminationStatus)) before saying \"\(text)\": \(lines.suffix(3)) \(errorLines.suffix(3))")
+                throw TestProcessError(
+                    "\(process.executableURL?.lastPathComponent ?? "?") ended (status \(process.terminationStatus)) before saying \"\(text)\": \(lines.suffix(3)) \(errorLines.suffix(3))")
             }
             guard ContinuousClock.now < deadline else {
                 throw TestProcessError("\(process.executableURL?.lastPathComponent ?? "?") did not say \"\(text)\" within \(timeout): \(lines.suffix(3))")

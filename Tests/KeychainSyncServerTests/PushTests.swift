@@ -66,7 +66,7 @@ struct PushTests {
             // The first message heard names one of the writes, by its sequence number in the zone.
             let messages = received.withLock { $0 }
             #expect(messages.count == 1)
-            #expect((1 ... max(1, writes)).map { #"{"zone":"keychain","seq":\#($0)}"# }.contains(messages.first ?? ""), "\(messages)")
+            #expect((1...max(1, writes)).map { #"{"zone":"keychain","seq":\#($0)}"# }.contains(messages.first ?? ""), "\(messages)")
             socketTask.cancel()
             _ = try? await socketTask.value
 

@@ -18,7 +18,7 @@ struct SyncClientTests {
             let account = try #require(a.session).account
             let joining = try await SyncSession.join(engine: b.engine, mirrorPath: b.mirrorPath, serverURL: SyncTestDevice.url(servers), account: account)
             b.session = joining.session
-            #expect(try await joining.session.finishJoining() == false) // not approved yet
+            #expect(try await joining.session.finishJoining() == false)  // not approved yet
             let fingerprint = try await #require(a.session).approve(joining.code, name: "desktop")
             #expect(fingerprint == joining.fingerprint)
             #expect(try await joining.session.finishJoining())
@@ -38,7 +38,8 @@ struct SyncClientTests {
             #expect(try a.secret("vpn.example.com") == "from b")
 
             // What the server stores: no service, account, group or secret, in any column.
-            let leaked = try await servers.sqlInt("""
+            let leaked = try await servers.sqlInt(
+                """
                 SELECT count(*) FROM records WHERE position('mail.example.com'::bytea IN ciphertext) > 0
                     OR position('hunter2'::bytea IN ciphertext) > 0 OR position('TEAM.mail'::bytea IN ciphertext) > 0
                 """)

@@ -67,13 +67,15 @@ struct SyncKillTests {
             let executable = try BuiltProducts.path(of: "keychain-sync-server")
             var lastError: (any Error)?
             // A port just released may still be busy for a moment: the server then ends, and is started again.
-            for _ in 0 ..< 50 {
+            for _ in 0..<50 {
                 starts += 1
-                let server = try KillableProcess(executable, [
-                    "--host", "127.0.0.1", "--port", "\(port)",
-                    "--postgres-socket", TestPostgres.socketFolder ?? "", "--postgres-user", TestPostgres.user,
-                    "--postgres-database", database, "--log-level", "info",
-                ], outputPath: scratch + "/server-\(starts).log")
+                let server = try KillableProcess(
+                    executable,
+                    [
+                        "--host", "127.0.0.1", "--port", "\(port)",
+                        "--postgres-socket", TestPostgres.socketFolder ?? "", "--postgres-user", TestPostgres.user,
+                        "--postgres-database", database, "--log-level", "info",
+                    ], outputPath: scratch + "/server-\(starts).log")
                 do {
                     let line = try await server.waitForLine(containing: "listening on 127.0.0.1:", inErrors: true)
                     guard let listening = line.split(separator: ":").last.flatMap({ Int($0) }) else {
@@ -153,11 +155,13 @@ struct SyncKillTests {
             let account: String
             do {
                 let engineA = try Self.engine(homeA)
-                let writer = try await SyncSession.createAccount(engine: engineA, mirrorPath: KeychainLocation(home: homeA).syncMirrorPath,
-                                                                 serverURL: server.url, name: "writer")
+                let writer = try await SyncSession.createAccount(
+                    engine: engineA, mirrorPath: KeychainLocation(home: homeA).syncMirrorPath,
+                    serverURL: server.url, name: "writer")
                 account = writer.account
-                let joining = try await SyncSession.join(engine: engineB, mirrorPath: KeychainLocation(home: homeB).syncMirrorPath,
-                                                         serverURL: server.url, account: account)
+                let joining = try await SyncSession.join(
+                    engine: engineB, mirrorPath: KeychainLocation(home: homeB).syncMirrorPath,
+                    serverURL: server.url, account: account)
                 try await writer.approve(joining.code, name: "checker")
                 #expect(try await joining.session.finishJoining())
                 checker = joining.session
@@ -171,8 +175,9 @@ struct SyncKillTests {
                 let output = scratch + "/writer-\(runs.count).out"
                 runs.append(output)
                 let start = ContinuousClock.now
-                let writer = try KillableProcess(helper, ["sync-writer", homeA, "w", "\(random.next())"] + (settle ? ["settle"] : []),
-                                                 outputPath: output)
+                let writer = try KillableProcess(
+                    helper, ["sync-writer", homeA, "w", "\(random.next())"] + (settle ? ["settle"] : []),
+                    outputPath: output)
                 // The keychain and the mirror a kill left open again.
                 _ = try await writer.waitForLine(containing: "ready")
                 writerStarts.append(ContinuousClock.now - start)
@@ -184,10 +189,12 @@ struct SyncKillTests {
             let watching = Task { await watcher.run() }
             defer { watching.cancel() }
             func batchInProgress() async throws -> Bool {
-                for try await count in try await watcher.query("""
+                for try await count in try await watcher.query(
+                    """
                     SELECT count(*) FROM pg_stat_activity WHERE datname = \(database) AND pid <> pg_backend_pid()
                         AND state <> 'idle' AND query LIKE '%INSERT INTO records%'
-                    """).decode(Int64.self) {
+                    """
+                ).decode(Int64.self) {
                     return count > 0
                 }
                 return false
@@ -198,20 +205,20 @@ struct SyncKillTests {
             var midRound = 0
             var midBatch = 0
             var serverStarts: [Duration] = []
-            for _ in 0 ..< Self.kills {
+            for _ in 0..<Self.kills {
                 // A third of the kills land anywhere (mostly while the writer edits, or reads and seals a round);
                 // a third while the server writes a batch in its transaction (seen in pg_stat_activity), so that
                 // the batch is rolled back (server) or committed with its answer lost (client); a third after the
                 // writer's next round is acknowledged.
-                switch Int.random(in: 0 ..< 3, using: &random) {
+                switch Int.random(in: 0..<3, using: &random) {
                 case 0:
-                    try await Task.sleep(for: .milliseconds(Int.random(in: 20 ... 400, using: &random)))
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 20...400, using: &random)))
                 case 1:
                     let deadline = ContinuousClock.now + .seconds(5)
                     while try await !batchInProgress(), writer.isRunning, ContinuousClock.now < deadline {
                         try await Task.sleep(for: .milliseconds(2))
                     }
-                    try await Task.sleep(for: .milliseconds(Int.random(in: 0 ... 60, using: &random)))
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 0...60, using: &random)))
                     if try await batchInProgress() { midBatch += 1 }
                 default:
                     let seen = writer.lines.count
@@ -219,11 +226,11 @@ struct SyncKillTests {
                     while !writer.lines[seen...].contains(where: { $0.hasPrefix("synced ") }), writer.isRunning, ContinuousClock.now < deadline {
                         try await Task.sleep(for: .milliseconds(3))
                     }
-                    try await Task.sleep(for: .milliseconds(Int.random(in: 20 ... 400, using: &random)))
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 20...400, using: &random)))
                 }
                 try #require(writer.isRunning, "the writer ended by itself: \(writer.lines.suffix(3)) \(writer.errorLines.suffix(3))")
                 if writer.lines.last?.hasPrefix("round ") == true { midRound += 1 }
-                let roll = Int.random(in: 0 ..< 100, using: &random)
+                let roll = Int.random(in: 0..<100, using: &random)
                 let kill: Kill = roll < 60 ? .client : roll < 85 ? .server : .both
                 kills[kill, default: 0] += 1
                 if kill != .server { try await writer.kill() }
@@ -253,12 +260,13 @@ struct SyncKillTests {
             let a = try Self.writerItems(engineA), b = try Self.writerItems(engineB)
             var lost: [Ack] = []
             for ack in acks {
-                let kept = switch (ack.revision, b.live[ack.account]) {
-                case (nil, nil): true
-                case (nil, .some): false
-                case (.some(let acknowledged), .some(let held)): held >= acknowledged
-                case (.some, nil): a.deleted.contains(ack.account)
-                }
+                let kept =
+                    switch (ack.revision, b.live[ack.account]) {
+                    case (nil, nil): true
+                    case (nil, .some): false
+                    case (.some(let acknowledged), .some(let held)): held >= acknowledged
+                    case (.some, nil): a.deleted.contains(ack.account)
+                    }
                 if !kept { lost.append(ack) }
             }
             #expect(lost.isEmpty, "\(lost.count) acknowledged changes lost, e.g. \(lost.prefix(5))")
@@ -266,7 +274,9 @@ struct SyncKillTests {
             let takenBack = lines.filter { $0.hasPrefix("lost-local ") }
             #expect(takenBack.isEmpty, "\(takenBack.count) local edits taken back, e.g. \(takenBack.prefix(5))")
             let differing = Set(a.live.keys).union(b.live.keys).filter { a.live[$0] != b.live[$0] }.sorted()
-            #expect(differing.isEmpty && !a.live.isEmpty, "\(differing.count) items differ between the devices, e.g. \(differing.prefix(5).map { "\($0): \(a.live[$0].map(String.init) ?? "none") / \(b.live[$0].map(String.init) ?? "none")" })")
+            #expect(
+                differing.isEmpty && !a.live.isEmpty,
+                "\(differing.count) items differ between the devices, e.g. \(differing.prefix(5).map { "\($0): \(a.live[$0].map(String.init) ?? "none") / \(b.live[$0].map(String.init) ?? "none")" })")
             #expect(acks.count > 1000, "the writer should have had many changes acknowledged between kills")
 
             // The database: one record per item at the version both devices last saw, acknowledged versions never
@@ -289,7 +299,7 @@ struct SyncKillTests {
             }
             let seqs = records.values.map(\.seq)
             #expect(Set(seqs).count == seqs.count)
-            #expect(seqs.allSatisfy { 1 ... accountSeq ~= $0 })
+            #expect(seqs.allSatisfy { 1...accountSeq ~= $0 })
             #expect(records.values.allSatisfy { $0.version >= 1 })
             let behind = acks.filter { ack in
                 guard let record = records[ack.itemID] else { return true }
@@ -311,7 +321,8 @@ struct SyncKillTests {
 
             let rounds = lines.count(where: { $0.hasPrefix("synced ") })
             let failedRounds = lines.count(where: { $0.hasPrefix("sync-error ") })
-            print("""
+            print(
+                """
                 sync kills (seed \(Self.seed)): \(kills[.client, default: 0]) client, \(kills[.server, default: 0]) server, \
                 \(kills[.both, default: 0]) both; \(midRound) while a round was syncing, \(midBatch) while the server wrote a batch; \(runs.count) writer runs (ready after \
                 \(Self.median(writerStarts)) median), \(server.starts) server starts (listening after \(Self.median(serverStarts)) median); \

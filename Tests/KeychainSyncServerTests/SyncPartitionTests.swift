@@ -82,10 +82,11 @@ struct SyncPartitionTests {
         }
     }
 
-    static let keys = (0 ..< 8).map { "svc\($0).partition.example" }
+    static let keys = (0..<8).map { "svc\($0).partition.example" }
 
-    @Test("200 edits on each of three devices while apart: after healing all three hold the same items, each as the rule says",
-          arguments: [101, 202, 303] as [UInt64])
+    @Test(
+        "200 edits on each of three devices while apart: after healing all three hold the same items, each as the rule says",
+        arguments: [101, 202, 303] as [UInt64])
     func partitionHeals(seed: UInt64) async throws {
         try await TestServers.with { servers in
             var random = SeededGenerator(seed: seed)
@@ -97,8 +98,9 @@ struct SyncPartitionTests {
             for (index, key) in Self.keys.prefix(6).enumerated() {
                 let owner = index % devices.count
                 try devices[owner].add(key, account: "acct", label: "initial", secret: "initial \(index)")
-                let change = Change(stamp: Stamp(modified: devices[owner].clock.nowMilliseconds, device: ids[owner], deleted: false),
-                                    secret: "initial \(index)", label: "initial")
+                let change = Change(
+                    stamp: Stamp(modified: devices[owner].clock.nowMilliseconds, device: ids[owner], deleted: false),
+                    secret: "initial \(index)", label: "initial")
                 model.lineages.append(Lineage(key: key, creator: owner, first: change))
                 for device in devices.indices {
                     model.live[device][key] = model.lineages.count - 1
@@ -113,21 +115,22 @@ struct SyncPartitionTests {
             // Apart: 200 edits each, of the same eight keys, clocks moving on by 0 to 0.9 s (so that changes of two
             // devices fall in the same millisecond now and then).
             for device in devices { device.clock.advance(milliseconds: 1000) }
-            for step in 0 ..< 600 {
+            for step in 0..<600 {
                 let index = step % devices.count
                 let device = devices[index]
-                device.clock.advance(milliseconds: Int64.random(in: 0 ... 9, using: &random) * 100)
-                let key = Self.keys[Int.random(in: 0 ..< Self.keys.count, using: &random)]
+                device.clock.advance(milliseconds: Int64.random(in: 0...9, using: &random) * 100)
+                let key = Self.keys[Int.random(in: 0..<Self.keys.count, using: &random)]
                 let now = device.clock.nowMilliseconds
                 let secret = "s\(step) d\(index)"
                 if let lineage = model.live[index][key] {
-                    if Int.random(in: 0 ..< 10, using: &random) < 6 {
+                    if Int.random(in: 0..<10, using: &random) < 6 {
                         let label = Bool.random(using: &random) ? "label \(step)" : nil
                         try device.update(key, account: "acct", label: label, secret: secret)
                         let newLabel = label ?? model.content[index][key]?.label ?? "-"
                         model.content[index][key] = (secret, newLabel)
-                        model.lineages[lineage].last[index] = Change(stamp: Stamp(modified: now, device: ids[index], deleted: false),
-                                                                     secret: secret, label: newLabel)
+                        model.lineages[lineage].last[index] = Change(
+                            stamp: Stamp(modified: now, device: ids[index], deleted: false),
+                            secret: secret, label: newLabel)
                     } else {
                         try device.delete(key, account: "acct")
                         model.live[index][key] = nil
@@ -173,8 +176,9 @@ struct SyncPartitionTests {
         }
     }
 
-    @Test("A deleted and made again on one device, edited later on another: the later edit is the newest change of the key and wins",
-          arguments: [false, true])
+    @Test(
+        "A deleted and made again on one device, edited later on another: the later edit is the newest change of the key and wins",
+        arguments: [false, true])
     func deletedAndMadeAgain(editorSyncsFirst: Bool) async throws {
         try await TestServers.with { servers in
             let (devices, _) = try await SyncTestDevice.account(of: 2, on: servers)

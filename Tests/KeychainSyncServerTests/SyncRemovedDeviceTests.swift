@@ -42,8 +42,9 @@ struct SyncRemovedDeviceTests {
             // Both writes are sealed with the new key; it is wrapped to A and C only.
             #expect(try await servers.sqlInt("SELECT count(*) FROM records WHERE account_id = \(account) AND key_id = \(newKeyID)") == 2)
             #expect(try await servers.sqlInt("SELECT count(*) FROM zone_keys WHERE account_id = \(account) AND key_id = \(newKeyID)") == 2)
-            #expect(try await servers.sqlInt(
-                "SELECT count(*) FROM zone_keys WHERE account_id = \(account) AND key_id = \(newKeyID) AND recipient = \(bID)") == 0)
+            #expect(
+                try await servers.sqlInt(
+                    "SELECT count(*) FROM zone_keys WHERE account_id = \(account) AND key_id = \(newKeyID) AND recipient = \(bID)") == 0)
 
             // B is refused, and still holds only the old key and the old secrets.
             let refused = await #expect(throws: KeychainError.self) { try await b.sync() }
@@ -62,16 +63,18 @@ struct SyncRemovedDeviceTests {
             let (wrappedCopies, records) = try await TestPostgres.withClient(database: servers.database) { client in
                 var copies: [Data] = []
                 for try await wrapped in try await client.query(
-                    "SELECT wrapped FROM zone_keys WHERE account_id = \(account) AND key_id = \(newKeyID)").decode(ByteBuffer.self) {
+                    "SELECT wrapped FROM zone_keys WHERE account_id = \(account) AND key_id = \(newKeyID)"
+                ).decode(ByteBuffer.self) {
                     copies.append(Data(wrapped.readableBytesView))
                 }
                 var records: [SealedSyncRecord] = []
                 for try await (itemID, version, keyID, ciphertext, wrappedKey) in try await client.query(
                     "SELECT item_id, version, key_id, ciphertext, wrapped_key FROM records WHERE account_id = \(account)"
                 ).decode((String, Int64, String, ByteBuffer, ByteBuffer).self) {
-                    records.append(SealedSyncRecord(
-                        address: SyncRecordAddress(account: account, zone: SyncSession.zone, itemID: itemID, version: UInt64(version)),
-                        keyID: keyID, ciphertext: Data(ciphertext.readableBytesView), wrappedKey: Data(wrappedKey.readableBytesView)))
+                    records.append(
+                        SealedSyncRecord(
+                            address: SyncRecordAddress(account: account, zone: SyncSession.zone, itemID: itemID, version: UInt64(version)),
+                            keyID: keyID, ciphertext: Data(ciphertext.readableBytesView), wrappedKey: Data(wrappedKey.readableBytesView)))
                 }
                 return (copies, records)
             }
@@ -96,8 +99,9 @@ struct SyncRemovedDeviceTests {
             // B cannot write either: its batch is refused and the server's records stay as they were.
             let sealed = try SyncRecordSeal.seal(
                 SyncItemPayload(deletionOf: .genericPassword, modified: b.clock.nowMilliseconds + 10_000, device: bID).encoded,
-                at: SyncRecordAddress(account: account, zone: SyncSession.zone, itemID: records[0].address.itemID,
-                                      version: records[0].address.version + 1), zoneKey: try #require(oldKeys.values.first))
+                at: SyncRecordAddress(
+                    account: account, zone: SyncSession.zone, itemID: records[0].address.itemID,
+                    version: records[0].address.version + 1), zoneKey: try #require(oldKeys.values.first))
             let write = await #expect(throws: KeychainError.self) {
                 try await b.requiredSession.server.write(account, zone: SyncSession.zone, [(sealed, records[0].address.version, true)])
             }

@@ -17,9 +17,13 @@ struct SyncServiceSchedulingTests {
             for index in 0..<64 {
                 group.addTask {
                     try? await lane.run { () async throws(KeychainError) in
-                        inside.state.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+                        inside.state.withLock {
+                            $0.now += 1; $0.most = max($0.most, $0.now)
+                        }
                         await Task.yield()
-                        inside.state.withLock { $0.now -= 1; $0.done += 1 }
+                        inside.state.withLock {
+                            $0.now -= 1; $0.done += 1
+                        }
                         if index.isMultiple(of: 3) { throw KeychainError(code: .io, message: "piece \(index) fails") }
                     }
                 }
@@ -36,8 +40,8 @@ struct SyncServiceSchedulingTests {
         let far = ContinuousClock.now + .seconds(3600)
         wakeup.signal()
         wakeup.signal()
-        await wakeup.wait(until: far) // the two signals count as one, and end this wait
-        await wakeup.wait(until: .now) // a deadline already past
+        await wakeup.wait(until: far)  // the two signals count as one, and end this wait
+        await wakeup.wait(until: .now)  // a deadline already past
         let waiting = Task { await wakeup.wait(until: far) }
         waiting.cancel()
         await waiting.value
@@ -54,8 +58,9 @@ struct SyncServiceSchedulingTests {
 
     @Test("Failed rounds are retried after 1 s, doubling up to 5 minutes; push reconnects wait half to all of 1 s doubling up to 60 s")
     func retryDelays() {
-        #expect((1...12).map { SyncService.retryDelay(afterFailures: $0) }
-            == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300].map { Duration.seconds($0) })
+        #expect(
+            (1...12).map { SyncService.retryDelay(afterFailures: $0) }
+                == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300].map { Duration.seconds($0) })
         #expect(SyncService.retryDelay(afterFailures: 1000) == .seconds(300))
         for attempt in 1...12 {
             let full = Duration.seconds(min(60, 1 << (attempt - 1)))

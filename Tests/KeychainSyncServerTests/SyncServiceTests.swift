@@ -134,7 +134,7 @@ struct SyncServiceTests {
 
             // Both change it; b's change is the later one and wins on b.
             try a.engine.update(a.query("vpn.example.com"), attributes: [:], sync: nil, data: Data("from a".utf8), caller: AccessPolicy(groups: ["*"]))
-            b.clock.advance(milliseconds: 5) // a later modification time on b (the test clocks move only when told)
+            b.clock.advance(milliseconds: 5)  // a later modification time on b (the test clocks move only when told)
             try b.engine.update(b.query("vpn.example.com"), attributes: [:], sync: nil, data: Data("from b".utf8), caller: AccessPolicy(groups: ["*"]))
             #expect(try await serviceA.perform(.now) == .round(SyncRoundReport(uploaded: 1)))
             guard case .status(let pending) = try await serviceB.perform(.status) else { throw Failure("no status") }
@@ -318,8 +318,10 @@ struct SyncServiceTests {
     struct EventNeverCame: Error {}
 
     /// Waits (at most ``patience``) for an event of `events` for which `condition` holds.
-    static func awaitEvent(_ events: AsyncStream<SyncServiceEvent>,
-                           _ condition: @escaping @Sendable (SyncServiceEvent) throws -> Bool) async throws {
+    static func awaitEvent(
+        _ events: AsyncStream<SyncServiceEvent>,
+        _ condition: @escaping @Sendable (SyncServiceEvent) throws -> Bool
+    ) async throws {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 for await event in events where try condition(event) { return true }
@@ -340,10 +342,14 @@ struct SyncServiceTests {
         let logger = TestPostgres.logger
         let client = PostgresClient(configuration: TestPostgres.configuration(database: database), backgroundLogger: logger)
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        let app = try SyncServer.makeApplication(configuration: SyncServerConfiguration(host: "127.0.0.1", port: port),
-                                                 database: client, logger: logger) { port in portContinuation.yield(port) }
-        let group = ServiceGroup(configuration: .init(services: [.init(service: client), .init(service: app)], gracefulShutdownSignals: [],
-                                                      logger: logger))
+        let app = try SyncServer.makeApplication(
+            configuration: SyncServerConfiguration(host: "127.0.0.1", port: port),
+            database: client, logger: logger
+        ) { port in portContinuation.yield(port) }
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: client), .init(service: app)], gracefulShutdownSignals: [],
+                logger: logger))
         let running = Task { try await group.run() }
         var bound = 0
         for await port in ports {

@@ -12,7 +12,7 @@ import Testing
 struct SyncStaleWriteTests {
     /// Waits until `count` statements of `database` wait on a lock (at most about ten seconds).
     static func waitForLockWaiters(_ count: Int64, in servers: TestServers) async throws {
-        for _ in 0 ..< 1000 {
+        for _ in 0..<1000 {
             let waiting = try await servers.sqlInt(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
             if waiting >= count { return }
@@ -21,8 +21,9 @@ struct SyncStaleWriteTests {
         Issue.record("\(count) writes never came to wait on the account's row")
     }
 
-    @Test("Both devices edit one item; B writes first, so A's batch meets the conflict answer; the retry loses nothing",
-          arguments: [true, false])
+    @Test(
+        "Both devices edit one item; B writes first, so A's batch meets the conflict answer; the retry loses nothing",
+        arguments: [true, false])
     func staleWrite(aEditsLast: Bool) async throws {
         try await TestServers.with { servers in
             let (devices, account) = try await SyncTestDevice.account(of: 2, on: servers)

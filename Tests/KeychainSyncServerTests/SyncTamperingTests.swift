@@ -57,7 +57,8 @@ struct SyncTamperingTests {
     /// Rewrites item `itemID`'s record as `row` says (its identifier, version and sealed parts), at the account's
     /// next sequence number, as the server would after a write.
     static func rewrite(_ itemID: String, as row: Row, in servers: TestServers, account: String) async throws {
-        try await servers.sql("""
+        try await servers.sql(
+            """
             WITH next AS (UPDATE accounts SET seq = seq + 1 WHERE id = \(account) RETURNING seq)
             UPDATE records SET item_id = \(row.itemID), version = \(row.version), ciphertext = \(row.ciphertext),
                 wrapped_key = \(row.wrappedKey), seq = (SELECT seq FROM next), modified = now()

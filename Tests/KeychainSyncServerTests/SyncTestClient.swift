@@ -73,7 +73,9 @@ struct SyncTestClient: Sendable {
     }
 
     /// The signature headers for a request.
-    static func signatureHeaders(method: String, path: String, body: [UInt8], device: TestDevice, signing: Signing = .normal) throws
+    static func signatureHeaders(
+        method: String, path: String, body: [UInt8], device: TestDevice, signing: Signing = .normal
+    ) throws
         -> [(String, String)]
     {
         let timestamp = String(signing.timestamp ?? Int64(Date().timeIntervalSince1970))
@@ -88,7 +90,9 @@ struct SyncTestClient: Sendable {
     }
 
     /// Sends a request with raw body bytes, signed by `device` (unless `device` is nil).
-    func send(_ method: HTTPMethod, _ path: String, bytes: [UInt8] = [], as device: TestDevice?, signing: Signing = .normal) async throws
+    func send(
+        _ method: HTTPMethod, _ path: String, bytes: [UInt8] = [], as device: TestDevice?, signing: Signing = .normal
+    ) async throws
         -> TestResponse
     {
         var request = HTTPClientRequest(url: url(path))
@@ -110,7 +114,9 @@ struct SyncTestClient: Sendable {
     }
 
     /// Sends a request with a JSON body, signed by `device`.
-    func send(_ method: HTTPMethod, _ path: String, json: some Encodable, as device: TestDevice?, signing: Signing = .normal) async throws
+    func send(
+        _ method: HTTPMethod, _ path: String, json: some Encodable, as device: TestDevice?, signing: Signing = .normal
+    ) async throws
         -> TestResponse
     {
         try await send(method, path, bytes: Array(try JSONEncoder().encode(json)), as: device, signing: signing)
@@ -131,14 +137,18 @@ struct SyncTestClient: Sendable {
     }
 
     /// Writes records to a zone.
-    func write(_ account: String, zone: String = "keychain", _ writes: [Components.Schemas.RecordWrite], as device: TestDevice) async throws
+    func write(
+        _ account: String, zone: String = "keychain", _ writes: [Components.Schemas.RecordWrite], as device: TestDevice
+    ) async throws
         -> TestResponse
     {
         try await send(.POST, "/v1/accounts/\(account)/zones/\(zone)/records", json: Components.Schemas.WriteBatch(writes: writes), as: device)
     }
 
     /// Reads one page of a zone's changes.
-    func changes(_ account: String, zone: String = "keychain", since: Int64, limit: Int? = nil, as device: TestDevice) async throws
+    func changes(
+        _ account: String, zone: String = "keychain", since: Int64, limit: Int? = nil, as device: TestDevice
+    ) async throws
         -> TestResponse
     {
         let query = "since=\(since)" + (limit.map { "&limit=\($0)" } ?? "")

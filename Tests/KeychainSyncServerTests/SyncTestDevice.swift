@@ -62,8 +62,10 @@ final class SyncTestDevice: @unchecked Sendable {
         return q
     }
 
-    func add(_ service: String, account: String = "ann", group: String = "TEAM.mail", label: String? = nil, secret: String,
-             protection: String = "ak", synchronizable: Bool = true) throws {
+    func add(
+        _ service: String, account: String = "ann", group: String = "TEAM.mail", label: String? = nil, secret: String,
+        protection: String = "ak", synchronizable: Bool = true
+    ) throws {
         var q = query(service, account: account, group: group)
         q.attributes["pdmn"] = .string(protection)
         if let label { q.attributes["labl"] = .string(label) }
@@ -74,8 +76,9 @@ final class SyncTestDevice: @unchecked Sendable {
 
     func update(_ service: String, account: String = "ann", group: String = "TEAM.mail", label: String? = nil, secret: String) throws {
         let changes: [String: AttributeValue] = label.map { ["labl": .string($0)] } ?? [:]
-        try engine.update(query(service, account: account, group: group), attributes: changes, sync: nil, data: Data(secret.utf8),
-                          caller: Self.everything)
+        try engine.update(
+            query(service, account: account, group: group), attributes: changes, sync: nil, data: Data(secret.utf8),
+            caller: Self.everything)
     }
 
     func delete(_ service: String, account: String = "ann", group: String = "TEAM.mail") throws {
@@ -122,15 +125,17 @@ final class SyncTestDevice: @unchecked Sendable {
     /// `count` devices in one new account on `servers`: the first makes it, each other asks to join and the first
     /// approves it. Returns the devices and the account.
     static func account(of count: Int, on servers: TestServers) async throws -> ([SyncTestDevice], String) {
-        let devices = try (0 ..< count).map { _ in try SyncTestDevice() }
+        let devices = try (0..<count).map { _ in try SyncTestDevice() }
         let first = devices[0], clock = first.clock
-        first.session = try await SyncSession.createAccount(engine: first.engine, mirrorPath: first.mirrorPath, serverURL: url(servers),
-                                                            name: "device 0", now: { clock.now })
+        first.session = try await SyncSession.createAccount(
+            engine: first.engine, mirrorPath: first.mirrorPath, serverURL: url(servers),
+            name: "device 0", now: { clock.now })
         let account = try first.requiredSession.account
         for (index, device) in devices.enumerated().dropFirst() {
             let clock = device.clock
-            let joining = try await SyncSession.join(engine: device.engine, mirrorPath: device.mirrorPath, serverURL: url(servers),
-                                                     account: account, now: { clock.now })
+            let joining = try await SyncSession.join(
+                engine: device.engine, mirrorPath: device.mirrorPath, serverURL: url(servers),
+                account: account, now: { clock.now })
             device.session = joining.session
             try await first.requiredSession.approve(joining.code, name: "device \(index)")
             #expect(try await joining.session.finishJoining())
@@ -141,7 +146,7 @@ final class SyncTestDevice: @unchecked Sendable {
     /// Rounds on every device, in turn, until one whole pass applies, uploads and rejects nothing and no device has
     /// a change left to send; at most `limit` passes. Returns the passes it took, or nil when it did not settle.
     static func settle(_ devices: [SyncTestDevice], limit: Int = 12) async throws -> Int? {
-        for pass in 1 ... limit {
+        for pass in 1...limit {
             var quiet = true
             for device in devices {
                 let summary = try await device.sync()

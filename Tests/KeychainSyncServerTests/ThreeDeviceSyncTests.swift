@@ -45,8 +45,9 @@ struct ThreeDeviceSyncTests {
             // The passcode class can hold items only once a passcode is set.
             try device.engine.changePasscode(from: nil, to: "2468")
             for item in planted(by: index) {
-                try device.add(item.service, account: item.account, group: item.group, label: item.label, secret: item.secret,
-                               protection: item.protection, synchronizable: item.synchronizable)
+                try device.add(
+                    item.service, account: item.account, group: item.group, label: item.label, secret: item.secret,
+                    protection: item.protection, synchronizable: item.synchronizable)
                 all.append(item)
             }
         }
@@ -68,8 +69,9 @@ struct ThreeDeviceSyncTests {
                 #expect(try device.contents() == (eligible + own).map(\.line).sorted(), "device \(index)")
                 for item in planted where !item.eligible {
                     let expected = item.device == index ? item.secret : nil
-                    #expect(try device.secret(item.service, account: item.account, group: item.group) == expected,
-                            "device \(index), \(item.kind) item of device \(item.device)")
+                    #expect(
+                        try device.secret(item.service, account: item.account, group: item.group) == expected,
+                        "device \(index), \(item.kind) item of device \(item.device)")
                 }
             }
 
@@ -111,8 +113,9 @@ struct ThreeDeviceSyncTests {
         ]
     }
 
-    @Test("An operator's pg_dump of the server's database holds no secret, service, account, label or access group, in any encoding",
-          .enabled(if: ThreeDeviceSyncTests.pgDump != nil, "needs Debian's pg_dump (package postgresql)"))
+    @Test(
+        "An operator's pg_dump of the server's database holds no secret, service, account, label or access group, in any encoding",
+        .enabled(if: ThreeDeviceSyncTests.pgDump != nil, "needs Debian's pg_dump (package postgresql)"))
     func dumpHoldsNoName() async throws {
         try await TestServers.with { servers in
             let (_, account, planted) = try await Self.plantedAndSynced(on: servers)
@@ -120,8 +123,9 @@ struct ThreeDeviceSyncTests {
             let socket = try #require(TestPostgres.socketFolder)
             let database = servers.database
             let run = try await onThread {
-                try ProgramRun.run(pgDump, ["--host", socket, "--username", TestPostgres.user, "--no-password", database],
-                                   environment: ["PATH": "/usr/bin:/bin"], timeout: 60)
+                try ProgramRun.run(
+                    pgDump, ["--host", socket, "--username", TestPostgres.user, "--no-password", database],
+                    environment: ["PATH": "/usr/bin:/bin"], timeout: 60)
             }
             #expect(run.status == 0, "pg_dump failed: \(run.stderr)")
             let dump = run.stdoutData

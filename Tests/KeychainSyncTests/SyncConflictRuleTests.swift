@@ -27,12 +27,13 @@ struct SyncConflictRuleTests {
     func converges(seed: UInt64) {
         var random = SeededGenerator(seed: seed)
         let devices = ["a1", "b2", "c3"]
-        let changes = (0 ..< 40).map { index in
-            stamp(UInt64.random(in: 1 ... 12, using: &random), devices[Int.random(in: 0 ..< 3, using: &random)],
-                  deleted: Bool.random(using: &random), "v\(index % 7)")
+        let changes = (0..<40).map { index in
+            stamp(
+                UInt64.random(in: 1...12, using: &random), devices[Int.random(in: 0..<3, using: &random)],
+                deleted: Bool.random(using: &random), "v\(index % 7)")
         }
         var outcomes: Set<SyncChangeStamp> = []
-        for _ in 0 ..< 6 {
+        for _ in 0..<6 {
             var held: SyncChangeStamp?
             for change in changes.shuffled(using: &random) {
                 if let current = held, SyncConflictRule.resolve(local: current, incoming: change) != .takeIncoming { continue }

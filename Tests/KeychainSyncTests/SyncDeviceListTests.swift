@@ -37,8 +37,9 @@ struct SyncDeviceListTests {
         let v3 = try v2.successor(removing: [first.publicKeys.deviceID])
         // `first` was removed in v3; a v4 it signs, re-adding itself, is refused by whoever holds v3.
         let byRemoved = try v3.successor(adding: [entry(first, "laptop")]).signed(by: first)
-        let forged = try SignedSyncDeviceList(bytes: v2.canonicalBytes, signer: first.publicKeys.deviceID,
-                                              signature: Data(repeating: 7, count: 64))
+        let forged = try SignedSyncDeviceList(
+            bytes: v2.canonicalBytes, signer: first.publicKeys.deviceID,
+            signature: Data(repeating: 7, count: 64))
         let skipped = try v2.successor().signed(by: first)
         let elsewhere = try SyncDeviceList(account: UUID().uuidString.lowercased(), version: 2, devices: [entry(first, "laptop")]).signed(by: first)
 

@@ -13,8 +13,9 @@ struct SyncItemPayloadTests {
 
     @Test("An item's payload: its layout is fixed, and it reads back with the same stamp")
     func layout() throws {
-        let payload = SyncItemPayload(item: .genericPassword, attributes: Self.attributes, data: Data("hunter2".utf8),
-                                      modified: 1_764_000_000_123, device: "56475aa75463474c0285df5dbf2bcab7")
+        let payload = SyncItemPayload(
+            item: .genericPassword, attributes: Self.attributes, data: Data("hunter2".utf8),
+            modified: 1_764_000_000_123, device: "56475aa75463474c0285df5dbf2bcab7")
         #expect(SyncVectors.hex(payload.encoded) == Self.golden)
         let read = try SyncItemPayload(encoded: payload.encoded)
         #expect(read == payload)
@@ -33,12 +34,12 @@ struct SyncItemPayloadTests {
     /// six attributes in code order (acct, agrp, mdat as a double, pdmn, svce, sync as an integer), a secret present,
     /// `hunter2`.
     static let golden = """
-    000000156b6579636861696e2d73796e632f6974656d2f76310000000467656e7000000008000000000000000000000008000001\
-    9ab697e87b0000002035363437356161373534363334373463303238356466356462663262636162370000006501000604616363\
-    740100000003616e6e046167727001000000095445414d2e6d61696c046d6461740541c76cb4400000000470646d6e0100000002\
-    616b047376636501000000106d61696c2e6578616d706c652e636f6d0473796e6303000000000000000100000008000000000000\
-    00010000000768756e74657232
-    """
+        000000156b6579636861696e2d73796e632f6974656d2f76310000000467656e7000000008000000000000000000000008000001\
+        9ab697e87b0000002035363437356161373534363334373463303238356466356462663262636162370000006501000604616363\
+        740100000003616e6e046167727001000000095445414d2e6d61696c046d6461740541c76cb4400000000470646d6e0100000002\
+        616b047376636501000000106d61696c2e6578616d706c652e636f6d0473796e6303000000000000000100000008000000000000\
+        00010000000768756e74657232
+        """
 
     @Test("Malformed payloads are errSecDecode, never a crash")
     func malformed() throws {
@@ -49,18 +50,20 @@ struct SyncItemPayloadTests {
         }
     }
 
-    @Test("Only synchronizable items whose accessibility may leave the device sync", arguments: [
-        (["sync": AttributeValue.int(1), "pdmn": .string("ak")], nil as String?),
-        (["sync": .int(1), "pdmn": .string("ck")], nil),
-        (["sync": .int(1)], nil),
-        (["sync": .int(0), "pdmn": .string("ak")], "it is not synchronizable"),
-        ([:], "it is not synchronizable"),
-        (["sync": .int(1), "pdmn": .string("aku")], "its accessibility is ThisDeviceOnly"),
-        (["sync": .int(1), "pdmn": .string("cku")], "its accessibility is ThisDeviceOnly"),
-        (["sync": .int(1), "pdmn": .string("dku")], "its accessibility is ThisDeviceOnly"),
-        (["sync": .int(1), "pdmn": .string("akpu")], "its accessibility is ThisDeviceOnly"),
-        (["sync": .int(1), "tkid": .string("com.example.token")], "its key lives in a token"),
-    ])
+    @Test(
+        "Only synchronizable items whose accessibility may leave the device sync",
+        arguments: [
+            (["sync": AttributeValue.int(1), "pdmn": .string("ak")], nil as String?),
+            (["sync": .int(1), "pdmn": .string("ck")], nil),
+            (["sync": .int(1)], nil),
+            (["sync": .int(0), "pdmn": .string("ak")], "it is not synchronizable"),
+            ([:], "it is not synchronizable"),
+            (["sync": .int(1), "pdmn": .string("aku")], "its accessibility is ThisDeviceOnly"),
+            (["sync": .int(1), "pdmn": .string("cku")], "its accessibility is ThisDeviceOnly"),
+            (["sync": .int(1), "pdmn": .string("dku")], "its accessibility is ThisDeviceOnly"),
+            (["sync": .int(1), "pdmn": .string("akpu")], "its accessibility is ThisDeviceOnly"),
+            (["sync": .int(1), "tkid": .string("com.example.token")], "its key lives in a token"),
+        ])
     func eligibility(attributes: [String: AttributeValue], reason: String?) {
         #expect(SyncEligibility.reasonToStay(itemClass: .genericPassword, attributes: attributes) == reason)
     }
@@ -70,11 +73,13 @@ struct SyncItemPayloadTests {
         let control = try AccessControl(protection: .whenUnlocked, flags: .userPresence)
         let open = try AccessControl(protection: .whenUnlocked, flags: [])
         let local = try AccessControl(protection: .whenUnlockedThisDeviceOnly, flags: [])
-        #expect(SyncEligibility.reasonToStay(itemClass: .key, attributes: ["sync": .int(1), "accc": .data(control.encoded)])
-            == "it needs the user's presence, which stays with this device")
+        #expect(
+            SyncEligibility.reasonToStay(itemClass: .key, attributes: ["sync": .int(1), "accc": .data(control.encoded)])
+                == "it needs the user's presence, which stays with this device")
         #expect(SyncEligibility.reasonToStay(itemClass: .key, attributes: ["sync": .int(1), "accc": .data(open.encoded)]) == nil)
-        #expect(SyncEligibility.reasonToStay(itemClass: .key, attributes: ["sync": .int(1), "accc": .data(local.encoded)])
-            == "its access control's accessibility is ThisDeviceOnly")
+        #expect(
+            SyncEligibility.reasonToStay(itemClass: .key, attributes: ["sync": .int(1), "accc": .data(local.encoded)])
+                == "its access control's accessibility is ThisDeviceOnly")
         #expect(SyncEligibility.reasonToStay(itemClass: .identity, attributes: ["sync": .int(1)]) != nil)
     }
 }

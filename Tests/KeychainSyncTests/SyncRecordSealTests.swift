@@ -25,8 +25,9 @@ struct SyncRecordSealTests {
         #expect(!first.ciphertext.contains(payload))
     }
 
-    @Test("Moved to another item, version, zone or account, or relabelled with another key: errSecDecode",
-          arguments: ["item", "version", "zone", "account"])
+    @Test(
+        "Moved to another item, version, zone or account, or relabelled with another key: errSecDecode",
+        arguments: ["item", "version", "zone", "account"])
     func moved(_ what: String) throws {
         var record = try SyncRecordSeal.seal(payload, at: SyncVectors.address, zoneKey: zoneKey)
         switch what {
@@ -50,7 +51,7 @@ struct SyncRecordSealTests {
         var swapped = mine
         swapped.ciphertext = other.ciphertext
         var replayed = try SyncRecordSeal.seal(Data("old secret".utf8), at: SyncVectors.address, zoneKey: zoneKey)
-        replayed.address.version = SyncVectors.address.version + 1 // served as the next version
+        replayed.address.version = SyncVectors.address.version + 1  // served as the next version
         var flipped = mine
         flipped.ciphertext[flipped.ciphertext.count / 2] ^= 1
         for record in [swapped, replayed, flipped] {

@@ -120,20 +120,21 @@ struct SyncReplicaTests {
         #expect(try a.secret("mail", "ann") == "one")
     }
 
-    @Test("Three devices making 200 edits each while apart (the same items edited, deleted, made again) end identical",
-          arguments: [1, 2, 3, 4, 5, 6])
+    @Test(
+        "Three devices making 200 edits each while apart (the same items edited, deleted, made again) end identical",
+        arguments: [1, 2, 3, 4, 5, 6])
     func partitionHeals(seed: UInt64) throws {
         var random = SeededGenerator(seed: seed)
         let world = try World(devices: 3)
-        for index in 0 ..< 6 { try world.devices[index % 3].add("svc\(index)", "acct", secret: "start") }
+        for index in 0..<6 { try world.devices[index % 3].add("svc\(index)", "acct", secret: "start") }
         try world.settle()
         // Apart: each device makes edits, deletes and re-adds of the same few items.
-        for step in 0 ..< 600 {
+        for step in 0..<600 {
             let device = world.devices[step % 3]
-            device.clock.advance(Double(Int.random(in: 1 ... 3, using: &random)))
+            device.clock.advance(Double(Int.random(in: 1...3, using: &random)))
             let service = "svc\(Int.random(in: 0 ..< 6, using: &random))"
-            switch Int.random(in: 0 ..< 10, using: &random) {
-            case 0 ..< 6:
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<6:
                 if try device.secret(service, "acct") != nil {
                     try device.update(service, "acct", secret: "v\(Int.random(in: 0 ..< 1000, using: &random))")
                 } else {
@@ -250,8 +251,9 @@ final class Device: @unchecked Sendable {
             cursor = entry.seq
         }
         for change in try replica.outgoingChanges() {
-            let address = SyncRecordAddress(account: SyncVectors.account, zone: "keychain", itemID: change.itemID,
-                                            version: change.expectedVersion + 1)
+            let address = SyncRecordAddress(
+                account: SyncVectors.account, zone: "keychain", itemID: change.itemID,
+                version: change.expectedVersion + 1)
             let sealed = try SyncRecordSeal.seal(change.payload.encoded, at: address, zoneKey: world.zoneKey)
             if world.store.write(sealed, expected: change.expectedVersion), acknowledging {
                 try replica.acknowledge(change, version: address.version)
@@ -267,7 +269,7 @@ final class World: @unchecked Sendable {
     private(set) var devices: [Device] = []
 
     init(devices count: Int) throws {
-        for index in 0 ..< count { devices.append(try Device(world: self, name: "device-\(index)")) }
+        for index in 0..<count { devices.append(try Device(world: self, name: "device-\(index)")) }
     }
 
     func open(_ entry: RecordStore.Entry) throws -> SyncItemPayload {
@@ -276,7 +278,7 @@ final class World: @unchecked Sendable {
 
     /// Rounds until no device has anything to send and every device has read the whole feed.
     func settle() throws {
-        for _ in 0 ..< 20 {
+        for _ in 0..<20 {
             for device in devices { try device.round() }
             let quiet = try devices.allSatisfy { try $0.replica.outgoingChanges().isEmpty && $0.cursor == store.seq }
             if quiet { return }

@@ -21,8 +21,10 @@ public final class KeychaindProcess: @unchecked Sendable {
     /// Starts keychaind with `environment` (its `KEYCHAIN_HOME` is the keychain), on `socketPath`, with extra
     /// `arguments`; `commandPrefix` runs it through another program (`setpriv …` to run it as another user);
     /// `executable` is another keychaind than the build products' (the multi-call binary under that name).
-    public init(socketPath: String, environment: [String: String], arguments: [String] = [], commandPrefix: [String] = [],
-                executable: String? = nil) throws {
+    public init(
+        socketPath: String, environment: [String: String], arguments: [String] = [], commandPrefix: [String] = [],
+        executable: String? = nil
+    ) throws {
         self.socketPath = socketPath
         let command = commandPrefix + [try executable ?? BuiltProducts.path(of: "keychaind"), "--foreground", "--socket", socketPath] + arguments
         process.executableURL = URL(fileURLWithPath: command[0])
@@ -57,7 +59,11 @@ public final class KeychaindProcess: @unchecked Sendable {
     /// SIGTERM, then waits for the exit; returns the exit status.
     @discardableResult
     public func stop() -> Int32 {
-        guard lock.withLock({ () -> Bool in defer { stopped = true }; return !stopped }) else { return process.terminationStatus }
+        guard
+            lock.withLock({ () -> Bool in
+                defer { stopped = true }; return !stopped
+            })
+        else { return process.terminationStatus }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         return process.terminationStatus

@@ -30,11 +30,13 @@ public final class PinentryScript: @unchecked Sendable {
         ownsFolder = folder == nil
         self.folder = folder ?? FileManager.default.temporaryDirectory.appendingPathComponent("pinentry-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: self.folder, withIntermediateDirectories: true)
-        try writeExecutable(Data("""
-            #!/bin/sh
-            SCRIPTED_PINENTRY_SCRIPT='\(scriptPath)' SCRIPTED_PINENTRY_LOG='\(logPath)' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'
+        try writeExecutable(
+            Data(
+                """
+                #!/bin/sh
+                SCRIPTED_PINENTRY_SCRIPT='\(scriptPath)' SCRIPTED_PINENTRY_LOG='\(logPath)' exec '\(try BuiltProducts.path(of: "scripted-pinentry"))'
 
-            """.utf8), to: program)
+                """.utf8), to: program)
     }
 
     deinit { if ownsFolder { try? FileManager.default.removeItem(atPath: folder) } }
@@ -60,4 +62,3 @@ public final class PinentryScript: @unchecked Sendable {
 /// wrote: a setting names only programs only root can change, which a test's file is only when the tests run as root.
 /// Tests that need it are skipped otherwise, saying so.
 public let settingsMayNameATestPinentry = getuid() == 0
-

@@ -30,21 +30,23 @@ public final class PrivateSessionBus: Sendable {
         var arguments = ["--print-address", "--nofork", "--nopidfile", "--nosyslog"]
         if let serviceDirectory {
             let config = serviceDirectory + "/bus.conf"
-            try Data("""
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>unix:tmpdir=/tmp</listen>
-              <servicedir>\(serviceDirectory)</servicedir>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
-            </busconfig>
+            try Data(
+                """
+                <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+                 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+                <busconfig>
+                  <type>session</type>
+                  <listen>unix:tmpdir=/tmp</listen>
+                  <servicedir>\(serviceDirectory)</servicedir>
+                  <policy context="default">
+                    <allow send_destination="*" eavesdrop="true"/>
+                    <allow eavesdrop="true"/>
+                    <allow own="*"/>
+                  </policy>
+                </busconfig>
 
-            """.utf8).write(to: URL(fileURLWithPath: config))
+                """.utf8
+            ).write(to: URL(fileURLWithPath: config))
             arguments.append("--config-file=" + config)
         } else {
             arguments.append("--session")

@@ -22,15 +22,18 @@ public struct ProgramRun: Sendable {
     /// a prompt fails at once), and its output captured in files under `scratch` (so a chatty program never blocks
     /// on a pipe). A run longer than `timeout` is killed with SIGKILL (children of the test runner may have SIGTERM
     /// blocked) and reported as an error.
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String], input: Data? = nil,
-                           directory: String? = nil, scratch: String = NSTemporaryDirectory(), timeout: TimeInterval = 30) throws -> ProgramRun {
+    public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String], input: Data? = nil,
+        directory: String? = nil, scratch: String = NSTemporaryDirectory(), timeout: TimeInterval = 30
+    ) throws -> ProgramRun {
         let id = UUID().uuidString
         let outPath = scratch + "/\(id).out", errPath = scratch + "/\(id).err"
         var inputPath = "/dev/null"
         if input != nil { inputPath = scratch + "/\(id).in" }
         guard FileManager.default.createFile(atPath: outPath, contents: nil),
-              FileManager.default.createFile(atPath: errPath, contents: nil),
-              input.map({ FileManager.default.createFile(atPath: inputPath, contents: $0) }) ?? true else {
+            FileManager.default.createFile(atPath: errPath, contents: nil),
+            input.map({ FileManager.default.createFile(atPath: inputPath, contents: $0) }) ?? true
+        else {
             throw TestProcessError("Cannot create the run's files in \(scratch).")
         }
         defer {
@@ -63,9 +66,10 @@ public struct ProgramRun: Sendable {
             usleep(1_000)
         }
         process.waitUntilExit()
-        return ProgramRun(status: process.terminationStatus,
-                          stdoutData: FileManager.default.contents(atPath: outPath) ?? Data(),
-                          stderrData: FileManager.default.contents(atPath: errPath) ?? Data())
+        return ProgramRun(
+            status: process.terminationStatus,
+            stdoutData: FileManager.default.contents(atPath: outPath) ?? Data(),
+            stderrData: FileManager.default.contents(atPath: errPath) ?? Data())
     }
 }
 

@@ -24,7 +24,8 @@ public final class SyncServerProcess: @unchecked Sendable {
     /// The PostgreSQL socket folder the environment names, when it holds a socket.
     public static var postgresSocket: String? {
         guard let folder = ProcessInfo.processInfo.environment["KEYCHAIN_TEST_POSTGRES_SOCKET"], !folder.isEmpty,
-              FileManager.default.fileExists(atPath: "\(folder)/.s.PGSQL.5432") else { return nil }
+            FileManager.default.fileExists(atPath: "\(folder)/.s.PGSQL.5432")
+        else { return nil }
         return folder
     }
 
@@ -59,9 +60,11 @@ public final class SyncServerProcess: @unchecked Sendable {
         let made = try ProgramRun.run(createdb, ["-h", socket, "-U", Self.postgresUser, database], environment: ["PATH": "/usr/bin:/bin"])
         guard made.status == 0 else { throw TestProcessError("createdb \(database) failed: \(made.stderr)") }
 
-        let command = [try BuiltProducts.path(of: "keychain-sync-server"), "--host", "127.0.0.1", "--port", "0",
-                       "--postgres-socket", socket, "--postgres-user", Self.postgresUser, "--postgres-database", database,
-                       "--log-level", "info"]
+        let command = [
+            try BuiltProducts.path(of: "keychain-sync-server"), "--host", "127.0.0.1", "--port", "0",
+            "--postgres-socket", socket, "--postgres-user", Self.postgresUser, "--postgres-database", database,
+            "--log-level", "info",
+        ]
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         process.environment = ["PATH": "/usr/bin:/bin"]
@@ -105,7 +108,11 @@ public final class SyncServerProcess: @unchecked Sendable {
     /// SIGTERM, waits for the exit (SIGKILL after 10 s: a graceful shutdown can wait on a client's open push socket,
     /// and this call blocks its thread), and drops the database.
     public func stop() {
-        guard lock.withLock({ () -> Bool in defer { stopped = true }; return !stopped }) else { return }
+        guard
+            lock.withLock({ () -> Bool in
+                defer { stopped = true }; return !stopped
+            })
+        else { return }
         if process.isRunning { process.terminate() }
         let deadline = Date().addingTimeInterval(10)
         while process.isRunning && Date() < deadline { usleep(10_000) }

@@ -33,13 +33,14 @@ final class PipelineProbe {
             throw KeychainError(code: .io, message: "socketpair failed")
         }
         client = pair[0]
-        let context = ServerContext(dispatcher: RequestDispatcher(authority: authority, logger: logger),
-                                    budget: ResourceBudget(limits: .standard), tracker: tracker, logger: logger)
+        let context = ServerContext(
+            dispatcher: RequestDispatcher(authority: authority, logger: logger),
+            budget: ResourceBudget(limits: .standard), tracker: tracker, logger: logger)
         let served = pair[1]
         Thread.detachNewThread { PeerConnection.serve(served, context: context) }
         let caller = AccessPolicy(groups: [group])
         var requests: [[UInt8]] = []
-        for index in 0 ..< items {
+        for index in 0..<items {
             var item = ItemQuery(itemClass: .genericPassword)
             item.attributes = ["acct": .string("account-\(index)"), "svce": .string("pipeline-probe")]
             item.valueData = Data("secret-\(index)-padded-to-24-bytes".utf8.prefix(24))
@@ -50,7 +51,7 @@ final class PipelineProbe {
             requests.append(Frame(id: UInt32(index + 1), body: .request(.find(find, claim: nil))).encoded)
         }
         frames = requests
-        _ = try readFrame() // the greeting
+        _ = try readFrame()  // the greeting
     }
 
     /// One whole frame from the connection; its byte count.
@@ -72,7 +73,7 @@ final class PipelineProbe {
     @inline(never)
     func serve(_ count: Int) throws -> Int {
         var answered = 0
-        for index in 0 ..< count {
+        for index in 0..<count {
             let frame = frames[index % frames.count]
             _ = frame.withUnsafeBytes { send(client, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
             answered += try readFrame()

@@ -58,7 +58,7 @@ func environmentValue(_ name: String) -> String? { getenv(name).map { String(cSt
 let logFD: Int32 = environmentValue("SCRIPTED_PINENTRY_LOG").map { open($0, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600) } ?? -1
 func log(_ bytes: [UInt8]) {
     guard logFD >= 0 else { return }
-    writeAll(logFD, bytes + [UInt8(ascii: "\n")]) // one write per line: appends from several processes never mix
+    writeAll(logFD, bytes + [UInt8(ascii: "\n")])  // one write per line: appends from several processes never mix
 }
 
 /// Takes the first line of the script file (nil when there is none).
@@ -235,5 +235,5 @@ while true {
     if count < 0, errno == EINTR { continue }
     guard count > 0 else { exit(0) }
     pending += buffer[..<count]
-    if pending.count > 1 << 16 { exit(4) } // a client without line ends: give up
+    if pending.count > 1 << 16 { exit(4) }  // a client without line ends: give up
 }

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 
 @Suite struct AccessControlToolTests {
-    @Test("add --access-control protects the item: find shows its access control, -g cannot read the password without a prompt",
-          arguments: ToolMode.allCases)
+    @Test(
+        "add --access-control protects the item: find shows its access control, -g cannot read the password without a prompt",
+        arguments: ToolMode.allCases)
     func addWithAccessControl(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "vault", "-w", "s3cret", "--access-control", "devicePasscode"])
@@ -43,27 +44,36 @@ import Testing
     @Test("several constraints: all needed, or any one with --or; Apple's invalid combinations exit with errSecParam")
     func constraintCombinations() throws {
         try withKeychain { kc in
-            try kc.succeed(["add-internet-password", "-a", "alice", "-s", "example.com", "-w", "pw",
-                            "--access-control", "devicePasscode,biometryAny", "--or"])
+            try kc.succeed([
+                "add-internet-password", "-a", "alice", "-s", "example.com", "-w", "pw",
+                "--access-control", "devicePasscode,biometryAny", "--or",
+            ])
             let listed = try kc.run(["find-internet-password", "-a", "alice", "-s", "example.com"])
             #expect(listed.status == 0)
             #expect(listed.stdout.contains("access control: devicePasscode,biometryAny,or;whenUnlocked\n"))
 
-            try kc.succeed(["add-generic-password", "-a", "carol", "-s", "vault", "-w", "pw",
-                            "--access-control", "devicePasscode", "--access-control", "biometryCurrentSet"])
+            try kc.succeed([
+                "add-generic-password", "-a", "carol", "-s", "vault", "-w", "pw",
+                "--access-control", "devicePasscode", "--access-control", "biometryCurrentSet",
+            ])
             let both = try kc.run(["find-generic-password", "-a", "carol", "-s", "vault"])
             #expect(both.stdout.contains("access control: devicePasscode,biometryCurrentSet;whenUnlocked\n"))
 
             // An application password is asked for when the item is added: with no pinentry that can show a prompt here (no display, no terminal), errSecInteractionNotAllowed.
-            let password = try kc.run(["add-generic-password", "-a", "erin", "-s", "vault", "-w", "pw",
-                                       "--access-control", "applicationPassword"], detached: true)
+            let password = try kc.run(
+                [
+                    "add-generic-password", "-a", "erin", "-s", "vault", "-w", "pw",
+                    "--access-control", "applicationPassword",
+                ], detached: true)
             #expect(password.status == 36)
             #expect(password.stderr.hasPrefix("security: SecKeychainItemCreateFromContent (<default>): User interaction is not allowed.\n"))
             #expect(try kc.run(["find-generic-password", "-a", "erin", "-s", "vault"]).status == 44)
 
             // userPresence combines only with applicationPassword (and privateKeyUsage): errSecParam, exit 206.
-            let invalid = try kc.run(["add-generic-password", "-a", "dave", "-s", "vault", "-w", "pw",
-                                      "--access-control", "userPresence,devicePasscode"])
+            let invalid = try kc.run([
+                "add-generic-password", "-a", "dave", "-s", "vault", "-w", "pw",
+                "--access-control", "userPresence,devicePasscode",
+            ])
             #expect(invalid.status == 206)
             #expect(invalid.stderr.hasSuffix("security: SecKeychainItemCreateFromContent (<default>): OSStatus -50 (see `security error -50`)\n"))
             // An unknown name is a usage error.

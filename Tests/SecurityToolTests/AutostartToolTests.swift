@@ -17,8 +17,9 @@ import Glibc
             let daemon = AutostartedDaemon(home: kc.home)
             defer { daemon.stop() }
             #expect(!daemon.isRunning)
-            var r = try kc.launch(kc.tool, ["add-generic-password", "-a", "a", "-s", "s", "--password-stdin"],
-                                  environment: Self.onDemand, input: Data("the secret\n".utf8))
+            var r = try kc.launch(
+                kc.tool, ["add-generic-password", "-a", "a", "-s", "s", "--password-stdin"],
+                environment: Self.onDemand, input: Data("the secret\n".utf8))
             #expect(r.status == 0, "\(r.stderr)")
             #expect(daemon.isRunning, "no keychaind was started: \(daemon.log)")
             let pid = try #require(daemon.pid)
@@ -28,11 +29,13 @@ import Glibc
             let tool = URL(fileURLWithPath: kc.tool).resolvingSymlinksInPath().path
             #expect(r.stdout.contains("access group: \"\(tool)\"\n"), "\(r.stdout)")
 
-            r = try kc.launch(kc.tool, ["set-keychain-password", "--new-password-stdin"], environment: Self.onDemand,
-                              input: Data("pass phrase\n".utf8))
+            r = try kc.launch(
+                kc.tool, ["set-keychain-password", "--new-password-stdin"], environment: Self.onDemand,
+                input: Data("pass phrase\n".utf8))
             #expect(r.status == 0, "\(r.stderr)")
-            r = try kc.launch(kc.tool, ["unlock-keychain", "--password-stdin"], environment: Self.onDemand,
-                              input: Data("pass phrase\n".utf8))
+            r = try kc.launch(
+                kc.tool, ["unlock-keychain", "--password-stdin"], environment: Self.onDemand,
+                input: Data("pass phrase\n".utf8))
             #expect(r.status == 0, "\(r.stderr)")
             // A new process, no terminal, nothing on standard input: nothing to ask with, and nothing is asked.
             r = try kc.run(["find-generic-password", "-a", "a", "-s", "s", "-w"], environment: Self.onDemand, detached: true)
@@ -58,8 +61,9 @@ import Glibc
             defer { daemon.stop() }
             var r = try kc.run(["create-keychain", "-p", "pw", "other"], environment: Self.onDemand)
             #expect(r.status == 0, "\(r.stderr)")
-            r = try kc.launch(kc.tool, ["add-generic-password", "-a", "a", "-s", "s", "--password-stdin", "other"],
-                              environment: Self.onDemand, input: Data("in other\n".utf8))
+            r = try kc.launch(
+                kc.tool, ["add-generic-password", "-a", "a", "-s", "s", "--password-stdin", "other"],
+                environment: Self.onDemand, input: Data("in other\n".utf8))
             #expect(r.status == 0, "\(r.stderr)")
             r = try kc.run(["find-generic-password", "-a", "a", "-s", "s", "-w", "other"], environment: Self.onDemand, detached: true)
             #expect(r.status == 0, "\(r.stderr)")

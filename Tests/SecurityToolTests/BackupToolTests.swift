@@ -66,7 +66,8 @@ struct BackupToolTests {
     @Test func exportAndImportRefuseWhatTheyCannotDoWithApplesCodes() throws {
         try withKeychain { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "s3cret"])
-            let notYet = "security: Certificates and public keys export as PEM (-f pemseq) or one DER certificate (-f x509); identities as PKCS#12 (-t identities -f pkcs12); -f backup moves the whole keychain.\n"
+            let notYet =
+                "security: Certificates and public keys export as PEM (-f pemseq) or one DER certificate (-f x509); identities as PKCS#12 (-t identities -f pkcs12); -f backup moves the whole keychain.\n"
             // errSecUnsupportedFormat (-25256) exits 88.
             let p12 = try kc.run(["export", "-t", "certs", "-f", "pkcs12", "-o", kc.root + "/certs.p12"])
             #expect(p12.status == 88)
@@ -78,7 +79,10 @@ struct BackupToolTests {
             // No identity to put in a PKCS#12 file: errSecItemNotFound (-25300) exits 44.
             let none = try kc.run(["export", "-t", "identities", "-f", "pkcs12", "-P", "pp", "-o", kc.root + "/none.p12"])
             #expect(none.status == 44)
-            #expect(none.stderr == "security: SecKeychainItemExport: The specified item could not be found in the keychain.\nsecurity: The keychain has no identity: a certificate together with its private key.\n")
+            #expect(
+                none.stderr
+                    == "security: SecKeychainItemExport: The specified item could not be found in the keychain.\nsecurity: The keychain has no identity: a certificate together with its private key.\n"
+            )
             // Nothing to export in PEM: errSecItemNotFound.
             #expect(try kc.run(["export", "-o", kc.root + "/x"]).status == 44)
             // errSecParam (-50) exits 206.
@@ -105,7 +109,7 @@ struct BackupToolTests {
             #expect(named.status == Int32(UInt8(truncatingIfNeeded: -26275)))
             #expect(named.stderr.hasPrefix("security: SecKeychainItemImport: Unable to decode the provided data.\n"))
             let missing = try kc.run(["import", kc.root + "/nothing-here", "-P", "pp"])
-            #expect(missing.status == 220) // errSecIO (-36)
+            #expect(missing.status == 220)  // errSecIO (-36)
             #expect(missing.stderr.contains("nothing-here does not exist."))
             // No passphrase and no terminal: refused at once, nothing changed.
             let file = kc.root + "/b"

@@ -27,8 +27,9 @@ struct ByteNameToolTests {
     /// Text as the bytes of its UTF-8.
     func t(_ text: String) -> [UInt8] { Array(text.utf8) }
 
-    @Test("two accounts that differ in one byte that is not UTF-8 are two items, each read back exactly",
-          arguments: ToolMode.allCases)
+    @Test(
+        "two accounts that differ in one byte that is not UTF-8 are two items, each read back exactly",
+        arguments: ToolMode.allCases)
     func accountsDifferingInOneByteAreTwoItems(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
             let ff: [UInt8] = [0xFF], fe: [UInt8] = [0xFE]
@@ -83,8 +84,9 @@ struct ByteNameToolTests {
         }
     }
 
-    @Test("services, labels, servers and paths that are bytes are kept exactly; UTF-8 names stay text",
-          arguments: ToolMode.allCases)
+    @Test(
+        "services, labels, servers and paths that are bytes are kept exactly; UTF-8 names stay text",
+        arguments: ToolMode.allCases)
     func otherNamesAreBytesToo(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
             // A service that mixes text and a stray byte; its label defaults to the same bytes.
@@ -130,8 +132,12 @@ struct ByteNameToolTests {
     func refusedWhereNotCarried() throws {
         try withKeychain { kc in
             try kc.succeed(["add-generic-password", "-a", "other", "-s", "s", "-w", "x"])
-            let group = try run(kc, [t("add-generic-password"), t("-a"), t("a"), t("-s"), t("s"), t("-w"), t("x"),
-                                     t("--access-group"), [0xFF]])
+            let group = try run(
+                kc,
+                [
+                    t("add-generic-password"), t("-a"), t("a"), t("-s"), t("s"), t("-w"), t("x"),
+                    t("--access-group"), [0xFF],
+                ])
             #expect(group.status == 206)
             #expect(group.stdout == "")
             // (The layout of the lines around the explanation is ToolFailure's; the explanation is this one.)
@@ -150,7 +156,9 @@ struct ByteNameToolTests {
             #expect(otherVerb.status == 206)
             #expect(otherVerb.stdout == "")
             #expect(otherVerb.stderr.contains("Argument 3 (counting the command as 1) is not UTF-8 text, and find-certificate keeps only text."))
-            #expect(otherVerb.stderr.contains("Give it UTF-8 text: only the password commands keep such bytes exactly (in -a, -s, -l, -j, -D and -G (internet passwords also -d and -p) and the password -w).\n"))
+            #expect(
+                otherVerb.stderr.contains(
+                    "Give it UTF-8 text: only the password commands keep such bytes exactly (in -a, -s, -l, -j, -D and -G (internet passwords also -d and -p) and the password -w).\n"))
             #expect(otherVerb.stderr.contains("security: find-certificate: "))
             // Nothing was added by the refused command.
             #expect(try kc.run(["find-generic-password", "-a", "a", "-s", "s"]).status == 44)

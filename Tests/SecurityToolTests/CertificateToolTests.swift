@@ -24,8 +24,9 @@ func fingerprint(_ line: String) -> String {
 struct CertificateToolTests {
     /// A self-signed P-256 certificate and its key, as PEM files `cert.pem` and `key.pem`.
     func makeCertificate(_ kc: Sandbox) throws {
-        try kc.openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "30",
-                       "-keyout", "@key.pem", "-out", "@cert.pem", "-subj", "/CN=Tool Test/emailAddress=tool@example.com")
+        try kc.openssl(
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "30",
+            "-keyout", "@key.pem", "-out", "@cert.pem", "-subj", "/CN=Tool Test/emailAddress=tool@example.com")
     }
 
     @Test(arguments: ToolMode.allCases) func certificatesAreAddedFoundExportedAndDeleted(_ mode: ToolMode) throws {
@@ -84,16 +85,17 @@ struct CertificateToolTests {
 
             let sha1 = fingerprint(try kc.openssl("x509", "-in", "@cert.pem", "-noout", "-fingerprint", "-sha1"))
             let identities = try kc.run(["find-identity"])
-            #expect(identities.stdout == """
-                Policy: X.509 Basic
-                  Matching identities
-                  1) \(sha1) "Tool Test" (CSSMERR_TP_NOT_TRUSTED)
-                     1 identities found
+            #expect(
+                identities.stdout == """
+                    Policy: X.509 Basic
+                      Matching identities
+                      1) \(sha1) "Tool Test" (CSSMERR_TP_NOT_TRUSTED)
+                         1 identities found
 
-                  Valid identities only
-                     0 valid identities found
+                      Valid identities only
+                         0 valid identities found
 
-                """)
+                    """)
             #expect(try kc.run(["find-identity", "-v", "-p", "ssl-server", "-s", "tool.example"]).stdout == "     0 valid identities found\n")
 
             // The public key exports as openssl derives it; private keys do not export.
@@ -104,8 +106,9 @@ struct CertificateToolTests {
 
             // The identity exports as PKCS#12 (the passphrase on standard input, never on the command line);
             // openssl reads back the same private key and certificate, with the password from a file.
-            let exported = try kc.launch(kc.tool, ["export", "-t", "identities", "-f", "pkcs12", "--passphrase-stdin", "-o", kc.root + "/out.p12"],
-                                         input: Data("export pw\n".utf8))
+            let exported = try kc.launch(
+                kc.tool, ["export", "-t", "identities", "-f", "pkcs12", "--passphrase-stdin", "-o", kc.root + "/out.p12"],
+                input: Data("export pw\n".utf8))
             #expect(exported.status == 0, "\(exported.stderr)")
             #expect(exported.stdout == "" && exported.stderr == "")
             try Data("export pw\n".utf8).write(to: URL(fileURLWithPath: kc.root + "/pw"))
@@ -145,15 +148,17 @@ struct CertificateToolTests {
     @Test(arguments: ToolMode.allCases) func pkcs12WithSeveralIdentitiesImportsWhole(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
             // A CA and two leaves it signed, one EC and one RSA.
-            try kc.openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "30",
-                           "-keyout", "@ca.key", "-out", "@ca.pem", "-subj", "/CN=Several CA")
+            try kc.openssl(
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "30",
+                "-keyout", "@ca.key", "-out", "@ca.pem", "-subj", "/CN=Several CA")
             for (name, algorithm) in [("first", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"]), ("second", ["-newkey", "rsa:2048"])] {
                 let request = ["req", "-new"] + algorithm + ["-nodes", "-keyout", "@\(name).key", "-out", "@\(name).csr", "-subj", "/CN=Several \(name)"]
                 let made = try kc.launch("/usr/bin/env", ["openssl"] + request.map { $0.hasPrefix("@") ? kc.root + "/" + $0.dropFirst() : $0 })
                 #expect(made.status == 0, "\(made.stderr)")
                 try kc.openssl("x509", "-req", "-in", "@\(name).csr", "-CA", "@ca.pem", "-CAkey", "@ca.key", "-days", "30", "-out", "@\(name).pem")
-                try kc.openssl("pkcs12", "-export", "-inkey", "@\(name).key", "-in", "@\(name).pem", "-certfile", "@ca.pem",
-                               "-passout", "pass:pw", "-out", "@\(name).p12")
+                try kc.openssl(
+                    "pkcs12", "-export", "-inkey", "@\(name).key", "-in", "@\(name).pem", "-certfile", "@ca.pem",
+                    "-passout", "pass:pw", "-out", "@\(name).p12")
                 // The second file's CA certificate is already in the keychain: kept, not a duplicate.
                 let imported = try kc.run(["import", kc.root + "/\(name).p12", "-P", "pw"])
                 #expect(imported.status == 0, "\(imported.stderr)")

@@ -8,8 +8,8 @@ import Testing
 /// change the programs' remembered permissions).
 @Suite("security: the programs' remembered permissions")
 struct ConsentToolTests {
-    static let first = Date(timeIntervalSince1970: 1_767_323_045) // 2026-01-02T03:04:05Z
-    static let second = Date(timeIntervalSince1970: 1_772_600_767) // 2026-03-04T05:06:07Z
+    static let first = Date(timeIntervalSince1970: 1_767_323_045)  // 2026-01-02T03:04:05Z
+    static let second = Date(timeIntervalSince1970: 1_772_600_767)  // 2026-03-04T05:06:07Z
 
     /// Decisions as the consent decision remembers them, written by a real engine on the sandbox's keychain before
     /// any keychaind starts (the tool itself only lists and revokes).
@@ -35,14 +35,19 @@ struct ConsentToolTests {
         defer { kc.remove() }
         let app = try kc.program("mail-client")
         let digest = try FileDigest.sha256Hex(ofFileAt: app)
-        try Self.seed(kc, [
-            ConsentDecision(program: .executable(path: app, sha256: digest), subject: "67656e70ab",
-                            subjectDescription: "the password of alice", verdict: .always, date: Self.first),
-            ConsentDecision(program: .flatpak("org.example.Flat"), subject: "/org/freedesktop/secrets/collection/login",
-                            subjectDescription: "Login\n\u{1B}[31mforged line\\", verdict: .deny, date: Self.second),
-            ConsentDecision(program: .executable(path: app, sha256: digest), subject: "67656e70cd",
-                            subjectDescription: "x", verdict: .deny, date: Self.second),
-        ])
+        try Self.seed(
+            kc,
+            [
+                ConsentDecision(
+                    program: .executable(path: app, sha256: digest), subject: "67656e70ab",
+                    subjectDescription: "the password of alice", verdict: .always, date: Self.first),
+                ConsentDecision(
+                    program: .flatpak("org.example.Flat"), subject: "/org/freedesktop/secrets/collection/login",
+                    subjectDescription: "Login\n\u{1B}[31mforged line\\", verdict: .deny, date: Self.second),
+                ConsentDecision(
+                    program: .executable(path: app, sha256: digest), subject: "67656e70cd",
+                    subjectDescription: "x", verdict: .deny, date: Self.second),
+            ])
         let lineA = "\(app)  sha256=\(digest.prefix(12))  always  2026-01-02T03:04:05Z  subject=67656e70ab  the password of alice"
         let lineB = "\(app)  sha256=\(digest.prefix(12))  deny  2026-03-04T05:06:07Z  subject=67656e70cd  x"
         // A description cannot start a line of its own or colour the terminal.
@@ -64,8 +69,9 @@ struct ConsentToolTests {
             let none = try kc.run(["app", "revoke", app, "--subject", "67656e70cd"])
             #expect(none.status == 44)
             #expect(none.stdout == "")
-            #expect(none.stderr == "security: app revoke: The specified item could not be found in the keychain.\n"
-                + "security: Nothing is remembered for \(app) about 67656e70cd; `security app consents` lists what is.\n")
+            #expect(
+                none.stderr == "security: app revoke: The specified item could not be found in the keychain.\n"
+                    + "security: Nothing is remembered for \(app) about 67656e70cd; `security app consents` lists what is.\n")
             let unknown = try kc.run(["app", "revoke", "snap:nothing"])
             #expect(unknown.status == 44)
             #expect(unknown.stderr.hasSuffix("security: Nothing is remembered for nothing; `security app consents` lists what is.\n"))
@@ -80,8 +86,10 @@ struct ConsentToolTests {
                 let refused = try kc.launch(copy, ["app", "consents"])
                 #expect(refused.status == 30)
                 #expect(refused.stdout == "")
-                #expect(refused.stderr.hasPrefix("security: app consents: A required entitlement isn't present.\n"
-                    + "security: Only the security tool may list the programs' remembered permissions through keychaind; "))
+                #expect(
+                    refused.stderr.hasPrefix(
+                        "security: app consents: A required entitlement isn't present.\n"
+                            + "security: Only the security tool may list the programs' remembered permissions through keychaind; "))
                 let notRevoked = try kc.launch(copy, ["app", "revoke", app])
                 #expect(notRevoked.status == 30)
                 #expect(notRevoked.stderr.contains("Only the security tool may revoke the programs' remembered permissions through keychaind"))

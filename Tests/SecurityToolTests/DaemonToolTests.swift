@@ -28,8 +28,9 @@ extension Sandbox {
     /// `PresenceToolTests.Pinentry` reads them).
     func daemonEnvironment() throws -> [String: String] {
         let folder = root + "/pinentry-script"
-        let person = try ApprovingPerson(in: root + "/person", answer: FileManager.default.fileExists(atPath: root + "/person/person") ? nil : "confirm",
-                                         script: folder + "/script", log: folder + "/log")
+        let person = try ApprovingPerson(
+            in: root + "/person", answer: FileManager.default.fileExists(atPath: root + "/person/person") ? nil : "confirm",
+            script: folder + "/script", log: folder + "/log")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         return environment([:]).merging(person.environment) { $1 }
     }
@@ -83,7 +84,8 @@ struct DaemonToolTests {
     static let hasScript = FileManager.default.isExecutableFile(atPath: "/usr/bin/script")
 
     /// The keychaind refusal printed when the tool has no terminal to ask for the passcode on.
-    static let noTerminalForDaemon = "security: SecKeychainUnlock default: User interaction is not allowed.\n"
+    static let noTerminalForDaemon =
+        "security: SecKeychainUnlock default: User interaction is not allowed.\n"
         + "security: There is no terminal to ask on. The keychain is locked; run the command from a terminal to be asked for the keychain's passcode, or unlock it with `security unlock-keychain`.\n"
 
     @Test func daemonStatusRunningAndNotRunning() throws {
@@ -154,16 +156,20 @@ struct DaemonToolTests {
             // A symlink registers the file it points to.
             let addB = try kc.run(["app", "add", "-g", "TEAM.b", kc.root + "/link-b"], environment: env)
             #expect(addB.stdout == "registered \(lineB)\n")
-            #expect(try kc.run(["app", "add", "--flatpak", "org.example.Flat", "-g", "TEAM.flat"], environment: env).stdout
-                == "registered flatpak:org.example.Flat  groups=TEAM.flat\n")
-            #expect(try kc.run(["app", "add", "--snap", "tool", "--application-identifier", "TEAM.com.example.tool"], environment: env).stdout
-                == "registered snap:tool  app-id=TEAM.com.example.tool\n")
+            #expect(
+                try kc.run(["app", "add", "--flatpak", "org.example.Flat", "-g", "TEAM.flat"], environment: env).stdout
+                    == "registered flatpak:org.example.Flat  groups=TEAM.flat\n")
+            #expect(
+                try kc.run(["app", "add", "--snap", "tool", "--application-identifier", "TEAM.com.example.tool"], environment: env).stdout
+                    == "registered snap:tool  app-id=TEAM.com.example.tool\n")
 
             let list = try kc.run(["app", "list"], environment: env)
             #expect(list.status == 0)
             #expect(list.stderr == "")
-            #expect(list.stdout == [lineA, lineB, "flatpak:org.example.Flat  groups=TEAM.flat", "snap:tool  app-id=TEAM.com.example.tool"]
-                .sorted().map { $0 + "\n" }.joined())
+            #expect(
+                list.stdout
+                    == [lineA, lineB, "flatpak:org.example.Flat  groups=TEAM.flat", "snap:tool  app-id=TEAM.com.example.tool"]
+                    .sorted().map { $0 + "\n" }.joined())
 
             // The registered copy gets its first group from the daemon; an unregistered one may not name it.
             #expect(try kc.launch(appA, ["add", "acct", "svc", "s3cret"], environment: env).stdout == "status=0\n")
@@ -177,8 +183,10 @@ struct DaemonToolTests {
             let refused = try kc.launch(copy, ["app", "list"], environment: env)
             #expect(refused.status == 30)
             #expect(refused.stdout == "")
-            #expect(refused.stderr.hasPrefix("security: app list: A required entitlement isn't present.\n"
-                + "security: Only the security tool may list registered programs through keychaind; \(try Sandbox.resolved(copy)) (pid "))
+            #expect(
+                refused.stderr.hasPrefix(
+                    "security: app list: A required entitlement isn't present.\n"
+                        + "security: Only the security tool may list registered programs through keychaind; \(try Sandbox.resolved(copy)) (pid "))
             #expect(refused.stderr.hasSuffix(") may not.\n"))
 
             // Removing a program takes its groups away (its items stay, out of its reach).
@@ -194,8 +202,9 @@ struct DaemonToolTests {
             let missing = try kc.run(["app", "remove", appA], environment: env)
             #expect(missing.status == 44)
             #expect(missing.stdout == "")
-            #expect(missing.stderr == "security: app remove: The specified item could not be found in the keychain.\n"
-                + "security: No program named \(appA) is registered; `security app list` shows the registered ones.\n")
+            #expect(
+                missing.stderr == "security: app remove: The specified item could not be found in the keychain.\n"
+                    + "security: No program named \(appA) is registered; `security app list` shows the registered ones.\n")
             #expect(daemon.stop() == 0)
             #expect(!daemon.output.contains("s3cret"))
         }
@@ -264,13 +273,15 @@ struct DaemonToolTests {
             #expect(try kc.run(["app", "list"]).stdout == "")
             let missing = try kc.run(["app", "remove", "org.example.Nothing"])
             #expect(missing.status == 44)
-            #expect(missing.stderr == "security: app remove: The specified item could not be found in the keychain.\n"
-                + "security: No program named org.example.Nothing is registered; `security app list` shows the registered ones.\n")
+            #expect(
+                missing.stderr == "security: app remove: The specified item could not be found in the keychain.\n"
+                    + "security: No program named org.example.Nothing is registered; `security app list` shows the registered ones.\n")
         }
     }
 
-    @Test("with a passcode, registering needs the person, who gives the passcode to keychaind's prompt, never to the tool",
-          .enabled(if: hasScript, "needs script(1) for a terminal"))
+    @Test(
+        "with a passcode, registering needs the person, who gives the passcode to keychaind's prompt, never to the tool",
+        .enabled(if: hasScript, "needs script(1) for a terminal"))
     func passcodeGatesTheDaemonsRegistry() throws {
         try withKeychain { kc in
             try kc.succeed(["set-keychain-password", "-p", "correct-horse-7"])
@@ -432,8 +443,9 @@ func expectLines(_ actual: String, _ expected: [String], sourceLocation: SourceL
     for (line, want) in zip(lines, expected) {
         let parts = want.components(separatedBy: "<any>")
         if parts.count == 2 {
-            #expect(line.hasPrefix(parts[0]) && line.hasSuffix(parts[1]) && line.count >= want.count - 5, "\(line) does not match \(want)",
-                    sourceLocation: sourceLocation)
+            #expect(
+                line.hasPrefix(parts[0]) && line.hasSuffix(parts[1]) && line.count >= want.count - 5, "\(line) does not match \(want)",
+                sourceLocation: sourceLocation)
         } else {
             #expect(line == want, sourceLocation: sourceLocation)
         }

@@ -19,16 +19,18 @@ struct DamagedItemToolTests {
     func verifyAndDumpReportTheDamagedItem(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
             for (account, secret) in [("alice", "A-secret"), ("bob", "B-secret")] {
-                let added = try kc.launch(kc.tool, ["add-generic-password", "-a", account, "-s", "svc", "--password-stdin"],
-                                          input: Data("\(secret)\n".utf8))
+                let added = try kc.launch(
+                    kc.tool, ["add-generic-password", "-a", account, "-s", "svc", "--password-stdin"],
+                    input: Data("\(secret)\n".utf8))
                 #expect(added.status == 0, "\(added.stderr)")
             }
             let intact = try kc.run(["verify-keychain"])
             #expect(intact.status == 0)
             #expect(intact.stdout == "2 items verified\n")
             #expect(intact.stderr == "")
-            let backup = try kc.launch(kc.tool, ["backup-keychain", "-o", kc.root + "/before.backup", "--password-stdin"],
-                                       input: Data("backup pass\n".utf8))
+            let backup = try kc.launch(
+                kc.tool, ["backup-keychain", "-o", kc.root + "/before.backup", "--password-stdin"],
+                input: Data("backup pass\n".utf8))
             #expect(backup.status == 0, "\(backup.stderr)")
 
             try Self.damage(kc, rowid: 1)
@@ -60,8 +62,9 @@ struct DamagedItemToolTests {
             #expect(dump.stderr.contains("security: SecKeychainSearchCopyNext: Unable to decode the provided data.\n"))
 
             // The earlier backup repairs it.
-            let restored = try kc.launch(kc.tool, ["restore-keychain", "-i", kc.root + "/before.backup", "--password-stdin"],
-                                         input: Data("backup pass\n".utf8))
+            let restored = try kc.launch(
+                kc.tool, ["restore-keychain", "-i", kc.root + "/before.backup", "--password-stdin"],
+                input: Data("backup pass\n".utf8))
             #expect(restored.status == 0, "\(restored.stderr)")
             #expect(try kc.run(["verify-keychain"]).stdout == "2 items verified\n")
             #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"]).stdout == "A-secret\n")

@@ -96,11 +96,12 @@ struct KeychainListToolTests {
             #expect(locked.status == 36)
             #expect(locked.stdout == "")
             // The tool names the locked keychain (not the login keychain, which is open) and says how to unlock it.
-            #expect(locked.stderr == """
-                security: SecKeychainUnlock work: User interaction is not allowed.
-                security: There is no terminal to ask on. The keychain work is locked: unlock it with `security unlock-keychain work`, or run the command from a terminal to be asked for its password.
+            #expect(
+                locked.stderr == """
+                    security: SecKeychainUnlock work: User interaction is not allowed.
+                    security: There is no terminal to ask on. The keychain work is locked: unlock it with `security unlock-keychain work`, or run the command from a terminal to be asked for its password.
 
-                """)
+                    """)
             // A wrong passcode unlocks nothing; the right one unlocks that keychain.
             #expect(try Self.run(kc, ["unlock-keychain", "--password-stdin", "work"], input: "wrong\n").status == Self.exitCode(-25293))
             #expect(try kc.run(["find-generic-password", "-a", "wendy", "-s", "example.com", "-w"]).status == 36)
@@ -143,8 +144,12 @@ struct KeychainListToolTests {
         try withKeychain { kc in
             let pem = kc.root + "/roots.pem"
             let key = kc.root + "/root.key"
-            let made = try kc.launch("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                                          "-keyout", key, "-out", pem, "-subj", "/CN=Keychain Test Root", "-days", "30"])
+            let made = try kc.launch(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", pem, "-subj", "/CN=Keychain Test Root", "-days", "30",
+                ])
             #expect(made.status == 0, "\(made.stderr)")
             let roots = ["KEYCHAIN_SYSTEM_ROOTS": pem, "KEYCHAIN_SYSTEM_ROOTS_DIR": ""]
             #expect(try Self.run(kc, ["add-generic-password", "-a", "alice", "-s", "example.com", "--password-stdin"], input: "x\n").status == 0)
@@ -166,8 +171,12 @@ struct KeychainListToolTests {
         try withKeychain(mode) { kc in
             let pem = kc.root + "/work.pem"
             let key = kc.root + "/work.key"
-            let made = try kc.launch("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                                          "-keyout", key, "-out", pem, "-subj", "/CN=Work Certificate", "-days", "30"])
+            let made = try kc.launch(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", pem, "-subj", "/CN=Work Certificate", "-days", "30",
+                ])
             #expect(made.status == 0, "\(made.stderr)")
             let password = mode == .keychaind ? "work-pass\n" : "\n"
             #expect(try Self.run(kc, ["create-keychain", "--password-stdin", "work"], input: password).status == 0)

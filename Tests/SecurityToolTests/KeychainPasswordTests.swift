@@ -57,8 +57,9 @@ struct KeychainPasswordTests {
         }
     }
 
-    @Test("a locked item's command asks for the passcode on the terminal, then runs",
-          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a terminal"))
+    @Test(
+        "a locked item's command asks for the passcode on the terminal, then runs",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a terminal"))
     func promptsToUnlock() throws {
         try withKeychain { kc in
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "svc", "-w", "s3cret"])

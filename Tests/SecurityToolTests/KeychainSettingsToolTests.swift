@@ -11,13 +11,14 @@ struct KeychainSettingsToolTests {
             let r = try kc.run(["error", "-25300", "0xFFFF9D28", "0", "-34018"])
             #expect(r.status == 0)
             #expect(r.stderr == "")
-            #expect(r.stdout == """
-            Error: 0xFFFF9D2C -25300 The specified item could not be found in the keychain.
-            Error: 0xFFFF9D28 -25304 The specified item is no longer valid. It may have been deleted from the keychain.
-            Error: 0x00000000 0 No error.
-            Error: 0xFFFF7B1E -34018 A required entitlement isn't present.
+            #expect(
+                r.stdout == """
+                    Error: 0xFFFF9D2C -25300 The specified item could not be found in the keychain.
+                    Error: 0xFFFF9D28 -25304 The specified item is no longer valid. It may have been deleted from the keychain.
+                    Error: 0x00000000 0 No error.
+                    Error: 0xFFFF7B1E -34018 A required entitlement isn't present.
 
-            """)
+                    """)
             let bad = try kc.run(["error", "banana"])
             #expect(bad.status == 2)
             #expect(bad.stdout == "")
@@ -110,8 +111,10 @@ struct KeychainSettingsToolTests {
             // An Always item needs no unlock to read, but -d still asks for the passcode before any secret.
             let engine = try KeychainEngine(location: KeychainLocation(home: kc.home))
             _ = try InProcessKeychain(engine: engine, caller: AccessPolicy(groups: ["security"])).secItemAdd(
-                ["class": .string("genp"), "acct": .string("alice"), "svce": .string("svc"), "pdmn": .string("dk"),
-                 "v_Data": .data(Data("always-secret".utf8))])
+                [
+                    "class": .string("genp"), "acct": .string("alice"), "svce": .string("svc"), "pdmn": .string("dk"),
+                    "v_Data": .data(Data("always-secret".utf8)),
+                ])
             try engine.close()
             try kc.succeed(["set-keychain-password", "-p", "pw-9"])
             let plain = try kc.run(["dump-keychain"], detached: true)
@@ -136,10 +139,12 @@ struct KeychainSettingsToolTests {
             let r = try kc.run(["--generate-completion-script", shell])
             #expect(r.status == 0)
             #expect(r.stderr == "")
-            for verb in ["find-generic-password", "add-internet-password", "dump-keychain", "unlock-keychain",
-                         "set-keychain-settings", "show-keychain-info", "error", "app", "daemon",
-                         "backup-keychain", "restore-keychain", "export", "import",
-                         "add-certificates", "find-certificate", "delete-certificate", "find-identity", "verify-cert", "authorize"] {
+            for verb in [
+                "find-generic-password", "add-internet-password", "dump-keychain", "unlock-keychain",
+                "set-keychain-settings", "show-keychain-info", "error", "app", "daemon",
+                "backup-keychain", "restore-keychain", "export", "import",
+                "add-certificates", "find-certificate", "delete-certificate", "find-identity", "verify-cert", "authorize",
+            ] {
                 #expect(r.stdout.contains(verb), "\(shell) completion lacks \(verb)")
             }
         }

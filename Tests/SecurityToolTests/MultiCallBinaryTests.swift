@@ -25,8 +25,10 @@ struct MultiCallBinaryTests {
 
         /// The environment of every run: a private keychain, served by the keychaind at `socket` when given.
         func environment(socket: String? = nil) -> [String: String] {
-            ["KEYCHAIN_HOME": root + "/home", "HOME": root, "LANG": "C", "PATH": "/usr/bin:/bin",
-             "KEYCHAIN_DAEMON_SOCKET": socket ?? "off"]
+            [
+                "KEYCHAIN_HOME": root + "/home", "HOME": root, "LANG": "C", "PATH": "/usr/bin:/bin",
+                "KEYCHAIN_DAEMON_SOCKET": socket ?? "off",
+            ]
         }
 
         func run(_ executable: String, _ arguments: [String], socket: String? = nil, input: String? = nil) throws -> ProgramRun {
@@ -68,8 +70,9 @@ struct MultiCallBinaryTests {
         defer { installed.remove() }
         // The git helper's link run with argv[0] "security": it stays the git helper, which ignores an operation it
         // does not know (exit 0, nothing printed), instead of becoming the security tool under the helper's identity.
-        let disguised = try ProgramRun.run("/bin/bash", ["-c", "exec -a security \"$0\" list-keychains", installed.bin + "/git-credential-keychain"],
-                                           environment: installed.environment())
+        let disguised = try ProgramRun.run(
+            "/bin/bash", ["-c", "exec -a security \"$0\" list-keychains", installed.bin + "/git-credential-keychain"],
+            environment: installed.environment())
         #expect(disguised.status == 0)
         #expect(disguised.stdout == "")
         #expect(disguised.stderr == "")

@@ -15,16 +15,18 @@ struct PasswordStdinTests {
     @Test(arguments: ToolMode.allCases) func addReadsOneLineAndKeepsEverythingButTheNewline(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
             let secret = " two words\r"
-            let added = try kc.launch(kc.tool, ["add-generic-password", "-a", "alice", "-s", "svc", "--password-stdin"],
-                                      input: Data((secret + "\nnext line is not read\n").utf8))
+            let added = try kc.launch(
+                kc.tool, ["add-generic-password", "-a", "alice", "-s", "svc", "--password-stdin"],
+                input: Data((secret + "\nnext line is not read\n").utf8))
             #expect(added.status == 0)
             #expect(added.stdout == "" && added.stderr == "")
             // (find -w prints a secret with a control character in hex, as macOS does.)
             #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"]).stdout == "2074776f20776f7264730d\n")
 
             // An internet password the same way; the last line needs no newline.
-            let inet = try kc.launch(kc.tool, ["add-internet-password", "-a", "bob", "-s", "example.com", "--password-stdin"],
-                                     input: Data("web-secret".utf8))
+            let inet = try kc.launch(
+                kc.tool, ["add-internet-password", "-a", "bob", "-s", "example.com", "--password-stdin"],
+                input: Data("web-secret".utf8))
             #expect(inet.status == 0)
             #expect(try kc.run(["find-internet-password", "-a", "bob", "-s", "example.com", "-w"]).stdout == "web-secret\n")
 
@@ -58,7 +60,7 @@ struct PasswordStdinTests {
             // The tool blocks reading its standard input until we write: read its command line meanwhile (once the
             // new process shows one: right after the spawn it may still be empty).
             var cmdline = Data()
-            for _ in 0 ..< 500 where cmdline.isEmpty {
+            for _ in 0..<500 where cmdline.isEmpty {
                 cmdline = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(process.processIdentifier)/cmdline"))) ?? Data()
                 if cmdline.isEmpty { usleep(10_000) }
             }
@@ -82,7 +84,10 @@ struct PasswordStdinTests {
                 let result = try kc.run(arguments, detached: true)
                 #expect(result.status == KeychainStatus.interactionNotAllowed.exitCode)
                 #expect(result.stdout == "")
-                #expect(result.stderr.hasSuffix("security: There is no terminal to ask for the password on. Give it on standard input with --password-stdin, for example: printf '%s\\n' \"$SECRET\" | security ... --password-stdin\n"))
+                #expect(
+                    result.stderr.hasSuffix(
+                        "security: There is no terminal to ask for the password on. Give it on standard input with --password-stdin, for example: printf '%s\\n' \"$SECRET\" | security ... --password-stdin\n"
+                    ))
             }
             let backup = try kc.run(["backup-keychain", "-o", kc.root + "/b"], detached: true)
             #expect(backup.status == KeychainStatus.interactionNotAllowed.exitCode)
@@ -106,12 +111,14 @@ struct PasswordStdinTests {
             #expect(noTerminal.stderr.hasSuffix("security: There is no terminal to ask on. Give the passcode on standard input with --password-stdin.\n"))
 
             // Old then new, one line each; an empty new line removes the passcode.
-            let change = try kc.launch(kc.tool, ["set-keychain-password", "--old-password-stdin", "--new-password-stdin"],
-                                       input: Data("1234\n5678\n".utf8))
+            let change = try kc.launch(
+                kc.tool, ["set-keychain-password", "--old-password-stdin", "--new-password-stdin"],
+                input: Data("1234\n5678\n".utf8))
             #expect(change.status == 0, "\(change.stderr)")
             #expect(try kc.launch(kc.tool, ["unlock-keychain", "--password-stdin"], input: Data("1234\n".utf8)).status == KeychainStatus.authFailed.exitCode)
-            let remove = try kc.launch(kc.tool, ["set-keychain-password", "--old-password-stdin", "--new-password-stdin"],
-                                       input: Data("5678\n\n".utf8))
+            let remove = try kc.launch(
+                kc.tool, ["set-keychain-password", "--old-password-stdin", "--new-password-stdin"],
+                input: Data("5678\n\n".utf8))
             #expect(remove.status == 0, "\(remove.stderr)")
             #expect(try kc.run(["find-generic-password", "-a", "alice", "-s", "svc", "-w"], detached: true).stdout == "s3cret\n")
         }
@@ -135,26 +142,26 @@ struct PasswordStdinTests {
     /// Runs the tool on a new pseudo-terminal (Python's `pty`), typing each line of `typing` only once a prompt
     /// (output ending in ": ") is on the screen, as a person would; returns everything the terminal showed.
     static let typist = """
-    import os, pty, sys
-    lines = [l.encode() + b"\\n" for l in os.environ["TYPING"].split("\\n") if l]
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execv(sys.argv[1], sys.argv[1:])
-    out = b""
-    while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-        if lines and out.endswith(b": "):
-            os.write(fd, lines.pop(0))
-    _, status = os.waitpid(pid, 0)
-    sys.stdout.buffer.write(out)
-    sys.exit(os.waitstatus_to_exitcode(status))
-    """
+        import os, pty, sys
+        lines = [l.encode() + b"\\n" for l in os.environ["TYPING"].split("\\n") if l]
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(sys.argv[1], sys.argv[1:])
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+            if lines and out.endswith(b": "):
+                os.write(fd, lines.pop(0))
+        _, status = os.waitpid(pid, 0)
+        sys.stdout.buffer.write(out)
+        sys.exit(os.waitstatus_to_exitcode(status))
+        """
 
     /// Secrets typed at a prompt are not echoed: the terminal shows the prompts and nothing typed.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3 for a pseudo-terminal"))

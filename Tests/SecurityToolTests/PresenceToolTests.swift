@@ -6,8 +6,9 @@ import Testing
 /// settings name (set with `set-keychain-settings --pinentry`), in-process and through keychaind, where keychaind
 /// shows the prompt and names the tool as it identified it.
 @Suite struct PresenceToolTests {
-    @Test(.enabled(if: settingsMayNameATestPinentry, "a keychain setting names only a pinentry only root can change: the scripted one is, only when the tests run as root"),
-          arguments: ToolMode.allCases)
+    @Test(
+        .enabled(if: settingsMayNameATestPinentry, "a keychain setting names only a pinentry only root can change: the scripted one is, only when the tests run as root"),
+        arguments: ToolMode.allCases)
     func aProtectedItemIsReadAndBackedUpOnlyAfterThePrompt(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
             let pinentry = try PinentryScript(in: kc.root + "/pinentry-script")
@@ -20,7 +21,7 @@ import Testing
             let approvals = mode == .keychaind ? 1 : 0
             try pinentry.replaceQueue("cancel", "confirm", "cancel", "confirm", mode == .keychaind ? "confirm" : "")
             let cancelled = try kc.run(["find-generic-password", "-a", "alice", "-s", "vault", "-w"], detached: true)
-            #expect(cancelled.status == 128) // errSecUserCanceled's low byte
+            #expect(cancelled.status == 128)  // errSecUserCanceled's low byte
             #expect(cancelled.stdout == "")
             let shown = try kc.run(["find-generic-password", "-a", "alice", "-s", "vault", "-w"], detached: true)
             #expect(shown.status == 0)

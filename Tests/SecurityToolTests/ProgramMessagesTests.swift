@@ -132,12 +132,13 @@ struct ProgramMessagesTests {
             let result = try kc.run(["add-generic-password", "-a", "a", "-s", "s", "-w", "x"], environment: ["KEYCHAIN_HOME": home])
             #expect(result.status == 220)
             #expect(result.stdout == "")
-            #expect(result.stderr == """
-                security: Cannot use the folder \(home): \(file) is a file, not a folder.
-                security: Move that file away, or set KEYCHAIN_HOME to a folder of your own.
-                security: SecKeychainOpen: OSStatus -36 (see `security error -36`)
+            #expect(
+                result.stderr == """
+                    security: Cannot use the folder \(home): \(file) is a file, not a folder.
+                    security: Move that file away, or set KEYCHAIN_HOME to a folder of your own.
+                    security: SecKeychainOpen: OSStatus -36 (see `security error -36`)
 
-                """)
+                    """)
 
             // Apple's text for the status stays available.
             let explained = try kc.run(["error", "-36"])
@@ -147,9 +148,11 @@ struct ProgramMessagesTests {
 
     static let setpriv = "/usr/bin/setpriv"
 
-    @Test("a keychain folder another user owns: the permission is named first",
-          .enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: setpriv),
-                   "needs root and setpriv to run the tool as another user"))
+    @Test(
+        "a keychain folder another user owns: the permission is named first",
+        .enabled(
+            if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: setpriv),
+            "needs root and setpriv to run the tool as another user"))
     func keychainFolderOfAnotherUser() throws {
         try withKeychain(.inProcess) { kc in
             try kc.succeed(["add-generic-password", "-a", "a", "-s", "s", "-w", "x"])
@@ -157,22 +160,27 @@ struct ProgramMessagesTests {
             let result = try kc.launch(Self.setpriv, asNobody + ["find-generic-password", "-a", "a", "-s", "s"])
             #expect(result.status == 220)
             #expect(result.stdout == "")
-            #expect(result.stderr == """
-                security: Cannot use the folder \(kc.home): you (user 65534) have no permission to open it, which belongs to user 0 (mode 700).
-                security: Run as the user whose keychain it is, or set KEYCHAIN_HOME to a folder of your own.
-                security: SecKeychainOpen: OSStatus -36 (see `security error -36`)
+            #expect(
+                result.stderr == """
+                    security: Cannot use the folder \(kc.home): you (user 65534) have no permission to open it, which belongs to user 0 (mode 700).
+                    security: Run as the user whose keychain it is, or set KEYCHAIN_HOME to a folder of your own.
+                    security: SecKeychainOpen: OSStatus -36 (see `security error -36`)
 
-                """)
+                    """)
 
             // A folder on the way that the user may not enter is named, not the keychain folder.
             let inner = kc.root + "/closed/keychain"
-            try FileManager.default.createDirectory(atPath: inner, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: inner, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
             chmod(kc.root + "/closed", 0o700)
-            let closed = try kc.launch(Self.setpriv, asNobody + ["add-generic-password", "-a", "a", "-s", "s", "-w", "x"],
-                                       environment: ["KEYCHAIN_HOME": inner])
+            let closed = try kc.launch(
+                Self.setpriv, asNobody + ["add-generic-password", "-a", "a", "-s", "s", "-w", "x"],
+                environment: ["KEYCHAIN_HOME": inner])
             #expect(closed.status == 220)
-            #expect(closed.stderr.hasPrefix("security: Cannot use the folder \(inner): you (user 65534) have no permission to enter \(kc.root)/closed, which belongs to user 0 (mode 700).\n"), "\(closed.stderr)")
+            #expect(
+                closed.stderr.hasPrefix("security: Cannot use the folder \(inner): you (user 65534) have no permission to enter \(kc.root)/closed, which belongs to user 0 (mode 700).\n"),
+                "\(closed.stderr)")
         }
     }
 

@@ -34,16 +34,19 @@ func isTimeDateLine(_ line: String, code: String) -> Bool {
     var calendar = Calendar(identifier: .gregorian)
     calendar.timeZone = TimeZone(secondsFromGMT: 0) ?? calendar.timeZone
     let digits = Array(text)
-    func number(_ from: Int, _ count: Int) -> Int { Int(String(digits[from ..< from + count])) ?? -1 }
-    let components = DateComponents(year: number(0, 4), month: number(4, 2), day: number(6, 2),
-                                     hour: number(8, 2), minute: number(10, 2), second: number(12, 2))
+    func number(_ from: Int, _ count: Int) -> Int { Int(String(digits[from..<from + count])) ?? -1 }
+    let components = DateComponents(
+        year: number(0, 4), month: number(4, 2), day: number(6, 2),
+        hour: number(8, 2), minute: number(10, 2), second: number(12, 2))
     guard let date = calendar.date(from: components) else { return false }
     return abs(date.timeIntervalSinceNow) < 600
 }
 
 /// The description `find-generic-password` prints for an item made by `add-generic-password -a -s -w`.
-func genericDescription(_ sandbox: Sandbox, account: String, service: String, label: String? = nil,
-                        comment: String? = nil, creator: String? = nil, type: String? = nil) -> [String] {
+func genericDescription(
+    _ sandbox: Sandbox, account: String, service: String, label: String? = nil,
+    comment: String? = nil, creator: String? = nil, type: String? = nil
+) -> [String] {
     func blob(_ value: String?) -> String { value.map { "\"\($0)\"" } ?? "<NULL>" }
     return [
         "keychain: \"\(sandbox.home)/keychain-2.db\"",
@@ -231,8 +234,11 @@ struct GenericPasswordTests {
             try kc.succeed(["add-generic-password", "-a", "alice", "-s", "notes", "-l", "My note", "-c", "abcd", "-C", "note", "-w", "x"])
             let found = try kc.run(["find-generic-password", "-C", "note"])
             #expect(found.status == 0)
-            expectDescription(found.stdout, genericDescription(kc, account: "alice", service: "notes", label: "My note",
-                                                               creator: "abcd", type: "note"))
+            expectDescription(
+                found.stdout,
+                genericDescription(
+                    kc, account: "alice", service: "notes", label: "My note",
+                    creator: "abcd", type: "note"))
             #expect(try kc.run(["find-generic-password", "-C", "nope"]).status == 44)
             let bad = try kc.run(["find-generic-password", "-C", "abc"])
             #expect(bad.status == 2)
@@ -313,8 +319,10 @@ struct InternetPasswordTests {
     @Test("add, find and delete an internet password with protocol, port and path", arguments: ToolMode.allCases)
     func addFindDelete(_ mode: ToolMode) throws {
         try withKeychain(mode) { kc in
-            try kc.succeed(["add-internet-password", "-a", "bob", "-s", "example.com", "-r", "htps", "-P", "443",
-                            "-p", "/path", "-w", "pa55"])
+            try kc.succeed([
+                "add-internet-password", "-a", "bob", "-s", "example.com", "-r", "htps", "-P", "443",
+                "-p", "/path", "-w", "pa55",
+            ])
             let found = try kc.run(["find-internet-password", "-s", "example.com", "-r", "htps", "-P", "443", "-p", "/path", "-g"])
             #expect(found.status == 0)
             #expect(found.stderr == "password: \"pa55\"\n")
@@ -326,8 +334,10 @@ struct InternetPasswordTests {
             #expect(try kc.run(["find-internet-password", "-s", "example.com", "-r", "http"]).status == 44)
             #expect(try kc.run(["find-internet-password", "-s", "example.com", "-P", "80"]).status == 44)
 
-            let duplicate = try kc.run(["add-internet-password", "-a", "bob", "-s", "example.com", "-r", "htps", "-P", "443",
-                                        "-p", "/path", "-w", "again"])
+            let duplicate = try kc.run([
+                "add-internet-password", "-a", "bob", "-s", "example.com", "-r", "htps", "-P", "443",
+                "-p", "/path", "-w", "again",
+            ])
             #expect(duplicate.status == 45)
             #expect(duplicate.stderr == "security: SecKeychainAddInternetPassword <NULL>: The specified item already exists in the keychain.\n")
 
@@ -409,34 +419,36 @@ struct ToolBehaviourTests {
         }
     }
 
-    @Test("-h prints each verb's help with its flags and exits 0", arguments: [
-        ("add-generic-password", ["-a <account>", "-s <service>", "-w", "-X <hex>", "-U", "-T <appPath>", "--access-control <constraint>", "--or"]),
-        ("find-generic-password", ["-a <account>", "-s <service>", "-g", "-w"]),
-        ("delete-generic-password", ["-a <account>", "-s <service>"]),
-        ("add-internet-password", ["-a <account>", "-s <server>", "-r <protocol>", "-P <port>", "-p <path>", "-t <authenticationType>"]),
-        ("find-internet-password", ["-s <server>", "-r <protocol>", "-P <port>", "-g", "-w"]),
-        ("delete-internet-password", ["-s <server>", "-p <path>"]),
-        ("dump-keychain", ["-d", "-a"]),
-        ("unlock-keychain", ["-p <password>", "-u"]),
-        ("lock-keychain", ["-a"]),
-        ("set-keychain-password", ["-o <oldPassword>", "-p <newPassword>"]),
-        ("show-keychain-info", ["[<keychain> ...]"]),
-        ("set-keychain-settings", ["-l", "-u", "-t <timeout>"]),
-        ("backup-keychain", ["-o <file>", "-P <password>"]),
-        ("restore-keychain", ["-i <file>", "-P <password>"]),
-        ("export", ["-k <keychain>", "-t <type>", "-f <format>", "-P <passphrase>", "-o <outfile>", "pemseq", "backup"]),
-        ("import", ["<inputfile>", "-f <format>", "-P <passphrase>", "-x", "-T <appPath>", "pkcs12"]),
-        ("error", ["<error code>"]),
-        ("add-certificates", ["-k <keychain>", "<file> ..."]),
-        ("find-certificate", ["-c <name>", "-e <emailAddress>", "-a", "-m", "-p", "-Z"]),
-        ("delete-certificate", ["-c <name>", "-Z <hash>", "-t"]),
-        ("find-identity", ["-p <policy>", "-s <string>", "-v"]),
-        ("verify-cert", ["-c <certFile>", "-r <rootCertFile>", "-p <policy>", "-s <sslHost>", "-q"]),
-        ("app", ["add", "list", "remove"]),
-        ("daemon", ["status"]),
-        ("sync", ["create-account", "join", "approve", "devices", "remove-device", "status", "now"]),
-        ("authorize", ["--reset"]),
-    ])
+    @Test(
+        "-h prints each verb's help with its flags and exits 0",
+        arguments: [
+            ("add-generic-password", ["-a <account>", "-s <service>", "-w", "-X <hex>", "-U", "-T <appPath>", "--access-control <constraint>", "--or"]),
+            ("find-generic-password", ["-a <account>", "-s <service>", "-g", "-w"]),
+            ("delete-generic-password", ["-a <account>", "-s <service>"]),
+            ("add-internet-password", ["-a <account>", "-s <server>", "-r <protocol>", "-P <port>", "-p <path>", "-t <authenticationType>"]),
+            ("find-internet-password", ["-s <server>", "-r <protocol>", "-P <port>", "-g", "-w"]),
+            ("delete-internet-password", ["-s <server>", "-p <path>"]),
+            ("dump-keychain", ["-d", "-a"]),
+            ("unlock-keychain", ["-p <password>", "-u"]),
+            ("lock-keychain", ["-a"]),
+            ("set-keychain-password", ["-o <oldPassword>", "-p <newPassword>"]),
+            ("show-keychain-info", ["[<keychain> ...]"]),
+            ("set-keychain-settings", ["-l", "-u", "-t <timeout>"]),
+            ("backup-keychain", ["-o <file>", "-P <password>"]),
+            ("restore-keychain", ["-i <file>", "-P <password>"]),
+            ("export", ["-k <keychain>", "-t <type>", "-f <format>", "-P <passphrase>", "-o <outfile>", "pemseq", "backup"]),
+            ("import", ["<inputfile>", "-f <format>", "-P <passphrase>", "-x", "-T <appPath>", "pkcs12"]),
+            ("error", ["<error code>"]),
+            ("add-certificates", ["-k <keychain>", "<file> ..."]),
+            ("find-certificate", ["-c <name>", "-e <emailAddress>", "-a", "-m", "-p", "-Z"]),
+            ("delete-certificate", ["-c <name>", "-Z <hash>", "-t"]),
+            ("find-identity", ["-p <policy>", "-s <string>", "-v"]),
+            ("verify-cert", ["-c <certFile>", "-r <rootCertFile>", "-p <policy>", "-s <sslHost>", "-q"]),
+            ("app", ["add", "list", "remove"]),
+            ("daemon", ["status"]),
+            ("sync", ["create-account", "join", "approve", "devices", "remove-device", "status", "now"]),
+            ("authorize", ["--reset"]),
+        ])
     func help(verb: String, flags: [String]) throws {
         try withKeychain { kc in
             for option in ["-h", "--help"] {
@@ -470,8 +482,9 @@ struct ToolBehaviourTests {
         }
     }
 
-    @Test("add without -w asks for the password twice on the terminal",
-          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a terminal"))
+    @Test(
+        "add without -w asks for the password twice on the terminal",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs script(1) for a terminal"))
     func promptOnTerminal() throws {
         try withKeychain { kc in
             // script(1) runs the tool on a new pseudo-terminal fed from our input.
@@ -492,10 +505,13 @@ struct ToolBehaviourTests {
         }
     }
 
-    @Test("add without a password and without a terminal fails with errSecInteractionNotAllowed, at once",
-          arguments: [["add-generic-password", "-a", "alice", "-s", "example.com"],
-                      ["add-generic-password", "-a", "alice", "-s", "example.com", "-w"],
-                      ["add-internet-password", "-a", "alice", "-s", "example.com", "-w"]])
+    @Test(
+        "add without a password and without a terminal fails with errSecInteractionNotAllowed, at once",
+        arguments: [
+            ["add-generic-password", "-a", "alice", "-s", "example.com"],
+            ["add-generic-password", "-a", "alice", "-s", "example.com", "-w"],
+            ["add-internet-password", "-a", "alice", "-s", "example.com", "-w"],
+        ])
     func noTerminal(arguments: [String]) throws {
         try withKeychain { kc in
             let start = Date()
@@ -504,7 +520,8 @@ struct ToolBehaviourTests {
             #expect(result.status == KeychainStatus.interactionNotAllowed.exitCode)
             #expect(result.status == 36)
             #expect(result.stdout == "")
-            let function = arguments[0] == "add-generic-password"
+            let function =
+                arguments[0] == "add-generic-password"
                 ? "SecKeychainItemCreateFromContent (<default>)" : "SecKeychainAddInternetPassword <NULL>"
             #expect(result.stderr.hasPrefix("security: \(function): User interaction is not allowed.\n"))
             #expect(try kc.run(["dump-keychain"]).stdout == "")

@@ -47,8 +47,9 @@ struct SyncToolTests {
         output.split(separator: "\n").first { $0.hasPrefix(name + ": ") }.map { String($0.dropFirst(name.count + 2)) }
     }
 
-    @Test(.enabled(if: SyncServerProcess.isAvailable, "needs the Network trait (swift test --traits Network) and PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
-          arguments: ToolMode.allCases)
+    @Test(
+        .enabled(if: SyncServerProcess.isAvailable, "needs the Network trait (swift test --traits Network) and PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
+        arguments: ToolMode.allCases)
     func twoMachinesJoinSyncAndPartThroughTheServer(_ mode: ToolMode) throws {
         let server = try SyncServerProcess()
         defer { server.stop() }
@@ -58,25 +59,27 @@ struct SyncToolTests {
         let created = try alpha.sync(["create-account", "--server", server.url, "--name", "alpha"])
         let account = try #require(Self.field("account", in: created))
         #expect(account.count == 36)
-        #expect(created == """
-            account: \(account)
-            server: \(server.url)
-            To add another machine, run there: security sync join --server \(server.url) --account \(account)
+        #expect(
+            created == """
+                account: \(account)
+                server: \(server.url)
+                To add another machine, run there: security sync join --server \(server.url) --account \(account)
 
-            """)
+                """)
 
         // The second asks to join and shows a code and its fingerprint.
         let pending = try beta.sync(["join", "--server", server.url, "--account", account])
         let code = try #require(Self.field("code", in: pending))
         let fingerprint = try #require(Self.field("fingerprint", in: pending))
         #expect(code.count == 11 && code.dropFirst(5).first == "-")
-        #expect(pending == """
-            join: waiting for approval
-            code: \(code)
-            fingerprint: \(fingerprint)
-            On a machine of the account run `security sync approve \(code)` and check that it prints this fingerprint; then run `security sync join --server \(server.url) --account \(account)` here again.
+        #expect(
+            pending == """
+                join: waiting for approval
+                code: \(code)
+                fingerprint: \(fingerprint)
+                On a machine of the account run `security sync approve \(code)` and check that it prints this fingerprint; then run `security sync join --server \(server.url) --account \(account)` here again.
 
-            """)
+                """)
         #expect(Self.field("joined", in: try beta.sync(["status"])) == "no (waiting for approval: run `security sync join` again once approved)")
 
         // A malformed code is refused with errSecParam, and says what a code looks like.
@@ -88,12 +91,13 @@ struct SyncToolTests {
 
         // The first approves it, showing the same fingerprint; the second joins.
         let approved = try alpha.sync(["approve", code, "--name", "beta"])
-        #expect(approved == """
-            approved: beta
-            fingerprint: \(fingerprint)
-            Check that the new machine printed this fingerprint; if it did not, remove it with `security sync remove-device ID` (`security sync devices` lists it).
+        #expect(
+            approved == """
+                approved: beta
+                fingerprint: \(fingerprint)
+                Check that the new machine printed this fingerprint; if it did not, remove it with `security sync remove-device ID` (`security sync devices` lists it).
 
-            """)
+                """)
         #expect(try beta.sync(["join", "--server", server.url, "--account", account]) == "join: joined account \(account)\n")
 
         // An item added on the first appears on the second after a round on each. keychaind's background rounds (after
@@ -147,11 +151,12 @@ struct SyncToolTests {
     @Test(arguments: ToolMode.allCases)
     func aKeychainInNoAccount(_ mode: ToolMode) throws {
         let machine = try Machine(mode)
-        #expect(try machine.sync(["status"]) == """
-            account: none
-            Make an account with `security sync create-account --server URL`, or join one with `security sync join --server URL --account ID`.
+        #expect(
+            try machine.sync(["status"]) == """
+                account: none
+                Make an account with `security sync create-account --server URL`, or join one with `security sync join --server URL --account ID`.
 
-            """)
+                """)
         let now = try machine.sandbox.run(["sync", "now"])
         #expect(now.status == 44)
         #expect(now.stdout == "")
@@ -165,10 +170,11 @@ struct SyncToolTests {
         let machine = try Machine(.inProcess)
         let result = try machine.sandbox.run(["sync", "create-account", "--server", "ftp://example.com"])
         #expect(result.status == 206)
-        #expect(result.stderr == """
-            security: 'ftp://example.com' is not a sync server's address: give an https (or http) URL, like https://sync.example.com.
-            security: sync create-account: OSStatus -50 (see `security error -50`)
+        #expect(
+            result.stderr == """
+                security: 'ftp://example.com' is not a sync server's address: give an https (or http) URL, like https://sync.example.com.
+                security: sync create-account: OSStatus -50 (see `security error -50`)
 
-            """)
+                """)
     }
 }

@@ -45,8 +45,10 @@ struct Sandbox {
     @discardableResult
     /// With `detached`, the tool runs in a session of its own (through `setsid -w`), so it has no controlling
     /// terminal even when the tests are run from one.
-    func run(_ arguments: [String], environment extra: [String: String] = [:], detached: Bool = false,
-             timeout: TimeInterval = 30) throws -> ToolResult {
+    func run(
+        _ arguments: [String], environment extra: [String: String] = [:], detached: Bool = false,
+        timeout: TimeInterval = 30
+    ) throws -> ToolResult {
         let setsid = "/usr/bin/setsid"
         if detached, FileManager.default.isExecutableFile(atPath: setsid) {
             return try launch(setsid, ["-w", tool] + arguments, environment: extra, timeout: timeout)
@@ -56,8 +58,10 @@ struct Sandbox {
 
     /// Runs any executable the way ``run(_:environment:detached:timeout:)`` runs the tool.
     /// `input`, when given, is the standard input (else `/dev/null`).
-    func launch(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:],
-                input data: Data? = nil, timeout: TimeInterval = 30) throws -> ToolResult {
+    func launch(
+        _ executable: String, _ arguments: [String], environment extra: [String: String] = [:],
+        input data: Data? = nil, timeout: TimeInterval = 30
+    ) throws -> ToolResult {
         try ProgramRun.run(executable, arguments, environment: environment(extra), input: data, scratch: root, timeout: timeout)
     }
 

@@ -12,12 +12,17 @@ extension Sandbox {
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         try Data("basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n".utf8).write(to: URL(fileURLWithPath: root + "/ca.ext"))
         try Data("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nsubjectAltName=DNS:www.example.test\n".utf8).write(to: URL(fileURLWithPath: root + "/leaf.ext"))
-        try openssl(["req", "-x509"] + ec + ["-keyout", "@root.key", "-out", "@root.pem", "-days", "3650", "-subj", "/CN=Tool Trust Root",
-                                             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        try openssl(
+            ["req", "-x509"] + ec + [
+                "-keyout", "@root.key", "-out", "@root.pem", "-days", "3650", "-subj", "/CN=Tool Trust Root",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+            ])
         for (name, issuer, subject, ext) in [("int", "root", "/CN=Tool Trust Intermediate", "ca.ext"), ("leaf", "int", "/CN=www.example.test", "leaf.ext")] {
             try openssl(["req", "-new"] + ec + ["-keyout", "@\(name).key", "-out", "@\(name).csr", "-subj", subject])
-            try openssl(["x509", "-req", "-in", "@\(name).csr", "-CA", "@\(issuer).pem", "-CAkey", "@\(issuer).key", "-CAcreateserial",
-                         "-days", "365", "-extfile", "@\(ext)", "-out", "@\(name).pem"])
+            try openssl([
+                "x509", "-req", "-in", "@\(name).csr", "-CA", "@\(issuer).pem", "-CAkey", "@\(issuer).key", "-CAcreateserial",
+                "-days", "365", "-extfile", "@\(ext)", "-out", "@\(name).pem",
+            ])
         }
         let config = "[ca]\ndefault_ca=d\n[d]\ndatabase=\(root)/index.txt\ncrlnumber=\(root)/crlnumber\ndefault_md=sha256\ndefault_crl_days=30\n"
         try Data(config.utf8).write(to: URL(fileURLWithPath: root + "/ca.cnf"))
@@ -38,8 +43,10 @@ extension Sandbox {
 
     /// The trust store variables: System Roots are `system-roots.pem` only; the admin's files are in the sandbox.
     var trustStore: [String: String] {
-        ["KEYCHAIN_SYSTEM_ROOTS": root + "/system-roots.pem", "KEYCHAIN_SYSTEM_ROOTS_DIR": "",
-         "KEYCHAIN_ADMIN_TRUST_SETTINGS": root + "/admin/trust-settings.plist", "KEYCHAIN_ADMIN_CRLS": root + "/admin-crls"]
+        [
+            "KEYCHAIN_SYSTEM_ROOTS": root + "/system-roots.pem", "KEYCHAIN_SYSTEM_ROOTS_DIR": "",
+            "KEYCHAIN_ADMIN_TRUST_SETTINGS": root + "/admin/trust-settings.plist", "KEYCHAIN_ADMIN_CRLS": root + "/admin-crls",
+        ]
     }
 
     /// Runs the tool with ``trustStore``.
@@ -84,16 +91,17 @@ struct TrustSettingsToolTests {
 
             // A deny limited to SSL for the host: the SSL evaluation fails with Apple's deny, basic still passes.
             try kc.succeed(["add-trusted-cert", "-r", "deny", "-p", "ssl", "-s", "www.example.test", kc.root + "/root.pem"])
-            #expect(try kc.trusting(["dump-trust-settings"]).stdout == """
-                Number of trusted certs = 1
-                Cert 0: Tool Trust Root
-                   Number of trust settings : 1
-                   Trust Setting 0:
-                      Policy OID            : SSL
-                      Policy String         : www.example.test
-                      Result Type           : kSecTrustSettingsResultDeny
+            #expect(
+                try kc.trusting(["dump-trust-settings"]).stdout == """
+                    Number of trusted certs = 1
+                    Cert 0: Tool Trust Root
+                       Number of trust settings : 1
+                       Trust Setting 0:
+                          Policy OID            : SSL
+                          Policy String         : www.example.test
+                          Result Type           : kSecTrustSettingsResultDeny
 
-                """)
+                    """)
             let denied = try kc.trusting(chain + ["-p", "ssl-server", "-s", "www.example.test"])
             #expect(denied.status == 1)
             #expect(denied.stderr.hasPrefix("security: SecTrustEvaluate: Cert Verify Result: CSSMERR_APPLETP_TRUST_SETTING_DENY\nsecurity: The certificate \"Tool Trust Root\" is denied"))
@@ -101,7 +109,10 @@ struct TrustSettingsToolTests {
             // trustRoot needs a self-signed certificate.
             let notRoot = try kc.trusting(["add-trusted-cert", "-r", "trustRoot", kc.root + "/int.pem"])
             #expect(notRoot.status == 206)
-            #expect(notRoot.stderr == "security: Only a self-signed certificate can be a trusted root; use trustAsRoot (add-trusted-cert -r trustAsRoot) for an intermediate or a leaf.\nsecurity: SecTrustSettingsSetTrustSettings: OSStatus -50 (see `security error -50`)\n")
+            #expect(
+                notRoot.stderr
+                    == "security: Only a self-signed certificate can be a trusted root; use trustAsRoot (add-trusted-cert -r trustAsRoot) for an intermediate or a leaf.\nsecurity: SecTrustSettingsSetTrustSettings: OSStatus -50 (see `security error -50`)\n"
+            )
             try kc.succeed(["add-trusted-cert", kc.root + "/int.pem"])
             #expect(try kc.trusting(chain).stdout == "...certificate verification successful.\n", "the intermediate is trusted as a root")
             #expect(try kc.trusting(["add-trusted-cert", "-r", "bogus", kc.root + "/int.pem"]).status == 2)
@@ -147,14 +158,15 @@ struct TrustSettingsToolTests {
                 #expect(denied.status == 1)
                 #expect(denied.stderr.hasPrefix("security: SecTrustEvaluate: Cert Verify Result: CSSMERR_APPLETP_TRUST_SETTING_DENY\n"))
                 // The file names the certificate by hash; System Roots supply its name here.
-                #expect(try other.trusting(["dump-trust-settings"]).stdout == """
-                    Number of trusted certs = 1
-                    Cert 0: Tool Trust Root
-                       Number of trust settings : 1
-                       Trust Setting 0:
-                          Result Type           : kSecTrustSettingsResultDeny
+                #expect(
+                    try other.trusting(["dump-trust-settings"]).stdout == """
+                        Number of trusted certs = 1
+                        Cert 0: Tool Trust Root
+                           Number of trust settings : 1
+                           Trust Setting 0:
+                              Result Type           : kSecTrustSettingsResultDeny
 
-                    """)
+                        """)
                 try Data("junk".utf8).write(to: URL(fileURLWithPath: other.root + "/junk.plist"))
                 let junk = try other.trusting(["trust-settings-import", other.root + "/junk.plist"])
                 #expect(junk.status == 82)
@@ -171,7 +183,10 @@ struct TrustSettingsToolTests {
             chmod(kc.root, 0o755)
             let refused = try kc.trusting(["add-trusted-cert", "-d", "-r", "deny", kc.root + "/root.pem"], as: Self.asNobody)
             #expect(refused.status == 195)
-            #expect(refused.stderr == "security: SecTrustSettingsSetTrustSettings: Write permissions error.\nsecurity: Changing the admin trust settings (\(kc.root)/admin/trust-settings.plist) needs root: run the command with sudo, or change your own (user) trust settings instead.\n")
+            #expect(
+                refused.stderr
+                    == "security: SecTrustSettingsSetTrustSettings: Write permissions error.\nsecurity: Changing the admin trust settings (\(kc.root)/admin/trust-settings.plist) needs root: run the command with sudo, or change your own (user) trust settings instead.\n"
+            )
             #expect(!FileManager.default.fileExists(atPath: kc.root + "/admin"))
             let crl = try kc.trusting(["add-crl", "-d", kc.root + "/int-revokes-leaf.crl"], as: Self.asNobody)
             #expect(crl.status == 195)
@@ -207,11 +222,12 @@ struct TrustSettingsToolTests {
             let unchecked = try kc.trusting(chain + ["-R", "crl"])
             #expect(unchecked.status == 0)
             #expect(unchecked.stdout == "...certificate verification successful.\n")
-            #expect(unchecked.stderr == """
-                security: Revocation not checked for "www.example.test": no current CRL of its issuer is installed. Add the issuer's CRL with security add-crl.
-                security: Revocation not checked for "Tool Trust Intermediate": no current CRL of its issuer is installed. Add the issuer's CRL with security add-crl.
+            #expect(
+                unchecked.stderr == """
+                    security: Revocation not checked for "www.example.test": no current CRL of its issuer is installed. Add the issuer's CRL with security add-crl.
+                    security: Revocation not checked for "Tool Trust Intermediate": no current CRL of its issuer is installed. Add the issuer's CRL with security add-crl.
 
-                """)
+                    """)
             let ocsp = try kc.trusting(chain + ["-R", "ocsp", "-R", "offline"])
             #expect(ocsp.stderr.contains("network access for OCSP is disabled"))
             // Allowed to ask, but these certificates name no responder.

@@ -13,8 +13,12 @@ struct TrustedApplicationToolTests {
 
     /// A copy of libm the loader really loads, for `LD_PRELOAD`; nil where there is none.
     static func preloadLibrary(in kc: Sandbox) throws -> String? {
-        guard let libm = ["/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
-                          "/lib/aarch64-linux-gnu/libm.so.6", "/lib64/libm.so.6"].first(where: FileManager.default.fileExists) else { return nil }
+        guard
+            let libm = [
+                "/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
+                "/lib/aarch64-linux-gnu/libm.so.6", "/lib64/libm.so.6",
+            ].first(where: FileManager.default.fileExists)
+        else { return nil }
         let target = kc.root + "/inject.so"
         try FileManager.default.copyItem(atPath: libm, toPath: target)
         return target
@@ -100,8 +104,11 @@ struct TrustedApplicationToolTests {
         try withKeychain(mode) { kc in
             let helper = try Sandbox.resolved(try BuiltProducts.path(of: "git-credential-keychain"))
             let off = mode == .inProcess ? ["KEYCHAIN_DAEMON_SOCKET": "off"] : [:]
-            let added = try kc.run(["add-internet-password", "-s", "git.example.org", "-a", "octocat", "-r", "htps",
-                                    "-T", helper, "-w", "ghp_token"], environment: off)
+            let added = try kc.run(
+                [
+                    "add-internet-password", "-s", "git.example.org", "-a", "octocat", "-r", "htps",
+                    "-T", helper, "-w", "ghp_token",
+                ], environment: off)
             #expect(added.status == 0, "\(added.stderr)")
             let get = try kc.launch(helper, ["get"], environment: off, input: Data("protocol=https\nhost=git.example.org\n\n".utf8))
             #expect(get.status == 0, "\(get.stderr)")

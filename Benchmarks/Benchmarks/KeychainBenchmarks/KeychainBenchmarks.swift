@@ -61,8 +61,10 @@ func check(_ status: OSStatus, _ what: String) throws {
 /// Replaces the secret of the next point-lookup item in turn (the update benchmarks' call).
 func updateOne(_ f: Fixture, points: Int) throws {
     let index = f.nextIndex()
-    try check(SecItemOps.update(account: BenchItems.account(index % points), service: BenchItems.service,
-                                data: BenchItems.secret(index % points)), "SecItemUpdate")
+    try check(
+        SecItemOps.update(
+            account: BenchItems.account(index % points), service: BenchItems.service,
+            data: BenchItems.secret(index % points)), "SecItemUpdate")
 }
 
 /// Adds an item unmeasured, then measures deleting it (the delete benchmarks' call).
@@ -84,46 +86,64 @@ func commitCounts(_ f: Fixture) throws -> (commits: Int, writes: Int) {
 
 @Sendable func log(_ message: String) { progress(message) }
 
-var reads: Benchmark.Configuration { .init(metrics: [.throughput, .wallClock, .mallocCountTotal],
-                                    timeUnits: .microseconds, warmupIterations: 50,
-                                    maxDuration: .seconds(2), maxIterations: 50_000) }
-var writes: Benchmark.Configuration { .init(metrics: [.throughput, .wallClock, .mallocCountTotal],
-                                     timeUnits: .microseconds, warmupIterations: 5,
-                                     maxDuration: .seconds(3), maxIterations: 3_000) }
+var reads: Benchmark.Configuration {
+    .init(
+        metrics: [.throughput, .wallClock, .mallocCountTotal],
+        timeUnits: .microseconds, warmupIterations: 50,
+        maxDuration: .seconds(2), maxIterations: 50_000)
+}
+var writes: Benchmark.Configuration {
+    .init(
+        metrics: [.throughput, .wallClock, .mallocCountTotal],
+        timeUnits: .microseconds, warmupIterations: 5,
+        maxDuration: .seconds(3), maxIterations: 3_000)
+}
 
 let benchmarks: @Sendable () -> Void = {
     // MARK: The physical floor
 
     let rawFixture = Fixture()
-    Benchmark("raw · SQLite insert, full sync", configuration: writes, closure: { _ in
-        try rawFixture.raw?.insert()
-    }, setup: {
-        rawFixture.raw = try RawStore(count: 1_000)
-    }, teardown: { rawFixture.tearDown() })
+    Benchmark(
+        "raw · SQLite insert, full sync", configuration: writes,
+        closure: { _ in
+            try rawFixture.raw?.insert()
+        },
+        setup: {
+            rawFixture.raw = try RawStore(count: 1_000)
+        }, teardown: { rawFixture.tearDown() })
 
     // At every store size, with as many rows as the item store (kept under `.stores/raw-<count>`): the floor
     // under a find, to draw beside the embedded and keychaind finds against store size.
     for size in BenchEnvironment.sizes {
         let f = Fixture()
-        Benchmark("raw · SQLite point lookup + AES-GCM open · \(label(size))", configuration: reads, closure: { _ in
-            blackHole(try f.raw?.lookup(Int.random(in: 0 ..< size)))
-        }, setup: {
-            f.raw = try RawStore.kept(count: size, log: log)
-        }, teardown: { f.tearDown() })
+        Benchmark(
+            "raw · SQLite point lookup + AES-GCM open · \(label(size))", configuration: reads,
+            closure: { _ in
+                blackHole(try f.raw?.lookup(Int.random(in: 0..<size)))
+            },
+            setup: {
+                f.raw = try RawStore.kept(count: size, log: log)
+            }, teardown: { f.tearDown() })
     }
 
-    Benchmark("raw · Unix socket round trip", configuration: reads, closure: { _ in
-        guard rawFixture.echo?.roundTrip() == true else { throw BenchmarkFailure("the echo round trip failed") }
-    }, setup: {
-        rawFixture.echo = try SocketEcho()
-    }, teardown: { rawFixture.tearDown() })
+    Benchmark(
+        "raw · Unix socket round trip", configuration: reads,
+        closure: { _ in
+            guard rawFixture.echo?.roundTrip() == true else { throw BenchmarkFailure("the echo round trip failed") }
+        },
+        setup: {
+            rawFixture.echo = try SocketEcho()
+        }, teardown: { rawFixture.tearDown() })
 
     // What an event-loop server adds to the round trip before any keychain work: keychaind's I/O floor.
-    Benchmark("raw · Unix socket round trip, SwiftNIO server", configuration: reads, closure: { _ in
-        guard rawFixture.nioEcho?.roundTrip() == true else { throw BenchmarkFailure("the NIO echo round trip failed") }
-    }, setup: {
-        rawFixture.nioEcho = try NIOEcho()
-    }, teardown: { rawFixture.tearDown() })
+    Benchmark(
+        "raw · Unix socket round trip, SwiftNIO server", configuration: reads,
+        closure: { _ in
+            guard rawFixture.nioEcho?.roundTrip() == true else { throw BenchmarkFailure("the NIO echo round trip failed") }
+        },
+        setup: {
+            rawFixture.nioEcho = try NIOEcho()
+        }, teardown: { rawFixture.tearDown() })
 
     // MARK: SecItem, embedded
 
@@ -140,31 +160,41 @@ let benchmarks: @Sendable () -> Void = {
             f.tearDown()
         }
 
-        Benchmark("SecItemAdd · embedded · \(name)", configuration: writes, closure: { _ in
-            let index = f.nextIndex()
-            try check(SecItemOps.add(account: "add-\(f.run)-\(index)", service: addedService, data: BenchItems.secret(index)), "SecItemAdd")
-        }, setup: embedded, teardown: removeAdded)
+        Benchmark(
+            "SecItemAdd · embedded · \(name)", configuration: writes,
+            closure: { _ in
+                let index = f.nextIndex()
+                try check(SecItemOps.add(account: "add-\(f.run)-\(index)", service: addedService, data: BenchItems.secret(index)), "SecItemAdd")
+            }, setup: embedded, teardown: removeAdded)
 
-        Benchmark("SecItemCopyMatching data · embedded · \(name)", configuration: reads, closure: { _ in
-            let index = Int.random(in: 0 ..< points)
-            guard SecItemOps.findData(account: BenchItems.account(index), service: BenchItems.service) != nil else {
-                throw BenchmarkFailure("item \(index) was not found")
-            }
-        }, setup: embedded)
+        Benchmark(
+            "SecItemCopyMatching data · embedded · \(name)", configuration: reads,
+            closure: { _ in
+                let index = Int.random(in: 0..<points)
+                guard SecItemOps.findData(account: BenchItems.account(index), service: BenchItems.service) != nil else {
+                    throw BenchmarkFailure("item \(index) was not found")
+                }
+            }, setup: embedded)
 
-        Benchmark("SecItemCopyMatching attributes, all 100 · embedded · \(name)", configuration: reads, closure: { _ in
-            guard SecItemOps.findAllAttributes(service: BenchItems.listService) == BenchItems.listCount else {
-                throw BenchmarkFailure("the list query did not return \(BenchItems.listCount) items")
-            }
-        }, setup: embedded)
+        Benchmark(
+            "SecItemCopyMatching attributes, all 100 · embedded · \(name)", configuration: reads,
+            closure: { _ in
+                guard SecItemOps.findAllAttributes(service: BenchItems.listService) == BenchItems.listCount else {
+                    throw BenchmarkFailure("the list query did not return \(BenchItems.listCount) items")
+                }
+            }, setup: embedded)
 
-        Benchmark("SecItemUpdate · embedded · \(name)", configuration: writes, closure: { _ in
-            try updateOne(f, points: points)
-        }, setup: embedded)
+        Benchmark(
+            "SecItemUpdate · embedded · \(name)", configuration: writes,
+            closure: { _ in
+                try updateOne(f, points: points)
+            }, setup: embedded)
 
-        Benchmark("SecItemDelete · embedded · \(name)", configuration: writes, closure: { benchmark in
-            try deleteOne(f, benchmark)
-        }, setup: embedded, teardown: removeAdded)
+        Benchmark(
+            "SecItemDelete · embedded · \(name)", configuration: writes,
+            closure: { benchmark in
+                try deleteOne(f, benchmark)
+            }, setup: embedded, teardown: removeAdded)
     }
 
     // MARK: The Swift-native API
@@ -176,23 +206,29 @@ let benchmarks: @Sendable () -> Void = {
         try BenchEnvironment.useEmbedded(home: native.home)
         native.keychain = Keychain(service: BenchItems.service)
     }
-    Benchmark("Keychain.string(for:) · \(label(small))", configuration: reads, closure: { _ in
-        let index = Int.random(in: 0 ..< BenchItems.pointCount(small))
-        guard try native.keychain?.data(for: BenchItems.account(index)) != nil else { throw BenchmarkFailure("item \(index) was not found") }
-    }, setup: nativeSetup)
+    Benchmark(
+        "Keychain.string(for:) · \(label(small))", configuration: reads,
+        closure: { _ in
+            let index = Int.random(in: 0..<BenchItems.pointCount(small))
+            guard try native.keychain?.data(for: BenchItems.account(index)) != nil else { throw BenchmarkFailure("item \(index) was not found") }
+        }, setup: nativeSetup)
 
-    Benchmark("Keychain.set (replace) · \(label(small))", configuration: writes, closure: { _ in
-        let index = native.nextIndex() % BenchItems.pointCount(small)
-        try native.keychain?.set(BenchItems.secret(index), for: BenchItems.account(index))
-    }, setup: nativeSetup)
+    Benchmark(
+        "Keychain.set (replace) · \(label(small))", configuration: writes,
+        closure: { _ in
+            let index = native.nextIndex() % BenchItems.pointCount(small)
+            try native.keychain?.set(BenchItems.secret(index), for: BenchItems.account(index))
+        }, setup: nativeSetup)
 
-    Benchmark("Keychain.remove · \(label(small))", configuration: writes, closure: { benchmark in
-        let key = "remove-\(native.run)-\(native.nextIndex())"
-        try native.keychain?.set("x", for: key)
-        benchmark.startMeasurement()
-        try native.keychain?.remove(key)
-        benchmark.stopMeasurement()
-    }, setup: nativeSetup)
+    Benchmark(
+        "Keychain.remove · \(label(small))", configuration: writes,
+        closure: { benchmark in
+            let key = "remove-\(native.run)-\(native.nextIndex())"
+            try native.keychain?.set("x", for: key)
+            benchmark.startMeasurement()
+            try native.keychain?.remove(key)
+            benchmark.stopMeasurement()
+        }, setup: nativeSetup)
 
     // MARK: Through keychaind
 
@@ -221,21 +257,25 @@ let benchmarks: @Sendable () -> Void = {
 
             if size == small, clients == 1 {
                 // A new client's cost before its first request: connect, admission, identification, greeting.
-                Benchmark("new connection to its greeting · keychaind", configuration: reads, closure: { _ in
-                    guard f.daemon?.greeting() == true else { throw BenchmarkFailure("keychaind sent no greeting") }
-                }, setup: setup, teardown: teardown)
+                Benchmark(
+                    "new connection to its greeting · keychaind", configuration: reads,
+                    closure: { _ in
+                        guard f.daemon?.greeting() == true else { throw BenchmarkFailure("keychaind sent no greeting") }
+                    }, setup: setup, teardown: teardown)
             }
 
-            Benchmark("SecItemCopyMatching data · keychaind · \(name) · \(suffix)", configuration: reads, closure: { _ in
-                let missing = Atomic<Int>(0)
-                f.clients?.round { _ in
-                    let index = Int.random(in: 0 ..< points)
-                    if SecItemOps.findData(account: BenchItems.account(index), service: BenchItems.service) == nil {
-                        missing.add(1, ordering: .relaxed)
+            Benchmark(
+                "SecItemCopyMatching data · keychaind · \(name) · \(suffix)", configuration: reads,
+                closure: { _ in
+                    let missing = Atomic<Int>(0)
+                    f.clients?.round { _ in
+                        let index = Int.random(in: 0..<points)
+                        if SecItemOps.findData(account: BenchItems.account(index), service: BenchItems.service) == nil {
+                            missing.add(1, ordering: .relaxed)
+                        }
                     }
-                }
-                guard missing.load(ordering: .relaxed) == 0 else { throw BenchmarkFailure("items were not found through keychaind") }
-            }, setup: setup, teardown: teardown)
+                    guard missing.load(ordering: .relaxed) == 0 else { throw BenchmarkFailure("items were not found through keychaind") }
+                }, setup: setup, teardown: teardown)
 
             guard !findOnly else { continue }
 
@@ -244,52 +284,62 @@ let benchmarks: @Sendable () -> Void = {
             let perCommit = BenchmarkMetric.custom("writes per commit", polarity: .prefersLarger, useScalingFactor: false)
             var addWrites = writes
             addWrites.metrics.append(perCommit)
-            Benchmark("SecItemAdd · keychaind · \(name) · \(suffix)", configuration: addWrites, closure: { benchmark in
-                let failed = Atomic<Int>(0)
-                let before = try commitCounts(f)
-                benchmark.startMeasurement()
-                f.clients?.round { _ in
-                    let index = f.nextIndex()
-                    if SecItemOps.add(account: "add-\(f.run)-\(index)", service: addedService, data: BenchItems.secret(index)) != errSecSuccess {
-                        failed.add(1, ordering: .relaxed)
+            Benchmark(
+                "SecItemAdd · keychaind · \(name) · \(suffix)", configuration: addWrites,
+                closure: { benchmark in
+                    let failed = Atomic<Int>(0)
+                    let before = try commitCounts(f)
+                    benchmark.startMeasurement()
+                    f.clients?.round { _ in
+                        let index = f.nextIndex()
+                        if SecItemOps.add(account: "add-\(f.run)-\(index)", service: addedService, data: BenchItems.secret(index)) != errSecSuccess {
+                            failed.add(1, ordering: .relaxed)
+                        }
                     }
-                }
-                benchmark.stopMeasurement()
-                guard failed.load(ordering: .relaxed) == 0 else { throw BenchmarkFailure("adds failed through keychaind") }
-                let after = try commitCounts(f)
-                let commits = after.commits - before.commits
-                benchmark.measurement(perCommit, commits > 0 ? Int((Double(after.writes - before.writes) / Double(commits)).rounded()) : 0)
-            }, setup: setup, teardown: teardown)
+                    benchmark.stopMeasurement()
+                    guard failed.load(ordering: .relaxed) == 0 else { throw BenchmarkFailure("adds failed through keychaind") }
+                    let after = try commitCounts(f)
+                    let commits = after.commits - before.commits
+                    benchmark.measurement(perCommit, commits > 0 ? Int((Double(after.writes - before.writes) / Double(commits)).rounded()) : 0)
+                }, setup: setup, teardown: teardown)
 
             guard clients == 1 else { continue }
 
-            Benchmark("SecItemCopyMatching attributes, all 100 · keychaind · \(name) · 1 client", configuration: reads, closure: { _ in
-                guard SecItemOps.findAllAttributes(service: BenchItems.listService) == BenchItems.listCount else {
-                    throw BenchmarkFailure("the list query did not return \(BenchItems.listCount) items")
-                }
-            }, setup: setup, teardown: teardown)
+            Benchmark(
+                "SecItemCopyMatching attributes, all 100 · keychaind · \(name) · 1 client", configuration: reads,
+                closure: { _ in
+                    guard SecItemOps.findAllAttributes(service: BenchItems.listService) == BenchItems.listCount else {
+                        throw BenchmarkFailure("the list query did not return \(BenchItems.listCount) items")
+                    }
+                }, setup: setup, teardown: teardown)
 
-            Benchmark("SecItemUpdate · keychaind · \(name) · 1 client", configuration: writes, closure: { _ in
-                try updateOne(f, points: points)
-            }, setup: setup, teardown: teardown)
+            Benchmark(
+                "SecItemUpdate · keychaind · \(name) · 1 client", configuration: writes,
+                closure: { _ in
+                    try updateOne(f, points: points)
+                }, setup: setup, teardown: teardown)
 
-            Benchmark("SecItemDelete · keychaind · \(name) · 1 client", configuration: writes, closure: { benchmark in
-                try deleteOne(f, benchmark)
-            }, setup: setup, teardown: teardown)
+            Benchmark(
+                "SecItemDelete · keychaind · \(name) · 1 client", configuration: writes,
+                closure: { benchmark in
+                    try deleteOne(f, benchmark)
+                }, setup: setup, teardown: teardown)
 
             // What the daemon holds in memory and the store on disk, after finds over the whole store.
             let rss = BenchmarkMetric.custom("keychaind RSS (MiB)", polarity: .prefersSmaller, useScalingFactor: false)
             let disk = BenchmarkMetric.custom("disk bytes per item", polarity: .prefersSmaller, useScalingFactor: false)
-            Benchmark("footprint · keychaind · \(name)", configuration: .init(metrics: [rss, disk], warmupIterations: 0, maxDuration: .seconds(10), maxIterations: 5), closure: { benchmark in
-                for _ in 0 ..< 2_000 {
-                    let index = Int.random(in: 0 ..< points)
-                    guard SecItemOps.findData(account: BenchItems.account(index), service: BenchItems.service) != nil else {
-                        throw BenchmarkFailure("item \(index) was not found through keychaind")
+            Benchmark(
+                "footprint · keychaind · \(name)", configuration: .init(metrics: [rss, disk], warmupIterations: 0, maxDuration: .seconds(10), maxIterations: 5),
+                closure: { benchmark in
+                    for _ in 0..<2_000 {
+                        let index = Int.random(in: 0..<points)
+                        guard SecItemOps.findData(account: BenchItems.account(index), service: BenchItems.service) != nil else {
+                            throw BenchmarkFailure("item \(index) was not found through keychaind")
+                        }
                     }
-                }
-                benchmark.measurement(rss, (f.daemon?.residentBytes ?? 0) / (1024 * 1024))
-                benchmark.measurement(disk, storeBytes(home: f.home) / size)
-            }, setup: setup, teardown: teardown)
+                    benchmark.measurement(rss, (f.daemon?.residentBytes ?? 0) / (1024 * 1024))
+                    benchmark.measurement(disk, storeBytes(home: f.home) / size)
+                }, setup: setup, teardown: teardown)
         }
     }
 }

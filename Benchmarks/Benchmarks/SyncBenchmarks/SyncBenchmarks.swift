@@ -90,126 +90,135 @@ let benchmarks: @Sendable () -> Void = {
     let writers = 100, perWriter = 50
 
     let rawWrites = SyncFixture()
-    Benchmark("raw · PostgreSQL record upserts · \(writers) writers at once",
-              configuration: .init(metrics: [.wallClock, writesPerSecond], warmupIterations: 1, maxDuration: .seconds(30), maxIterations: 10),
-              closure: { benchmark in
-        guard let raw = rawWrites.raw else { return }
-        let elapsed = try await raw.write(writers: writers, perWriter: perWriter, batch: 500, round: rawWrites.nextIndex())
-        benchmark.measurement(writesPerSecond, Int((Double(writers * perWriter) / elapsed).rounded()))
-    }, setup: {
-        try rawWrites.start()
-        guard let database = rawWrites.database else { return }
-        rawWrites.raw = try await RawRecordWrites(database: database)
-    }, teardown: { rawWrites.tearDown() })
+    Benchmark(
+        "raw · PostgreSQL record upserts · \(writers) writers at once",
+        configuration: .init(metrics: [.wallClock, writesPerSecond], warmupIterations: 1, maxDuration: .seconds(30), maxIterations: 10),
+        closure: { benchmark in
+            guard let raw = rawWrites.raw else { return }
+            let elapsed = try await raw.write(writers: writers, perWriter: perWriter, batch: 500, round: rawWrites.nextIndex())
+            benchmark.measurement(writesPerSecond, Int((Double(writers * perWriter) / elapsed).rounded()))
+        },
+        setup: {
+            try rawWrites.start()
+            guard let database = rawWrites.database else { return }
+            rawWrites.raw = try await RawRecordWrites(database: database)
+        }, teardown: { rawWrites.tearDown() })
 
     let roundTrip = SyncFixture()
-    Benchmark("raw · HTTP round trip to the sync server (GET /health)",
-              configuration: .init(metrics: [.wallClock, .throughput], maxDuration: .seconds(10), maxIterations: 2_000),
-              closure: { _ in
-        guard let server = roundTrip.server, server.healthy() else { throw BenchmarkFailure("/health did not answer 200.") }
-    }, setup: { try roundTrip.start() }, teardown: { roundTrip.tearDown() })
+    Benchmark(
+        "raw · HTTP round trip to the sync server (GET /health)",
+        configuration: .init(metrics: [.wallClock, .throughput], maxDuration: .seconds(10), maxIterations: 2_000),
+        closure: { _ in
+            guard let server = roundTrip.server, server.healthy() else { throw BenchmarkFailure("/health did not answer 200.") }
+        }, setup: { try roundTrip.start() }, teardown: { roundTrip.tearDown() })
 
     // MARK: Initial sync
 
     let initialCount = 10_000
     let initial = SyncFixture()
-    Benchmark("sync · initial sync of \(initialCount / 1000)k items to a new device",
-              configuration: .init(metrics: [.wallClock], warmupIterations: 0, maxDuration: .seconds(120), maxIterations: 3),
-              closure: { benchmark in
-        guard let owner = initial.devices.first else { return }
-        let account = try await owner.syncStatus().account ?? ""
-        let device = try await initial.join(owner, account: account)
-        benchmark.startMeasurement()
-        let round = try await device.syncNow()
-        benchmark.stopMeasurement()
-        guard round.applied == initialCount else {
-            throw BenchmarkFailure("The new device applied \(round.applied) items, not \(initialCount).")
-        }
-    }, setup: {
-        try initial.start()
-        guard let url = initial.server?.url else { return }
-        let owner = try initial.newDevice()
-        initial.devices = [owner]
-        let keychain = items(owner)
-        for index in 0 ..< initialCount {
-            try keychain.set("secret \(index) of the initial sync benchmark", for: "item-\(index)")
-            if (index + 1) % 2_000 == 0 { log("initial sync: \(index + 1) of \(initialCount) items added on the first device") }
-        }
-        _ = try await owner.createSyncAccount(server: url, deviceName: "first")
-        let upload = try await owner.syncNow()
-        log("initial sync: the first device uploaded \(upload.uploaded) items")
-        if let database = initial.database {
-            let size = try database.value("SELECT pg_total_relation_size('records') / count(*) FROM records")
-            log("initial sync: the server's database holds \(size) bytes per record (table and indexes)")
-        }
-    }, teardown: { initial.tearDown() })
+    Benchmark(
+        "sync · initial sync of \(initialCount / 1000)k items to a new device",
+        configuration: .init(metrics: [.wallClock], warmupIterations: 0, maxDuration: .seconds(120), maxIterations: 3),
+        closure: { benchmark in
+            guard let owner = initial.devices.first else { return }
+            let account = try await owner.syncStatus().account ?? ""
+            let device = try await initial.join(owner, account: account)
+            benchmark.startMeasurement()
+            let round = try await device.syncNow()
+            benchmark.stopMeasurement()
+            guard round.applied == initialCount else {
+                throw BenchmarkFailure("The new device applied \(round.applied) items, not \(initialCount).")
+            }
+        },
+        setup: {
+            try initial.start()
+            guard let url = initial.server?.url else { return }
+            let owner = try initial.newDevice()
+            initial.devices = [owner]
+            let keychain = items(owner)
+            for index in 0..<initialCount {
+                try keychain.set("secret \(index) of the initial sync benchmark", for: "item-\(index)")
+                if (index + 1) % 2_000 == 0 { log("initial sync: \(index + 1) of \(initialCount) items added on the first device") }
+            }
+            _ = try await owner.createSyncAccount(server: url, deviceName: "first")
+            let upload = try await owner.syncNow()
+            log("initial sync: the first device uploaded \(upload.uploaded) items")
+            if let database = initial.database {
+                let size = try database.value("SELECT pg_total_relation_size('records') / count(*) FROM records")
+                log("initial sync: the server's database holds \(size) bytes per record (table and indexes)")
+            }
+        }, teardown: { initial.tearDown() })
 
     // MARK: A change's latency
 
     let latency = SyncFixture()
-    Benchmark("sync · change latency A → B · push",
-              configuration: .init(metrics: [.wallClock], warmupIterations: 3, maxDuration: .seconds(120), maxIterations: 100),
-              closure: { _ in
-        guard latency.devices.count == 2 else { return }
-        let a = items(latency.devices[0]), b = items(latency.devices[1])
-        let key = "change-\(latency.nextIndex())"
-        try a.set("a change", for: key)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try b.string(for: key) == nil {
-            guard ContinuousClock.now < deadline else { throw BenchmarkFailure("\(key) did not reach device B within 10 s.") }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-    }, setup: {
-        try latency.start()
-        guard let url = latency.server?.url else { return }
-        let a = try latency.newDevice()
-        let account = try await a.createSyncAccount(server: url, deviceName: "A")
-        let b = try await latency.join(a, account: account)
-        latency.devices = [a, b]
-        latency.engines = [Task { await a.runSync() }, Task { await b.runSync() }]
-        // Both engines hold their push socket before the first change.
-        for device in latency.devices {
-            let deadline = ContinuousClock.now + .seconds(20)
-            while try await !device.syncStatus().isPushConnected {
-                guard ContinuousClock.now < deadline else { throw BenchmarkFailure("A device's push socket did not open within 20 s.") }
-                try await Task.sleep(for: .milliseconds(50))
+    Benchmark(
+        "sync · change latency A → B · push",
+        configuration: .init(metrics: [.wallClock], warmupIterations: 3, maxDuration: .seconds(120), maxIterations: 100),
+        closure: { _ in
+            guard latency.devices.count == 2 else { return }
+            let a = items(latency.devices[0]), b = items(latency.devices[1])
+            let key = "change-\(latency.nextIndex())"
+            try a.set("a change", for: key)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try b.string(for: key) == nil {
+                guard ContinuousClock.now < deadline else { throw BenchmarkFailure("\(key) did not reach device B within 10 s.") }
+                try await Task.sleep(for: .milliseconds(2))
             }
-        }
-    }, teardown: { latency.tearDown() })
+        },
+        setup: {
+            try latency.start()
+            guard let url = latency.server?.url else { return }
+            let a = try latency.newDevice()
+            let account = try await a.createSyncAccount(server: url, deviceName: "A")
+            let b = try await latency.join(a, account: account)
+            latency.devices = [a, b]
+            latency.engines = [Task { await a.runSync() }, Task { await b.runSync() }]
+            // Both engines hold their push socket before the first change.
+            for device in latency.devices {
+                let deadline = ContinuousClock.now + .seconds(20)
+                while try await !device.syncStatus().isPushConnected {
+                    guard ContinuousClock.now < deadline else { throw BenchmarkFailure("A device's push socket did not open within 20 s.") }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
+        }, teardown: { latency.tearDown() })
 
     // MARK: The server's writes with 100 devices
 
     let many = SyncFixture()
-    Benchmark("sync · server record writes · \(writers) devices uploading at once",
-              configuration: .init(metrics: [.wallClock, writesPerSecond], warmupIterations: 1, maxDuration: .seconds(120), maxIterations: 5),
-              closure: { benchmark in
-        let round = many.nextIndex()
-        for device in many.devices {
-            let keychain = items(device)
-            for index in 0 ..< perWriter { try keychain.set("round \(round) item \(index)", for: "item-\(index)") }
-        }
-        let devices = many.devices
-        let start = ContinuousClock.now
-        benchmark.startMeasurement()
-        let uploaded = try await withThrowingTaskGroup(of: Int.self) { group in
-            for device in devices { group.addTask { try await device.syncNow().uploaded } }
-            return try await group.reduce(0, +)
-        }
-        benchmark.stopMeasurement()
-        let elapsed = seconds(ContinuousClock.now - start)
-        guard uploaded == writers * perWriter else {
-            throw BenchmarkFailure("The devices uploaded \(uploaded) records, not \(writers * perWriter).")
-        }
-        benchmark.measurement(writesPerSecond, Int((Double(uploaded) / elapsed).rounded()))
-    }, setup: {
-        try many.start()
-        guard let url = many.server?.url else { return }
-        // One account per device: 100 people's machines writing at once, none reading another's writes.
-        for index in 0 ..< writers {
-            let device = try many.newDevice()
-            _ = try await device.createSyncAccount(server: url, deviceName: "device \(index)")
-            many.devices.append(device)
-        }
-        log("server writes: \(writers) devices made their accounts")
-    }, teardown: { many.tearDown() })
+    Benchmark(
+        "sync · server record writes · \(writers) devices uploading at once",
+        configuration: .init(metrics: [.wallClock, writesPerSecond], warmupIterations: 1, maxDuration: .seconds(120), maxIterations: 5),
+        closure: { benchmark in
+            let round = many.nextIndex()
+            for device in many.devices {
+                let keychain = items(device)
+                for index in 0..<perWriter { try keychain.set("round \(round) item \(index)", for: "item-\(index)") }
+            }
+            let devices = many.devices
+            let start = ContinuousClock.now
+            benchmark.startMeasurement()
+            let uploaded = try await withThrowingTaskGroup(of: Int.self) { group in
+                for device in devices { group.addTask { try await device.syncNow().uploaded } }
+                return try await group.reduce(0, +)
+            }
+            benchmark.stopMeasurement()
+            let elapsed = seconds(ContinuousClock.now - start)
+            guard uploaded == writers * perWriter else {
+                throw BenchmarkFailure("The devices uploaded \(uploaded) records, not \(writers * perWriter).")
+            }
+            benchmark.measurement(writesPerSecond, Int((Double(uploaded) / elapsed).rounded()))
+        },
+        setup: {
+            try many.start()
+            guard let url = many.server?.url else { return }
+            // One account per device: 100 people's machines writing at once, none reading another's writes.
+            for index in 0..<writers {
+                let device = try many.newDevice()
+                _ = try await device.createSyncAccount(server: url, deviceName: "device \(index)")
+                many.devices.append(device)
+            }
+            log("server writes: \(writers) devices made their accounts")
+        }, teardown: { many.tearDown() })
 }

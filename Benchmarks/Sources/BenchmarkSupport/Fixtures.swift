@@ -56,7 +56,8 @@ public enum BenchEnvironment {
 
     /// The store sizes to run: `$KEYCHAIN_BENCH_SIZES` (comma-separated), else 1,000, 10,000 and 1,000,000.
     public static var sizes: [Int] {
-        let given = ProcessInfo.processInfo.environment["KEYCHAIN_BENCH_SIZES"]?
+        let given =
+            ProcessInfo.processInfo.environment["KEYCHAIN_BENCH_SIZES"]?
             .split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? []
         return given.isEmpty ? [1_000, 10_000, 1_000_000] : given
     }
@@ -151,19 +152,25 @@ public enum BenchItems {
 public enum SecItemOps {
     /// `SecItemAdd` of one generic password.
     public static func add(account: String, service: String, data: Data) -> OSStatus {
-        SecItemAdd([kSecClass as String: kSecClassGenericPassword,
-                    kSecAttrAccount as String: account,
-                    kSecAttrService as String: service,
-                    kSecValueData as String: data] as CFDictionary, nil)
+        SecItemAdd(
+            [
+                kSecClass as String: kSecClassGenericPassword,
+                kSecAttrAccount as String: account,
+                kSecAttrService as String: service,
+                kSecValueData as String: data,
+            ] as CFDictionary, nil)
     }
 
     /// `SecItemCopyMatching` of one item's secret by account and service.
     public static func findData(account: String, service: String) -> Data? {
         var result: CFTypeRef?
-        let status = SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword,
-                                          kSecAttrAccount as String: account,
-                                          kSecAttrService as String: service,
-                                          kSecReturnData as String: true] as CFDictionary, &result)
+        let status = SecItemCopyMatching(
+            [
+                kSecClass as String: kSecClassGenericPassword,
+                kSecAttrAccount as String: account,
+                kSecAttrService as String: service,
+                kSecReturnData as String: true,
+            ] as CFDictionary, &result)
         guard status == errSecSuccess else { return nil }
         return result as? Data
     }
@@ -171,20 +178,26 @@ public enum SecItemOps {
     /// `SecItemCopyMatching` of every item of a service, returning attributes: how many came back.
     public static func findAllAttributes(service: String) -> Int {
         var result: CFTypeRef?
-        let status = SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword,
-                                          kSecAttrService as String: service,
-                                          kSecMatchLimit as String: kSecMatchLimitAll,
-                                          kSecReturnAttributes as String: true] as CFDictionary, &result)
+        let status = SecItemCopyMatching(
+            [
+                kSecClass as String: kSecClassGenericPassword,
+                kSecAttrService as String: service,
+                kSecMatchLimit as String: kSecMatchLimitAll,
+                kSecReturnAttributes as String: true,
+            ] as CFDictionary, &result)
         guard status == errSecSuccess else { return 0 }
         return (result as? [Any])?.count ?? 0
     }
 
     /// `SecItemUpdate` of one item's secret.
     public static func update(account: String, service: String, data: Data) -> OSStatus {
-        SecItemUpdate([kSecClass as String: kSecClassGenericPassword,
-                       kSecAttrAccount as String: account,
-                       kSecAttrService as String: service] as CFDictionary,
-                      [kSecValueData as String: data] as CFDictionary)
+        SecItemUpdate(
+            [
+                kSecClass as String: kSecClassGenericPassword,
+                kSecAttrAccount as String: account,
+                kSecAttrService as String: service,
+            ] as CFDictionary,
+            [kSecValueData as String: data] as CFDictionary)
     }
 
     /// `SecItemDelete` of every item matching account (when given) and service.
@@ -212,7 +225,7 @@ public final class ClientThreads: @unchecked Sendable {
     public init(_ count: Int) {
         self.count = count
         guard count > 1 else { return }
-        for index in 0 ..< count {
+        for index in 0..<count {
             let start = DispatchSemaphore(value: 0)
             starts.append(start)
             let thread = Thread { [self] in
@@ -236,7 +249,7 @@ public final class ClientThreads: @unchecked Sendable {
         }
         work.withLock { $0 = body }
         for start in starts { start.signal() }
-        for _ in 0 ..< count { done.wait() }
+        for _ in 0..<count { done.wait() }
     }
 
     /// Ends the threads.
@@ -295,8 +308,9 @@ public final class DaemonProcess: @unchecked Sendable {
     /// The daemon's resident memory in bytes (`VmRSS`).
     public var residentBytes: Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kib = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return 0 }
         return kib * 1024
     }
 

@@ -51,7 +51,8 @@ public final class RawStore: @unchecked Sendable {
         let keyPath = folder + "/key"
         let expected = "\(storeFormat) \(count)"
         if let found = try? String(contentsOfFile: marker, encoding: .utf8), found == expected,
-           let bytes = FileManager.default.contents(atPath: keyPath), bytes.count == 32 {
+            let bytes = FileManager.default.contents(atPath: keyPath), bytes.count == 32
+        {
             return try RawStore(folder: folder, key: SymmetricKey(data: bytes), count: count)
         }
         try? FileManager.default.removeItem(atPath: folder)
@@ -87,7 +88,7 @@ public final class RawStore: @unchecked Sendable {
         for first in stride(from: 0, to: count, by: batch) {
             try queue.write { db in
                 let insert = try db.makeStatement(sql: "INSERT INTO item (k, v) VALUES (?, ?)")
-                for index in first ..< min(first + batch, count) {
+                for index in first..<min(first + batch, count) {
                     try insert.execute(arguments: [RawStore.rowKey(index), try seal(index)])
                 }
             }

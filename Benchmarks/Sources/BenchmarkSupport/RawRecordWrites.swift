@@ -22,7 +22,8 @@ public final class RawRecordWrites: Sendable {
         self.client = client
         runner = Task { await client.run() }
         try await client.query("DROP TABLE IF EXISTS raw_records")
-        try await client.query("""
+        try await client.query(
+            """
             CREATE TABLE raw_records (
                 account_id text NOT NULL, zone text NOT NULL, item_id text NOT NULL, version bigint NOT NULL,
                 deleted boolean NOT NULL, ciphertext bytea NOT NULL, wrapped_key bytea NOT NULL, key_id text NOT NULL,
@@ -39,15 +40,16 @@ public final class RawRecordWrites: Sendable {
         let wrapped = ByteBuffer(repeating: 0xa5, count: Self.wrappedKeySize)
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for writer in 0 ..< writers {
+            for writer in 0..<writers {
                 group.addTask { [client, logger] in
                     let account = "account-\(writer)"
                     for first in stride(from: 0, to: perWriter, by: batch) {
                         try await client.withTransaction(logger: logger) { connection in
-                            for index in first ..< min(perWriter, first + batch) {
+                            for index in first..<min(perWriter, first + batch) {
                                 let item = "item-\(round)-\(index)"
                                 let seq = Int64(round * perWriter + index)
-                                try await connection.query("""
+                                try await connection.query(
+                                    """
                                     INSERT INTO raw_records (account_id, zone, item_id, version, deleted, ciphertext, wrapped_key, key_id, writer, seq, modified)
                                     VALUES (\(account), 'keychain', \(item), 1, false, \(ciphertext), \(wrapped), 'key', 'device', \(seq), now())
                                     ON CONFLICT (account_id, zone, item_id) DO UPDATE SET

@@ -18,8 +18,10 @@ public final class ThrowawayPostgres: @unchecked Sendable {
 
     /// Starts a new cluster; `fsync: false` only for a floor that must not measure the disk.
     public init(fsync: Bool = true) throws {
-        guard let binaries = ["/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin"]
-            .first(where: { FileManager.default.isExecutableFile(atPath: $0 + "/initdb") }) else {
+        guard
+            let binaries = ["/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/15/bin"]
+                .first(where: { FileManager.default.isExecutableFile(atPath: $0 + "/initdb") })
+        else {
             throw BenchmarkFailure("PostgreSQL's initdb was not found under /usr/lib/postgresql; install Debian's `postgresql` package.")
         }
         self.binaries = binaries
@@ -122,8 +124,12 @@ public final class SyncServerProcess: @unchecked Sendable {
         let port = try Self.freePort()
         guard let base = URL(string: "http://127.0.0.1:\(port)") else { throw BenchmarkFailure("No URL for port \(port).") }
         url = base
-        pid = try ChildProcess.spawn(binary, ["--port", String(port), "--postgres-socket", database.socketFolder,
-                                              "--postgres-user", database.user, "--log-level", "error"], quiet: false)
+        pid = try ChildProcess.spawn(
+            binary,
+            [
+                "--port", String(port), "--postgres-socket", database.socketFolder,
+                "--postgres-user", database.user, "--log-level", "error",
+            ], quiet: false)
         let deadline = ContinuousClock.now + .seconds(60)
         while !Self.healthy(port: port) {
             guard ChildProcess.isRunning(pid), ContinuousClock.now < deadline else {
@@ -179,6 +185,6 @@ public final class SyncServerProcess: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 12 else { return false }
-        return String(decoding: buffer[0 ..< count], as: UTF8.self).hasPrefix("HTTP/1.1 200")
+        return String(decoding: buffer[0..<count], as: UTF8.self).hasPrefix("HTTP/1.1 200")
     }
 }

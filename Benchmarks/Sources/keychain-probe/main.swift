@@ -54,7 +54,7 @@ do {
     let run = UInt32.random(in: 0 ... .max)
     let started = ContinuousClock.now
     var failures = 0
-    for i in 0 ..< iterations {
+    for i in 0..<iterations {
         switch operation {
         case "find", "daemon-find":
             if SecItemOps.findData(account: BenchItems.account(i % points), service: BenchItems.service) == nil { failures += 1 }
@@ -95,13 +95,13 @@ func compare(home: String, socket: String, echo: SocketEcho, rounds: Int, points
     var times: [String: [Double]] = [:]
     func measure(_ name: String, _ call: (Int) -> Bool) throws {
         let started = ContinuousClock.now
-        for i in 0 ..< block where !call(i) { throw BenchmarkFailure("\(name) failed") }
+        for i in 0..<block where !call(i) { throw BenchmarkFailure("\(name) failed") }
         let elapsed = ContinuousClock.now - started
         times[name, default: []].append((Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12) / Double(block))
     }
     let nio = try NIOEcho()
     defer { nio.stop() }
-    for round in 0 ..< rounds {
+    for round in 0..<rounds {
         try measure("echo") { _ in echo.roundTrip() }
         try measure("nio echo") { _ in nio.roundTrip() }
         try BenchEnvironment.useEmbedded(home: home)
@@ -111,8 +111,10 @@ func compare(home: String, socket: String, echo: SocketEcho, rounds: Int, points
     }
     func median(_ name: String) -> Double { let sorted = (times[name] ?? [0]).sorted(); return sorted[sorted.count / 2] }
     let (rt, nioRT, embedded, daemon) = (median("echo"), median("nio echo"), median("embedded find"), median("keychaind find"))
-    print(String(format: "echo %.1f µs, NIO echo %.1f µs, embedded find %.1f µs, keychaind find %.1f µs: keychaind adds %.1f µs = %.2f× the round trip (medians of %d blocks of %d)",
-                 rt, nioRT, embedded, daemon, daemon - embedded, (daemon - embedded) / rt, rounds, block))
+    print(
+        String(
+            format: "echo %.1f µs, NIO echo %.1f µs, embedded find %.1f µs, keychaind find %.1f µs: keychaind adds %.1f µs = %.2f× the round trip (medians of %d blocks of %d)",
+            rt, nioRT, embedded, daemon, daemon - embedded, (daemon - embedded) / rt, rounds, block))
 }
 
 /// Adds `total` items through keychaind from `clients` threads (in rounds of one call per client when `rounds`),
@@ -126,7 +128,7 @@ func concurrentAdds(total: Int, clients: Int, rounds: Bool, daemon: DaemonProces
     let started = ContinuousClock.now
     if rounds {
         let threads = ClientThreads(clients)
-        for round in 0 ..< perClient {
+        for round in 0..<perClient {
             threads.round { client in
                 if SecItemOps.add(account: "probe-\(run)-\(client)-\(round)", service: "bench-added", data: BenchItems.secret(round)) != errSecSuccess {
                     failures.add(1, ordering: .relaxed)
@@ -136,7 +138,7 @@ func concurrentAdds(total: Int, clients: Int, rounds: Bool, daemon: DaemonProces
         threads.stop()
     } else {
         ClientThreads.runOnce(clients) { client in
-            for i in 0 ..< perClient where SecItemOps.add(account: "probe-\(run)-\(client)-\(i)", service: "bench-added", data: BenchItems.secret(i)) != errSecSuccess {
+            for i in 0..<perClient where SecItemOps.add(account: "probe-\(run)-\(client)-\(i)", service: "bench-added", data: BenchItems.secret(i)) != errSecSuccess {
                 failures.add(1, ordering: .relaxed)
             }
         }
@@ -148,16 +150,19 @@ func concurrentAdds(total: Int, clients: Int, rounds: Bool, daemon: DaemonProces
     let adds = perClient * clients
     let commits = (after?.commits ?? 0) - (before?.commits ?? 0)
     let writes = (after?.writes ?? 0) - (before?.writes ?? 0)
-    print(String(format: "%@ · %d clients: %d adds in %.2f s, %.0f/s; %d writes in %d commits, %.1f per commit; CPU per add: keychaind %.0f µs, clients %.0f µs; %d failures",
-                 rounds ? "rounds" : "free-running", clients, adds, seconds, Double(adds) / seconds, writes, commits,
-                 commits > 0 ? Double(writes) / Double(commits) : 0, daemonUsed / Double(adds) * 1e6, ownUsed / Double(adds) * 1e6,
-                 failures.load(ordering: .relaxed)))
+    print(
+        String(
+            format: "%@ · %d clients: %d adds in %.2f s, %.0f/s; %d writes in %d commits, %.1f per commit; CPU per add: keychaind %.0f µs, clients %.0f µs; %d failures",
+            rounds ? "rounds" : "free-running", clients, adds, seconds, Double(adds) / seconds, writes, commits,
+            commits > 0 ? Double(writes) / Double(commits) : 0, daemonUsed / Double(adds) * 1e6, ownUsed / Double(adds) * 1e6,
+            failures.load(ordering: .relaxed)))
 }
 
 /// User and system CPU seconds a process has used (all its threads, live and ended), from `/proc/PID/stat`.
 func cpuSeconds(pid: Int32) -> Double {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = text.lastIndex(of: ")") else { return 0 }
+        let close = text.lastIndex(of: ")")
+    else { return 0 }
     let fields = text[text.index(after: close)...].split(separator: " ")
     // After the command: state is field 3, utime and stime are fields 14 and 15.
     guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }

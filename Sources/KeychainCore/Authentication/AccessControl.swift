@@ -105,15 +105,17 @@ package struct AccessControl: Sendable, Hashable {
     /// What `operation` needs (Apple's ACL: the constraints guard decryption, or with `.privateKeyUsage` signing
     /// and key agreement; encryption and deletion are always allowed).
     package func constraint(for operation: ProtectedOperation) -> PresenceConstraint {
-        let guarded: Bool = switch operation {
-        case .decrypt: !flags.contains(.privateKeyUsage)
-        case .sign: flags.contains(.privateKeyUsage)
-        case .delete: false
-        }
+        let guarded: Bool =
+            switch operation {
+            case .decrypt: !flags.contains(.privateKeyUsage)
+            case .sign: flags.contains(.privateKeyUsage)
+            case .delete: false
+            }
         guard guarded else { return PresenceConstraint(factors: [], required: 0, applicationPassword: false) }
         let factors = self.factors
-        return PresenceConstraint(factors: factors, required: flags.contains(.or) ? min(1, factors.count) : factors.count,
-                                  applicationPassword: flags.contains(.applicationPassword) && operation == .decrypt)
+        return PresenceConstraint(
+            factors: factors, required: flags.contains(.or) ? min(1, factors.count) : factors.count,
+            applicationPassword: flags.contains(.applicationPassword) && operation == .decrypt)
     }
 
     /// Whether some operation on the item needs presence or a password (what `kSecUseAuthenticationUISkip` skips).
@@ -136,8 +138,9 @@ package struct AccessControl: Sendable, Hashable {
         var raw: UInt64 = 0
         for byte in bytes[1..<9] { raw = raw << 8 | UInt64(byte) }
         guard let text = String(validating: bytes[9...], as: UTF8.self),
-              let protection = ProtectionClass(rawValue: text),
-              let parsed = try? AccessControl(protection: protection, flags: AccessControlFlags(rawValue: raw)) else { return nil }
+            let protection = ProtectionClass(rawValue: text),
+            let parsed = try? AccessControl(protection: protection, flags: AccessControlFlags(rawValue: raw))
+        else { return nil }
         self = parsed
     }
 }

@@ -36,20 +36,26 @@ package struct ConsentRequest: Sendable, Hashable {
         PromptText(
             title: "Allow access to the keychain?",
             description: """
-            \(programDescription) wants to use \(subjectDescription).
+                \(programDescription) wants to use \(subjectDescription).
 
-            Allow it once, always (remembered for this program until revoked with `security app revoke`), or deny \
-            (remembered as well)?
-            """)
+                Allow it once, always (remembered for this program until revoked with `security app revoke`), or deny \
+                (remembered as well)?
+                """)
     }
 
     /// Refuses an empty or over-long subject and an over-long description (`errSecParam`).
     func validate() throws(KeychainError) {
         guard !subject.isEmpty, subject.utf8.count <= Self.maximumLength else {
-            throw KeychainError(code: .invalidParameter, message: "A consent subject must be 1 to \(Self.maximumLength) bytes of UTF-8; this one has \(subject.utf8.count). Name the subject by a short, stable identifier (a persistent reference in hex, an object path).")
+            throw KeychainError(
+                code: .invalidParameter,
+                message:
+                    "A consent subject must be 1 to \(Self.maximumLength) bytes of UTF-8; this one has \(subject.utf8.count). Name the subject by a short, stable identifier (a persistent reference in hex, an object path)."
+            )
         }
         guard subjectDescription.utf8.count <= Self.maximumLength else {
-            throw KeychainError(code: .invalidParameter, message: "A consent subject's description must be at most \(Self.maximumLength) bytes of UTF-8; this one has \(subjectDescription.utf8.count). Shorten the label shown to the person.")
+            throw KeychainError(
+                code: .invalidParameter,
+                message: "A consent subject's description must be at most \(Self.maximumLength) bytes of UTF-8; this one has \(subjectDescription.utf8.count). Shorten the label shown to the person.")
         }
     }
 }
@@ -92,8 +98,10 @@ extension KeychainEngine {
     ///
     /// - Throws: `errSecParam` for an empty or over-long subject or description; `errSecInteractionNotAllowed`
     ///   before the keychain's first unlock (the decisions are sealed under its class key); the outcomes above.
-    package func applicationConsent(_ request: ConsentRequest, prompter: any PresencePrompter,
-                                    interactionAllowed: Bool) throws(KeychainError) -> ConsentGrant {
+    package func applicationConsent(
+        _ request: ConsentRequest, prompter: any PresencePrompter,
+        interactionAllowed: Bool
+    ) throws(KeychainError) -> ConsentGrant {
         try request.validate()
         if let remembered = try rememberedConsent(for: request.program, subject: request.subject) {
             switch remembered.verdict {
@@ -102,15 +110,21 @@ extension KeychainEngine {
             }
         }
         guard interactionAllowed else {
-            throw KeychainError(code: .interactionNotAllowed, message: "\(request.programDescription) needs the person's permission to use \(request.subjectDescription), and this request may not show a prompt. Ask again with interaction allowed, or have the person decide (their `always` is remembered).")
+            throw KeychainError(
+                code: .interactionNotAllowed,
+                message:
+                    "\(request.programDescription) needs the person's permission to use \(request.subjectDescription), and this request may not show a prompt. Ask again with interaction allowed, or have the person decide (their `always` is remembered)."
+            )
         }
         switch prompter.askConsent(request.promptText) {
         case .answered(.once):
             return .once
         case .answered(.always):
             do {
-                try rememberConsent(ConsentDecision(program: request.program, subject: request.subject, subjectDescription: request.subjectDescription,
-                                                    verdict: .always, date: now()))
+                try rememberConsent(
+                    ConsentDecision(
+                        program: request.program, subject: request.subject, subjectDescription: request.subjectDescription,
+                        verdict: .always, date: now()))
                 return .always
             } catch {
                 // The person allowed it: this request goes on; the next one asks again.
@@ -119,16 +133,24 @@ extension KeychainEngine {
             }
         case .answered(.deny):
             do {
-                try rememberConsent(ConsentDecision(program: request.program, subject: request.subject, subjectDescription: request.subjectDescription,
-                                                    verdict: .deny, date: now()))
+                try rememberConsent(
+                    ConsentDecision(
+                        program: request.program, subject: request.subject, subjectDescription: request.subjectDescription,
+                        verdict: .deny, date: now()))
             } catch {
                 logger.warning("a `deny` answer could not be remembered", metadata: ["reason": "\(error.message)"])
             }
             throw Self.consentRefused(request)
         case .cancelled:
-            throw KeychainError(code: .userCanceled, message: "The person cancelled the prompt asking whether \(request.programDescription) may use \(request.subjectDescription). Nothing was remembered; try again to be asked again.")
+            throw KeychainError(
+                code: .userCanceled,
+                message: "The person cancelled the prompt asking whether \(request.programDescription) may use \(request.subjectDescription). Nothing was remembered; try again to be asked again.")
         case .timedOut:
-            throw KeychainError(code: .userCanceled, message: "Nobody answered the prompt asking whether \(request.programDescription) may use \(request.subjectDescription) in time. Nothing was remembered; try again when someone is at the machine.")
+            throw KeychainError(
+                code: .userCanceled,
+                message:
+                    "Nobody answered the prompt asking whether \(request.programDescription) may use \(request.subjectDescription) in time. Nothing was remembered; try again when someone is at the machine."
+            )
         case .unavailable(let reason):
             throw KeychainError(code: .interactionNotAllowed, message: "No prompt could ask whether \(request.programDescription) may use \(request.subjectDescription): \(reason)")
         }
@@ -136,6 +158,10 @@ extension KeychainEngine {
 
     /// The refusal of `request` (`errSecAuthFailed`), the same whether it was remembered before or just now.
     static func consentRefused(_ request: ConsentRequest) -> KeychainError {
-        KeychainError(code: .authenticationFailed, message: "The person refused to let \(request.programDescription) use \(request.subjectDescription), and the refusal is remembered. To be asked again, revoke it with `security app revoke PROGRAM --subject SUBJECT` (`security app consents` lists them).")
+        KeychainError(
+            code: .authenticationFailed,
+            message:
+                "The person refused to let \(request.programDescription) use \(request.subjectDescription), and the refusal is remembered. To be asked again, revoke it with `security app revoke PROGRAM --subject SUBJECT` (`security app consents` lists them)."
+        )
     }
 }

@@ -90,8 +90,10 @@ package struct AuthenticationContextValue: Sendable, Hashable {
     /// A credential set with `setCredential(_:type: .applicationPassword)`.
     package var applicationPassword: Data?
 
-    package init(id: AuthenticationContextID, localizedReason: String? = nil, interactionNotAllowed: Bool = false,
-                 reuseDuration: TimeInterval = 0, applicationPassword: Data? = nil) {
+    package init(
+        id: AuthenticationContextID, localizedReason: String? = nil, interactionNotAllowed: Bool = false,
+        reuseDuration: TimeInterval = 0, applicationPassword: Data? = nil
+    ) {
         self.id = id
         self.localizedReason = localizedReason
         self.interactionNotAllowed = interactionNotAllowed

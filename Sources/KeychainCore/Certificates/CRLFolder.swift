@@ -23,8 +23,9 @@ package enum CRLFolder {
         let folder = admin ? location.adminCRLs : location.userCRLs
         if admin {
             guard geteuid() == 0 else {
-                throw KeychainError(code: .authenticationFailed, status: .writePermission,
-                                    message: "Adding a CRL for every user (\(folder)) needs root: run the command with sudo, or add it for yourself without -d.")
+                throw KeychainError(
+                    code: .authenticationFailed, status: .writePermission,
+                    message: "Adding a CRL for every user (\(folder)) needs root: run the command with sudo, or add it for yourself without -d.")
             }
             let parent = NSStringPath(folder).deletingLastPathComponent
             if parent == TrustStoreLocation.adminFolder { try TrustSettingsStore.makeSharedFolder(parent) }
@@ -34,8 +35,9 @@ package enum CRLFolder {
             try FileSystem.ensurePrivateDirectory(folder)
         }
         for list in lists {
-            try FileSystem.writeAtomically(list.der, to: folder + "/" + list.sha1Fingerprint + ".crl", exclusive: false,
-                                           mode: admin ? 0o644 : 0o600)
+            try FileSystem.writeAtomically(
+                list.der, to: folder + "/" + list.sha1Fingerprint + ".crl", exclusive: false,
+                mode: admin ? 0o644 : 0o600)
         }
         return lists
     }

@@ -99,13 +99,15 @@ package struct CertificateData: Sendable {
 
     /// `SecCertificateCopyNormalized…Sequence`: the normalized name as a DER SEQUENCE.
     package static func normalizedSequence(_ name: DistinguishedName) -> Data {
-        let normalized = DistinguishedName(name.map { rdn in
-            RelativeDistinguishedName(rdn.map { attribute in
-                guard let text = String(attribute.value) else { return attribute }
-                let folded = text.split(whereSeparator: \.isWhitespace).joined(separator: " ").uppercased()
-                return RelativeDistinguishedName.Attribute(type: attribute.type, utf8String: folded)
+        let normalized = DistinguishedName(
+            name.map { rdn in
+                RelativeDistinguishedName(
+                    rdn.map { attribute in
+                        guard let text = String(attribute.value) else { return attribute }
+                        let folded = text.split(whereSeparator: \.isWhitespace).joined(separator: " ").uppercased()
+                        return RelativeDistinguishedName.Attribute(type: attribute.type, utf8String: folded)
+                    })
             })
-        })
         var serializer = DER.Serializer()
         // A name built from a parsed name always serializes.
         guard (try? serializer.serialize(normalized)) != nil else { return Data() }

@@ -70,8 +70,9 @@ package struct CertificateRevocationList: Sendable {
             }
             self.revoked = revoked
         } catch {
-            throw KeychainError(code: .invalidParameter, status: .unknownFormat,
-                                message: "The data is not a DER or PEM certificate revocation list (X509 CRL).")
+            throw KeychainError(
+                code: .invalidParameter, status: .unknownFormat,
+                message: "The data is not a DER or PEM certificate revocation list (X509 CRL).")
         }
         self.der = der
     }

@@ -23,7 +23,7 @@ package struct ExchangeContents: Sendable {
             for document in documents {
                 do {
                     try out.add(document)
-                } catch where error.code == .invalidParameter {
+                } catch  where error.code == .invalidParameter {
                     throw KeychainError(code: .corruptData, message: "A \(document.discriminator) block of the PEM file does not parse.", cause: error)
                 }
             }
@@ -62,7 +62,7 @@ package struct ExchangeContents: Sendable {
         var index = base64.startIndex
         while index < base64.endIndex {
             let next = base64.index(index, offsetBy: 64, limitedBy: base64.endIndex) ?? base64.endIndex
-            lines.append(base64[index ..< next])
+            lines.append(base64[index..<next])
             index = next
         }
         return "-----BEGIN \(label)-----\n" + lines.joined(separator: "\n") + "\n-----END \(label)-----\n"

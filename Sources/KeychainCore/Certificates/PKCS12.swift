@@ -59,14 +59,16 @@ package enum PKCS12 {
 
     private static func keys(_ result: ckeychain_pkcs12) throws(KeychainError) -> [Bag<KeyMaterial>] {
         var keys: [Bag<KeyMaterial>] = []
-        for index in 0 ..< Int(result.key_count) {
+        for index in 0..<Int(result.key_count) {
             let bag = withUnsafeBytes(of: result.keys) { $0.bindMemory(to: ckeychain_pkcs12_key.self)[index] }
             guard let bytes = bag.der, bag.length > 0 else { throw unreadable("a private key") }
             let der = Data(bytes: bytes, count: bag.length)
             let key: KeyMaterial
             do {
-                key = bag.type == 1 ? try KeyMaterial(externalRepresentation: der, type: .rsa, keyClass: .privateKey)
-                                    : try KeyMaterial(ecPrivateKeyDER: der)
+                key =
+                    bag.type == 1
+                    ? try KeyMaterial(externalRepresentation: der, type: .rsa, keyClass: .privateKey)
+                    : try KeyMaterial(ecPrivateKeyDER: der)
             } catch {
                 throw KeychainError(code: .corruptData, message: "A private key of the PKCS#12 file is not one the keychain can use: \(error.message)", cause: error)
             }
@@ -77,12 +79,14 @@ package enum PKCS12 {
 
     private static func certificates(_ result: ckeychain_pkcs12) throws(KeychainError) -> [Bag<CertificateData>] {
         var certificates: [Bag<CertificateData>] = []
-        for index in 0 ..< Int(result.certificate_count) {
+        for index in 0..<Int(result.certificate_count) {
             let bag = withUnsafeBytes(of: result.certificates) { $0.bindMemory(to: ckeychain_pkcs12_certificate.self)[index] }
             guard let bytes = bag.der, bag.length > 0 else { throw unreadable("a certificate") }
             let certificate = try CertificateData(der: Data(bytes: bytes, count: bag.length))
-            certificates.append(Bag(value: certificate, localKeyID: data(bag.local_key_id, bag.local_key_id_length),
-                                    friendlyName: bag.friendly_name.map { String(cString: $0) }))
+            certificates.append(
+                Bag(
+                    value: certificate, localKeyID: data(bag.local_key_id, bag.local_key_id_length),
+                    friendlyName: bag.friendly_name.map { String(cString: $0) }))
         }
         return certificates
     }
@@ -98,8 +102,10 @@ package enum PKCS12 {
             let index = matches.first { key.localKeyID != nil && certificates[$0].localKeyID == key.localKeyID } ?? matches.first
             if let index { claimed.insert(index) }
             let certificate = index.map { certificates[$0] }
-            contents.identities.append(PKCS12Contents.Identity(key: key.value, certificate: certificate?.value,
-                                                               friendlyName: key.friendlyName ?? certificate?.friendlyName))
+            contents.identities.append(
+                PKCS12Contents.Identity(
+                    key: key.value, certificate: certificate?.value,
+                    friendlyName: key.friendlyName ?? certificate?.friendlyName))
         }
         contents.certificates = certificates.indices.filter { !claimed.contains($0) }.map { certificates[$0].value }
         return contents

@@ -53,15 +53,18 @@ extension PKCS12 {
         }
         var entries: [ckeychain_pkcs12_identity] = []
         for index in identities.indices {
-            entries.append(ckeychain_pkcs12_identity(key: keyBuffers[index], key_length: keys[index].count,
-                                                     certificate: certificateBuffers[index], certificate_length: identities[index].certificate.der.count,
-                                                     friendly_name: names[index].map { UnsafePointer($0) }))
+            entries.append(
+                ckeychain_pkcs12_identity(
+                    key: keyBuffers[index], key_length: keys[index].count,
+                    certificate: certificateBuffers[index], certificate_length: identities[index].certificate.der.count,
+                    friendly_name: names[index].map { UnsafePointer($0) }))
         }
         let chain: [UnsafePointer<UInt8>?] = chainBuffers.map { UnsafePointer($0) }
         let chainLengths = certificates.map(\.der.count)
         let status = password.withCString { pass in
-            ckeychain_pkcs12_create(entries, Int32(entries.count), chain, chainLengths, Int32(chain.count), pass,
-                                    &output, &length, &message, messageCapacity)
+            ckeychain_pkcs12_create(
+                entries, Int32(entries.count), chain, chainLengths, Int32(chain.count), pass,
+                &output, &length, &message, messageCapacity)
         }
         defer { ckeychain_crypto_buffer_free(output, length) }
         let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -81,8 +84,9 @@ extension PKCS12 {
         var chain: [CertificateData] = []
         var current = certificate
         while chain.count < 10, current.normalizedIssuer != current.normalizedSubject,
-              let issuer = pool.first(where: { $0.normalizedSubject == current.normalizedIssuer && $0.der != current.der }),
-              !chain.contains(where: { $0.der == issuer.der }) {
+            let issuer = pool.first(where: { $0.normalizedSubject == current.normalizedIssuer && $0.der != current.der }),
+            !chain.contains(where: { $0.der == issuer.der })
+        {
             chain.append(issuer)
             current = issuer
         }

@@ -62,8 +62,10 @@ package enum RevocationCheck {
     ///
     /// - Throws: `errSecCertificateRevoked` when a list revokes a certificate; `errSecIncompleteCertRevocationCheck`
     ///   when `requirePositiveResponse` is set and a certificate's status is unknown.
-    package static func check(_ chain: [CertificateData], crls: [CertificateRevocationList], options: RevocationOptions,
-                              networkFetchAllowed: Bool, date: Date) throws(KeychainError) -> Outcome {
+    package static func check(
+        _ chain: [CertificateData], crls: [CertificateRevocationList], options: RevocationOptions,
+        networkFetchAllowed: Bool, date: Date
+    ) throws(KeychainError) -> Outcome {
         var notes: [String] = []
         for index in chain.indices.dropLast() {
             let certificate = chain[index], issuer = chain[index + 1].certificate
@@ -73,8 +75,9 @@ package enum RevocationCheck {
                 for list in crls where list.isSigned(by: issuer) && list.isCurrent(at: date) {
                     covered = true
                     if let when = list.revoked[certificate.certificate.serialNumber] {
-                        throw KeychainError(code: .notTrusted, status: .certificateRevoked,
-                                            message: "The certificate \"\(name)\" was revoked on \(when.formatted(.iso8601)) (a CRL of its issuer lists it). Do not trust it; ask its issuer for a new one.")
+                        throw KeychainError(
+                            code: .notTrusted, status: .certificateRevoked,
+                            message: "The certificate \"\(name)\" was revoked on \(when.formatted(.iso8601)) (a CRL of its issuer lists it). Do not trust it; ask its issuer for a new one.")
                     }
                 }
             }
@@ -87,8 +90,9 @@ package enum RevocationCheck {
                     case .good:
                         continue
                     case .revoked(let reason):
-                        throw KeychainError(code: .notTrusted, status: .certificateRevoked,
-                                            message: "The certificate \"\(name)\" was revoked: its issuer's OCSP responder says so (\(reason)). Do not trust it; ask its issuer for a new one.")
+                        throw KeychainError(
+                            code: .notTrusted, status: .certificateRevoked,
+                            message: "The certificate \"\(name)\" was revoked: its issuer's OCSP responder says so (\(reason)). Do not trust it; ask its issuer for a new one.")
                     case .notChecked(let why):
                         unknown.append(why)
                     }

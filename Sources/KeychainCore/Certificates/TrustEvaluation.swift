@@ -35,10 +35,12 @@ package enum TrustEvaluation {
         /// Where the System Roots, trust settings and CRLs are; nil: where the environment says.
         package var location: TrustStoreLocation?
 
-        package init(leaf: CertificateData, intermediates: [CertificateData] = [], anchors: [CertificateData] = [],
-                     anchorsOnly: Bool = false, hostname: String? = nil, date: Date? = nil, policy: TrustPolicyIdentifier? = nil,
-                     revocation: RevocationOptions? = nil, networkFetchAllowed: Bool = true, crls: [CertificateRevocationList] = [],
-                     location: TrustStoreLocation? = nil) {
+        package init(
+            leaf: CertificateData, intermediates: [CertificateData] = [], anchors: [CertificateData] = [],
+            anchorsOnly: Bool = false, hostname: String? = nil, date: Date? = nil, policy: TrustPolicyIdentifier? = nil,
+            revocation: RevocationOptions? = nil, networkFetchAllowed: Bool = true, crls: [CertificateRevocationList] = [],
+            location: TrustStoreLocation? = nil
+        ) {
             self.leaf = leaf
             self.intermediates = intermediates
             self.anchors = anchors
@@ -82,8 +84,11 @@ package enum TrustEvaluation {
             TrustSettingsStore.decision(for: certificate, policy: request.policy, hostname: request.hostname, domains: domains, systemRoots: system)
         }
         func denied(_ certificate: CertificateData) -> KeychainError {
-            KeychainError(code: .notTrusted, status: .trustSettingDeny,
-                          message: "The certificate \"\(certificate.subjectSummary ?? certificate.sha1Fingerprint)\" is denied by its trust settings for this policy. Remove the setting (security remove-trusted-cert) if it should be trusted.")
+            KeychainError(
+                code: .notTrusted, status: .trustSettingDeny,
+                message:
+                    "The certificate \"\(certificate.subjectSummary ?? certificate.sha1Fingerprint)\" is denied by its trust settings for this policy. Remove the setting (security remove-trusted-cert) if it should be trusted."
+            )
         }
         if decision(request.leaf) == .deny { throw denied(request.leaf) }
 
@@ -118,7 +123,8 @@ package enum TrustEvaluation {
             // As on macOS, a chain that ends at a denied certificate is denied, not merely untrusted.
             let deniedOnes = ([request.leaf] + request.intermediates + request.anchors + settled).filter { decision($0) == .deny }
             if !deniedOnes.isEmpty, case .validCertificate(let validated) = validate(roots + deniedOnes.map(\.certificate)),
-               let bad = validated.compactMap({ try? CertificateData(der: Data(derBytes($0))) }).first(where: { decision($0) == .deny }) {
+                let bad = validated.compactMap({ try? CertificateData(der: Data(derBytes($0))) }).first(where: { decision($0) == .deny })
+            {
                 throw denied(bad)
             }
             let reason = failures.first.map { "\($0.policyFailureReason)" } ?? "no chain to a trusted root was found"
@@ -127,8 +133,9 @@ package enum TrustEvaluation {
         if let bad = chain.first(where: { decision($0) == .deny }) { throw denied(bad) }
         guard let options = request.revocation else { return Outcome(chain: chain, revocation: nil) }
         let crls = request.crls + RevocationCheck.storedCRLs(location)
-        let revocation = try RevocationCheck.check(chain, crls: crls, options: options, networkFetchAllowed: request.networkFetchAllowed,
-                                                   date: request.date ?? Date())
+        let revocation = try RevocationCheck.check(
+            chain, crls: crls, options: options, networkFetchAllowed: request.networkFetchAllowed,
+            date: request.date ?? Date())
         return Outcome(chain: chain, revocation: revocation)
     }
 

@@ -115,8 +115,10 @@ package struct TrustSettingsConstraint: Sendable, Equatable {
     package var result: TrustSettingsResult?
 
     /// A constraint.
-    package init(policy: TrustPolicyIdentifier? = nil, policyString: String? = nil, keyUsage: Int64? = nil,
-                 allowedError: Int64? = nil, result: TrustSettingsResult? = nil) {
+    package init(
+        policy: TrustPolicyIdentifier? = nil, policyString: String? = nil, keyUsage: Int64? = nil,
+        allowedError: Int64? = nil, result: TrustSettingsResult? = nil
+    ) {
         self.policy = policy?.oidBytes
         self.policyName = policy?.policyName
         self.policyString = policyString

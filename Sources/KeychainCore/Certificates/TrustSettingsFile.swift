@@ -16,13 +16,16 @@ package struct TrustSettingsFile: Sendable, Equatable {
 
     /// Reads a property list; `errSecInvalidTrustSettings` when it is not trust settings.
     package init(propertyList data: Data) throws(KeychainError) {
-        let invalid = KeychainError(code: .invalidParameter, status: .invalidTrustSettings,
-                                    message: "The data is not trust settings (a property list with trustVersion and trustList, as security trust-settings-export writes).")
+        let invalid = KeychainError(
+            code: .invalidParameter, status: .invalidTrustSettings,
+            message: "The data is not trust settings (a property list with trustVersion and trustList, as security trust-settings-export writes).")
         guard let root = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil) as? [String: Any],
-              let list = root["trustList"] as? [String: Any] else { throw invalid }
+            let list = root["trustList"] as? [String: Any]
+        else { throw invalid }
         for (hash, value) in list {
             guard let entry = value as? [String: Any], hash.count == 40, hash.allSatisfy(\.isHexDigit),
-                  let issuer = entry["issuerName"] as? Data, let serial = entry["serialNumber"] as? Data else { throw invalid }
+                let issuer = entry["issuerName"] as? Data, let serial = entry["serialNumber"] as? Data
+            else { throw invalid }
             var constraints: [TrustSettingsConstraint] = []
             for item in (entry["trustSettings"] as? [Any]) ?? [] {
                 guard let dictionary = item as? [String: Any] else { throw invalid }

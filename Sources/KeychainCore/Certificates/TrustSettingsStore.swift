@@ -48,8 +48,10 @@ package enum TrustSettingsStore {
 
     /// `SecTrustSettingsCopyTrustSettings`: the certificate's usage constraints in `domain`; `errSecItemNotFound`
     /// when it has none there.
-    package static func settings(for certificate: CertificateData, domain: TrustSettingsDomain,
-                                 environment: [String: String] = KeychainLocation.processEnvironment()) throws(KeychainError) -> [TrustSettingsConstraint] {
+    package static func settings(
+        for certificate: CertificateData, domain: TrustSettingsDomain,
+        environment: [String: String] = KeychainLocation.processEnvironment()
+    ) throws(KeychainError) -> [TrustSettingsConstraint] {
         guard let record = try read(domain, environment: environment).records[certificate.sha1Fingerprint] else {
             throw KeychainError(code: .itemNotFound, message: "The certificate has no trust settings in the \(domain) domain.")
         }
@@ -59,10 +61,13 @@ package enum TrustSettingsStore {
     /// `SecTrustSettingsSetTrustSettings`: replaces the certificate's settings in `domain` (an empty array: always
     /// trusted as a root). The system domain is read-only (`errSecDataNotModifiable`); the admin domain needs root
     /// (`errSecWrPerm`); `trustRoot` on a certificate that is not self-signed is `errSecParam`.
-    package static func set(_ constraints: [TrustSettingsConstraint], for certificate: CertificateData, domain: TrustSettingsDomain,
-                            environment: [String: String] = KeychainLocation.processEnvironment()) throws(KeychainError) {
+    package static func set(
+        _ constraints: [TrustSettingsConstraint], for certificate: CertificateData, domain: TrustSettingsDomain,
+        environment: [String: String] = KeychainLocation.processEnvironment()
+    ) throws(KeychainError) {
         if !certificate.isSelfSigned, constraints.contains(where: { ($0.result ?? .trustRoot) == .trustRoot }) {
-            throw KeychainError(code: .invalidParameter, message: "Only a self-signed certificate can be a trusted root; use trustAsRoot (add-trusted-cert -r trustAsRoot) for an intermediate or a leaf.")
+            throw KeychainError(
+                code: .invalidParameter, message: "Only a self-signed certificate can be a trusted root; use trustAsRoot (add-trusted-cert -r trustAsRoot) for an intermediate or a leaf.")
         }
         try update(domain, environment: environment) { file in
             file.records[certificate.sha1Fingerprint] = record(certificate, constraints: constraints, date: Date())
@@ -70,8 +75,10 @@ package enum TrustSettingsStore {
     }
 
     /// `SecTrustSettingsRemoveTrustSettings`: `errSecItemNotFound` when the certificate has none in `domain`.
-    package static func remove(_ certificate: CertificateData, domain: TrustSettingsDomain,
-                               environment: [String: String] = KeychainLocation.processEnvironment()) throws(KeychainError) {
+    package static func remove(
+        _ certificate: CertificateData, domain: TrustSettingsDomain,
+        environment: [String: String] = KeychainLocation.processEnvironment()
+    ) throws(KeychainError) {
         try update(domain, environment: environment) { file throws(KeychainError) in
             guard file.records.removeValue(forKey: certificate.sha1Fingerprint) != nil else {
                 throw KeychainError(code: .itemNotFound, message: "The certificate has no trust settings in the \(domain) domain.")
@@ -82,8 +89,10 @@ package enum TrustSettingsStore {
     /// `SecTrustSettingsCopyCertificates`: the certificates with settings in `domain`, by SHA-1, each with its
     /// certificate when the settings carry it or it is a System Root (imported settings name only the hash);
     /// `errSecNoTrustSettings` when the domain has none.
-    package static func certificates(_ domain: TrustSettingsDomain,
-                                     environment: [String: String] = KeychainLocation.processEnvironment()) throws(KeychainError) -> [(CertificateData?, String, TrustSettingsRecord)] {
+    package static func certificates(
+        _ domain: TrustSettingsDomain,
+        environment: [String: String] = KeychainLocation.processEnvironment()
+    ) throws(KeychainError) -> [(CertificateData?, String, TrustSettingsRecord)] {
         let location = TrustStoreLocation.fromEnvironment(environment)
         let file = try read(domain, location: location)
         guard !file.records.isEmpty else { throw noSettings(domain) }
@@ -101,8 +110,10 @@ package enum TrustSettingsStore {
 
     /// `SecTrustSettingsCreateExternalRepresentation`: the domain's settings as Apple's property list;
     /// `errSecNoTrustSettings` when it has none.
-    package static func externalRepresentation(_ domain: TrustSettingsDomain,
-                                               environment: [String: String] = KeychainLocation.processEnvironment()) throws(KeychainError) -> Data {
+    package static func externalRepresentation(
+        _ domain: TrustSettingsDomain,
+        environment: [String: String] = KeychainLocation.processEnvironment()
+    ) throws(KeychainError) -> Data {
         let file = try read(domain, environment: environment)
         guard !file.records.isEmpty else { throw noSettings(domain) }
         return try file.propertyList(includingCertificates: false)
@@ -110,8 +121,10 @@ package enum TrustSettingsStore {
 
     /// `SecTrustSettingsImportExternalRepresentation`: replaces the domain's settings with those of `data`
     /// (certificates already known keep their DER).
-    package static func importExternalRepresentation(_ data: Data, domain: TrustSettingsDomain,
-                                                     environment: [String: String] = KeychainLocation.processEnvironment()) throws(KeychainError) {
+    package static func importExternalRepresentation(
+        _ data: Data, domain: TrustSettingsDomain,
+        environment: [String: String] = KeychainLocation.processEnvironment()
+    ) throws(KeychainError) {
         var imported = try TrustSettingsFile(propertyList: data)
         try update(domain, environment: environment) { file in
             for (hash, record) in imported.records where record.certificate == nil {
@@ -123,12 +136,15 @@ package enum TrustSettingsStore {
 
     /// What the settings decide for `certificate` under `policy`: the user's first, then the administrator's, then
     /// the system's (a System Root is a trusted root); nil when none decides.
-    package static func decision(for certificate: CertificateData, policy: TrustPolicyIdentifier, hostname: String?,
-                                 domains: [TrustSettingsDomain: TrustSettingsFile], systemRoots: SystemRootsSnapshot?) -> TrustSettingsResult? {
+    package static func decision(
+        for certificate: CertificateData, policy: TrustPolicyIdentifier, hostname: String?,
+        domains: [TrustSettingsDomain: TrustSettingsFile], systemRoots: SystemRootsSnapshot?
+    ) -> TrustSettingsResult? {
         let hash = certificate.sha1Fingerprint
         for domain in [TrustSettingsDomain.user, .admin] {
             if let record = domains[domain]?.records[hash],
-               let result = record.decision(for: policy, hostname: hostname, selfSigned: certificate.isSelfSigned) {
+                let result = record.decision(for: policy, hostname: hostname, selfSigned: certificate.isSelfSigned)
+            {
                 return result
             }
         }
@@ -138,18 +154,22 @@ package enum TrustSettingsStore {
 
     // MARK: Writing
 
-    private static func update(_ domain: TrustSettingsDomain, environment: [String: String],
-                               _ change: (inout TrustSettingsFile) throws(KeychainError) -> Void) throws(KeychainError) {
+    private static func update(
+        _ domain: TrustSettingsDomain, environment: [String: String],
+        _ change: (inout TrustSettingsFile) throws(KeychainError) -> Void
+    ) throws(KeychainError) {
         let location = TrustStoreLocation.fromEnvironment(environment)
         guard let path = path(domain, location) else {
-            throw KeychainError(code: .invalidParameter, status: .dataNotModifiable,
-                                message: "The system trust settings are the System Roots and cannot be changed; use the user or the admin domain.")
+            throw KeychainError(
+                code: .invalidParameter, status: .dataNotModifiable,
+                message: "The system trust settings are the System Roots and cannot be changed; use the user or the admin domain.")
         }
         let folder = NSStringPath(path).deletingLastPathComponent
         if domain == .admin {
             guard geteuid() == 0 else {
-                throw KeychainError(code: .authenticationFailed, status: .writePermission,
-                                    message: "Changing the admin trust settings (\(path)) needs root: run the command with sudo, or change your own (user) trust settings instead.")
+                throw KeychainError(
+                    code: .authenticationFailed, status: .writePermission,
+                    message: "Changing the admin trust settings (\(path)) needs root: run the command with sudo, or change your own (user) trust settings instead.")
             }
             try makeSharedFolder(folder)
         } else {
@@ -158,8 +178,9 @@ package enum TrustSettingsStore {
         try FileSystem.withExclusiveLock(path + ".lock") { () throws(KeychainError) in
             var file = try read(domain, location: location)
             try change(&file)
-            try FileSystem.writeAtomically(try file.propertyList(includingCertificates: true), to: path, exclusive: false,
-                                           mode: domain == .admin ? 0o644 : 0o600)
+            try FileSystem.writeAtomically(
+                try file.propertyList(includingCertificates: true), to: path, exclusive: false,
+                mode: domain == .admin ? 0o644 : 0o600)
         }
     }
 
@@ -178,8 +199,9 @@ package enum TrustSettingsStore {
     }
 
     private static func record(_ certificate: CertificateData, constraints: [TrustSettingsConstraint], date: Date) -> TrustSettingsRecord {
-        TrustSettingsRecord(issuerName: certificate.issuerDER, serialNumber: certificate.serialNumber, modificationDate: date,
-                            constraints: constraints, certificate: certificate.der)
+        TrustSettingsRecord(
+            issuerName: certificate.issuerDER, serialNumber: certificate.serialNumber, modificationDate: date,
+            constraints: constraints, certificate: certificate.der)
     }
 }
 

@@ -29,8 +29,10 @@ package struct TrustStoreLocation: Sendable, Hashable {
     package var adminCRLs: String
 
     /// The variables this type reads (beside `HOME`, which `KeychainLocation` reads too).
-    package static let environmentNames = ["KEYCHAIN_SYSTEM_ROOTS", "KEYCHAIN_SYSTEM_ROOTS_DIR", "XDG_CONFIG_HOME",
-                                           "KEYCHAIN_TRUST_SETTINGS", "KEYCHAIN_ADMIN_TRUST_SETTINGS", "KEYCHAIN_CRLS", "KEYCHAIN_ADMIN_CRLS"]
+    package static let environmentNames = [
+        "KEYCHAIN_SYSTEM_ROOTS", "KEYCHAIN_SYSTEM_ROOTS_DIR", "XDG_CONFIG_HOME",
+        "KEYCHAIN_TRUST_SETTINGS", "KEYCHAIN_ADMIN_TRUST_SETTINGS", "KEYCHAIN_CRLS", "KEYCHAIN_ADMIN_CRLS",
+    ]
 
     /// Debian's and Ubuntu's bundle of the trusted roots.
     package static let debianBundle = "/etc/ssl/certs/ca-certificates.crt"

@@ -16,8 +16,10 @@ package enum ApplicationPasswordSeal {
     static func aad(_ uuid: Data) -> [UInt8] { label + [0] + Array(uuid) }
 
     /// Seals `secret` for the item `uuid` under `password`, stretched with scrypt at `log2N` (at least 2^10).
-    package static func seal(_ secret: Data, password: Data, uuid: Data, log2N: UInt8,
-                             random: any RandomSource) throws(KeychainError) -> Data {
+    package static func seal(
+        _ secret: Data, password: Data, uuid: Data, log2N: UInt8,
+        random: any RandomSource
+    ) throws(KeychainError) -> Data {
         let kdf = PasscodeKDF(log2N: max(10, log2N), salt: random.bytes(16))
         let key = try kdf.derive(String(decoding: password, as: UTF8.self))
         let sealed = try Seal.seal(secret, key: key, aad: aad(uuid), random: random)
@@ -33,7 +35,8 @@ package enum ApplicationPasswordSeal {
         var r = BinaryReader(envelope)
         let malformed = KeychainError(code: .corruptData, message: "An item's application-password envelope is malformed.")
         guard let v = try? r.u8(), v == version, let parameters = try? r.lengthPrefixed(),
-              let sealed = try? r.take(r.remaining) else { throw malformed }
+            let sealed = try? r.take(r.remaining)
+        else { throw malformed }
         let kdf: PasscodeKDF
         do {
             kdf = try PasscodeKDF(decoding: parameters)

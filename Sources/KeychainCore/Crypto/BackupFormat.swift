@@ -77,7 +77,7 @@ package enum BackupFormat {
         guard r.isAtEnd else { throw corrupt }
         let plaintext: [UInt8]
         do {
-            plaintext = try Seal.open(sealed, key: backupKey(password: password, parameters: parameters), aad: all[0 ..< headerLength])
+            plaintext = try Seal.open(sealed, key: backupKey(password: password, parameters: parameters), aad: all[0..<headerLength])
         } catch {
             // GCM cannot tell a wrong password from a damaged file; say both.
             throw KeychainError(code: .authenticationFailed, message: "The backup password is wrong, or the backup was damaged or tampered with. Nothing was restored.")
@@ -86,7 +86,7 @@ package enum BackupFormat {
         guard try p.u8() == 1 else { throw corrupt }
         let count = try p.u32()
         var records: [Record] = []
-        for _ in 0 ..< count {
+        for _ in 0..<count {
             guard let cls = ItemClass(rawValue: try p.shortString()), ItemClass.stored.contains(cls) else { throw corrupt }
             let attributes = try ItemRecord.decode(try p.lengthPrefixed())
             let kind = try p.u8()

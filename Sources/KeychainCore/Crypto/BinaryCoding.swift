@@ -68,8 +68,10 @@ package struct BinaryReader {
     @usableFromInline let truncated: KeychainError
     @usableFromInline package private(set) var offset = 0
 
-    package init(_ data: some Sequence<UInt8>,
-                 truncated: KeychainError = KeychainError(code: .corruptData, message: "Stored data is truncated.")) {
+    package init(
+        _ data: some Sequence<UInt8>,
+        truncated: KeychainError = KeychainError(code: .corruptData, message: "Stored data is truncated.")
+    ) {
         bytes = Array(data)
         self.truncated = truncated
     }
@@ -95,7 +97,7 @@ package struct BinaryReader {
     @inlinable package mutating func take(_ n: Int) throws(KeychainError) -> ArraySlice<UInt8> {
         guard n >= 0, n <= remaining else { throw truncated }
         defer { offset += n }
-        return bytes[offset ..< offset + n]
+        return bytes[offset..<offset + n]
     }
 
     @inlinable package mutating func u8() throws(KeychainError) -> UInt8 {
@@ -111,7 +113,7 @@ package struct BinaryReader {
     @inlinable mutating func integer(_ width: Int) throws(KeychainError) -> UInt64 {
         guard width <= remaining else { throw truncated }
         var value: UInt64 = 0
-        for index in offset ..< offset + width { value = value << 8 | UInt64(bytes[index]) }
+        for index in offset..<offset + width { value = value << 8 | UInt64(bytes[index]) }
         offset += width
         return value
     }

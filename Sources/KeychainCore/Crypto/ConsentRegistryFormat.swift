@@ -39,7 +39,11 @@ package struct ConsentRegistry: Sendable, Hashable {
     package mutating func remember(_ decision: ConsentDecision) throws(KeychainError) {
         decisions.removeAll { $0.concerns(decision.program, subject: decision.subject) }
         guard decisions.count < ConsentRegistry.maximumDecisions else {
-            throw KeychainError(code: .invalidParameter, message: "The keychain already remembers \(ConsentRegistry.maximumDecisions) decisions to allow or deny programs, its limit, so this one is not remembered. List them with `security app consents` and revoke those no longer needed with `security app revoke PROGRAM`.")
+            throw KeychainError(
+                code: .invalidParameter,
+                message:
+                    "The keychain already remembers \(ConsentRegistry.maximumDecisions) decisions to allow or deny programs, its limit, so this one is not remembered. List them with `security app consents` and revoke those no longer needed with `security app revoke PROGRAM`."
+            )
         }
         decisions.append(decision)
     }
@@ -55,8 +59,9 @@ package struct ConsentRegistry: Sendable, Hashable {
 
     /// The file's key, derived from the AfterFirstUnlockThisDeviceOnly class key.
     package static func key(classKey: SymmetricKey) -> SymmetricKey {
-        HKDF<SHA256>.deriveKey(inputKeyMaterial: classKey, salt: Array("swift-keychain app consents".utf8),
-                               info: Array("apps.consents v1".utf8), outputByteCount: 32)
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: classKey, salt: Array("swift-keychain app consents".utf8),
+            info: Array("apps.consents v1".utf8), outputByteCount: 32)
     }
 
     /// The file's bytes: the header, then the decisions sealed under `key` (from ``key(classKey:)``) with a nonce
@@ -68,7 +73,11 @@ package struct ConsentRegistry: Sendable, Hashable {
     }
 
     /// The error for a file that does not open: not written by this keychain, edited, or damaged.
-    package static let damaged = KeychainError(code: .corruptData, message: "apps.consents was not written by this keychain or was changed since (edited, damaged, or sealed under another keychain's key). Its decisions are ignored: every program is asked again, and the next decision someone makes replaces the file. To start afresh now, remove apps.consents from the keychain folder.")
+    package static let damaged = KeychainError(
+        code: .corruptData,
+        message:
+            "apps.consents was not written by this keychain or was changed since (edited, damaged, or sealed under another keychain's key). Its decisions are ignored: every program is asked again, and the next decision someone makes replaces the file. To start afresh now, remove apps.consents from the keychain folder."
+    )
 
     /// Reads a file written by ``encode(key:random:)`` under `key`. Anything else — another magic or version, a
     /// seal that does not open under `key` (edited, truncated, sealed under another key), a body that is not a list

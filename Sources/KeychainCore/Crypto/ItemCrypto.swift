@@ -39,11 +39,13 @@ package struct ItemCrypto: Sendable {
         classKeys = keybag.classKeys
         let salt = keybag.metadataKey.withUnsafeBytes { Array($0) }
         attributeKeys = keybag.classKeys.mapValues { key in
-            HKDF<SHA256>.deriveKey(inputKeyMaterial: key, salt: salt,
-                                   info: Array("swift-keychain attributes v1".utf8), outputByteCount: 32)
+            HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: key, salt: salt,
+                info: Array("swift-keychain attributes v1".utf8), outputByteCount: 32)
         }
-        let indexKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: keybag.metadataKey,
-                                              info: Array("swift-keychain index v1".utf8), outputByteCount: 32)
+        let indexKey = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: keybag.metadataKey,
+            info: Array("swift-keychain index v1".utf8), outputByteCount: 32)
         indexMAC = IndexMAC(key: indexKey)
         self.random = random
     }
@@ -199,8 +201,9 @@ package struct ItemCrypto: Sendable {
     /// Re-wraps an existing secret's item key for a new protection class (the secret itself is not re-encrypted).
     package func rewrapSecret(_ blob: Data, from old: RowIdentity, to new: RowIdentity) throws(KeychainError) -> Data {
         let (itemKey, sealed) = try unwrapItemKey(blob, row: old)
-        let wrapped = try Seal.seal(itemKey.withUnsafeBytes { Array($0) }, key: classKey(new.protection),
-                                    aad: new.keyWrapAAD, random: random)
+        let wrapped = try Seal.seal(
+            itemKey.withUnsafeBytes { Array($0) }, key: classKey(new.protection),
+            aad: new.keyWrapAAD, random: random)
         var w = BinaryWriter(capacity: wrapped.count + sealed.count + 5)
         w.u8(1)
         w.lengthPrefixed(wrapped)
@@ -212,7 +215,8 @@ package struct ItemCrypto: Sendable {
         var r = BinaryReader(blob)
         let corrupt = ItemCrypto.malformedSecret
         guard let version = try? r.u8(), version == 1, let wrapped = try? r.lengthPrefixed(),
-              let sealed = try? r.take(r.remaining) else { throw corrupt }
+            let sealed = try? r.take(r.remaining)
+        else { throw corrupt }
         let keyBytes = try Seal.open(wrapped, key: classKey(row.protection), aad: row.keyWrapAAD)
         guard keyBytes.count == 32 else { throw corrupt }
         return (SymmetricKey(data: keyBytes), sealed)

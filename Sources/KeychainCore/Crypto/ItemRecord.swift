@@ -38,7 +38,7 @@ package enum ItemRecord {
         let count = try r.u16()
         var out: [String: AttributeValue] = [:]
         out.reserveCapacity(keeping?.count ?? Int(count))
-        for _ in 0 ..< count {
+        for _ in 0..<count {
             if let keeping {
                 let length = try r.u8()
                 let raw = try r.take(Int(length))
@@ -60,8 +60,10 @@ package enum ItemRecord {
         return out
     }
 
-    private static func decodeValue(_ r: inout BinaryReader, code: String, into out: inout [String: AttributeValue],
-                                    corrupt: KeychainError) throws(KeychainError) {
+    private static func decodeValue(
+        _ r: inout BinaryReader, code: String, into out: inout [String: AttributeValue],
+        corrupt: KeychainError
+    ) throws(KeychainError) {
         switch try r.u8() {
         case 1:
             guard let s = BinaryReader.utf8String(try r.lengthPrefixed()) else { throw corrupt }

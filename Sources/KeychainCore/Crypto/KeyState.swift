@@ -56,5 +56,6 @@ package final class KeyState: @unchecked Sendable {
 }
 
 extension KeychainError {
-    static let noPasscodeForPasscodeOnlyItem = KeychainError(code: .authenticationFailed, message: "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a keychain passcode, and none is set. Set one with `security set-keychain-password`.")
+    static let noPasscodeForPasscodeOnlyItem = KeychainError(
+        code: .authenticationFailed, message: "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a keychain passcode, and none is set. Set one with `security set-keychain-password`.")
 }

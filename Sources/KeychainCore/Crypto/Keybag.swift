@@ -111,9 +111,11 @@ package struct Keybag: Sendable {
     /// Serializes the keybag. Without `passcode` every key is wrapped by `deviceKey` (version 1); with one,
     /// the class keys other than `dk`/`dku` are wrapped by the device key combined with the passcode
     /// (version 3), and `passcode.parameters` and `throttle` are stored for the next unlock.
-    package func encode(deviceKey: SymmetricKey, passcode: (secret: String, parameters: PasscodeKDF)? = nil,
-                        throttle: PasscodeThrottle = PasscodeThrottle(),
-                        random: any RandomSource = SystemRandom()) throws(KeychainError) -> [UInt8] {
+    package func encode(
+        deviceKey: SymmetricKey, passcode: (secret: String, parameters: PasscodeKDF)? = nil,
+        throttle: PasscodeThrottle = PasscodeThrottle(),
+        random: any RandomSource = SystemRandom()
+    ) throws(KeychainError) -> [UInt8] {
         let passcodeWrapKey = try passcode.map { (p) throws(KeychainError) in
             try Keybag.passcodeWrapKey(deviceKey: deviceKey, passcode: p.secret, parameters: p.parameters)
         }
@@ -129,18 +131,21 @@ package struct Keybag: Sendable {
             w.u8(0)
             w.lengthPrefixed([UInt8]())
         }
-        let entries: [(UInt8, SymmetricKey, Bool)] = ProtectionClass.allCases.compactMap { cls in
-            classKeys[cls].map { (cls.keybagID, $0, Keybag.protectedByPasscode(cls)) }
-        } + [(Keybag.metadataKeyID, metadataKey, false)]
+        let entries: [(UInt8, SymmetricKey, Bool)] =
+            ProtectionClass.allCases.compactMap { cls in
+                classKeys[cls].map { (cls.keybagID, $0, Keybag.protectedByPasscode(cls)) }
+            } + [(Keybag.metadataKeyID, metadataKey, false)]
         w.u8(UInt8(entries.count))
         for (id, key, usesPasscode) in entries {
-            let (wrap, wrapKey): (WrapKind, SymmetricKey) = if usesPasscode, let passcodeWrapKey {
-                (.deviceKeyAndPasscode, passcodeWrapKey)
-            } else {
-                (.deviceKey, deviceKey)
-            }
-            let wrapped = try Seal.seal(key.withUnsafeBytes { Array($0) }, key: wrapKey,
-                                        aad: Keybag.aad(uuid: uuid, id: id, wrap: wrap), random: random)
+            let (wrap, wrapKey): (WrapKind, SymmetricKey) =
+                if usesPasscode, let passcodeWrapKey {
+                    (.deviceKeyAndPasscode, passcodeWrapKey)
+                } else {
+                    (.deviceKey, deviceKey)
+                }
+            let wrapped = try Seal.seal(
+                key.withUnsafeBytes { Array($0) }, key: wrapKey,
+                aad: Keybag.aad(uuid: uuid, id: id, wrap: wrap), random: random)
             w.u8(id)
             w.u8(wrap.rawValue)
             w.lengthPrefixed(wrapped)
@@ -151,8 +156,9 @@ package struct Keybag: Sendable {
     /// The key that wraps passcode-protected class keys.
     static func passcodeWrapKey(deviceKey: SymmetricKey, passcode: String, parameters: PasscodeKDF) throws(KeychainError) -> SymmetricKey {
         let stretched = try parameters.derive(passcode)
-        return HKDF<SHA256>.deriveKey(inputKeyMaterial: deviceKey, salt: stretched.withUnsafeBytes { Array($0) },
-                                      info: Array("swift-keychain passcode wrap v1".utf8), outputByteCount: 32)
+        return HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: deviceKey, salt: stretched.withUnsafeBytes { Array($0) },
+            info: Array("swift-keychain passcode wrap v1".utf8), outputByteCount: 32)
     }
 
     /// What a keybag file says about itself before any key is unwrapped.
@@ -180,8 +186,10 @@ package struct Keybag: Sendable {
 
     /// The same version-3 keybag with `throttle` in place of its throttle record; the wrapped keys are copied
     /// unchanged (they cannot be re-wrapped without the passcode).
-    package static func replacingThrottle(in bytes: some Sequence<UInt8>, with throttle: PasscodeThrottle, deviceKey: SymmetricKey,
-                                          random: any RandomSource = SystemRandom()) throws(KeychainError) -> [UInt8] {
+    package static func replacingThrottle(
+        in bytes: some Sequence<UInt8>, with throttle: PasscodeThrottle, deviceKey: SymmetricKey,
+        random: any RandomSource = SystemRandom()
+    ) throws(KeychainError) -> [UInt8] {
         let all = Array(bytes)
         let (uuid, header, _) = try parse(all)
         guard header.version == passcodeVersion else { throw corrupt }
@@ -241,7 +249,10 @@ package struct Keybag: Sendable {
         return Keybag(uuid: parsed.uuid, classKeys: classKeys, metadataKey: metadataKey)
     }
 
-    static let corrupt = KeychainError(code: .corruptData, message: "The keybag in KEYCHAIN_HOME is damaged or was made with another device key. Restore it and device.key from a backup, or move the keychain folder away to start a new, empty keychain.")
+    static let corrupt = KeychainError(
+        code: .corruptData,
+        message: "The keybag in KEYCHAIN_HOME is damaged or was made with another device key. Restore it and device.key from a backup, or move the keychain folder away to start a new, empty keychain."
+    )
 
     struct Entry {
         var id: UInt8
@@ -254,7 +265,8 @@ package struct Keybag: Sendable {
         guard Array(try r.take(4)) == magic else { throw corrupt }
         let version = try r.u16()
         guard version == Keybag.version || version == Keybag.legacyPasscodeVersion || version == Keybag.passcodeVersion else {
-            throw KeychainError(code: .notAvailable, status: .wrongSecVersion, message: "The keybag has format version \(version), which this swift-keychain does not understand. Upgrade swift-keychain.")
+            throw KeychainError(
+                code: .notAvailable, status: .wrongSecVersion, message: "The keybag has format version \(version), which this swift-keychain does not understand. Upgrade swift-keychain.")
         }
         let uuid = Array(try r.take(16))
         let kdfKind = try r.u8()
@@ -273,7 +285,7 @@ package struct Keybag: Sendable {
         let count = try r.u8()
         var entries: [Entry] = []
         var seen = Set<UInt8>()
-        for _ in 0 ..< count {
+        for _ in 0..<count {
             let id = try r.u8()
             guard let wrap = WrapKind(rawValue: try r.u8()), seen.insert(id).inserted else { throw corrupt }
             // A passcode-wrapped key in a keybag without a passcode KDF cannot be opened.
@@ -281,7 +293,8 @@ package struct Keybag: Sendable {
             entries.append(Entry(id: id, wrap: wrap, wrapped: try r.lengthPrefixed()))
         }
         guard r.isAtEnd, seen.contains(metadataKeyID),
-              ProtectionClass.allCases.allSatisfy({ seen.contains($0.keybagID) }) else { throw corrupt }
+            ProtectionClass.allCases.allSatisfy({ seen.contains($0.keybagID) })
+        else { throw corrupt }
         return (uuid, header, entries)
     }
 }
@@ -290,8 +303,10 @@ package struct Keybag: Sendable {
 package enum Seal {
     package static let overhead = 28
 
-    package static func seal(_ plaintext: some DataProtocol, key: SymmetricKey, aad: some DataProtocol,
-                             random: any RandomSource = SystemRandom()) throws(KeychainError) -> [UInt8] {
+    package static func seal(
+        _ plaintext: some DataProtocol, key: SymmetricKey, aad: some DataProtocol,
+        random: any RandomSource = SystemRandom()
+    ) throws(KeychainError) -> [UInt8] {
         do {
             let nonce = try AES.GCM.Nonce(data: random.bytes(12))
             let box = try AES.GCM.seal(plaintext, using: key, nonce: nonce, authenticating: aad)

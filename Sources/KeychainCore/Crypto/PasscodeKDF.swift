@@ -47,8 +47,9 @@ package struct PasscodeKDF: Sendable, Hashable {
         }
         // Refuse parameters no honest keybag has (a tampered file must not make us allocate gigabytes or spin
         // for minutes).
-        guard r.isAtEnd, (10 ... 22).contains(log2N), (1 ... 32).contains(blockSize), (1 ... 64).contains(parallelism),
-              (16 ... 64).contains(salt.count), memory <= 1 << 30, work <= 1 << 26 else { throw Keybag.corrupt }
+        guard r.isAtEnd, (10...22).contains(log2N), (1...32).contains(blockSize), (1...64).contains(parallelism),
+            (16...64).contains(salt.count), memory <= 1 << 30, work <= 1 << 26
+        else { throw Keybag.corrupt }
     }
 
     /// The memory scrypt needs with these parameters (128 · r · (N + p + 2) bytes, rounded up).
@@ -78,10 +79,11 @@ package struct PasscodeKDF: Sendable, Hashable {
     /// Stretches a passcode into 32 bytes.
     package func derive(_ passcode: String) throws(KeychainError) -> SymmetricKey {
         do {
-            return try KDF.Scrypt.deriveKey(from: Array(passcode.utf8), salt: salt, outputByteCount: 32,
-                                            rounds: 1 << Int(log2N), blockSize: Int(blockSize),
-                                            parallelism: Int(parallelism),
-                                            maxMemory: memory + (1 << 20))
+            return try KDF.Scrypt.deriveKey(
+                from: Array(passcode.utf8), salt: salt, outputByteCount: 32,
+                rounds: 1 << Int(log2N), blockSize: Int(blockSize),
+                parallelism: Int(parallelism),
+                maxMemory: memory + (1 << 20))
         } catch {
             throw KeychainError(code: .internal, message: "The passcode could not be stretched (scrypt failed).", cause: DescribedError(error))
         }
@@ -114,8 +116,10 @@ package struct PasscodeKDF: Sendable, Hashable {
     /// Parameters with a fresh salt, calibrated on this machine: N and r from `policy` (N raised only when even
     /// p = 64 would be too fast), p so that one derivation takes at least the policy's time; the time of one
     /// derivation with the final parameters is measured and recorded.
-    package static func tuned(policy: Policy = .production,
-                              random: any RandomSource = SystemRandom()) -> PasscodeKDF {
+    package static func tuned(
+        policy: Policy = .production,
+        random: any RandomSource = SystemRandom()
+    ) -> PasscodeKDF {
         var parameters = PasscodeKDF(log2N: policy.minimumLog2N, blockSize: policy.blockSize, salt: random.bytes(32))
         var single = seconds(parameters)
         while single * 64 < policy.targetSeconds, parameters.log2N < 20 {

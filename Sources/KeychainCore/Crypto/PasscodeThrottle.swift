@@ -24,7 +24,7 @@ package struct PasscodeThrottle: Sendable, Hashable {
 
     package static func delay(afterFailures failures: UInt32) -> Double {
         switch failures {
-        case 0 ..< 5: 0
+        case 0..<5: 0
         case 5: 60
         case 6: 300
         case 7, 8: 900

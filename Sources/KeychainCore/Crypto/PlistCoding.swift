@@ -76,14 +76,14 @@ package enum PlistCoding {
             guard count <= r.remaining / 2 else { throw malformed }
             var items: [PlistValue] = []
             items.reserveCapacity(count)
-            for _ in 0 ..< count { items.append(try decode(&r, depth: depth + 1)) }
+            for _ in 0..<count { items.append(try decode(&r, depth: depth + 1)) }
             return .array(items)
         case 0x08:
             let count = Int(try r.u32())
             guard count <= r.remaining / 6 else { throw malformed }
             var dict: [String: PlistValue] = [:]
             dict.reserveCapacity(count)
-            for _ in 0 ..< count {
+            for _ in 0..<count {
                 guard let key = String(validating: try r.lengthPrefixed(), as: UTF8.self), dict[key] == nil else { throw malformed }
                 dict[key] = try decode(&r, depth: depth + 1)
             }

@@ -41,7 +41,8 @@ package struct SealedDeviceKey: Sendable, Hashable {
         let publicBlob = Array(try r.lengthPrefixed())
         let privateBlob = Array(try r.lengthPrefixed())
         guard r.isAtEnd, !publicBlob.isEmpty, !privateBlob.isEmpty,
-              publicBlob.count <= 1024, privateBlob.count <= 1024 else { throw corrupt }
+            publicBlob.count <= 1024, privateBlob.count <= 1024
+        else { throw corrupt }
         sealed = TPMDevice.Sealed(publicBlob: publicBlob, privateBlob: privateBlob)
     }
 }

@@ -23,8 +23,10 @@ package struct TPMDevice: Sendable, Hashable {
     package static let environmentVariable = "KEYCHAIN_TPM_TCTI"
 
     /// The TPM the environment names (see the type's description), or nil for none.
-    package static func fromEnvironment(_ value: String? = getenv(TPMDevice.environmentVariable).map { String(cString: $0) },
-                                        defaultDevice: String = "/dev/tpmrm0") -> TPMDevice? {
+    package static func fromEnvironment(
+        _ value: String? = getenv(TPMDevice.environmentVariable).map { String(cString: $0) },
+        defaultDevice: String = "/dev/tpmrm0"
+    ) -> TPMDevice? {
         if let value, !value.isEmpty {
             return value == "none" ? nil : TPMDevice(tcti: value, required: true)
         }

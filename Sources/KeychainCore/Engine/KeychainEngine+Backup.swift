@@ -13,8 +13,10 @@ extension KeychainEngine {
     /// `authentication`'s context by `caller` (one proof covers every item asking for the same factors); without
     /// it the backup fails with `errSecAuthNeeded`. An item protected by an application password is backed up
     /// still sealed under it (see ``ApplicationPasswordSeal``).
-    package func backup(password: String, authentication: AuthenticationOptions = AuthenticationOptions(),
-                        caller: AccessPolicy = .unrestricted(defaultGroup: "")) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
+    package func backup(
+        password: String, authentication: AuthenticationOptions = AuthenticationOptions(),
+        caller: AccessPolicy = .unrestricted(defaultGroup: "")
+    ) throws(KeychainError) -> (data: Data, summary: BackupSummary) {
         guard !password.isEmpty else { throw .param("The backup password is empty. Choose one; it is needed to restore.") }
         let device = try deviceKey()
         let gate = presenceGate(authentication, caller: caller)
@@ -28,7 +30,7 @@ extension KeychainEngine {
             for (_, item) in rows {
                 guard let control = Self.accessControl(item.attributes) else { continue }
                 var constraint = control.constraint(for: .decrypt)
-                constraint.applicationPassword = false // backed up still sealed under it
+                constraint.applicationPassword = false  // backed up still sealed under it
                 if !gate.factorsProven(constraint), let requirement = Self.requirement(item, .decrypt) {
                     throw Self.presenceNeeded([requirement])
                 }
@@ -42,8 +44,10 @@ extension KeychainEngine {
                 var secret = BackupFormat.Record.Secret.none
                 if let data = item.data {
                     if protection.isThisDeviceOnly {
-                        secret = .deviceBound(try Seal.seal(data, key: BackupFormat.deviceBoundKey(device),
-                                                            aad: BackupFormat.deviceBoundAAD(cls, item.attributes), random: random))
+                        secret = .deviceBound(
+                            try Seal.seal(
+                                data, key: BackupFormat.deviceBoundKey(device),
+                                aad: BackupFormat.deviceBoundAAD(cls, item.attributes), random: random))
                         summary.thisDeviceOnly += 1
                     } else {
                         secret = .plain(data)
@@ -73,8 +77,11 @@ extension KeychainEngine {
             case .none: prepared.append((record, nil))
             case .plain(let data): prepared.append((record, data))
             case .deviceBound(let sealed):
-                guard let data = try? Seal.open(sealed, key: BackupFormat.deviceBoundKey(device),
-                                                aad: BackupFormat.deviceBoundAAD(record.itemClass, record.attributes)) else {
+                guard
+                    let data = try? Seal.open(
+                        sealed, key: BackupFormat.deviceBoundKey(device),
+                        aad: BackupFormat.deviceBoundAAD(record.itemClass, record.attributes))
+                else {
                     summary.skippedOtherDevice += 1
                     continue
                 }
@@ -86,8 +93,9 @@ extension KeychainEngine {
             for (record, secret) in prepared {
                 let table = record.itemClass.table
                 let primaryKeyHash = crypto.primaryKeyHash(itemClass: record.itemClass, attributes: record.attributes)
-                let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT \(KeychainEngine.rowColumns) FROM \"\(table)\" WHERE pk = ?"),
-                                                arguments: [primaryKeyHash])
+                let existing = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT \(KeychainEngine.rowColumns) FROM \"\(table)\" WHERE pk = ?"),
+                    arguments: [primaryKeyHash])
                 if let existing, let stored = KeychainEngine.storedRow(existing, table: table, includeSecret: false) {
                     // A damaged item is replaced by the backup's copy: restoring is how it is repaired.
                     if !stored.identity.tombstone, let current = try openAttributesIfIntact(stored) {

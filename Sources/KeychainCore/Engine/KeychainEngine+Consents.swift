@@ -7,7 +7,8 @@ extension KeychainEngine {
     /// The consent file's key, available once the AfterFirstUnlock classes are.
     func consentKey() throws(KeychainError) -> SymmetricKey {
         guard let classKey = keys.classKey(.afterFirstUnlockThisDeviceOnly) else {
-            throw KeychainError(code: .interactionNotAllowed, message: "The programs' remembered permissions are locked until the keychain is first unlocked. Unlock it with `security unlock-keychain`.")
+            throw KeychainError(
+                code: .interactionNotAllowed, message: "The programs' remembered permissions are locked until the keychain is first unlocked. Unlock it with `security unlock-keychain`.")
         }
         return ConsentRegistry.key(classKey: classKey)
     }
@@ -34,7 +35,7 @@ extension KeychainEngine {
     package func rememberedConsent(for program: AppRegistration.Program, subject: String) throws(KeychainError) -> ConsentDecision? {
         do {
             return try consentRegistry().decision(for: program, subject: subject)
-        } catch where error.code == .corruptData {
+        } catch  where error.code == .corruptData {
             logger.warning("apps.consents is damaged or foreign; its decisions are ignored", metadata: ["path": "\(location.consentsPath)"])
             return nil
         }
@@ -64,7 +65,7 @@ extension KeychainEngine {
             var registry: ConsentRegistry
             do throws(KeychainError) {
                 registry = try consentRegistry()
-            } catch where replacingDamaged && error.code == .corruptData {
+            } catch  where replacingDamaged && error.code == .corruptData {
                 logger.warning("apps.consents is damaged or foreign; replacing it", metadata: ["path": "\(location.consentsPath)"])
                 registry = ConsentRegistry()
             }

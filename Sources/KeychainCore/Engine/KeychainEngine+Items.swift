@@ -29,7 +29,8 @@ extension KeychainEngine {
         }
         attributes["agrp"] = .string(group)
         if attributes[TrustedApplications.code]?.stringValue == "" { attributes[TrustedApplications.code] = nil }
-        let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:))
+        let protection =
+            attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:))
             ?? cls.defaultAccessibility
         if protection == .whenPasscodeSetThisDeviceOnly, !keys.passcodeSet {
             throw KeychainError.noPasscodeForPasscodeOnlyItem
@@ -56,12 +57,16 @@ extension KeychainEngine {
                 // its identity: to sync it is that item, deleted and then written again — so the deletion and the
                 // new content travel as two changes of one item, each with its own time, and a change another
                 // device made meanwhile is weighed against both (not against a deletion dated at upload).
-                let tombstone = try Data.fetchOne(db, sql: "SELECT uuid FROM \"\(cls.table)\" WHERE pk = ? AND tomb = 1",
-                                                  arguments: [identity.primaryKeyHash])
-                guard let tombstone else { throw KeychainError(code: .duplicateItem, message: "An item with the same primary key already exists in this access group. Update it with SecItemUpdate, or delete it first.") }
+                let tombstone = try Data.fetchOne(
+                    db, sql: "SELECT uuid FROM \"\(cls.table)\" WHERE pk = ? AND tomb = 1",
+                    arguments: [identity.primaryKeyHash])
+                guard let tombstone else {
+                    throw KeychainError(code: .duplicateItem, message: "An item with the same primary key already exists in this access group. Update it with SecItemUpdate, or delete it first.")
+                }
                 try db.cachedStatement(sql: "DELETE FROM \"\(cls.table)\" WHERE pk = ? AND tomb = 1").execute(arguments: [identity.primaryKeyHash])
-                let again = try prepareInsert(cls, attributes: attributes, secret: q.valueData, applicationPassword: applicationPassword,
-                                              uuid: tombstone)
+                let again = try prepareInsert(
+                    cls, attributes: attributes, secret: q.valueData, applicationPassword: applicationPassword,
+                    uuid: tombstone)
                 try again.insert(db)
                 return again.uuid
             }
@@ -148,16 +153,19 @@ extension KeychainEngine {
         }
         try extended.validate()
         return extended.values.map { name, value in
-            crypto.attributeHash(table: cls.table, code: ExtendedAttributes.code,
-                                 value: ExtendedAttributes.indexTerm(name: name, value: value))
+            crypto.attributeHash(
+                table: cls.table, code: ExtendedAttributes.code,
+                value: ExtendedAttributes.indexTerm(name: name, value: value))
         }
     }
 
     /// Checks a new item's access control (Apple's rules for adding), and returns the application password its
     /// secret is to be sealed under when it asks for one: given with the request, or proven under its context;
     /// without one the add fails with `errSecAuthNeeded`, for the client to ask the person.
-    func applicationPasswordForAdd(_ attributes: [String: AttributeValue], sync: Bool, caller: AccessPolicy,
-                                   options: AuthenticationOptions) throws(KeychainError) -> Data? {
+    func applicationPasswordForAdd(
+        _ attributes: [String: AttributeValue], sync: Bool, caller: AccessPolicy,
+        options: AuthenticationOptions
+    ) throws(KeychainError) -> Data? {
         guard let control = Self.accessControl(attributes) else { return nil }
         if control.flags.contains(.privateKeyUsage) && !TokenKeys.isTokenKey(attributes) {
             throw .param("kSecAccessControlPrivateKeyUsage applies to a private key kept by the keychain (kSecAttrTokenID), whose use it guards.")
@@ -167,13 +175,18 @@ extension KeychainEngine {
         }
         guard control.flags.contains(.applicationPassword) else { return nil }
         if let password = presenceGate(options, caller: caller).applicationPassword(for: nil) { return password }
-        throw Self.presenceNeeded([PresenceRequirement(item: nil, itemDescription: Self.promptName(attributes),
-                                                       operation: .decrypt, accessControl: control)])
+        throw Self.presenceNeeded([
+            PresenceRequirement(
+                item: nil, itemDescription: Self.promptName(attributes),
+                operation: .decrypt, accessControl: control)
+        ])
     }
 
     /// `uuid` is the item's identity when it takes a deleted item's place; a new random one otherwise.
-    func prepareInsert(_ cls: ItemClass, attributes: [String: AttributeValue], secret data: Data?,
-                       applicationPassword: Data? = nil, uuid given: Data? = nil) throws(KeychainError) -> PreparedInsert {
+    func prepareInsert(
+        _ cls: ItemClass, attributes: [String: AttributeValue], secret data: Data?,
+        applicationPassword: Data? = nil, uuid given: Data? = nil
+    ) throws(KeychainError) -> PreparedInsert {
         let protection = attributes["pdmn"].flatMap { $0.stringValue }.flatMap(ProtectionClass.init(rawValue:)) ?? cls.defaultAccessibility
         let sync = attributes["sync"]?.intValue == 1
         let uuid = given ?? Data(random.bytes(ItemCrypto.uuidLength))
@@ -181,8 +194,9 @@ extension KeychainEngine {
         let meta = try crypto.sealAttributes(attributes, row: identity)
         var inner = data
         if let applicationPassword {
-            inner = try ApplicationPasswordSeal.seal(data ?? Data(), password: applicationPassword, uuid: uuid,
-                                                     log2N: passcodePolicy.minimumLog2N, random: random)
+            inner = try ApplicationPasswordSeal.seal(
+                data ?? Data(), password: applicationPassword, uuid: uuid,
+                log2N: passcodePolicy.minimumLog2N, random: random)
         }
         let secret = try inner.map { (data) throws(KeychainError) in try crypto.sealSecret(data, row: identity) }
         let extended = try extendedHashes(cls, attributes)
@@ -195,8 +209,9 @@ extension KeychainEngine {
         let sql = "INSERT INTO \"\(cls.table)\" (\(names.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: names.count).joined(separator: ",")))"
         var args: [(any DatabaseValueConvertible)?] = [uuid, identity.primaryKeyHash, sync ? 1 : 0, 0, protection.rawValue, meta, secret]
         args += hashes.map { $0.1 }
-        return PreparedInsert(sql: sql, arguments: StatementArguments(args), uuid: uuid, identity: identity,
-                              extendedHashes: extended, trustedHashes: trusted)
+        return PreparedInsert(
+            sql: sql, arguments: StatementArguments(args), uuid: uuid, identity: identity,
+            extendedHashes: extended, trustedHashes: trusted)
     }
 
     /// Finds matching items (Apple's `SecItemCopyMatching`); throws `errSecItemNotFound` when none match. A token
@@ -220,15 +235,18 @@ extension KeychainEngine {
         // Only a password's data (and perhaps its persistent reference) asked for: its other attributes need not be
         // decoded. (Keys and certificates always are: whether a key is a token key, which never leaves, is read from
         // them; and a query with no return keys gets every attribute, for the engine's own callers.)
-        let onlyMatched = q.returns.data && !q.returns.attributes && !q.returns.ref
+        let onlyMatched =
+            q.returns.data && !q.returns.attributes && !q.returns.ref
             && [.genericPassword, .internetPassword].contains(q.itemClass)
         let includeSecret = q.returns.data || (q.returns.ref && [.key, .certificate].contains(q.itemClass))
         // The items the caller's groups hold first; then, while the limit allows, those it is a trusted application
         // of (outside its groups): a program's own items always come before those it was given.
         let trusted = groups != nil && q.accessGroup == nil ? caller.trustedAs : []
         let items = try read { db in
-            try matchingRows(db, q, groups: groups, trusted: trusted, includeSecret: includeSecret, limit: q.limit.maximum,
-                             damaged: .forQuery(q), onlyMatched: onlyMatched, gate: gate).map { $0.1 }
+            try matchingRows(
+                db, q, groups: groups, trusted: trusted, includeSecret: includeSecret, limit: q.limit.maximum,
+                damaged: .forQuery(q), onlyMatched: onlyMatched, gate: gate
+            ).map { $0.1 }
         }
         logger.debug("copy-matching", metadata: ["class": "\(q.itemClass.rawValue)", "count": "\(items.count)"])
         guard !items.isEmpty else { throw .notFound() }
@@ -236,8 +254,10 @@ extension KeychainEngine {
     }
 
     /// Updates every matching item (Apple's `SecItemUpdate`); the whole update is one transaction.
-    package func update(_ q: ItemQuery, attributes changes: [String: AttributeValue], sync newSync: Bool?, data: Data?,
-                        caller: AccessPolicy) throws(KeychainError) {
+    package func update(
+        _ q: ItemQuery, attributes changes: [String: AttributeValue], sync newSync: Bool?, data: Data?,
+        caller: AccessPolicy
+    ) throws(KeychainError) {
         let cls = q.itemClass
         if q.hasReturnKeys { throw .param("SecItemUpdate's query cannot contain kSecReturn… keys.") }
         if q.hasMatchKeys { throw .param("SecItemUpdate's query cannot contain kSecMatch… keys (not even kSecMatchLimit).") }
@@ -250,7 +270,8 @@ extension KeychainEngine {
         let gate = presenceGate(q.authentication, caller: caller)
         // Only generic passwords have free-form attributes: another class's rowid would name some generic password's
         // index rows, which re-indexing would replace.
-        let newExtended: [Data]? = cls != .genericPassword || changes[ExtendedAttributes.code] == nil
+        let newExtended: [Data]? =
+            cls != .genericPassword || changes[ExtendedAttributes.code] == nil
             ? nil : try extendedHashes(cls, changes)
         // A new list of trusted applications (an empty one removes the list): only the item's owners reach it, since
         // an update is confined to the caller's own groups.
@@ -295,11 +316,15 @@ extension KeychainEngine {
                 var newSecret = data
                 if let data, let control = newControl ?? oldControl, control.flags.contains(.applicationPassword) {
                     guard let password = gate.applicationPassword(for: item.persistentRef.data) else {
-                        throw Self.presenceNeeded([PresenceRequirement(item: item.persistentRef, itemDescription: Self.promptName(item.attributes),
-                                                                       operation: .decrypt, accessControl: control)])
+                        throw Self.presenceNeeded([
+                            PresenceRequirement(
+                                item: item.persistentRef, itemDescription: Self.promptName(item.attributes),
+                                operation: .decrypt, accessControl: control)
+                        ])
                     }
-                    newSecret = try ApplicationPasswordSeal.seal(data, password: password, uuid: stored.identity.uuid,
-                                                                 log2N: passcodePolicy.minimumLog2N, random: random)
+                    newSecret = try ApplicationPasswordSeal.seal(
+                        data, password: password, uuid: stored.identity.uuid,
+                        log2N: passcodePolicy.minimumLog2N, random: random)
                 }
                 var attributes = item.attributes
                 for (code, value) in changes { attributes[code] = value }
@@ -368,7 +393,7 @@ extension KeychainEngine {
                     one.persistentRef = PersistentReference(itemClass: itemClass, uuid: uuid)
                     do {
                         _ = try delete(one, caller: caller)
-                    } catch where error.code == .itemNotFound {
+                    } catch  where error.code == .itemNotFound {
                         // Already gone (another identity shared this key).
                     }
                 }

@@ -53,10 +53,13 @@ extension KeychainEngine {
     /// A keychain engine at `location` made like this one.
     func sibling(at location: KeychainLocation, createIfMissing: Bool, named name: KeychainName) throws(KeychainError) -> KeychainEngine {
         do {
-            return try KeychainEngine(location: location, createIfMissing: createIfMissing, logger: logger, random: random, now: now,
-                                      defaultIdleTimeout: defaultIdleTimeout, clocks: clocks, tpm: tpm, passcodePolicy: passcodePolicy)
-        } catch where error.status == .noSuchKeychain {
-            throw KeychainError(code: .notAvailable, status: .noSuchKeychain, message: "There is no keychain named \(name). Make it with `security create-keychain \(name)`, or see `security list-keychains` for the ones there are.")
+            return try KeychainEngine(
+                location: location, createIfMissing: createIfMissing, logger: logger, random: random, now: now,
+                defaultIdleTimeout: defaultIdleTimeout, clocks: clocks, tpm: tpm, passcodePolicy: passcodePolicy)
+        } catch  where error.status == .noSuchKeychain {
+            throw KeychainError(
+                code: .notAvailable, status: .noSuchKeychain,
+                message: "There is no keychain named \(name). Make it with `security create-keychain \(name)`, or see `security list-keychains` for the ones there are.")
         }
     }
 
@@ -133,7 +136,8 @@ extension KeychainEngine {
         var names: [KeychainName] = []
         for entry in entries where entry.hasSuffix(".keychain-db") {
             guard let name = try? KeychainName(entry), !name.isReserved,
-                  FileManager.default.fileExists(atPath: location.location(of: name).databasePath) else { continue }
+                FileManager.default.fileExists(atPath: location.location(of: name).databasePath)
+            else { continue }
             names.append(name)
         }
         return names.sorted()
@@ -151,7 +155,9 @@ extension KeychainEngine {
         return try otherKeychains.state.withLock { (state: inout OtherKeychains.State) throws(KeychainError) -> KeychainEngine in
             let target = location.location(of: name)
             if state.engines[name] != nil || FileManager.default.fileExists(atPath: target.databasePath) {
-                throw KeychainError(code: .duplicateItem, status: .duplicateKeychain, message: "A keychain named \(name) already exists. Give another name, or delete it first with `security delete-keychain \(name)`.")
+                throw KeychainError(
+                    code: .duplicateItem, status: .duplicateKeychain, message: "A keychain named \(name) already exists. Give another name, or delete it first with `security delete-keychain \(name)`."
+                )
             }
             try FileSystem.ensurePrivateDirectory(location.keychainsFolder)
             let engine = try sibling(at: target, createIfMissing: true, named: name)
@@ -248,9 +254,9 @@ extension KeychainEngine {
             }
             do {
                 found += try keychain(named: name).find(remaining, caller: name == .systemRoots ? .unrestricted(defaultGroup: KeychainEngine.systemRootsGroup) : caller)
-            } catch where error.code == .itemNotFound || error.status == .noSuchKeychain && query.keychains == nil {
+            } catch  where error.code == .itemNotFound || error.status == .noSuchKeychain && query.keychains == nil {
                 continue
-            } catch where error.code == .interactionNotAllowed {
+            } catch  where error.code == .interactionNotAllowed {
                 locked = locked ?? error
             }
         }
@@ -259,8 +265,10 @@ extension KeychainEngine {
     }
 
     /// `SecItemUpdate` in every keychain of the list holding a match.
-    package func updateRouted(_ query: ItemQuery, attributes: [String: AttributeValue], sync: Bool?, data: Data?,
-                              caller: AccessPolicy) throws(KeychainError) {
+    package func updateRouted(
+        _ query: ItemQuery, attributes: [String: AttributeValue], sync: Bool?, data: Data?,
+        caller: AccessPolicy
+    ) throws(KeychainError) {
         let names = try keychains(for: query)
         if names == [.login] {
             try update(query, attributes: attributes, sync: sync, data: data, caller: caller)
@@ -272,9 +280,9 @@ extension KeychainEngine {
             do {
                 try writable(name).update(query, attributes: attributes, sync: sync, data: data, caller: caller)
                 updated = true
-            } catch where error.code == .itemNotFound || error.status == .noSuchKeychain && query.keychains == nil {
+            } catch  where error.code == .itemNotFound || error.status == .noSuchKeychain && query.keychains == nil {
                 continue
-            } catch where error.code == .interactionNotAllowed {
+            } catch  where error.code == .interactionNotAllowed {
                 locked = locked ?? error
             }
         }
@@ -290,9 +298,9 @@ extension KeychainEngine {
         for name in names where !(name.isReadOnly && query.keychains == nil) {
             do {
                 deleted += try writable(name).delete(query, caller: caller)
-            } catch where error.code == .itemNotFound || error.status == .noSuchKeychain && query.keychains == nil {
+            } catch  where error.code == .itemNotFound || error.status == .noSuchKeychain && query.keychains == nil {
                 continue
-            } catch where error.code == .interactionNotAllowed {
+            } catch  where error.code == .interactionNotAllowed {
                 locked = locked ?? error
             }
         }
@@ -301,10 +309,14 @@ extension KeychainEngine {
     }
 
     /// A key that never leaves, made or used: such keys live in the login keychain only.
-    package func tokenKeyRouted(_ request: TokenKeyRequest, keychains: [KeychainName]?, caller: AccessPolicy,
-                                authentication: AuthenticationOptions) throws(KeychainError) -> TokenKeyResult {
+    package func tokenKeyRouted(
+        _ request: TokenKeyRequest, keychains: [KeychainName]?, caller: AccessPolicy,
+        authentication: AuthenticationOptions
+    ) throws(KeychainError) -> TokenKeyResult {
         if let keychains, keychains != [.login] {
-            throw KeychainError(code: .unimplemented, message: "Keys that never leave the keychain (kSecAttrTokenIDSecureEnclave) are kept in the login keychain only. Leave out kSecUseKeychain, or name the login keychain.")
+            throw KeychainError(
+                code: .unimplemented,
+                message: "Keys that never leave the keychain (kSecAttrTokenIDSecureEnclave) are kept in the login keychain only. Leave out kSecUseKeychain, or name the login keychain.")
         }
         return try tokenKey(request, caller: caller, authentication: authentication)
     }
@@ -318,7 +330,9 @@ extension KeychainEngine {
     /// The keychain `name`, refusing a read-only one (`errSecReadOnly`).
     func writable(_ name: KeychainName) throws(KeychainError) -> KeychainEngine {
         guard !name.isReadOnly else {
-            throw KeychainError(code: .invalidParameter, status: .readOnly, message: "\(name) is read-only: its certificates come from the distribution's trust store. Add the item to another keychain (security … -k login).")
+            throw KeychainError(
+                code: .invalidParameter, status: .readOnly,
+                message: "\(name) is read-only: its certificates come from the distribution's trust store. Add the item to another keychain (security … -k login).")
         }
         return try keychain(named: name)
     }

@@ -16,7 +16,8 @@ extension KeychainEngine {
     ///   - group: The program's group now: its executable's full path.
     package func adoptLegacyPrivateGroup(_ legacy: String, as group: String) {
         guard legacy != group, !legacy.isEmpty, !legacy.contains("/"),
-              legacyGroupsChecked.withLock({ $0.insert(legacy).inserted }) else { return }
+            legacyGroupsChecked.withLock({ $0.insert(legacy).inserted })
+        else { return }
         let caller = AccessPolicy(groups: [group, legacy])
         var moved = 0
         for itemClass in [ItemClass.genericPassword, .internetPassword, .certificate, .key] {
@@ -29,7 +30,7 @@ extension KeychainEngine {
                 guard found > 0 else { continue }
                 try update(query, attributes: ["agrp": .string(group)], sync: nil, data: nil, caller: caller)
                 moved += found
-            } catch where error.code == .itemNotFound {
+            } catch  where error.code == .itemNotFound {
                 continue
             } catch {
                 // Locked, or busy: look again at the next call.

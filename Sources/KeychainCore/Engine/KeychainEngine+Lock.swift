@@ -47,17 +47,19 @@ extension KeychainEngine {
     /// nothing changed (one `stat`). keychaind calls it before every request.
     package func followKeybagChanges() throws(KeychainError) {
         guard let stamp = FileStamp(path: location.keybagPath) else { return }
-        guard keybagStamp.withLock({ old in
-            defer { old = stamp }
-            return old != stamp
-        }) else { return }
+        guard
+            keybagStamp.withLock({ old in
+                defer { old = stamp }
+                return old != stamp
+            })
+        else { return }
         try FileSystem.withExclusiveLock(location.lockPath) { () throws(KeychainError) in
             guard let bytes = try FileSystem.read(location.keybagPath) else { return }
             let hasPasscode = try Keybag.header(bytes).passcode != nil
             switch (lockState, hasPasscode) {
             case (.noPasscode, true):
                 keys.markPasscodeSet()
-                markUsed() // the idle time starts now, not when the keychain was last used without a passcode
+                markUsed()  // the idle time starts now, not when the keychain was last used without a passcode
                 logger.notice("a passcode was set by another process")
             case (.beforeFirstUnlock, false), (.unlocked, false), (.locked, false):
                 try reloadWithoutPasscode(bytes)
@@ -71,7 +73,7 @@ extension KeychainEngine {
     /// Locks: drops the WhenUnlocked class keys from memory. AfterFirstUnlock and Always items stay available.
     package func lock() {
         keys.dropWhenUnlockedKeys()
-        presence.removeAll() // no proof of presence outlives a lock
+        presence.removeAll()  // no proof of presence outlives a lock
         logger.debug("locked")
     }
 
@@ -107,8 +109,9 @@ extension KeychainEngine {
             bag = Keybag(uuid: bag.uuid, classKeys: classKeys, metadataKey: bag.metadataKey)
             var passcode: (secret: String, parameters: PasscodeKDF)?
             if let new, let parameters { passcode = (new, parameters) }
-            try FileSystem.writeAtomically(bag.encode(deviceKey: device, passcode: passcode, random: random),
-                                           to: location.keybagPath, exclusive: false)
+            try FileSystem.writeAtomically(
+                bag.encode(deviceKey: device, passcode: passcode, random: random),
+                to: location.keybagPath, exclusive: false)
             // A version-2 keybag's count file is left over once the keybag is version 3 (or has no passcode).
             try? FileManager.default.removeItem(atPath: location.throttlePath)
             keys.set(classKeys, metadataKey: bag.metadataKey, state: new == nil ? .noPasscode : .unlocked)
@@ -123,8 +126,9 @@ extension KeychainEngine {
         let inKeybag = try Keybag.header(bytes).version == Keybag.passcodeVersion
         let save = { (throttle: PasscodeThrottle) throws(KeychainError) in
             if inKeybag {
-                try FileSystem.writeAtomically(Keybag.replacingThrottle(in: bytes, with: throttle, deviceKey: deviceKey, random: self.random),
-                                               to: self.location.keybagPath, exclusive: false)
+                try FileSystem.writeAtomically(
+                    Keybag.replacingThrottle(in: bytes, with: throttle, deviceKey: deviceKey, random: self.random),
+                    to: self.location.keybagPath, exclusive: false)
             } else {
                 try throttle.save(self.location)
             }
@@ -150,7 +154,7 @@ extension KeychainEngine {
             let bag = try Keybag.decode(bytes, deviceKey: deviceKey, passcode: passcode)
             if throttle.failures > 0 { try save(PasscodeThrottle()) }
             return bag
-        } catch where error.code == .authenticationFailed {
+        } catch  where error.code == .authenticationFailed {
             throttle.failures += 1
             throttle.notBefore = now().timeIntervalSince1970 + PasscodeThrottle.delay(afterFailures: throttle.failures)
             try save(throttle)
@@ -164,11 +168,16 @@ extension KeychainEngine {
     /// by this successful unlock). Called with the keychain's file lock held.
     private func upgradeLegacyKeybag(_ bag: Keybag, passcode: String) throws(KeychainError) {
         let parameters = PasscodeKDF.tuned(policy: passcodePolicy, random: random)
-        try FileSystem.writeAtomically(bag.encode(deviceKey: deviceKey(), passcode: (passcode, parameters), random: random),
-                                       to: location.keybagPath, exclusive: false)
+        try FileSystem.writeAtomically(
+            bag.encode(deviceKey: deviceKey(), passcode: (passcode, parameters), random: random),
+            to: location.keybagPath, exclusive: false)
         try? FileManager.default.removeItem(atPath: location.throttlePath)
-        logger.notice("keybag upgraded to version 3", metadata: ["log2N": "\(parameters.log2N)", "p": "\(parameters.parallelism)",
-                                                                 "ms": "\(parameters.calibratedMilliseconds)"])
+        logger.notice(
+            "keybag upgraded to version 3",
+            metadata: [
+                "log2N": "\(parameters.log2N)", "p": "\(parameters.parallelism)",
+                "ms": "\(parameters.calibratedMilliseconds)",
+            ])
     }
 
     private func reloadWithoutPasscode(_ bytes: Data) throws(KeychainError) {

@@ -57,8 +57,9 @@ extension KeychainEngine {
     /// The requirement an item puts on `operation`, or nil when the operation is open to it.
     static func requirement(_ item: FoundItem, _ operation: ProtectedOperation) -> PresenceRequirement? {
         guard let control = accessControl(item.attributes), !control.constraint(for: operation).isOpen else { return nil }
-        return PresenceRequirement(item: item.persistentRef, itemDescription: promptName(item.attributes), operation: operation,
-                                   accessControl: control)
+        return PresenceRequirement(
+            item: item.persistentRef, itemDescription: promptName(item.attributes), operation: operation,
+            accessControl: control)
     }
 
     /// The error that asks the client for proofs.
@@ -78,10 +79,13 @@ extension KeychainEngine {
     /// Fails with `errSecInteractionNotAllowed` when the options forbid a prompt, `errSecUserCanceled` when the
     /// person cancels or the prompt times out, and `errSecAuthFailed` for a wrong passcode or a factor this machine
     /// cannot provide (a fingerprint without an enrolled reader, a watch).
-    package func authenticate(_ requirement: PresenceRequirement, options: AuthenticationOptions, caller: AccessPolicy,
-                              prompter: any PresencePrompter, biometrics: any BiometricVerifier) throws(KeychainError) {
+    package func authenticate(
+        _ requirement: PresenceRequirement, options: AuthenticationOptions, caller: AccessPolicy,
+        prompter: any PresencePrompter, biometrics: any BiometricVerifier
+    ) throws(KeychainError) {
         guard options.interactionAllowed else {
-            throw KeychainError(code: .interactionNotAllowed, message: "The item needs the user's presence, and the request does not allow a prompt (kSecUseAuthenticationUIFail or interactionNotAllowed).")
+            throw KeychainError(
+                code: .interactionNotAllowed, message: "The item needs the user's presence, and the request does not allow a prompt (kSecUseAuthenticationUIFail or interactionNotAllowed).")
         }
         guard let context = options.context else {
             throw .param("Authenticating needs an authentication context.")
@@ -111,8 +115,9 @@ extension KeychainEngine {
                 if let given = options.applicationPassword {
                     password = given
                 } else {
-                    let text = PromptText(title: "Keychain", description: description + "\n\nIt is protected by an application password.",
-                                          prompt: "Application password:")
+                    let text = PromptText(
+                        title: "Keychain", description: description + "\n\nIt is protected by an application password.",
+                        prompt: "Application password:")
                     password = try Self.answer(prompter.askSecret(text))
                 }
                 guard !password.isEmpty else { throw KeychainError(code: .authenticationFailed, message: "The application password is empty.") }
@@ -133,8 +138,10 @@ extension KeychainEngine {
     }
 
     /// Proves one factor, or throws.
-    private func prove(_ factor: PresenceFactor, description: String, prompter: any PresencePrompter,
-                       biometrics: any BiometricVerifier) throws(KeychainError) {
+    private func prove(
+        _ factor: PresenceFactor, description: String, prompter: any PresencePrompter,
+        biometrics: any BiometricVerifier
+    ) throws(KeychainError) {
         switch factor {
         case .userPresence:
             // Biometry when a reader has an enrolled finger, else the passcode: Apple's DeviceOwnerAuthentication.
@@ -146,7 +153,9 @@ extension KeychainEngine {
             // As on a Mac without Touch ID: a fingerprint constraint cannot be met without a reader and an enrolled
             // finger, and does not fall back to the passcode (only .userPresence, or .or with .devicePasscode, does).
             guard biometrics.isAvailable() else {
-                throw KeychainError(code: .authenticationFailed, message: "The item needs a fingerprint, and no fingerprint reader with an enrolled finger is available (fprintd). Enroll a finger with `fprintd-enroll`.")
+                throw KeychainError(
+                    code: .authenticationFailed,
+                    message: "The item needs a fingerprint, and no fingerprint reader with an enrolled finger is available (fprintd). Enroll a finger with `fprintd-enroll`.")
             }
             switch biometrics.verify(reason: description) {
             case .answered(true): return
@@ -167,8 +176,9 @@ extension KeychainEngine {
             guard try Self.answer(prompter.confirm(text)) else { throw Self.cancelled }
             return
         }
-        let text = PromptText(title: "Keychain", description: description + "\n\nEnter the keychain passcode to allow this.",
-                              prompt: "Passcode:")
+        let text = PromptText(
+            title: "Keychain", description: description + "\n\nEnter the keychain passcode to allow this.",
+            prompt: "Passcode:")
         let secret = try Self.answer(prompter.askSecret(text))
         try verifyPasscode(String(decoding: secret, as: UTF8.self))
     }
@@ -202,7 +212,8 @@ extension KeychainEngine {
         query.sync = .any
         query.returns.attributes = true
         guard let item = try findStored(query, caller: caller).first,
-              let requirement = Self.requirement(item, claimed.operation) else {
+            let requirement = Self.requirement(item, claimed.operation)
+        else {
             throw .param("The item does not need the user's presence for this operation.")
         }
         return requirement

@@ -8,8 +8,9 @@ extension KeychainEngine {
         guard let classKey = keys.classKey(.afterFirstUnlockThisDeviceOnly) else {
             throw KeychainError(code: .interactionNotAllowed, message: "The program registry is locked until the keychain is first unlocked. Unlock it with `security unlock-keychain`.")
         }
-        return HKDF<SHA256>.deriveKey(inputKeyMaterial: classKey, salt: Array("swift-keychain app registry".utf8),
-                                      info: Array("apps.registry v1".utf8), outputByteCount: 32)
+        return HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: classKey, salt: Array("swift-keychain app registry".utf8),
+            info: Array("apps.registry v1".utf8), outputByteCount: 32)
     }
 
     /// The program registry (empty when none was written).

@@ -39,19 +39,21 @@ extension KeychainEngine {
         all.limit = .all
         do {
             _ = try delete(all, caller: builder)
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             // A new keychain.
         }
         var added = 0
         for certificate in snapshot.certificates {
             // Parsed as SecItemAdd parses a certificate's DER, so the item carries what Apple derives from it.
-            let query = try QueryParser.parse(SecItemDictionaries.withCertificateAttributes([
-                "class": .string(ItemClass.certificate.rawValue), "v_Data": .data(certificate.der),
-                "agrp": .string(KeychainEngine.systemRootsGroup)]), for: .add)
+            let query = try QueryParser.parse(
+                SecItemDictionaries.withCertificateAttributes([
+                    "class": .string(ItemClass.certificate.rawValue), "v_Data": .data(certificate.der),
+                    "agrp": .string(KeychainEngine.systemRootsGroup),
+                ]), for: .add)
             do {
                 _ = try add(query, caller: builder)
                 added += 1
-            } catch where error.code == .duplicateItem {
+            } catch  where error.code == .duplicateItem {
                 // The trust store lists a certificate twice (same issuer and serial number).
             }
         }

@@ -21,8 +21,12 @@ extension KeychainEngine {
                 }
             }
         }
-        logger.info("verified keychain", metadata: ["verified": "\(report.verified)", "notChecked": "\(report.notChecked)",
-                                                    "damaged": "\(report.damaged.count)"])
+        logger.info(
+            "verified keychain",
+            metadata: [
+                "verified": "\(report.verified)", "notChecked": "\(report.notChecked)",
+                "damaged": "\(report.damaged.count)",
+            ])
         return report
     }
 
@@ -38,8 +42,10 @@ extension KeychainEngine {
         let rowid = Int64.fromDatabaseValue(row[0] as DatabaseValue) ?? -1
         let uuid = Data.fromDatabaseValue(row[1] as DatabaseValue).flatMap { $0.count == ItemCrypto.uuidLength ? $0 : nil }
         func damaged(_ problem: String) -> RowCheck {
-            .damaged(DamagedItem(itemClass: cls, rowid: rowid, persistentRef: uuid.map { PersistentReference(itemClass: cls, uuid: $0) },
-                                 problem: problem))
+            .damaged(
+                DamagedItem(
+                    itemClass: cls, rowid: rowid, persistentRef: uuid.map { PersistentReference(itemClass: cls, uuid: $0) },
+                    problem: problem))
         }
         guard let stored = KeychainEngine.storedRow(row, table: cls.table, includeSecret: true), uuid != nil else {
             return damaged("a stored column (uuid, pdmn, sync, tomb, h_agrp, pk or meta) is missing or holds a value of the wrong type")
@@ -47,9 +53,9 @@ extension KeychainEngine {
         let attributes: [String: AttributeValue]
         do {
             attributes = try crypto.openAttributes(stored.meta, row: stored.identity)
-        } catch where error.code == .interactionNotAllowed {
+        } catch  where error.code == .interactionNotAllowed {
             return .locked
-        } catch where error.code == .corruptData {
+        } catch  where error.code == .corruptData {
             return damaged("its sealed attributes fail authentication (\(error.message))")
         }
         for (offset, code) in indexed.enumerated() {
@@ -65,9 +71,9 @@ extension KeychainEngine {
         if let secret = stored.secret {
             do {
                 _ = try crypto.openSecret(secret, row: stored.identity)
-            } catch where error.code == .interactionNotAllowed {
+            } catch  where error.code == .interactionNotAllowed {
                 return .locked
-            } catch where error.code == .corruptData {
+            } catch  where error.code == .corruptData {
                 return damaged("its sealed secret fails authentication (\(error.message))")
             }
         }

@@ -72,11 +72,13 @@ package final class KeychainEngine: Sendable {
     /// ``TPMDevice/fromEnvironment(_:defaultDevice:)``); a keychain sealed to another machine's TPM fails to open
     /// with `errSecInvalidKeychain`. `passcodePolicy` is what passcodes are calibrated to: production's 64 MiB
     /// and 250 ms unless a test asks for less.
-    package init(location: KeychainLocation, createIfMissing: Bool = true, logger: Logger = Logger(label: "swift-keychain"),
-                 random: any RandomSource = SystemRandom(), now: @escaping @Sendable () -> Date = { Date() },
-                 defaultIdleTimeout: Double? = Double(KeychainSettings.defaultIdleTimeout),
-                 clocks: LockClocks = .system, tpm: TPMDevice? = TPMDevice.fromEnvironment(),
-                 passcodePolicy: PasscodeKDF.Policy = .production) throws(KeychainError) {
+    package init(
+        location: KeychainLocation, createIfMissing: Bool = true, logger: Logger = Logger(label: "swift-keychain"),
+        random: any RandomSource = SystemRandom(), now: @escaping @Sendable () -> Date = { Date() },
+        defaultIdleTimeout: Double? = Double(KeychainSettings.defaultIdleTimeout),
+        clocks: LockClocks = .system, tpm: TPMDevice? = TPMDevice.fromEnvironment(),
+        passcodePolicy: PasscodeKDF.Policy = .production
+    ) throws(KeychainError) {
         self.location = location
         self.tpm = tpm
         self.passcodePolicy = passcodePolicy
@@ -141,7 +143,8 @@ package final class KeychainEngine: Sendable {
             case .SQLITE_CORRUPT, .SQLITE_NOTADB:
                 return KeychainError(code: .notAvailable, message: "keychain-2.db is damaged. Restore it from a backup, or move it away to start a new keychain.", cause: DescribedError(error))
             default:
-                return KeychainError(code: .io, message: "The keychain database failed (SQLite code \(error.resultCode.rawValue)). Check KEYCHAIN_HOME's disk and permissions.", cause: DescribedError(error))
+                return KeychainError(
+                    code: .io, message: "The keychain database failed (SQLite code \(error.resultCode.rawValue)). Check KEYCHAIN_HOME's disk and permissions.", cause: DescribedError(error))
             }
         }
         return KeychainError(code: .internal, message: "Unexpected failure.", cause: DescribedError(error))
@@ -151,8 +154,9 @@ package final class KeychainEngine: Sendable {
 extension KeychainError {
     /// There is no keychain database at `location` and none was to be created.
     static func noSuchKeychain(_ location: KeychainLocation) -> KeychainError {
-        KeychainError(code: .notAvailable, status: .noSuchKeychain,
-                      message: "There is no keychain in \(location.home) (no keychain-2.db). Add an item, or start keychaind, to create one; or set KEYCHAIN_HOME to the folder of an existing keychain.")
+        KeychainError(
+            code: .notAvailable, status: .noSuchKeychain,
+            message: "There is no keychain in \(location.home) (no keychain-2.db). Add an item, or start keychaind, to create one; or set KEYCHAIN_HOME to the folder of an existing keychain.")
     }
 }
 

@@ -62,7 +62,9 @@ package struct KeychainSearchList: Sendable, Hashable, Codable {
         do {
             return try JSONDecoder().decode(KeychainSearchList.self, from: data)
         } catch {
-            throw KeychainError(code: .corruptData, message: "\(location.searchListPath) is damaged (\(error)). Set the search list again with `security list-keychains -s …`, or remove the file to search the login keychain alone.")
+            throw KeychainError(
+                code: .corruptData,
+                message: "\(location.searchListPath) is damaged (\(error)). Set the search list again with `security list-keychains -s …`, or remove the file to search the login keychain alone.")
         }
     }
 

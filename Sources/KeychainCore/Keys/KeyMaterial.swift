@@ -36,7 +36,7 @@ package struct KeyMaterial: Sendable, Hashable {
             }
             return KeyMaterial(type: .ec, keyClass: .privateKey, bytes: curve.ops.generate(), sizeInBits: curve.bits)
         case .rsa:
-            guard (2048 ... 4096).contains(sizeInBits), sizeInBits % 8 == 0 else {
+            guard (2048...4096).contains(sizeInBits), sizeInBits % 8 == 0 else {
                 throw KeychainError(code: .invalidParameter, message: "RSA keys are 2048 to 4096 bits, in multiples of 8; \(sizeInBits) is not.")
             }
             do {
@@ -50,12 +50,17 @@ package struct KeyMaterial: Sendable, Hashable {
 
     /// A key from Apple's external representation; `errSecParam` when the bytes are not such a key.
     package init(externalRepresentation data: Data, type: KeyType, keyClass: KeyClass) throws(KeychainError) {
-        let bad = KeychainError(code: .invalidParameter, message: "The data is not an \(type == .ec ? "EC" : "RSA") \(keyClass == .privateKey ? "private" : "public") key in Apple's external representation (\(type == .ec ? "ANSI X9.63" : "PKCS#1 DER")).")
+        let bad = KeychainError(
+            code: .invalidParameter,
+            message:
+                "The data is not an \(type == .ec ? "EC" : "RSA") \(keyClass == .privateKey ? "private" : "public") key in Apple's external representation (\(type == .ec ? "ANSI X9.63" : "PKCS#1 DER"))."
+        )
         switch type {
         case .ec:
             let parts = keyClass == .privateKey ? 3 : 2
             guard data.first == 4, (data.count - 1) % parts == 0,
-                  let curve = Curve(coordinateBytes: (data.count - 1) / parts) else { throw bad }
+                let curve = Curve(coordinateBytes: (data.count - 1) / parts)
+            else { throw bad }
             do {
                 try curve.ops.validate(data, privateKey: keyClass == .privateKey)
             } catch {
@@ -137,8 +142,10 @@ package struct KeyMaterial: Sendable, Hashable {
     /// The capability attributes of a private or public key (`kcls` and `kSecAttrCan…`).
     package static func capabilities(isPrivate: Bool) -> [String: PlistValue] {
         var d: [String: PlistValue] = ["kcls": .int(isPrivate ? KeyClass.privateKey.rawValue : KeyClass.publicKey.rawValue)]
-        for (code, privateCapability) in [("sign", true), ("decr", true), ("unwp", true), ("drve", true),
-                                          ("vrfy", false), ("encr", false), ("wrap", false)] {
+        for (code, privateCapability) in [
+            ("sign", true), ("decr", true), ("unwp", true), ("drve", true),
+            ("vrfy", false), ("encr", false), ("wrap", false),
+        ] {
             d[code] = .int(privateCapability == isPrivate ? 1 : 0)
         }
         return d
@@ -223,8 +230,9 @@ package struct KeyMaterial: Sendable, Hashable {
                 return try Curve(bits: sizeInBits).require().ops.sign(bytes, digest: try hash.digest(data), raw: raw)
             case .rsaSignature(let padding, let hash, let message):
                 let input = try rsaSignatureInput(data, hash, message, padding, identifier)
-                return try SystemRSA.run(.sign, padding.system, digest: hash, key: bytes, input: input,
-                                         outputCapacity: blockSize, identifier: identifier)
+                return try SystemRSA.run(
+                    .sign, padding.system, digest: hash, key: bytes, input: input,
+                    outputCapacity: blockSize, identifier: identifier)
             default:
                 throw KeychainError(code: .invalidParameter, message: "Algorithm \(identifier) does not sign.")
             }
@@ -247,16 +255,18 @@ package struct KeyMaterial: Sendable, Hashable {
             valid = try Curve(bits: sizeInBits).require().ops.verify(bytes, digest: try hash.digest(data), signature: signature, raw: raw)
         case .rsaSignature(.none, _, _):
             // Apple's raw verify: the signature raised to the public exponent, without its leading zeros, is the input.
-            let recovered = try? SystemRSA.run(.recover, .none, digest: nil, key: try publicKey().bytes, input: Data(),
-                                               signature: signature, outputCapacity: blockSize, identifier: identifier)
+            let recovered = try? SystemRSA.run(
+                .recover, .none, digest: nil, key: try publicKey().bytes, input: Data(),
+                signature: signature, outputCapacity: blockSize, identifier: identifier)
             valid = recovered.map { Data($0.drop(while: { $0 == 0 })) == data } ?? false
         case .rsaSignature(let padding, let hash, let message):
             let input = try rsaSignatureInput(data, hash, message, padding, identifier)
             do {
-                _ = try SystemRSA.run(.verify, padding.system, digest: hash, key: try publicKey().bytes, input: input,
-                                      signature: signature, outputCapacity: 0, identifier: identifier)
+                _ = try SystemRSA.run(
+                    .verify, padding.system, digest: hash, key: try publicKey().bytes, input: input,
+                    signature: signature, outputCapacity: 0, identifier: identifier)
                 valid = true
-            } catch where error.code == .verifyFailed || error.code == .invalidParameter {
+            } catch  where error.code == .verifyFailed || error.code == .invalidParameter {
                 valid = false
             }
         default:
@@ -279,8 +289,9 @@ package struct KeyMaterial: Sendable, Hashable {
                 // the padding, then AES-GCM under it with a zero nonce and the public key as associated data.
                 let sessionKey = SymmetricKey(size: sizeInBits >= 4096 ? .bits256 : .bits128)
                 let wrapped = try rsaEncrypt(padding, sessionKey.withUnsafeBytes { Data($0) }, identifier)
-                let box = try AES.GCM.seal(plaintext, using: sessionKey, nonce: try AES.GCM.Nonce(data: Data(count: 16)),
-                                           authenticating: bytes)
+                let box = try AES.GCM.seal(
+                    plaintext, using: sessionKey, nonce: try AES.GCM.Nonce(data: Data(count: 16)),
+                    authenticating: bytes)
                 return wrapped + box.ciphertext + box.tag
             case .ecies(_, let hash, let variableIV):
                 let ops = try Curve(bits: sizeInBits).require().ops
@@ -306,14 +317,17 @@ package struct KeyMaterial: Sendable, Hashable {
         do {
             switch algorithm {
             case .rsaEncryption(let padding, aesGCM: false):
-                return try SystemRSA.run(.decrypt, padding.system, digest: padding.hash, key: bytes, input: ciphertext,
-                                         outputCapacity: blockSize, identifier: identifier)
+                return try SystemRSA.run(
+                    .decrypt, padding.system, digest: padding.hash, key: bytes, input: ciphertext,
+                    outputCapacity: blockSize, identifier: identifier)
             case .rsaEncryption(let padding, aesGCM: true):
                 guard ciphertext.count >= blockSize + 16 else {
-                    throw KeychainError(code: .invalidParameter, message: "The \(identifier) ciphertext is too short: it starts with an encrypted key of \(blockSize) bytes and ends with a 16-byte tag.")
+                    throw KeychainError(
+                        code: .invalidParameter, message: "The \(identifier) ciphertext is too short: it starts with an encrypted key of \(blockSize) bytes and ends with a 16-byte tag.")
                 }
-                let sessionKey = try SystemRSA.run(.decrypt, padding.system, digest: padding.hash, key: bytes,
-                                                   input: Data(ciphertext.prefix(blockSize)), outputCapacity: blockSize, identifier: identifier)
+                let sessionKey = try SystemRSA.run(
+                    .decrypt, padding.system, digest: padding.hash, key: bytes,
+                    input: Data(ciphertext.prefix(blockSize)), outputCapacity: blockSize, identifier: identifier)
                 guard sessionKey.count == (sizeInBits >= 4096 ? 32 : 16) else {
                     throw KeychainError(code: .invalidParameter, message: "The \(identifier) ciphertext holds a key of the wrong size: it was not made for this key.")
                 }
@@ -344,8 +358,10 @@ package struct KeyMaterial: Sendable, Hashable {
 
     /// `SecKeyCopyKeyExchangeResult`: the raw ECDH secret, or with a KDF algorithm `requestedSize` bytes of ANSI
     /// X9.63 output over it and `sharedInfo`.
-    package func keyExchange(_ algorithm: KeyAlgorithm, identifier: String, peer: KeyMaterial,
-                             requestedSize: Int?, sharedInfo: Data) throws(KeychainError) -> Data {
+    package func keyExchange(
+        _ algorithm: KeyAlgorithm, identifier: String, peer: KeyMaterial,
+        requestedSize: Int?, sharedInfo: Data
+    ) throws(KeychainError) -> Data {
         try require(.keyExchange, algorithm, identifier)
         guard case .ecdh(_, let kdf) = algorithm else {
             throw KeychainError(code: .invalidParameter, message: "Algorithm \(identifier) is not a key exchange.")
@@ -356,7 +372,7 @@ package struct KeyMaterial: Sendable, Hashable {
         do {
             let secret = try Curve(bits: sizeInBits).require().ops.sharedSecret(bytes, try peer.publicKey().bytes)
             guard let kdf else { return secret.withUnsafeBytes { Data($0) } }
-            guard let requestedSize, (1 ... 1 << 16).contains(requestedSize) else {
+            guard let requestedSize, (1...1 << 16).contains(requestedSize) else {
                 throw KeychainError(code: .invalidParameter, message: "\(identifier) needs kSecKeyKeyExchangeParameterRequestedSize (1 to 65536 bytes).")
             }
             return try kdf.x963(secret, sharedInfo: sharedInfo, outputByteCount: requestedSize).withUnsafeBytes { Data($0) }
@@ -378,8 +394,10 @@ package struct KeyMaterial: Sendable, Hashable {
 
     /// What an RSA signature covers: the digest of a message (hashed here), a digest the caller computed (of the
     /// algorithm's length), or for raw RSA the input left-padded to the modulus length.
-    private func rsaSignatureInput(_ data: Data, _ hash: KeyHash?, _ message: Bool, _ padding: RSASignaturePadding,
-                                   _ identifier: String) throws(KeychainError) -> Data {
+    private func rsaSignatureInput(
+        _ data: Data, _ hash: KeyHash?, _ message: Bool, _ padding: RSASignaturePadding,
+        _ identifier: String
+    ) throws(KeychainError) -> Data {
         if message, let hash { return try hash.digest(data) }
         try checkDigest(data, hash, identifier)
         guard padding == .none else { return data }
@@ -398,8 +416,9 @@ package struct KeyMaterial: Sendable, Hashable {
             }
             input = Data(count: blockSize - plaintext.count) + plaintext
         }
-        return try SystemRSA.run(.encrypt, padding.system, digest: padding.hash, key: try publicKey().bytes, input: input,
-                                 outputCapacity: blockSize, identifier: identifier)
+        return try SystemRSA.run(
+            .encrypt, padding.system, digest: padding.hash, key: try publicKey().bytes, input: input,
+            outputCapacity: blockSize, identifier: identifier)
     }
 
     private func rsaPrivate() throws(KeychainError) -> _RSA.Signing.PrivateKey {

@@ -17,8 +17,10 @@ enum SystemRSA {
 
     /// Runs one RSA operation. `key` is PKCS#1 DER (private for sign and decrypt, public otherwise). Verify
     /// returns empty data or throws `errSecVerifyFailed`.
-    static func run(_ operation: Operation, _ padding: Padding, digest: KeyHash?, key: Data, input: Data,
-                    signature: Data = Data(), outputCapacity: Int, identifier: String) throws(KeychainError) -> Data {
+    static func run(
+        _ operation: Operation, _ padding: Padding, digest: KeyHash?, key: Data, input: Data,
+        signature: Data = Data(), outputCapacity: Int, identifier: String
+    ) throws(KeychainError) -> Data {
         var output = Data(count: max(outputCapacity, 1))
         var length = output.count
         var message = [CChar](repeating: 0, count: 256)
@@ -28,11 +30,12 @@ enum SystemRSA {
                 input.withUnsafeBytes { i in
                     signature.withUnsafeBytes { s in
                         withOptionalCString(digest?.rawValue) { name in
-                            ckeychain_rsa(operation.rawValue, padding.rawValue, name,
-                                          k.bindMemory(to: UInt8.self).baseAddress, k.count,
-                                          i.bindMemory(to: UInt8.self).baseAddress, i.count,
-                                          s.bindMemory(to: UInt8.self).baseAddress, s.count,
-                                          out.bindMemory(to: UInt8.self).baseAddress, &length, &message, messageCapacity)
+                            ckeychain_rsa(
+                                operation.rawValue, padding.rawValue, name,
+                                k.bindMemory(to: UInt8.self).baseAddress, k.count,
+                                i.bindMemory(to: UInt8.self).baseAddress, i.count,
+                                s.bindMemory(to: UInt8.self).baseAddress, s.count,
+                                out.bindMemory(to: UInt8.self).baseAddress, &length, &message, messageCapacity)
                         }
                     }
                 }
@@ -59,8 +62,9 @@ enum SystemRSA {
         let messageCapacity = message.count
         let status = output.withUnsafeMutableBytes { out in
             data.withUnsafeBytes { d in
-                ckeychain_digest(hash.rawValue, d.bindMemory(to: UInt8.self).baseAddress, d.count,
-                                 out.bindMemory(to: UInt8.self).baseAddress, &length, &message, messageCapacity)
+                ckeychain_digest(
+                    hash.rawValue, d.bindMemory(to: UInt8.self).baseAddress, d.count,
+                    out.bindMemory(to: UInt8.self).baseAddress, &length, &message, messageCapacity)
             }
         }
         guard status == 0 else {

@@ -29,7 +29,8 @@ extension KeyMaterial {
     /// The key a `kSecClassKey` item holds: its data read with the item's type and class.
     package init(storedAttributes attributes: [String: AttributeValue], data: Data) throws(KeychainError) {
         guard let type = attributes["type"]?.intValue.flatMap(KeyType.init(rawValue:)),
-              let keyClass = attributes["kcls"]?.intValue.flatMap(KeyClass.init(rawValue:)) else {
+            let keyClass = attributes["kcls"]?.intValue.flatMap(KeyClass.init(rawValue:))
+        else {
             throw KeychainError(code: .corruptData, message: "A stored key has no type or class.")
         }
         try self.init(externalRepresentation: data, type: type, keyClass: keyClass)
@@ -63,15 +64,18 @@ extension KeychainEngine {
     ///
     /// A key whose access control has `.privateKeyUsage` with constraints signs, decrypts or agrees only with the
     /// proof of presence held under `authentication`'s context; otherwise the call fails with `errSecAuthNeeded`.
-    package func tokenKey(_ request: TokenKeyRequest, caller: AccessPolicy,
-                          authentication: AuthenticationOptions = AuthenticationOptions()) throws(KeychainError) -> TokenKeyResult {
+    package func tokenKey(
+        _ request: TokenKeyRequest, caller: AccessPolicy,
+        authentication: AuthenticationOptions = AuthenticationOptions()
+    ) throws(KeychainError) -> TokenKeyResult {
         let reference: PersistentReference, algorithmName: String
         switch request {
         case .create(var query):
             // Like Apple's, token keys stay on this device: a ThisDeviceOnly class (default WhenUnlockedThisDeviceOnly).
             if query.attributes["pdmn"] == nil { query.attributes["pdmn"] = .string(ProtectionClass.whenUnlockedThisDeviceOnly.rawValue) }
             guard query.itemClass == .key, let protection = query.attributes["pdmn"]?.stringValue,
-                  ProtectionClass(rawValue: protection)?.isThisDeviceOnly == true else {
+                ProtectionClass(rawValue: protection)?.isThisDeviceOnly == true
+            else {
                 throw .param("Keys in the token need a ThisDeviceOnly kSecAttrAccessible value.")
             }
             let key = try KeyMaterial.generate(type: .ec, sizeInBits: 256)
@@ -94,7 +98,8 @@ extension KeychainEngine {
             throw KeychainError.notFound("The token key is no longer in the keychain.")
         }
         if let requirement = Self.requirement(item, .sign),
-           !presenceGate(authentication, caller: caller).factorsProven(requirement.constraint) {
+            !presenceGate(authentication, caller: caller).factorsProven(requirement.constraint)
+        {
             throw Self.presenceNeeded([requirement])
         }
         let key = try TokenKeys.material(item.attributes, bytes)

@@ -52,8 +52,10 @@ package struct AccessPolicy: Sendable, Hashable {
     /// `keychain-access-groups`, then its `application-identifier` (Apple's order). Without the variable, the only
     /// group is the program's private group, the one keychaind gives it too (``ProgramName/ownPrivateGroup``: its
     /// executable's full path, a Flatpak app's ID, `snap.NAME`).
-    package static func fromEnvironment(_ environment: [String: String] = KeychainLocation.processEnvironment(),
-                                        privateGroup: String = ProgramName.ownPrivateGroup) throws(KeychainError) -> AccessPolicy {
+    package static func fromEnvironment(
+        _ environment: [String: String] = KeychainLocation.processEnvironment(),
+        privateGroup: String = ProgramName.ownPrivateGroup
+    ) throws(KeychainError) -> AccessPolicy {
         guard let path = environment["KEYCHAIN_ENTITLEMENTS"], !path.isEmpty else {
             return AccessPolicy(groups: [privateGroup])
         }
@@ -62,10 +64,15 @@ package struct AccessPolicy: Sendable, Hashable {
 
     /// Reads an entitlements plist (XML or binary).
     package static func fromEntitlements(at path: String) throws(KeychainError) -> AccessPolicy {
-        let unreadable = KeychainError(code: .missingEntitlement, message: "KEYCHAIN_ENTITLEMENTS names \(path), which is not a readable property list with 'keychain-access-groups' (array of strings) and/or 'application-identifier' (string). Fix the file or unset the variable.")
+        let unreadable = KeychainError(
+            code: .missingEntitlement,
+            message:
+                "KEYCHAIN_ENTITLEMENTS names \(path), which is not a readable property list with 'keychain-access-groups' (array of strings) and/or 'application-identifier' (string). Fix the file or unset the variable."
+        )
         guard let data = try FileSystem.read(path, followingLinks: true),
-              let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
-              let dict = plist as? [String: Any] else { throw unreadable }
+            let plist = try? PropertyListSerialization.propertyList(from: data, options: [], format: nil),
+            let dict = plist as? [String: Any]
+        else { throw unreadable }
         var groups: [String] = []
         if let list = dict["keychain-access-groups"] {
             guard let strings = list as? [String] else { throw unreadable }

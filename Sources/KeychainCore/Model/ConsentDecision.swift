@@ -62,9 +62,10 @@ package struct ConsentDecision: Sendable, Hashable {
 
     init?(plist: PlistValue) {
         guard case .dictionary(let d) = plist, let program = AppRegistration.Program(plistFields: d),
-              case .string(let subject)? = d["subject"], case .string(let description)? = d["description"],
-              case .string(let verdictName)? = d["verdict"], let verdict = Verdict(rawValue: verdictName),
-              case .date(let date)? = d["date"] else { return nil }
+            case .string(let subject)? = d["subject"], case .string(let description)? = d["description"],
+            case .string(let verdictName)? = d["verdict"], let verdict = Verdict(rawValue: verdictName),
+            case .date(let date)? = d["date"]
+        else { return nil }
         self.program = program
         self.subject = subject
         self.subjectDescription = description

@@ -71,7 +71,8 @@ package struct ExtendedAttributes: Sendable, Hashable {
         var previous: String?
         for _ in 0..<count {
             guard let name = String(validating: try reader.lengthPrefixed(), as: UTF8.self),
-                  let value = String(validating: try reader.lengthPrefixed(), as: UTF8.self) else { throw damaged }
+                let value = String(validating: try reader.lengthPrefixed(), as: UTF8.self)
+            else { throw damaged }
             // The writer puts names in ascending order, each once: anything else was not written by it.
             if let previous, !(previous < name) { throw damaged }
             previous = name

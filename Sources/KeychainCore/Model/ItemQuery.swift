@@ -63,7 +63,8 @@ package struct PersistentReference: Sendable, Hashable {
 
     package init?(_ data: Data) {
         guard data.count == 4 + ItemCrypto.uuidLength,
-              let cls = ItemClass(persistentRefPrefix: data.prefix(4)), cls != .identity else { return nil }
+            let cls = ItemClass(persistentRefPrefix: data.prefix(4)), cls != .identity
+        else { return nil }
         self.init(itemClass: cls, uuid: Data(data.dropFirst(4)))
     }
 

@@ -115,6 +115,10 @@ extension KeychainError {
 
     /// A query met an item of class `itemClass` whose stored row is damaged (`errSecDecode`).
     static func damagedItem(_ itemClass: ItemClass) -> KeychainError {
-        KeychainError(code: .corruptData, message: "An item of class \(itemClass.rawValue) that the query could match is damaged: its stored row is malformed or fails authentication. Run `security verify-keychain` to list damaged items, and restore them from a backup if you have one.")
+        KeychainError(
+            code: .corruptData,
+            message:
+                "An item of class \(itemClass.rawValue) that the query could match is damaged: its stored row is malformed or fails authentication. Run `security verify-keychain` to list damaged items, and restore them from a backup if you have one."
+        )
     }
 }

@@ -21,9 +21,12 @@ package struct KeychainLocation: Sendable, Hashable {
     /// Foundation's whole environment dictionary would cost more than the keychain lookup itself.
     package static func processEnvironment() -> [String: String] {
         var environment: [String: String] = [:]
-        for name in ["KEYCHAIN_HOME", "XDG_DATA_HOME", "HOME", "KEYCHAIN_ENTITLEMENTS", "KEYCHAIN_DAEMON_SOCKET", "XDG_RUNTIME_DIR",
-                     "KEYCHAIN_SYSTEM_SOCKET"]
-            + TrustStoreLocation.environmentNames {
+        for name in [
+            "KEYCHAIN_HOME", "XDG_DATA_HOME", "HOME", "KEYCHAIN_ENTITLEMENTS", "KEYCHAIN_DAEMON_SOCKET", "XDG_RUNTIME_DIR",
+            "KEYCHAIN_SYSTEM_SOCKET",
+        ]
+            + TrustStoreLocation.environmentNames
+        {
             if let value = getenv(name) { environment[name] = String(cString: value) }
         }
         return environment

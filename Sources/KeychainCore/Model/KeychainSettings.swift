@@ -23,8 +23,10 @@ package struct KeychainSettings: Sendable, Hashable {
     package static let secretServicePolicies = ["ask", "allow", "deny"]
 
     /// Settings from their values; each defaults to "not set" (never lock on idle or sleep, the prompter's defaults).
-    package init(idleTimeout: Int? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Int? = nil,
-                 secretServiceUnregistered: String? = nil) {
+    package init(
+        idleTimeout: Int? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Int? = nil,
+        secretServiceUnregistered: String? = nil
+    ) {
         self.idleTimeout = idleTimeout
         self.lockOnSleep = lockOnSleep
         self.pinentryProgram = pinentryProgram
@@ -46,11 +48,12 @@ package struct KeychainSettings: Sendable, Hashable {
         }
         let timeout = (plist["idle-timeout"] as? NSNumber)?.intValue
         let promptTimeout = (plist["prompt-timeout"] as? NSNumber)?.intValue
-        return KeychainSettings(idleTimeout: timeout.flatMap { $0 > 0 ? $0 : nil },
-                                lockOnSleep: (plist["lock-on-sleep"] as? Bool) ?? false,
-                                pinentryProgram: (plist["pinentry-program"] as? String).flatMap { $0.isEmpty ? nil : $0 },
-                                promptTimeout: promptTimeout.flatMap { $0 > 0 ? $0 : nil },
-                                secretServiceUnregistered: (plist["secret-service-unregistered"] as? String).flatMap { $0.isEmpty ? nil : $0 })
+        return KeychainSettings(
+            idleTimeout: timeout.flatMap { $0 > 0 ? $0 : nil },
+            lockOnSleep: (plist["lock-on-sleep"] as? Bool) ?? false,
+            pinentryProgram: (plist["pinentry-program"] as? String).flatMap { $0.isEmpty ? nil : $0 },
+            promptTimeout: promptTimeout.flatMap { $0 > 0 ? $0 : nil },
+            secretServiceUnregistered: (plist["secret-service-unregistered"] as? String).flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// Writes the settings atomically.

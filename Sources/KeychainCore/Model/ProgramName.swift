@@ -50,7 +50,8 @@ package enum ProgramName {
     /// `systemd-run --user --scope`.
     package static func snapName(processFolder base: String) -> String? {
         guard let data = try? FileSystem.read("\(base)/attr/current"), let text = String(data: data, encoding: .utf8),
-              let label = text.split(separator: " ").first else { return nil }
+            let label = text.split(separator: " ").first
+        else { return nil }
         let parts = label.split(separator: ".")
         guard parts.count >= 3, parts[0] == "snap", !parts[1].isEmpty else { return nil }
         return String(parts[1])

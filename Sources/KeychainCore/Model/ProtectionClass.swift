@@ -30,7 +30,8 @@ package enum ProtectionClass: String, Sendable, CaseIterable, Hashable {
     package var isThisDeviceOnly: Bool {
         switch self {
         case .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly,
-             .whenPasscodeSetThisDeviceOnly: true
+            .whenPasscodeSetThisDeviceOnly:
+            true
         default: false
         }
     }

@@ -22,7 +22,9 @@ package enum QueryParser {
         switch dict["class"] {
         case .string(let raw)?:
             guard let cls = ItemClass(rawValue: raw) else {
-                throw KeychainError(code: .noSuchClass, message: "kSecClass '\(raw)' is not an item class. Use kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey or kSecClassIdentity.")
+                throw KeychainError(
+                    code: .noSuchClass,
+                    message: "kSecClass '\(raw)' is not an item class. Use kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey or kSecClassIdentity.")
             }
             if let persistentRef, persistentRef.itemClass != cls {
                 throw .param("kSecClass does not match the class of kSecValuePersistentRef.")
@@ -126,7 +128,7 @@ package enum QueryParser {
             }
             query.keychains = try entries.map { (entry) throws(KeychainError) in try keychainName(entry, key: "kSecMatchSearchList") }
         case "m_ItemList", "m_DiacriticInsensitive", "m_WidthInsensitive":
-            break // Accepted and not filtered on, as securityd does.
+            break  // Accepted and not filtered on, as securityd does.
         case "m_HostOrSubdomainOfHost":
             guard query.itemClass == .internetPassword else {
                 throw KeychainError(code: .unimplemented, message: "kSecMatchHostOrSubdomainOfHost applies to internet passwords only.")
@@ -134,7 +136,7 @@ package enum QueryParser {
             guard case .string(let host) = value else { throw .param("kSecMatchHostOrSubdomainOfHost must be a string.") }
             query.hostOrSubdomain = host
         case "m_Policy", "m_Issuers", "m_EmailAddressIfPresent", "m_SubjectContains", "m_SubjectStartsWith",
-             "m_SubjectEndsWith", "m_SubjectWholeString", "m_TrustedOnly", "m_ValidOnDate":
+            "m_SubjectEndsWith", "m_SubjectWholeString", "m_TrustedOnly", "m_ValidOnDate":
             throw KeychainError(code: .unimplemented, message: "\(key) is not supported yet.")
         default:
             throw .param("Unknown match key '\(key)'.")
@@ -144,7 +146,7 @@ package enum QueryParser {
     private static func applyAttribute(_ code: String, _ value: PlistValue, to query: inout ItemQuery, operation: Operation) throws(KeychainError) {
         switch code {
         case "nleg", "musr":
-            return // kSecUseDataProtectionKeychain; the single-user keychain ignores musr.
+            return  // kSecUseDataProtectionKeychain; the single-user keychain ignores musr.
         case "sync":
             query.syncGiven = true
             switch value {
@@ -318,7 +320,7 @@ package enum QueryParser {
                 guard let descriptor = itemClass.attribute(key) else {
                     throw KeychainError(code: .noSuchAttribute, message: "'\(key)' cannot be updated: it is not an attribute of class \(itemClass.rawValue).")
                 }
-                if descriptor.readOnly { continue } // cdat/mdat are set by the keychain.
+                if descriptor.readOnly { continue }  // cdat/mdat are set by the keychain.
                 attributes[key] = try coerce(value, to: descriptor)
             }
         }

@@ -33,8 +33,10 @@ package struct AttributeDescriptor: Sendable, Hashable {
     /// The value stored when the caller gives none (primary-key attributes default to empty values).
     package let defaultValue: AttributeValue?
 
-    package init(_ code: String, _ kind: AttributeKind, primaryKey: Bool = false, searchable: Bool = true,
-                 readOnly: Bool = false, default defaultValue: AttributeValue? = nil) {
+    package init(
+        _ code: String, _ kind: AttributeKind, primaryKey: Bool = false, searchable: Bool = true,
+        readOnly: Bool = false, default defaultValue: AttributeValue? = nil
+    ) {
         self.code = code
         self.kind = kind
         self.primaryKey = primaryKey

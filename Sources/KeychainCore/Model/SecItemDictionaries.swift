@@ -77,7 +77,8 @@ package enum SecItemDictionaries {
             var certificate = item
             certificate.identityKey = nil
             guard case .dictionary(let c)? = keyReference(certificate), case .dictionary(let certificateFields)? = c[certificateReferenceMarker],
-                  case .dictionary(let k)? = keyReference(key.item), case .dictionary(let keyFields)? = k[keyReferenceMarker] else { return nil }
+                case .dictionary(let k)? = keyReference(key.item), case .dictionary(let keyFields)? = k[keyReferenceMarker]
+            else { return nil }
             return .dictionary([identityReferenceMarker: .dictionary(["certificate": .dictionary(certificateFields), "key": .dictionary(keyFields)])])
         }
         let marker: String
@@ -104,7 +105,8 @@ package enum SecItemDictionaries {
     /// summary. Data that is not a certificate is stored as given.
     package static func withCertificateAttributes(_ attributes: [String: PlistValue]) -> [String: PlistValue] {
         guard attributes["class"] == .string(ItemClass.certificate.rawValue), case .data(let der)? = attributes["v_Data"],
-              let certificate = try? CertificateData(der: der) else { return attributes }
+            let certificate = try? CertificateData(der: der)
+        else { return attributes }
         var out = attributes.merging(certificate.derivedAttributes) { $1 }
         if out["labl"] == nil, let summary = certificate.subjectSummary { out["labl"] = .string(summary) }
         return out

@@ -83,8 +83,10 @@ package struct SyncStatusReport: Sendable, Hashable {
     /// Whether keychaind (or this process) holds a push connection to the server now.
     package var pushConnected = false
 
-    package init(account: String? = nil, server: String? = nil, device: String? = nil, joined: Bool = false, lastSync: Date? = nil,
-                 lastError: String? = nil, pendingChanges: Int = 0, conflictsResolved: Int = 0, pushConnected: Bool = false) {
+    package init(
+        account: String? = nil, server: String? = nil, device: String? = nil, joined: Bool = false, lastSync: Date? = nil,
+        lastError: String? = nil, pendingChanges: Int = 0, conflictsResolved: Int = 0, pushConnected: Bool = false
+    ) {
         self.account = account
         self.server = server
         self.device = device

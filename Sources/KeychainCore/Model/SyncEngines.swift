@@ -33,7 +33,11 @@ package enum SyncEngineRegistry {
     /// - Throws: ``KeychainError`` `unimplemented` when this program links no sync client.
     package static func engines() throws(KeychainError) -> any SyncEngines {
         guard let engines = current else {
-            throw KeychainError(code: .unimplemented, message: "This program was built without the sync client. Sync with the installed `security sync` commands (or keychaind), or build with the package's Network trait (swift build --traits Network).")
+            throw KeychainError(
+                code: .unimplemented,
+                message:
+                    "This program was built without the sync client. Sync with the installed `security sync` commands (or keychaind), or build with the package's Network trait (swift build --traits Network)."
+            )
         }
         return engines
     }

@@ -70,7 +70,8 @@ package struct TrustedApplications: Sendable, Hashable {
     package init?(stored value: AttributeValue?) {
         guard case .string(let joined)? = value else { return nil }
         guard let list = try? TrustedApplications(joined.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)),
-              !list.terms.isEmpty else { return nil }
+            !list.terms.isEmpty
+        else { return nil }
         self = list
     }
 
@@ -128,7 +129,8 @@ package struct TrustedApplications: Sendable, Hashable {
     /// trusted as. Read once.
     package static let thisExecutable: String? = {
         guard let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"), path.hasPrefix("/"),
-              !path.hasSuffix(" (deleted)") else { return nil }
+            !path.hasSuffix(" (deleted)")
+        else { return nil }
         return path
     }()
 

@@ -21,7 +21,7 @@ package struct ItemDates: Sendable, Hashable {
 
     /// Whether both dates are between ``earliest`` and ``latest`` (a provider may say anything).
     package var isPlausible: Bool {
-        (Self.earliest ... Self.latest).contains(created) && (Self.earliest ... Self.latest).contains(modified)
+        (Self.earliest...Self.latest).contains(created) && (Self.earliest...Self.latest).contains(modified)
     }
 }
 

@@ -141,7 +141,7 @@ package struct SecretStore: Sendable {
         var found: [SecretCollection]
         do {
             found = try engine.find(q, caller: everything).compactMap(Self.collection(from:))
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             found = []
         }
         if found.isEmpty {
@@ -164,16 +164,20 @@ package struct SecretStore: Sendable {
 
     private static func collection(from item: FoundItem) -> SecretCollection? {
         guard let id = item.attributes["acct"]?.stringValue, let group = item.attributes["gena"]?.stringValue,
-              case .date(let created)? = item.attributes["cdat"], case .date(let modified)? = item.attributes["mdat"] else { return nil }
-        return SecretCollection(id: id, label: item.attributes["labl"]?.stringValue ?? id, group: group,
-                                created: created, modified: modified)
+            case .date(let created)? = item.attributes["cdat"], case .date(let modified)? = item.attributes["mdat"]
+        else { return nil }
+        return SecretCollection(
+            id: id, label: item.attributes["labl"]?.stringValue ?? id, group: group,
+            created: created, modified: modified)
     }
 
     /// Makes a collection labelled `label` whose items go to `group` (the identifier made from the label, unique,
     /// unless `id` is given).
     /// `dates` are the collection's dates when it is imported from another provider (now otherwise).
-    package func createCollection(label: String, id: String? = nil, group: String? = nil,
-                                  dates: ItemDates? = nil) throws(KeychainError) -> SecretCollection {
+    package func createCollection(
+        label: String, id: String? = nil, group: String? = nil,
+        dates: ItemDates? = nil
+    ) throws(KeychainError) -> SecretCollection {
         var existing: Set<String> = []
         if id == nil {
             existing = Set(try collections().map(\.id))
@@ -205,8 +209,9 @@ package struct SecretStore: Sendable {
             throw KeychainError(code: .invalidParameter, message: "The session collection keeps its label.")
         }
         defer { metadata.invalidate() }
-        try engine.update(query(group: Self.metadataGroup, service: "collection", account: id),
-                          attributes: ["labl": .string(label)], sync: nil, data: nil, caller: everything)
+        try engine.update(
+            query(group: Self.metadataGroup, service: "collection", account: id),
+            attributes: ["labl": .string(label)], sync: nil, data: nil, caller: everything)
     }
 
     /// Deletes collection `id`, its items, and the aliases that named it; returns the items deleted.
@@ -218,7 +223,7 @@ package struct SecretStore: Sendable {
             var q = query(group: collection.group, service: Self.itemService(collection.id))
             q.limit = .all
             _ = try engine.delete(q, caller: everything)
-        } catch where error.code == .itemNotFound {}
+        } catch  where error.code == .itemNotFound {}
         for (alias, target) in try aliases() where target == collection.id {
             try setAlias(alias, to: nil)
         }
@@ -243,7 +248,7 @@ package struct SecretStore: Sendable {
             }
             metadata.state.withLock { $0.aliases = out }
             return out
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return [:]
         }
     }
@@ -261,7 +266,7 @@ package struct SecretStore: Sendable {
         let q = query(group: Self.metadataGroup, service: "alias", account: alias)
         do {
             _ = try engine.delete(q, caller: everything)
-        } catch where error.code == .itemNotFound {}
+        } catch  where error.code == .itemNotFound {}
         guard let id else { return }
         var add = record(service: "alias", account: alias)
         add.attributes["gena"] = .string(id)
@@ -272,14 +277,16 @@ package struct SecretStore: Sendable {
 
     private static func item(from found: FoundItem, collection: String) -> SecretItem? {
         guard let id = found.attributes["acct"]?.stringValue,
-              case .date(let created)? = found.attributes["cdat"], case .date(let modified)? = found.attributes["mdat"] else { return nil }
+            case .date(let created)? = found.attributes["cdat"], case .date(let modified)? = found.attributes["mdat"]
+        else { return nil }
         var attributes: [String: String] = [:]
         if case .data(let encoded)? = found.attributes[ExtendedAttributes.code] {
             guard let decoded = try? ExtendedAttributes(encoded: encoded) else { return nil }
             attributes = decoded.values
         }
-        return SecretItem(collection: collection, id: id, label: found.attributes["labl"]?.stringValue ?? "",
-                          attributes: attributes, created: created, modified: modified)
+        return SecretItem(
+            collection: collection, id: id, label: found.attributes["labl"]?.stringValue ?? "",
+            attributes: attributes, created: created, modified: modified)
     }
 
     /// The items of `collection` whose attributes include every pair of `matching` (all of them when empty).
@@ -291,7 +298,7 @@ package struct SecretStore: Sendable {
         q.extendedMatch = matching
         do {
             return try engine.find(q, caller: everything).compactMap { Self.item(from: $0, collection: collection.id) }
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return []
         }
     }
@@ -345,7 +352,7 @@ package struct SecretStore: Sendable {
         q.returns.attributes = true
         do {
             return try engine.find(q, caller: everything).first.flatMap { Self.item(from: $0, collection: collection.id) }
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return nil
         }
     }
@@ -364,8 +371,10 @@ package struct SecretStore: Sendable {
 
     /// Adds an item to `collection`, or with `replace`, replaces the secret and label of the item whose attributes
     /// are exactly `attributes` (the spec's CreateItem). Returns the item and whether it was new.
-    package func createItem(in collection: SecretCollection, label: String, attributes: [String: String],
-                            secret: Data, contentType: String, replace: Bool) throws(KeychainError) -> (SecretItem, created: Bool) {
+    package func createItem(
+        in collection: SecretCollection, label: String, attributes: [String: String],
+        secret: Data, contentType: String, replace: Bool
+    ) throws(KeychainError) -> (SecretItem, created: Bool) {
         let extended = ExtendedAttributes(attributes)
         try extended.validate()
         if inMemory(collection) {
@@ -373,17 +382,20 @@ package struct SecretStore: Sendable {
             return try session.create(id: id, label: label, attributes: attributes, secret: secret, contentType: contentType, replace: replace)
         }
         if replace, let existing = try items(in: collection, matching: attributes).first(where: { $0.attributes == attributes }) {
-            try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: existing.id),
-                              attributes: ["labl": .string(label), "xcty": .string(contentType)], sync: nil, data: secret,
-                              caller: everything)
+            try engine.update(
+                query(group: collection.group, service: Self.itemService(collection.id), account: existing.id),
+                attributes: ["labl": .string(label), "xcty": .string(contentType)], sync: nil, data: secret,
+                caller: everything)
             return (try item(existing.id, in: collection) ?? existing, false)
         }
         return (try addItem(to: collection, label: label, extended: extended, secret: secret, contentType: contentType), true)
     }
 
     /// Adds an item with a new identifier; `dates` are kept instead of now when given (an import).
-    private func addItem(to collection: SecretCollection, label: String, extended: ExtendedAttributes, secret: Data,
-                         contentType: String, dates: ItemDates? = nil) throws(KeychainError) -> SecretItem {
+    private func addItem(
+        to collection: SecretCollection, label: String, extended: ExtendedAttributes, secret: Data,
+        contentType: String, dates: ItemDates? = nil
+    ) throws(KeychainError) -> SecretItem {
         let id = random(8).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
         var q = query(group: collection.group, service: Self.itemService(collection.id), account: id)
         q.attributes["labl"] = .string(label)
@@ -433,8 +445,9 @@ package struct SecretStore: Sendable {
                 summary.skipped += 1
                 continue
             }
-            _ = try addItem(to: collection, label: record.label, extended: ExtendedAttributes(record.attributes),
-                            secret: record.secret, contentType: record.contentType, dates: record.dates)
+            _ = try addItem(
+                to: collection, label: record.label, extended: ExtendedAttributes(record.attributes),
+                secret: record.secret, contentType: record.contentType, dates: record.dates)
             summary.added += 1
         }
         return summary
@@ -453,16 +466,22 @@ package struct SecretStore: Sendable {
 
     /// Changes item `id`'s secret and content type.
     package func setSecret(_ secret: Data, contentType: String, of id: String, in collection: SecretCollection) throws(KeychainError) {
-        if inMemory(collection) { return try session.update(id) { $0.secret = secret; $0.contentType = contentType } }
-        try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: id),
-                          attributes: ["xcty": .string(contentType)], sync: nil, data: secret, caller: everything)
+        if inMemory(collection) {
+            return try session.update(id) {
+                $0.secret = secret; $0.contentType = contentType
+            }
+        }
+        try engine.update(
+            query(group: collection.group, service: Self.itemService(collection.id), account: id),
+            attributes: ["xcty": .string(contentType)], sync: nil, data: secret, caller: everything)
     }
 
     /// Changes item `id`'s label.
     package func setLabel(_ label: String, ofItem id: String, in collection: SecretCollection) throws(KeychainError) {
         if inMemory(collection) { return try session.update(id) { $0.item.label = label } }
-        try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: id),
-                          attributes: ["labl": .string(label)], sync: nil, data: nil, caller: everything)
+        try engine.update(
+            query(group: collection.group, service: Self.itemService(collection.id), account: id),
+            attributes: ["labl": .string(label)], sync: nil, data: nil, caller: everything)
     }
 
     /// Replaces item `id`'s free-form attributes.
@@ -470,8 +489,9 @@ package struct SecretStore: Sendable {
         let extended = ExtendedAttributes(attributes)
         try extended.validate()
         if inMemory(collection) { return try session.update(id) { $0.item.attributes = attributes } }
-        try engine.update(query(group: collection.group, service: Self.itemService(collection.id), account: id),
-                          attributes: [ExtendedAttributes.code: .data(extended.encoded)], sync: nil, data: nil, caller: everything)
+        try engine.update(
+            query(group: collection.group, service: Self.itemService(collection.id), account: id),
+            attributes: [ExtendedAttributes.code: .data(extended.encoded)], sync: nil, data: nil, caller: everything)
     }
 
     /// Deletes item `id`.

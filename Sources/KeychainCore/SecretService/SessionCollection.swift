@@ -50,8 +50,10 @@ package final class SessionCollection: Sendable {
         return (entry.secret, entry.contentType)
     }
 
-    func create(id: String, label: String, attributes: [String: String], secret: Data, contentType: String,
-                replace: Bool) throws(KeychainError) -> (SecretItem, created: Bool) {
+    func create(
+        id: String, label: String, attributes: [String: String], secret: Data, contentType: String,
+        replace: Bool
+    ) throws(KeychainError) -> (SecretItem, created: Bool) {
         let now = Date()
         let result: Result<(SecretItem, Bool), KeychainError> = entries.withLock { entries in
             if replace, let existing = entries.values.first(where: { $0.item.attributes == attributes }) {
@@ -65,7 +67,10 @@ package final class SessionCollection: Sendable {
             }
             let bytes = entries.values.reduce(0) { $0 + $1.secret.count }
             guard entries.count < Self.maximumItems, bytes + secret.count <= Self.maximumBytes else {
-                return .failure(KeychainError(code: .invalidParameter, message: "The session collection holds at most \(Self.maximumItems) items and \(Self.maximumBytes >> 20) MiB of secrets. Delete some, or store them in the login collection."))
+                return .failure(
+                    KeychainError(
+                        code: .invalidParameter,
+                        message: "The session collection holds at most \(Self.maximumItems) items and \(Self.maximumBytes >> 20) MiB of secrets. Delete some, or store them in the login collection."))
             }
             let item = SecretItem(collection: Self.id, id: id, label: label, attributes: attributes, created: now, modified: now)
             entries[id] = Entry(item: item, secret: secret, contentType: contentType)

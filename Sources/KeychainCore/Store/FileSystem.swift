@@ -22,11 +22,13 @@ package enum FileSystem {
                 throw ioError("examine", path)
             }
             do {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: path, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
             } catch {
                 if let obstacle = obstacle(to: path, creating: true) { throw obstacle.error(path, creating: true) }
-                throw KeychainError(code: .io, message: "Cannot create the folder \(path): \(error.localizedDescription). Check its parent's permissions or set KEYCHAIN_HOME to a writable folder.", cause: nil)
+                throw KeychainError(
+                    code: .io, message: "Cannot create the folder \(path): \(error.localizedDescription). Check its parent's permissions or set KEYCHAIN_HOME to a writable folder.", cause: nil)
             }
         }
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -44,10 +46,18 @@ package enum FileSystem {
         guard fstat(fd, &info) == 0 else { throw ioError("examine", path) }
         let me = geteuid()
         guard info.st_uid == me else {
-            throw KeychainError(code: .io, message: "\(path) belongs to user \(info.st_uid), not to you (user \(me)): that user could read or replace your keychain. Remove it, or set KEYCHAIN_HOME (or --socket) to a folder of your own.")
+            throw KeychainError(
+                code: .io,
+                message:
+                    "\(path) belongs to user \(info.st_uid), not to you (user \(me)): that user could read or replace your keychain. Remove it, or set KEYCHAIN_HOME (or --socket) to a folder of your own."
+            )
         }
         guard info.st_mode & 0o022 == 0 else {
-            throw KeychainError(code: .io, message: "\(path) can be written by others (mode \(String(info.st_mode & 0o7777, radix: 8))): someone else may have put files in it. Remove it and let the keychain create it again, or set KEYCHAIN_HOME (or --socket) to a folder of your own.")
+            throw KeychainError(
+                code: .io,
+                message:
+                    "\(path) can be written by others (mode \(String(info.st_mode & 0o7777, radix: 8))): someone else may have put files in it. Remove it and let the keychain create it again, or set KEYCHAIN_HOME (or --socket) to a folder of your own."
+            )
         }
         if info.st_mode & 0o077 != 0, fchmod(fd, 0o700) != 0 { throw ioError("close to other users", path) }
     }
@@ -97,7 +107,7 @@ package enum FileSystem {
             if n < 0 { if errno == EINTR { continue }; return nil }
             if n == 0 { return result }
             guard n <= limit - result.count else { return nil }
-            result.append(contentsOf: buffer[0 ..< n])
+            result.append(contentsOf: buffer[0..<n])
         }
     }
 
@@ -181,7 +191,11 @@ package enum FileSystem {
 
     /// The error for a symbolic link where one of the keychain's files belongs.
     package static func linkError(_ path: String) -> KeychainError {
-        KeychainError(code: .io, message: "\(path) is a symbolic link. The keychain never opens its files through a link, since someone could have planted it to make the keychain read or write elsewhere. Remove the link (check where it points first) and try again.")
+        KeychainError(
+            code: .io,
+            message:
+                "\(path) is a symbolic link. The keychain never opens its files through a link, since someone could have planted it to make the keychain read or write elsewhere. Remove the link (check where it points first) and try again."
+        )
     }
 
     package static func syncDirectory(_ path: String) {
@@ -247,16 +261,17 @@ package enum FileSystem {
         package func error(_ path: String, creating: Bool = false) -> KeychainError {
             let me = geteuid()
             let what = creating ? "Cannot create the folder \(path)" : "Cannot use the folder \(path)"
-            let message = switch kind {
-            case .notAFolder:
-                "\(what): \(folder) is a file, not a folder. Move that file away, or set KEYCHAIN_HOME to a folder of your own."
-            case .mayNotEnter:
-                "\(what): you (user \(me)) have no permission to enter \(folder)\(ownership). Run as the user whose keychain it is, or set KEYCHAIN_HOME to a folder of your own."
-            case .mayNotOpen:
-                "\(what): you (user \(me)) have no permission to open it\(ownership). Run as the user whose keychain it is, or set KEYCHAIN_HOME to a folder of your own."
-            case .mayNotWrite:
-                "\(what): you (user \(me)) have no permission to create folders in \(folder)\(ownership). Set KEYCHAIN_HOME to a folder you may write in."
-            }
+            let message =
+                switch kind {
+                case .notAFolder:
+                    "\(what): \(folder) is a file, not a folder. Move that file away, or set KEYCHAIN_HOME to a folder of your own."
+                case .mayNotEnter:
+                    "\(what): you (user \(me)) have no permission to enter \(folder)\(ownership). Run as the user whose keychain it is, or set KEYCHAIN_HOME to a folder of your own."
+                case .mayNotOpen:
+                    "\(what): you (user \(me)) have no permission to open it\(ownership). Run as the user whose keychain it is, or set KEYCHAIN_HOME to a folder of your own."
+                case .mayNotWrite:
+                    "\(what): you (user \(me)) have no permission to create folders in \(folder)\(ownership). Set KEYCHAIN_HOME to a folder you may write in."
+                }
             return KeychainError(code: .io, message: message)
         }
     }

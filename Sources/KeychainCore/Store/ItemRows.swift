@@ -15,8 +15,10 @@ extension KeychainEngine {
         var secret: Data?
     }
 
-    func identity(for cls: ItemClass, uuid: Data, attributes: [String: AttributeValue], protection: ProtectionClass,
-                  sync: Bool, tombstone: Bool) -> ItemCrypto.RowIdentity {
+    func identity(
+        for cls: ItemClass, uuid: Data, attributes: [String: AttributeValue], protection: ProtectionClass,
+        sync: Bool, tombstone: Bool
+    ) -> ItemCrypto.RowIdentity {
         ItemCrypto.RowIdentity(
             table: cls.table, uuid: uuid, protection: protection,
             groupHash: attributes["agrp"].flatMap { $0.stringValue }.map { crypto.groupHash(table: cls.table, group: $0) }
@@ -78,8 +80,9 @@ extension KeychainEngine {
     /// A query's form and the values it binds.
     func selectShape(_ q: ItemQuery, groups: [String]?, columns: String, db: Database? = nil) -> (shape: SelectShape, arguments: [BoundValue]) {
         let cls = q.itemClass
-        var shape = SelectShape(table: cls.table, columns: columns, tombstones: .hidden, byReference: q.persistentRef != nil,
-                                sync: q.sync, groups: groups?.count, codes: [])
+        var shape = SelectShape(
+            table: cls.table, columns: columns, tombstones: .hidden, byReference: q.persistentRef != nil,
+            sync: q.sync, groups: groups?.count, codes: [])
         var args: [BoundValue] = []
         args.reserveCapacity(q.attributes.count + (groups?.count ?? 0) + 1)
         // Tombstones are never visible unless the caller asks for them by `tomb`.
@@ -108,8 +111,9 @@ extension KeychainEngine {
         if cls == .genericPassword && !q.extendedMatch.isEmpty {
             shape.extended = q.extendedMatch.count
             var hashes = q.extendedMatch.map { name, value in
-                crypto.attributeHash(table: cls.table, code: ExtendedAttributes.code,
-                                     value: ExtendedAttributes.indexTerm(name: name, value: value))
+                crypto.attributeHash(
+                    table: cls.table, code: ExtendedAttributes.code,
+                    value: ExtendedAttributes.indexTerm(name: name, value: value))
             }
             if hashes.count > 1, let db { hashes = Self.bySelectivity(hashes, db) }
             args += hashes.map { .blob($0) }
@@ -160,9 +164,10 @@ extension KeychainEngine {
         // the index's primary key per candidate. (An IN list for every pair would build each pair's whole set: an
         // `xdg:schema` that every item shares would cost as many rows as the collection has.)
         for index in 0..<shape.extended {
-            clauses.append(index == 0
-                ? "rowid IN (SELECT item FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ?)"
-                : "EXISTS (SELECT 1 FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ? AND item = \"\(shape.table)\".rowid)")
+            clauses.append(
+                index == 0
+                    ? "rowid IN (SELECT item FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ?)"
+                    : "EXISTS (SELECT 1 FROM \"\(ExtendedAttributes.indexTable)\" WHERE h = ? AND item = \"\(shape.table)\".rowid)")
         }
         // Last, so that its values follow the query's own (see trustedSelect).
         if shape.trusted > 0 {
@@ -188,9 +193,11 @@ extension KeychainEngine {
     ///
     /// With `trusted` terms (a caller's ``AccessPolicy/trustedAs``) and `groups`, the rows of `groups` come first;
     /// then, while `limit` allows, the rows outside `groups` whose trusted applications name one of the terms.
-    func matchingRows(_ db: Database, _ q: ItemQuery, groups: [String]?, trusted: [String] = [], includeSecret: Bool, limit: Int?,
-                      damaged policy: DamagedRowPolicy, onlyMatched: Bool = false,
-                      gate: PresenceGate? = nil) throws -> [(StoredRow, FoundItem)] {
+    func matchingRows(
+        _ db: Database, _ q: ItemQuery, groups: [String]?, trusted: [String] = [], includeSecret: Bool, limit: Int?,
+        damaged policy: DamagedRowPolicy, onlyMatched: Bool = false,
+        gate: PresenceGate? = nil
+    ) throws -> [(StoredRow, FoundItem)] {
         let cls = q.itemClass
         let columns = KeychainEngine.rowColumns + (includeSecret ? ", secret" : "")
         let (shape, arguments) = selectShape(q, groups: groups, columns: columns, db: db)
@@ -205,12 +212,14 @@ extension KeychainEngine {
         var out: [(StoredRow, FoundItem)] = []
         var damaged = 0
         var needed: [PresenceRequirement] = []
-        try collectRows(db, q, sql: sqlText(shape), arguments: arguments, includeSecret: includeSecret, limit: limit,
-                        policy: policy, keeping: keeping, gate: gate, into: &out, damaged: &damaged, needed: &needed)
+        try collectRows(
+            db, q, sql: sqlText(shape), arguments: arguments, includeSecret: includeSecret, limit: limit,
+            policy: policy, keeping: keeping, gate: gate, into: &out, damaged: &damaged, needed: &needed)
         if !trusted.isEmpty, groups != nil, limit.map({ out.count < $0 }) ?? true {
             let (sql, trustedArguments) = trustedSelect(shape, arguments, cls, trusted: trusted)
-            try collectRows(db, q, sql: sql, arguments: trustedArguments, includeSecret: includeSecret, limit: limit,
-                            policy: policy, keeping: keeping, gate: gate, into: &out, damaged: &damaged, needed: &needed)
+            try collectRows(
+                db, q, sql: sql, arguments: trustedArguments, includeSecret: includeSecret, limit: limit,
+                policy: policy, keeping: keeping, gate: gate, into: &out, damaged: &damaged, needed: &needed)
         }
         if !needed.isEmpty { throw KeychainEngine.presenceNeeded(needed) }
         if damaged > 0 {
@@ -223,10 +232,12 @@ extension KeychainEngine {
     /// Runs one SELECT of ``matchingRows(_:_:groups:trusted:includeSecret:limit:damaged:onlyMatched:gate:)``,
     /// adding its matches to `out` (until `out` holds `limit`), and counting its damaged rows and the presence its
     /// protected items need.
-    private func collectRows(_ db: Database, _ q: ItemQuery, sql: String, arguments: [BoundValue], includeSecret: Bool,
-                             limit: Int?, policy: DamagedRowPolicy, keeping: [String]?, gate: PresenceGate?,
-                             into out: inout [(StoredRow, FoundItem)], damaged: inout Int,
-                             needed: inout [PresenceRequirement]) throws {
+    private func collectRows(
+        _ db: Database, _ q: ItemQuery, sql: String, arguments: [BoundValue], includeSecret: Bool,
+        limit: Int?, policy: DamagedRowPolicy, keeping: [String]?, gate: PresenceGate?,
+        into out: inout [(StoredRow, FoundItem)], damaged: inout Int,
+        needed: inout [PresenceRequirement]
+    ) throws {
         let cls = q.itemClass
         let rows = try RowStatement(db.cachedStatement(sql: sql), in: db, binding: arguments)
         defer { rows.finish() }
@@ -273,8 +284,12 @@ extension KeychainEngine {
             keys.attributes["klbl"] = .data(hash)
             keys.attributes["kcls"] = .int(KeyClass.privateKey.rawValue)
             // A damaged key leaves its certificate without an identity; with kSecMatchLimitAll that is logged.
-            guard let (_, key) = try matchingRows(db, keys, groups: groups, includeSecret: secrets, limit: 1,
-                                                  damaged: policy == .fail ? .fail : .skip, gate: gate).first else { continue }
+            guard
+                let (_, key) = try matchingRows(
+                    db, keys, groups: groups, includeSecret: secrets, limit: 1,
+                    damaged: policy == .fail ? .fail : .skip, gate: gate
+                ).first
+            else { continue }
             var identity = certificate
             identity.identityKey = .init(uuid: key.uuid, attributes: key.attributes, data: key.data)
             out.append(identity)
@@ -290,14 +305,17 @@ extension KeychainEngine {
             T.fromDatabaseValue(row[index] as DatabaseValue)
         }
         guard let rowid = value(0, as: Int64.self), let uuid = value(1, as: Data.self),
-              let protection = value(2, as: String.self).flatMap(ProtectionClass.init(rawValue:)),
-              let sync = value(3, as: Int64.self), let tomb = value(4, as: Int64.self),
-              let groupHash = value(5, as: Data.self), let primaryKeyHash = value(6, as: Data.self),
-              let meta = value(7, as: Data.self) else { return nil }
-        let identity = ItemCrypto.RowIdentity(table: table, uuid: uuid, protection: protection, groupHash: groupHash,
-                                              primaryKeyHash: primaryKeyHash, sync: sync != 0, tombstone: tomb != 0)
-        return StoredRow(rowid: rowid, identity: identity, meta: meta,
-                         secret: includeSecret ? value(8, as: Data.self) : nil)
+            let protection = value(2, as: String.self).flatMap(ProtectionClass.init(rawValue:)),
+            let sync = value(3, as: Int64.self), let tomb = value(4, as: Int64.self),
+            let groupHash = value(5, as: Data.self), let primaryKeyHash = value(6, as: Data.self),
+            let meta = value(7, as: Data.self)
+        else { return nil }
+        let identity = ItemCrypto.RowIdentity(
+            table: table, uuid: uuid, protection: protection, groupHash: groupHash,
+            primaryKeyHash: primaryKeyHash, sync: sync != 0, tombstone: tomb != 0)
+        return StoredRow(
+            rowid: rowid, identity: identity, meta: meta,
+            secret: includeSecret ? value(8, as: Data.self) : nil)
     }
 
     /// What one candidate row turned out to be.
@@ -319,8 +337,10 @@ extension KeychainEngine {
     /// authentication is reported as damaged, never deleted; a locked class still fails with
     /// `errSecInteractionNotAllowed`. (Kept out of `matchingRows`: a typed do/catch inside its loop makes the
     /// Swift 6.3 compiler hang.)
-    func openRow(_ stored: StoredRow, _ q: ItemQuery, includeSecret: Bool, keeping: [String]? = nil,
-                 gate: PresenceGate? = nil) throws(KeychainError) -> RowOutcome {
+    func openRow(
+        _ stored: StoredRow, _ q: ItemQuery, includeSecret: Bool, keeping: [String]? = nil,
+        gate: PresenceGate? = nil
+    ) throws(KeychainError) -> RowOutcome {
         let identity = stored.identity
         do {
             let attributes = try crypto.openAttributes(stored.meta, row: identity, keeping: keeping)
@@ -338,15 +358,17 @@ extension KeychainEngine {
                 }
             }
             return .item(stored, item)
-        } catch where error.code == .corruptData {
+        } catch  where error.code == .corruptData {
             return .damaged
         }
     }
 
     /// A protected item's secret when the request holds what its access control asks for, else nil. A wrong
     /// application password is forgotten and fails with `errSecAuthFailed`.
-    private func openProtectedSecret(_ blob: Data, row: ItemCrypto.RowIdentity, control: AccessControl,
-                                     gate: PresenceGate) throws(KeychainError) -> Data? {
+    private func openProtectedSecret(
+        _ blob: Data, row: ItemCrypto.RowIdentity, control: AccessControl,
+        gate: PresenceGate
+    ) throws(KeychainError) -> Data? {
         guard gate.factorsProven(control.constraint(for: .decrypt)) else { return nil }
         let secret = try crypto.openSecret(blob, row: row)
         guard control.flags.contains(.applicationPassword) else { return secret }
@@ -354,7 +376,7 @@ extension KeychainEngine {
         guard let password = gate.applicationPassword(for: reference) else { return nil }
         do {
             return try ApplicationPasswordSeal.open(secret, password: password, uuid: row.uuid)
-        } catch where error.code == .authenticationFailed {
+        } catch  where error.code == .authenticationFailed {
             if let context = gate.context {
                 gate.ledger.forgetApplicationPassword(program: gate.program, context: context, for: reference)
             }
@@ -367,7 +389,7 @@ extension KeychainEngine {
     func openAttributesIfIntact(_ stored: StoredRow) throws(KeychainError) -> [String: AttributeValue]? {
         do {
             return try crypto.openAttributes(stored.meta, row: stored.identity)
-        } catch where error.code == .corruptData {
+        } catch  where error.code == .corruptData {
             return nil
         }
     }
@@ -380,12 +402,14 @@ extension KeychainEngine {
         }
         if let host = q.hostOrSubdomain {
             guard let server = attributes["srvr"]?.stringValue,
-                  server == host || server.hasSuffix("." + host) else { return false }
+                server == host || server.hasSuffix("." + host)
+            else { return false }
         }
         if !q.extendedMatch.isEmpty {
             guard q.itemClass == .genericPassword, case .data(let encoded)? = attributes[ExtendedAttributes.code],
-                  let extended = try? ExtendedAttributes(encoded: encoded),
-                  extended.contains(q.extendedMatch) else { return false }
+                let extended = try? ExtendedAttributes(encoded: encoded),
+                extended.contains(q.extendedMatch)
+            else { return false }
         }
         return true
     }

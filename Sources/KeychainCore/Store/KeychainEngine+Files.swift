@@ -7,14 +7,18 @@ import Logging
 extension KeychainEngine {
     // MARK: Files
 
-    static func open(_ location: KeychainLocation, tpm: TPMDevice?, logger: Logger,
-                     random: any RandomSource) throws(KeychainError) -> (SymmetricKey, Keybag, Bool, DatabasePool) {
+    static func open(
+        _ location: KeychainLocation, tpm: TPMDevice?, logger: Logger,
+        random: any RandomSource
+    ) throws(KeychainError) -> (SymmetricKey, Keybag, Bool, DatabasePool) {
         // None of the files may be a link (each is also opened O_NOFOLLOW); checked first, so a link is reported
         // as one rather than as a missing keybag or device key. SQLite opens the database, -wal, -shm and
         // -journal following links, so this check is their only guard.
         let database = location.databasePath
-        try FileSystem.refuseSymbolicLinks([location.deviceKeyPath, location.sealedDeviceKeyPath, location.keybagPath,
-                                            database, database + "-wal", database + "-shm", database + "-journal"])
+        try FileSystem.refuseSymbolicLinks([
+            location.deviceKeyPath, location.sealedDeviceKeyPath, location.keybagPath,
+            database, database + "-wal", database + "-shm", database + "-journal",
+        ])
         let deviceKey = try KeychainEngine.loadOrCreateDeviceKey(location, tpm: tpm, logger: logger, random: random)
         let (keybag, passcodeSet) = try KeychainEngine.loadOrCreateKeybag(location, deviceKey: deviceKey, random: random)
         try FileSystem.createPrivateFile(database)
@@ -41,20 +45,24 @@ extension KeychainEngine {
         } catch let error as KeychainError {
             throw error
         } catch {
-            throw KeychainError(code: .notAvailable, message: "Cannot open the keychain database \(location.databasePath). If it is damaged, move it away (a new, empty keychain is created).", cause: DescribedError(error))
+            throw KeychainError(
+                code: .notAvailable, message: "Cannot open the keychain database \(location.databasePath). If it is damaged, move it away (a new, empty keychain is created).",
+                cause: DescribedError(error))
         }
     }
-
 
     /// The device key: unsealed by the TPM when `device.key.tpm` exists; else read from the plain `device.key`
     /// (sealed to `tpm` on the way, when one answers: the migration of a keychain made without a TPM); else, for a
     /// new keychain, a fresh random key, sealed to `tpm` when there is one and written as `device.key` otherwise.
-    static func loadOrCreateDeviceKey(_ location: KeychainLocation, tpm: TPMDevice?, logger: Logger,
-                                      random: any RandomSource) throws(KeychainError) -> SymmetricKey {
-        for _ in 0 ..< 2 {
+    static func loadOrCreateDeviceKey(
+        _ location: KeychainLocation, tpm: TPMDevice?, logger: Logger,
+        random: any RandomSource
+    ) throws(KeychainError) -> SymmetricKey {
+        for _ in 0..<2 {
             if let sealedBytes = try FileSystem.read(location.sealedDeviceKeyPath) {
-                let key = try unsealDeviceKey(SealedDeviceKey(decoding: sealedBytes, path: location.sealedDeviceKeyPath),
-                                              location: location, tpm: tpm)
+                let key = try unsealDeviceKey(
+                    SealedDeviceKey(decoding: sealedBytes, path: location.sealedDeviceKeyPath),
+                    location: location, tpm: tpm)
                 // A plain copy left by a migration that stopped half-way goes once the sealed one is proven.
                 if let plain = try FileSystem.read(location.deviceKeyPath), Array(plain) == key {
                     try? FileManager.default.removeItem(atPath: location.deviceKeyPath)
@@ -70,7 +78,11 @@ extension KeychainEngine {
             }
             // A keybag without its device key can never be opened again: say so rather than start over.
             if FileManager.default.fileExists(atPath: location.keybagPath) {
-                throw KeychainError(code: .notAvailable, message: "\(location.deviceKeyPath) is missing, and the keybag beside it cannot be opened without it. Restore device.key (or device.key.tpm) from a backup; to start an empty keychain instead, move the whole folder away.")
+                throw KeychainError(
+                    code: .notAvailable,
+                    message:
+                        "\(location.deviceKeyPath) is missing, and the keybag beside it cannot be opened without it. Restore device.key (or device.key.tpm) from a backup; to start an empty keychain instead, move the whole folder away."
+                )
             }
             let key = random.bytes(32)
             if let tpm {
@@ -79,7 +91,11 @@ extension KeychainEngine {
                     sealed = try tpm.seal(key)
                 } catch {
                     if tpm.required {
-                        throw KeychainError(code: .notAvailable, message: "The TPM named by KEYCHAIN_TPM_TCTI (\(tpm.tcti)) could not seal the new keychain's device key: \(error). Start that TPM, or unset KEYCHAIN_TPM_TCTI (or set it to none) to keep the device key in a plain file.", cause: DescribedError(error))
+                        throw KeychainError(
+                            code: .notAvailable,
+                            message:
+                                "The TPM named by KEYCHAIN_TPM_TCTI (\(tpm.tcti)) could not seal the new keychain's device key: \(error). Start that TPM, or unset KEYCHAIN_TPM_TCTI (or set it to none) to keep the device key in a plain file.",
+                            cause: DescribedError(error))
                     }
                     logger.warning("the TPM could not seal the device key; it is kept in a plain file", metadata: ["tcti": "\(tpm.tcti)", "error": "\(error)"])
                 }
@@ -98,7 +114,11 @@ extension KeychainEngine {
     /// `errSecInvalidKeychain` (``KeychainError/Code/sealedToAnotherMachine``).
     static func unsealDeviceKey(_ file: SealedDeviceKey, location: KeychainLocation, tpm: TPMDevice?) throws(KeychainError) -> [UInt8] {
         guard let tpm else {
-            throw KeychainError(code: .sealedToAnotherMachine, message: "The keychain in \(location.home) is sealed to a TPM, and no TPM is available here (no /dev/tpmrm0, or KEYCHAIN_TPM_TCTI=none). Open it on the machine whose TPM sealed it, with access to that TPM, or set KEYCHAIN_TPM_TCTI to that TPM.")
+            throw KeychainError(
+                code: .sealedToAnotherMachine,
+                message:
+                    "The keychain in \(location.home) is sealed to a TPM, and no TPM is available here (no /dev/tpmrm0, or KEYCHAIN_TPM_TCTI=none). Open it on the machine whose TPM sealed it, with access to that TPM, or set KEYCHAIN_TPM_TCTI to that TPM."
+            )
         }
         let key: [UInt8]
         do throws(TPMDevice.Failure) {
@@ -106,15 +126,26 @@ extension KeychainEngine {
         } catch {
             switch error {
             case .unreachable(let why):
-                throw KeychainError(code: .sealedToAnotherMachine, message: "The keychain in \(location.home) is sealed to a TPM, and the TPM at \(tpm.tcti) does not answer (\(why)). Check that this user may open the TPM (group tss for /dev/tpmrm0) or that KEYCHAIN_TPM_TCTI names the right one.", cause: DescribedError(error))
+                throw KeychainError(
+                    code: .sealedToAnotherMachine,
+                    message:
+                        "The keychain in \(location.home) is sealed to a TPM, and the TPM at \(tpm.tcti) does not answer (\(why)). Check that this user may open the TPM (group tss for /dev/tpmrm0) or that KEYCHAIN_TPM_TCTI names the right one.",
+                    cause: DescribedError(error))
             case .refused(let why):
-                throw KeychainError(code: .sealedToAnotherMachine, message: "The keychain in \(location.home) was sealed to another machine's TPM (or its TPM was cleared): this TPM cannot unseal its device key (\(why)). A keychain sealed to a TPM opens only on that machine; restore items there from a backup made with `security backup-keychain`.", cause: DescribedError(error))
+                throw KeychainError(
+                    code: .sealedToAnotherMachine,
+                    message:
+                        "The keychain in \(location.home) was sealed to another machine's TPM (or its TPM was cleared): this TPM cannot unseal its device key (\(why)). A keychain sealed to a TPM opens only on that machine; restore items there from a backup made with `security backup-keychain`.",
+                    cause: DescribedError(error))
             case .failed(let why):
-                throw KeychainError(code: .notAvailable, message: "The TPM at \(tpm.tcti) failed to unseal the keychain's device key (\(why)). If the owner hierarchy has a password, remove it; else try again.", cause: DescribedError(error))
+                throw KeychainError(
+                    code: .notAvailable, message: "The TPM at \(tpm.tcti) failed to unseal the keychain's device key (\(why)). If the owner hierarchy has a password, remove it; else try again.",
+                    cause: DescribedError(error))
             }
         }
         guard key.count == 32 else {
-            throw KeychainError(code: .corruptData, message: "\(location.sealedDeviceKeyPath) unsealed to something that is not a device key. Restore it from a backup of this machine's keychain folder.")
+            throw KeychainError(
+                code: .corruptData, message: "\(location.sealedDeviceKeyPath) unsealed to something that is not a device key. Restore it from a backup of this machine's keychain folder.")
         }
         return key
     }
@@ -135,13 +166,17 @@ extension KeychainEngine {
 
     /// The keybag as this process first sees it ("boot"): with a passcode set, only `dk`/`dku` are unwrapped.
     static func loadOrCreateKeybag(_ location: KeychainLocation, deviceKey: SymmetricKey, random: any RandomSource) throws(KeychainError) -> (Keybag, Bool) {
-        for _ in 0 ..< 2 {
+        for _ in 0..<2 {
             if let bytes = try FileSystem.read(location.keybagPath) {
                 return (try Keybag.decode(bytes, deviceKey: deviceKey), try Keybag.header(bytes).passcode != nil)
             }
             // Items sealed under a lost keybag would silently vanish from every query: refuse instead.
             if let size = (try? FileManager.default.attributesOfItem(atPath: location.databasePath))?[.size] as? Int, size > 0 {
-                throw KeychainError(code: .notAvailable, message: "\(location.keybagPath) is missing, and the items in keychain-2.db cannot be read without it. Restore the keybag from a backup; to start an empty keychain instead, move the whole folder away.")
+                throw KeychainError(
+                    code: .notAvailable,
+                    message:
+                        "\(location.keybagPath) is missing, and the items in keychain-2.db cannot be read without it. Restore the keybag from a backup; to start an empty keychain instead, move the whole folder away."
+                )
             }
             let bag = Keybag.generate(random: random)
             try FileSystem.writeAtomically(bag.encode(deviceKey: deviceKey, random: random), to: location.keybagPath, exclusive: true)

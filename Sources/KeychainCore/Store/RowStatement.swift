@@ -94,11 +94,13 @@ struct RowStatement {
     /// ``KeychainEngine/storedRow(_:table:includeSecret:)`` does for a GRDB row.
     func storedRow(table: String, includeSecret: Bool) -> KeychainEngine.StoredRow? {
         guard let rowid = integer(0), let uuid = blob(1),
-              let protection = text(2).flatMap(ProtectionClass.init(rawValue:)),
-              let sync = integer(3), let tomb = integer(4),
-              let groupHash = blob(5), let primaryKeyHash = blob(6), let meta = blob(7) else { return nil }
-        let identity = ItemCrypto.RowIdentity(table: table, uuid: uuid, protection: protection, groupHash: groupHash,
-                                              primaryKeyHash: primaryKeyHash, sync: sync != 0, tombstone: tomb != 0)
+            let protection = text(2).flatMap(ProtectionClass.init(rawValue:)),
+            let sync = integer(3), let tomb = integer(4),
+            let groupHash = blob(5), let primaryKeyHash = blob(6), let meta = blob(7)
+        else { return nil }
+        let identity = ItemCrypto.RowIdentity(
+            table: table, uuid: uuid, protection: protection, groupHash: groupHash,
+            primaryKeyHash: primaryKeyHash, sync: sync != 0, tombstone: tomb != 0)
         return KeychainEngine.StoredRow(rowid: rowid, identity: identity, meta: meta, secret: includeSecret ? blob(8) : nil)
     }
 }

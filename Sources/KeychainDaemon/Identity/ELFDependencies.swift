@@ -31,15 +31,17 @@ struct ELFDependencies: Sendable, Equatable {
         guard fstat(fd, &info) == 0 else { return nil }
         let length = UInt64(info.st_size)
         guard let header = ELFDependencies.read(fd, at: 0, count: 64, within: length),
-              header[0] == 0x7f, header[1] == 0x45, header[2] == 0x4c, header[3] == 0x46,
-              header[4] == 2, header[5] == 1 else { return nil }
+            header[0] == 0x7f, header[1] == 0x45, header[2] == 0x4c, header[3] == 0x46,
+            header[4] == 2, header[5] == 1
+        else { return nil }
         let programHeaders = header.u64(0x20)
         let entrySize = UInt64(header.u16(0x36)), count = UInt64(header.u16(0x38))
         guard entrySize >= 56, count > 0, count <= 512,
-              let table = ELFDependencies.read(fd, at: programHeaders, count: entrySize * count, within: length) else { return nil }
+            let table = ELFDependencies.read(fd, at: programHeaders, count: entrySize * count, within: length)
+        else { return nil }
         var loads: [(vaddr: UInt64, offset: UInt64, size: UInt64)] = []
         var dynamic: (offset: UInt64, size: UInt64)?
-        for index in 0 ..< Int(count) {
+        for index in 0..<Int(count) {
             let base = index * Int(entrySize)
             switch table.u32(base) {
             case 1: loads.append((table.u64(base + 16), table.u64(base + 8), table.u64(base + 32)))
@@ -48,7 +50,8 @@ struct ELFDependencies: Sendable, Equatable {
             }
         }
         guard let dynamic, dynamic.size <= UInt64(ELFDependencies.maximumTableSize),
-              let entries = ELFDependencies.read(fd, at: dynamic.offset, count: dynamic.size, within: length) else { return nil }
+            let entries = ELFDependencies.read(fd, at: dynamic.offset, count: dynamic.size, within: length)
+        else { return nil }
         var neededOffsets: [UInt64] = []
         var sonameOffset: UInt64?
         var stringTable: UInt64?, stringSize: UInt64?
@@ -66,14 +69,14 @@ struct ELFDependencies: Sendable, Equatable {
             }
         }
         guard let stringTable, let stringSize, stringSize <= UInt64(ELFDependencies.maximumTableSize),
-              let segment = loads.first(where: { stringTable >= $0.vaddr && stringTable - $0.vaddr < $0.size }),
-              let strings = ELFDependencies.read(fd, at: stringTable - segment.vaddr + segment.offset, count: stringSize, within: length)
+            let segment = loads.first(where: { stringTable >= $0.vaddr && stringTable - $0.vaddr < $0.size }),
+            let strings = ELFDependencies.read(fd, at: stringTable - segment.vaddr + segment.offset, count: stringSize, within: length)
         else { return nil }
         func string(_ offset: UInt64) -> String? {
             guard offset < UInt64(strings.count) else { return nil }
             let start = Int(offset)
             let end = strings[start...].firstIndex(of: 0) ?? strings.count
-            return String(decoding: strings[start ..< end], as: UTF8.self)
+            return String(decoding: strings[start..<end], as: UTF8.self)
         }
         soname = sonameOffset.flatMap(string)
         needed = neededOffsets.compactMap(string)
@@ -101,7 +104,7 @@ extension [UInt8] {
     /// The little-endian integer of `size` bytes at `offset` (the caller checked the bounds).
     fileprivate func little(_ offset: Int, _ size: Int) -> UInt64 {
         var value: UInt64 = 0
-        for index in (0 ..< size).reversed() { value = value << 8 | UInt64(self[offset + index]) }
+        for index in (0..<size).reversed() { value = value << 8 | UInt64(self[offset + index]) }
         return value
     }
 

@@ -43,9 +43,10 @@ enum InitialEnvironment {
         let fields = stat[stat.index(after: close)...].split(separator: UInt8(ascii: " "))
         // fields[0] is field 3 (state); env_start is field 50, env_end field 51 (proc(5)).
         guard fields.count > 48,
-              let start = UInt(String(decoding: fields[47], as: UTF8.self)),
-              let end = UInt(String(decoding: fields[48].prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)),
-              start != 0, end >= start, end - start <= UInt(limit) else { return nil }
+            let start = UInt(String(decoding: fields[47], as: UTF8.self)),
+            let end = UInt(String(decoding: fields[48].prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)),
+            start != 0, end >= start, end - start <= UInt(limit)
+        else { return nil }
         return (start, end)
     }
 }

@@ -85,7 +85,7 @@ final class MappedCode: Sendable {
         var seen = Set<[UInt64]>()
         var address: UInt64 = 0
         var name = [CChar](repeating: 0, count: names ? Int(PATH_MAX) + 16 : 0)
-        for _ in 0 ..< maximumMappings {
+        for _ in 0..<maximumMappings {
             var mapping = ckeychain_code_mapping()
             let result = name.withUnsafeMutableBufferPointer { buffer in
                 ckeychain_next_code_mapping(fd, address, &mapping, buffer.baseAddress, UInt32(buffer.count))
@@ -95,9 +95,11 @@ final class MappedCode: Sendable {
             address = mapping.end
             let device = UInt64(mapping.dev_major) << 32 | UInt64(mapping.dev_minor)
             guard seen.insert([device, mapping.inode]).inserted else { continue }
-            let path = names ? name.withUnsafeBufferPointer { buffer in
-                String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            } : nil
+            let path =
+                names
+                ? name.withUnsafeBufferPointer { buffer in
+                    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                } : nil
             found.append((device, mapping.inode, path))
         }
         return nil
@@ -118,7 +120,7 @@ final class MappedCode: Sendable {
                 while cursor < lineEnd, maps[cursor] == 0x20 { cursor += 1 }
                 let start = cursor
                 while cursor < lineEnd, maps[cursor] != 0x20 { cursor += 1 }
-                if start < cursor { fields.append(start ..< cursor) }
+                if start < cursor { fields.append(start..<cursor) }
             }
             guard fields.count == 5, fields[1].count >= 3, maps[fields[1].lowerBound + 2] == 0x78 else { continue }
             var inode: UInt64 = 0
@@ -128,7 +130,7 @@ final class MappedCode: Sendable {
             }
             while cursor < lineEnd, maps[cursor] == 0x20 { cursor += 1 }
             guard inode != 0, cursor < lineEnd else { continue }
-            let path = String(decoding: maps[cursor ..< lineEnd], as: UTF8.self)
+            let path = String(decoding: maps[cursor..<lineEnd], as: UTF8.self)
             if seen.insert(path).inserted { found.append((path, inode)) }
         }
         return found

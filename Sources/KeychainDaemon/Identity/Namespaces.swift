@@ -30,7 +30,8 @@ struct ProcessNamespaces: Hashable, Sendable {
     /// The namespaces of the process whose `/proc` folder is `base`, or nil when one cannot be examined.
     init?(processFolder base: String) {
         guard let user = NamespaceID("\(base)/ns/user"), let mount = NamespaceID("\(base)/ns/mnt"),
-              let pid = NamespaceID("\(base)/ns/pid") else { return nil }
+            let pid = NamespaceID("\(base)/ns/pid")
+        else { return nil }
         self.user = user
         self.mount = mount
         self.pid = pid
@@ -76,8 +77,10 @@ struct FlatpakSandbox: Sendable, Equatable {
     static let maximumFileSize = 64 * 1024
 
     /// Verifies the sandbox of the process whose `/proc` folder is `base`; the reason it is not one otherwise.
-    static func verify(processFolder base: String, uid: UInt32, namespaces: ProcessNamespaces, host: HostNamespaces,
-                       runtimeRoot: String, proc: String) -> Result<FlatpakSandbox, FlatpakRefusal> {
+    static func verify(
+        processFolder base: String, uid: UInt32, namespaces: ProcessNamespaces, host: HostNamespaces,
+        runtimeRoot: String, proc: String
+    ) -> Result<FlatpakSandbox, FlatpakRefusal> {
         let root = open("\(base)/root", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard root >= 0 else { return .failure(.notFlatpak) }
         defer { close(root) }
@@ -96,7 +99,8 @@ struct FlatpakSandbox: Sendable, Equatable {
             return .failure(.forged("its /.flatpak-info names no application"))
         }
         guard let instance = fields.instanceID, !instance.isEmpty, instance.utf8.count <= 64,
-              instance.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            instance.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+        else {
             return .failure(.forged("its /.flatpak-info names no Flatpak instance"))
         }
         guard !host.pid.contains(namespaces.pid) else {
@@ -104,12 +108,14 @@ struct FlatpakSandbox: Sendable, Equatable {
         }
         let bwrapInfo = "\(runtimeRoot)/\(uid)/.flatpak/\(instance)/bwrapinfo.json"
         guard let data = try? FileSystem.read(bwrapInfo), data.count <= maximumFileSize,
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let child = (object["child-pid"] as? NSNumber)?.int32Value, child > 1 else {
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let child = (object["child-pid"] as? NSNumber)?.int32Value, child > 1
+        else {
             return .failure(.forged("Flatpak instance \(instance) has no readable bwrapinfo.json in \(runtimeRoot)/\(uid)/.flatpak"))
         }
         guard let childNamespaces = ProcessNamespaces(processFolder: "\(proc)/\(child)"),
-              childNamespaces.pid == namespaces.pid, childNamespaces.mount == namespaces.mount else {
+            childNamespaces.pid == namespaces.pid, childNamespaces.mount == namespaces.mount
+        else {
             return .failure(.forged("it is not in the sandbox of Flatpak instance \(instance) (bwrap child \(child))"))
         }
         return .success(FlatpakSandbox(appID: app))

@@ -46,11 +46,12 @@ package struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
     /// its executable's path; for an untrusted process, that name after `untrusted:`, so that code injected into a
     /// program never reaches the program's own items.
     package var privateGroup: String {
-        let name = switch program {
-        case .flatpak(let id): id
-        case .snap(let name): "snap.\(name)"
-        case .executable(let path): path
-        }
+        let name =
+            switch program {
+            case .flatpak(let id): id
+            case .snap(let name): "snap.\(name)"
+            case .executable(let path): path
+            }
         return untrusted == nil ? name : "untrusted:" + name
     }
 
@@ -175,7 +176,7 @@ package final class PeerInspector: Sendable {
             let key = PeerInspector.tracerKey
             var index = 0
             while index + key.count <= filled {
-                if buffer[index] == key[0], (1 ..< key.count).allSatisfy({ buffer[index + $0] == key[$0] }) {
+                if buffer[index] == key[0], (1..<key.count).allSatisfy({ buffer[index + $0] == key[$0] }) {
                     var cursor = index + key.count
                     while cursor < filled, buffer[cursor] == 0x20 || buffer[cursor] == 0x09 { cursor += 1 }
                     var value: Int32 = 0
@@ -276,8 +277,11 @@ package final class PeerInspector: Sendable {
             return (.executable(path), "it shows a Flatpak sandbox keychaind cannot verify: \(reason)", false)
         case .failure(.notFlatpak):
             guard let snap, host.user.contains(namespaces.user) else {
-                return (.executable(path), "it runs in a user or mount namespace of its own, where the path \(path) and its libraries "
-                    + "may be anything its creator mounted, and it is no verified Flatpak app or snap", false)
+                return (
+                    .executable(path),
+                    "it runs in a user or mount namespace of its own, where the path \(path) and its libraries "
+                        + "may be anything its creator mounted, and it is no verified Flatpak app or snap", false
+                )
             }
             program = .snap(snap)
         }

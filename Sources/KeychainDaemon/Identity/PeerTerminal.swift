@@ -13,7 +13,8 @@ enum PeerTerminal {
     /// the device node there is that terminal; nil otherwise.
     static func path(of pid: Int32, proc: String = "/proc") -> String? {
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: "\(proc)/\(pid)/stat")), data.count < 4096,
-              let text = String(data: data, encoding: .utf8), let close = text.lastIndex(of: ")") else { return nil }
+            let text = String(data: data, encoding: .utf8), let close = text.lastIndex(of: ")")
+        else { return nil }
         // After the command's closing parenthesis: state, ppid, pgrp, session, tty_nr.
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 4, let number = UInt32(fields[4]), number != 0 else { return nil }
@@ -21,7 +22,7 @@ enum PeerTerminal {
         let minor = (number & 0xff) | ((number >> 12) & 0xfff00)
         let path: String
         switch major {
-        case 136 ... 143: path = "/dev/pts/\((major - 136) * 256 + minor)"
+        case 136...143: path = "/dev/pts/\((major - 136) * 256 + minor)"
         case 4 where minor < 64: path = "/dev/tty\(minor)"
         default: return nil
         }

@@ -38,11 +38,12 @@ package struct Approval: Sendable, Hashable {
     /// Registering `entry`: remembered for exactly that program and those groups (an *always* for one registration
     /// allows no other).
     static func register(_ entry: AppRegistration) -> Approval {
-        let program = switch entry.program {
-        case let .executable(path, sha256): "\(path) (sha256 \(sha256.prefix(12)))"
-        case let .flatpak(id): "flatpak \(id)"
-        case let .snap(name): "snap \(name)"
-        }
+        let program =
+            switch entry.program {
+            case let .executable(path, sha256): "\(path) (sha256 \(sha256.prefix(12)))"
+            case let .flatpak(id): "flatpak \(id)"
+            case let .snap(name): "snap \(name)"
+            }
         let groups = entry.accessGroups.joined(separator: ", ")
         return Approval(subject: "register \(program): \(groups)", action: "register \(program) for the access groups \(groups)")
     }
@@ -101,11 +102,16 @@ extension RequestDispatcher {
     func approve(_ approval: Approval, session: Session, engine: KeychainEngine) throws(KeychainError) {
         let identity = session.identity
         guard let program = identity.consentProgram else {
-            throw KeychainError(code: .missingEntitlement, message: "\(identity) may not \(approval.action): keychaind cannot tell which program it is, so nobody can approve it.\nRun the program as itself (no LD_PRELOAD, no tracer, no namespace of its own).")
+            throw KeychainError(
+                code: .missingEntitlement,
+                message:
+                    "\(identity) may not \(approval.action): keychaind cannot tell which program it is, so nobody can approve it.\nRun the program as itself (no LD_PRELOAD, no tracer, no namespace of its own)."
+            )
         }
         // Nothing can be decided or remembered while the keychain is locked: unlocking comes first.
         guard engine.lockState == .noPasscode || engine.lockState == .unlocked else {
-            throw KeychainError(code: .interactionNotAllowed, message: "\(identity) needs your approval to \(approval.action), and the keychain is locked.\nUnlock it first with `security unlock-keychain`.")
+            throw KeychainError(
+                code: .interactionNotAllowed, message: "\(identity) needs your approval to \(approval.action), and the keychain is locked.\nUnlock it first with `security unlock-keychain`.")
         }
         if let remembered = try engine.rememberedConsent(for: program, subject: approval.subject) {
             switch remembered.verdict {
@@ -114,19 +120,22 @@ extension RequestDispatcher {
             }
         }
         let prompter = prompters.prompter(for: engine.location, terminal: PeerTerminal.path(of: identity.pid))
-        let text = PromptText(title: "Allow access to the keychain?", description: """
-            \(identity) wants to \(approval.action).
+        let text = PromptText(
+            title: "Allow access to the keychain?",
+            description: """
+                \(identity) wants to \(approval.action).
 
-            Allow it once, always (remembered for this program until revoked with `security app revoke`), or deny \
-            (remembered as well)?
-            """)
+                Allow it once, always (remembered for this program until revoked with `security app revoke`), or deny \
+                (remembered as well)?
+                """)
         let answer: ConsentAnswer
         switch prompter.askConsent(text) {
         case .answered(let given):
             answer = given
             if answer != .deny, engine.lockState != .noPasscode {
-                let passcode = PromptText(title: "Keychain passcode", description: "To allow \(identity) to \(approval.action), enter the keychain's passcode.",
-                                          prompt: "Passcode:")
+                let passcode = PromptText(
+                    title: "Keychain passcode", description: "To allow \(identity) to \(approval.action), enter the keychain's passcode.",
+                    prompt: "Passcode:")
                 switch prompter.askSecret(passcode) {
                 case .answered(let secret): try engine.verifyPasscode(String(decoding: secret, as: UTF8.self))
                 case .cancelled, .timedOut:
@@ -136,19 +145,24 @@ extension RequestDispatcher {
                 }
             }
         case .cancelled, .timedOut:
-            throw KeychainError(code: .userCanceled, message: "Nobody allowed \(identity) to \(approval.action): the prompt was cancelled or not answered in time. Nothing was remembered; try again to be asked again.")
+            throw KeychainError(
+                code: .userCanceled, message: "Nobody allowed \(identity) to \(approval.action): the prompt was cancelled or not answered in time. Nothing was remembered; try again to be asked again."
+            )
         case .unavailable(let reason):
             answer = try waitForTerminalApproval(approval, identity: identity, engine: engine, reason: reason)
         }
-        let verdict: ConsentDecision.Verdict? = switch answer {
-        case .once: nil
-        case .always: .always
-        case .deny: .deny
-        }
+        let verdict: ConsentDecision.Verdict? =
+            switch answer {
+            case .once: nil
+            case .always: .always
+            case .deny: .deny
+            }
         if let verdict {
             do {
-                try engine.rememberConsent(ConsentDecision(program: program, subject: approval.subject, subjectDescription: approval.action,
-                                                           verdict: verdict, date: Date()))
+                try engine.rememberConsent(
+                    ConsentDecision(
+                        program: program, subject: approval.subject, subjectDescription: approval.action,
+                        verdict: verdict, date: Date()))
             } catch {
                 logger.warning("an answer could not be remembered", metadata: ["reason": "\(error.message)"])
             }
@@ -162,26 +176,31 @@ extension RequestDispatcher {
     /// for the passcode; without one, nothing could prove the person, so it is refused at once.
     func waitForTerminalApproval(_ approval: Approval, identity: PeerIdentity, engine: KeychainEngine, reason: String) throws(KeychainError) -> ConsentAnswer {
         guard engine.lockState != .noPasscode else {
-            throw KeychainError(code: .interactionNotAllowed, message: """
-                \(identity) needs your approval to \(approval.action), and keychaind has no way to ask: \(reason)
-                Run the command from a terminal or a desktop session, where keychaind's pinentry can ask you. (Approving \
-                it later from another terminal with `security approve` needs a passcode, which is not set: set one with \
-                `security set-keychain-password`. Any program of yours can type into a terminal it opened, so only the \
-                passcode proves it is you.)
-                """)
+            throw KeychainError(
+                code: .interactionNotAllowed,
+                message: """
+                    \(identity) needs your approval to \(approval.action), and keychaind has no way to ask: \(reason)
+                    Run the command from a terminal or a desktop session, where keychaind's pinentry can ask you. (Approving \
+                    it later from another terminal with `security approve` needs a passcode, which is not set: set one with \
+                    `security set-keychain-password`. Any program of yours can type into a terminal it opened, so only the \
+                    passcode proves it is you.)
+                    """)
         }
         let seconds = ((try? KeychainSettings.load(engine.location)) ?? nil)?.promptTimeout ?? 60
         let timeout = Duration.seconds(min(max(seconds, 1), 600))
         let answer = try approvals.wait(uid: identity.uid, program: identity.description, action: approval.action, timeout: timeout) { id in
-            logger.notice("a request waits for approval: answer it with `security approve` from a terminal",
-                          metadata: ["id": "\(id)", "pid": "\(identity.pid)", "subject": "\(approval.subject)"])
+            logger.notice(
+                "a request waits for approval: answer it with `security approve` from a terminal",
+                metadata: ["id": "\(id)", "pid": "\(identity.pid)", "subject": "\(approval.subject)"])
         }
         guard let answer else {
-            throw KeychainError(code: .interactionNotAllowed, message: """
-                \(identity) needs your approval to \(approval.action), and keychaind has no way to ask here (\(reason)); \
-                nobody approved it from a terminal within \(seconds) seconds.
-                Run the command from a terminal or a desktop session, or, while it waits, run `security approve` in a terminal of yours to list and approve it.
-                """)
+            throw KeychainError(
+                code: .interactionNotAllowed,
+                message: """
+                    \(identity) needs your approval to \(approval.action), and keychaind has no way to ask here (\(reason)); \
+                    nobody approved it from a terminal within \(seconds) seconds.
+                    Run the command from a terminal or a desktop session, or, while it waits, run `security approve` in a terminal of yours to list and approve it.
+                    """)
         }
         return answer
     }
@@ -191,7 +210,11 @@ extension RequestDispatcher {
     func answerPending(id: UInt64, answer: ConsentAnswer, session: Session, engine: KeychainEngine) throws(KeychainError) {
         let uid = session.identity.uid
         guard engine.lockState != .noPasscode else {
-            throw KeychainError(code: .interactionNotAllowed, message: "Requests can be approved from a terminal only with the keychain's passcode, and none is set: any program of yours can type into a terminal it opened, so only the passcode proves it is you.\nSet one with `security set-keychain-password`, or run the waiting command from a desktop session.")
+            throw KeychainError(
+                code: .interactionNotAllowed,
+                message:
+                    "Requests can be approved from a terminal only with the keychain's passcode, and none is set: any program of yours can type into a terminal it opened, so only the passcode proves it is you.\nSet one with `security set-keychain-password`, or run the waiting command from a desktop session."
+            )
         }
         guard let pending = approvals.pending(id: id, uid: uid) else {
             throw KeychainError(code: .itemNotFound, message: "No request \(id) waits for approval. `security approve` lists the ones that do.")
@@ -201,8 +224,9 @@ extension RequestDispatcher {
         }
         let prompter = prompters.prompter(for: engine.location, terminal: terminal)
         let verb = answer == .deny ? "refuse" : "allow"
-        let text = PromptText(title: "Keychain passcode", description: "To \(verb) request \(id): \(pending.program) wants to \(pending.action), enter the keychain's passcode.",
-                              prompt: "Passcode:")
+        let text = PromptText(
+            title: "Keychain passcode", description: "To \(verb) request \(id): \(pending.program) wants to \(pending.action), enter the keychain's passcode.",
+            prompt: "Passcode:")
         switch prompter.askSecret(text) {
         case .answered(let secret): try engine.verifyPasscode(String(decoding: secret, as: UTF8.self))
         case .cancelled, .timedOut:
@@ -218,15 +242,21 @@ extension RequestDispatcher {
 
     /// The refusal of `approval` (`errSecAuthFailed`), the same whether it was remembered before or just now.
     static func refused(_ identity: PeerIdentity, _ approval: Approval) -> KeychainError {
-        KeychainError(code: .authenticationFailed, message: "The person refused to let \(identity) \(approval.action), and the refusal is remembered.\nTo be asked again, revoke it with `security app revoke PROGRAM` (`security app consents` lists them).")
+        KeychainError(
+            code: .authenticationFailed,
+            message:
+                "The person refused to let \(identity) \(approval.action), and the refusal is remembered.\nTo be asked again, revoke it with `security app revoke PROGRAM` (`security app consents` lists them)."
+        )
     }
 
     /// The error when no prompt can ask: what would have been asked, why nobody could be, and how to approve it.
     func unapproved(_ approval: Approval, identity: PeerIdentity, reason: String) -> KeychainError {
-        KeychainError(code: .interactionNotAllowed, message: """
-            \(identity) needs your approval to \(approval.action), and keychaind has no way to ask: \(reason)
-            Run the command from a terminal or a desktop session, where keychaind's pinentry can ask you.
-            """)
+        KeychainError(
+            code: .interactionNotAllowed,
+            message: """
+                \(identity) needs your approval to \(approval.action), and keychaind has no way to ask: \(reason)
+                Run the command from a terminal or a desktop session, where keychaind's pinentry can ask you.
+                """)
     }
 
     /// The items of `found` that are not the admin tool's own (its private group's), whose secrets it may read only
@@ -244,7 +274,7 @@ extension RequestDispatcher {
             do {
                 try approve(.read(item), session: session, engine: engine)
                 kept.append(item)
-            } catch where error.code == .authenticationFailed {
+            } catch  where error.code == .authenticationFailed {
                 refusal = error
             }
         }
@@ -262,7 +292,7 @@ extension RequestDispatcher {
         let matches: [FoundItem]
         do {
             matches = try engine.findRouted(all, caller: policy)
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return
         }
         let own = session.identity.privateGroup
@@ -272,8 +302,10 @@ extension RequestDispatcher {
     }
 
     /// Before the admin tool makes a key in another program's group, or uses one of another program's keys.
-    func approveTokenKey(_ request: TokenKeyRequest, keychains: [KeychainName]?, session: Session, engine: KeychainEngine,
-                         policy: AccessPolicy) throws(KeychainError) {
+    func approveTokenKey(
+        _ request: TokenKeyRequest, keychains: [KeychainName]?, session: Session, engine: KeychainEngine,
+        policy: AccessPolicy
+    ) throws(KeychainError) {
         guard session.isAdminTool else { return }
         let own = session.identity.privateGroup
         let reference: PersistentReference
@@ -293,7 +325,7 @@ extension RequestDispatcher {
         let found: [FoundItem]
         do {
             found = try engine.findRouted(query, caller: policy)
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return
         }
         for key in found where key.attributes["agrp"]?.stringValue != own {

@@ -82,8 +82,9 @@ package final class Authority: Sendable {
             .identified(as: session.identity.presenceKey, name: session.identity.description)
         // Known in items' trusted-application lists as the kernel identified it, and by the teams of the groups the
         // registry gave it (never of its private group, whose name the program chose: a Flatpak app ID).
-        return policy.trusted(as: session.identity.trustedApplication,
-                              teamGroups: policy.groups.filter { $0 != session.identity.privateGroup })
+        return policy.trusted(
+            as: session.identity.trustedApplication,
+            teamGroups: policy.groups.filter { $0 != session.identity.privateGroup })
     }
 
     private func groupPolicy(for session: Session, claim: [String]?) throws(KeychainError) -> AccessPolicy {
@@ -97,7 +98,9 @@ package final class Authority: Sendable {
         let everything = allowed.contains("*")
         for group in claim where !(everything || allowed.contains(group)) {
             logger.notice("refused claim", metadata: ["pid": "\(session.identity.pid)"])
-            throw KeychainError(code: .missingEntitlement, message: "\(session.identity) asks for access group '\(group)', which it is not registered for. Register it with `security app add --group \(group) <program>`.")
+            throw KeychainError(
+                code: .missingEntitlement,
+                message: "\(session.identity) asks for access group '\(group)', which it is not registered for. Register it with `security app add --group \(group) <program>`.")
         }
         return AccessPolicy(groups: claim)
     }

@@ -38,7 +38,8 @@ package final class PendingApprovals: Sendable {
         let now = ContinuousClock.now
         let id: UInt64? = state.withLock { state in
             guard state.entries.count < Self.maximumWaiting,
-                  state.entries.values.filter({ $0.uid == uid }).count < Self.perUser else { return nil }
+                state.entries.values.filter({ $0.uid == uid }).count < Self.perUser
+            else { return nil }
             let id = state.next
             state.next += 1
             state.entries[id] = Entry(uid: uid, program: program, action: action, since: now, deadline: now + timeout, answer: nil, signal: signal)
@@ -59,8 +60,9 @@ package final class PendingApprovals: Sendable {
         let now = ContinuousClock.now
         return state.withLock { state in
             state.entries.filter { $0.value.uid == uid && $0.value.answer == nil }.sorted { $0.key < $1.key }.map { id, entry in
-                PendingApproval(id: id, program: entry.program, action: entry.action, waited: Int((now - entry.since).components.seconds),
-                                remaining: max(0, Int((entry.deadline - now).components.seconds)))
+                PendingApproval(
+                    id: id, program: entry.program, action: entry.action, waited: Int((now - entry.since).components.seconds),
+                    remaining: max(0, Int((entry.deadline - now).components.seconds)))
             }
         }
     }

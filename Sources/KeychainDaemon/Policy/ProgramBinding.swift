@@ -38,22 +38,27 @@ extension RequestDispatcher {
     func confirmOwnGroup(_ session: Session) throws(KeychainError) {
         let identity = session.identity
         guard !session.isAdminTool, let program = identity.consentProgram, case .executable(let path, _) = program,
-              try session.keychain.registry().registration(for: identity) == nil,
-              FileOwnership.changeableByOthers(path, owners: [0]) != nil else { return }
+            try session.keychain.registry().registration(for: identity) == nil,
+            FileOwnership.changeableByOthers(path, owners: [0]) != nil
+        else { return }
         let engine = session.engine
         let bindings = try ownGroupBindings(path, engine: engine)
         if bindings.contains(where: { $0.program == program && $0.verdict == .always }) { return }
         let action: String
         if let earlier = bindings.last(where: { $0.verdict == .always }), case .executable(_, let sha256) = earlier.program {
-            action = "use the items stored under \(path) by the program that was there before (sha256 \(sha256.prefix(12))): "
+            action =
+                "use the items stored under \(path) by the program that was there before (sha256 \(sha256.prefix(12))): "
                 + "the file at that path has changed since, and any program of yours could have put it there"
         } else if bindings.isEmpty, try !holdsItems(group: path, engine: engine) {
-            try engine.rememberConsent(ConsentDecision(program: program, subject: Self.ownGroupSubject,
-                                                       subjectDescription: "its items under \(path)", verdict: .always, date: Date()))
+            try engine.rememberConsent(
+                ConsentDecision(
+                    program: program, subject: Self.ownGroupSubject,
+                    subjectDescription: "its items under \(path)", verdict: .always, date: Date()))
             logger.info("private group bound to its program's contents", metadata: ["pid": "\(identity.pid)"])
             return
         } else {
-            action = "use the items stored under \(path), which no earlier program there was confirmed to own "
+            action =
+                "use the items stored under \(path), which no earlier program there was confirmed to own "
                 + "(any program of yours could have put a file at that path)"
         }
         try approve(Approval(subject: Self.ownGroupSubject, action: action), session: session, engine: engine)
@@ -64,7 +69,7 @@ extension RequestDispatcher {
         let registry: ConsentRegistry
         do {
             registry = try engine.consentRegistry()
-        } catch where error.code == .corruptData {
+        } catch  where error.code == .corruptData {
             // A damaged file binds nothing; the person is asked (see KeychainEngine.rememberedConsent).
             return []
         }
@@ -83,7 +88,7 @@ extension RequestDispatcher {
             query.returns.persistentRef = true
             do {
                 if try !engine.findRouted(query, caller: AccessPolicy(groups: [group])).isEmpty { return true }
-            } catch where error.code == .itemNotFound {
+            } catch  where error.code == .itemNotFound {
                 continue
             }
         }

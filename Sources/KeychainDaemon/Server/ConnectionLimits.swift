@@ -19,11 +19,14 @@ package struct ConnectionLimits: Sendable {
     package var sendTimeout: Duration
 
     /// The defaults: 1,024 connections, 256 per user, 64 MiB of frames in flight, 10 seconds per frame.
-    package static let standard = ConnectionLimits(connections: 1024, connectionsPerUser: 256, bufferedBytes: 64 << 20,
-                                                   unreservedFrameBytes: 16 << 10, frameTimeout: .seconds(10), sendTimeout: .seconds(10))
+    package static let standard = ConnectionLimits(
+        connections: 1024, connectionsPerUser: 256, bufferedBytes: 64 << 20,
+        unreservedFrameBytes: 16 << 10, frameTimeout: .seconds(10), sendTimeout: .seconds(10))
 
-    package init(connections: Int, connectionsPerUser: Int, bufferedBytes: Int, unreservedFrameBytes: Int,
-                 frameTimeout: Duration, sendTimeout: Duration) {
+    package init(
+        connections: Int, connectionsPerUser: Int, bufferedBytes: Int, unreservedFrameBytes: Int,
+        frameTimeout: Duration, sendTimeout: Duration
+    ) {
         self.connections = connections
         self.connectionsPerUser = connectionsPerUser
         self.bufferedBytes = bufferedBytes

@@ -10,7 +10,7 @@ import Glibc
 /// takes, so a shutdown never touches a descriptor number that has since been reused.
 package final class ConnectionTracker: Sendable {
     private struct State {
-        var open: [Int32: Bool] = [:] // descriptor → busy
+        var open: [Int32: Bool] = [:]  // descriptor → busy
         var draining = false
         /// When the last connection closed (monotonic nanoseconds), or the tracker was made.
         var lastClosed = DispatchTime.now().uptimeNanoseconds

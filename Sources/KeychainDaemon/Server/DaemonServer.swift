@@ -111,7 +111,12 @@ final class Acceptor: Sendable {
     /// Accepts until ``stop()``.
     func run() async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            if !startThread(stackSize: 256 << 10, { self.loop(); done.resume() }) {
+            if !startThread(
+                stackSize: 256 << 10,
+                {
+                    self.loop(); done.resume()
+                })
+            {
                 context.logger.critical("cannot start the accepting thread")
                 done.resume()
             }
@@ -120,7 +125,7 @@ final class Acceptor: Sendable {
 
     func stop() {
         stopped.store(true, ordering: .releasing)
-        _ = shutdown(fd, Int32(SHUT_RDWR)) // wakes the blocked accept
+        _ = shutdown(fd, Int32(SHUT_RDWR))  // wakes the blocked accept
     }
 
     private func loop() {
@@ -169,10 +174,12 @@ func startThread(stackSize: Int, _ body: @escaping @Sendable () -> Void) -> Bool
     pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
     let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
     var thread = pthread_t()
-    let result = pthread_create(&thread, &attributes, { raw in
-        if let raw { Unmanaged<ThreadBody>.fromOpaque(raw).takeRetainedValue().body() }
-        return nil
-    }, context)
+    let result = pthread_create(
+        &thread, &attributes,
+        { raw in
+            if let raw { Unmanaged<ThreadBody>.fromOpaque(raw).takeRetainedValue().body() }
+            return nil
+        }, context)
     if result != 0 {
         Unmanaged<ThreadBody>.fromOpaque(context).release()
         return false

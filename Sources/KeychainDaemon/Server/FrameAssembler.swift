@@ -54,7 +54,7 @@ package struct FrameAssembler: Sendable {
             let id = length >= 10 ? UInt32(bytes[body + 2]) << 24 | UInt32(bytes[body + 3]) << 16 | UInt32(bytes[body + 4]) << 8 | UInt32(bytes[body + 5]) : 0
             return .unsupportedVersion(version, id: id)
         }
-        let frame = try body == 4 && start == bytes.count ? Frame.decode(body: bytes, from: 4) : Frame.decode(body: bytes[body ..< start])
+        let frame = try body == 4 && start == bytes.count ? Frame.decode(body: bytes, from: 4) : Frame.decode(body: bytes[body..<start])
         guard case .request(let request) = frame.body else {
             throw KeychainError(code: .corruptData, message: "A client sent a frame that is not a request.")
         }

@@ -113,8 +113,10 @@ package enum PeerConnection {
     /// Identifies the process that connected, checks that it sent nothing yet, and greets it. The order matters:
     /// the identity is read first, then the socket is found empty, so every byte that follows was sent after the
     /// identity was read.
-    static func handshake(_ fd: Int32, peer: ckeychain_peer_credentials, pidfd: Int32,
-                          context: ServerContext) throws(KeychainError) -> Session {
+    static func handshake(
+        _ fd: Int32, peer: ckeychain_peer_credentials, pidfd: Int32,
+        context: ServerContext
+    ) throws(KeychainError) -> Session {
         guard ckeychain_enable_passcred(fd) == 0 else {
             throw KeychainError(code: .internal, message: "keychaind cannot ask for its clients' credentials (\(String(cString: strerror(errno)))).")
         }
@@ -124,7 +126,11 @@ package enum PeerConnection {
         }
         let early = ckeychain_pending_bytes(fd)
         guard early == 0 else {
-            throw KeychainError(code: .missingEntitlement, message: "The client sent \(early < 0 ? "data" : "\(early) bytes") before keychaind greeted it; keychaind answers only requests sent after its greeting (a client of an older swift-keychain does this: install keychaind and its clients from the same release).")
+            throw KeychainError(
+                code: .missingEntitlement,
+                message:
+                    "The client sent \(early < 0 ? "data" : "\(early) bytes") before keychaind greeted it; keychaind answers only requests sent after its greeting (a client of an older swift-keychain does this: install keychaind and its clients from the same release)."
+            )
         }
         try send(fd, Frame.greeting.encoded)
         return session
@@ -204,14 +210,14 @@ private struct Served {
                 }
                 return
             }
-            if n == 0 { return } // the client is gone, or the server is shutting down
+            if n == 0 { return }  // the client is gone, or the server is shutting down
             if let problem = checkSender(sender, passed: passed) {
                 context.logger.notice("closed a connection", metadata: ["pid": "\(peer.pid)", "reason": "\(problem)"])
                 refuseFurther("keychaind closed this connection: \(problem).")
                 return
             }
             if frames.isEmpty { frameStarted = .now }
-            chunk.withUnsafeBytes { frames.append(UnsafeRawBufferPointer(rebasing: $0[0 ..< n])) }
+            chunk.withUnsafeBytes { frames.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             do {
                 guard try serveWholeFrames() else { return }
             } catch {

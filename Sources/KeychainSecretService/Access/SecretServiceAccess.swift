@@ -140,7 +140,8 @@ package final class SecretServiceAccess: Sendable {
     /// traced since (or was untrusted already).
     private func stillIdentified(_ busName: String, pid: UInt32) -> Session? {
         guard let known = identified.withLock({ $0[busName] }), known.pid == pid, known.status >= 0,
-              let tracer = authority.inspector.tracer(status: known.status), tracer == 0 || known.session.identity.untrusted != nil else {
+            let tracer = authority.inspector.tracer(status: known.status), tracer == 0 || known.session.identity.untrusted != nil
+        else {
             return nil
         }
         return known.session
@@ -203,7 +204,8 @@ package final class SecretServiceAccess: Sendable {
         switch policy(for: caller.session.engine) {
         case .allow, .ask: return nil
         case .deny:
-            return "Programs that are not registered may not use the Secret Service here (\(UnregisteredCallerPolicy.environmentVariable)=deny). Register \(caller.description) with `security app add`."
+            return
+                "Programs that are not registered may not use the Secret Service here (\(UnregisteredCallerPolicy.environmentVariable)=deny). Register \(caller.description) with `security app add`."
         }
     }
 
@@ -219,12 +221,17 @@ package final class SecretServiceAccess: Sendable {
         let prompter = prompters.prompter(for: engine.location)
         let grant: ConsentGrant
         if let program = caller.session.identity.consentProgram {
-            let request = ConsentRequest(program: program, programDescription: caller.description, subject: collection.path,
-                                         subjectDescription: "the Secret Service collection '\(collection.label)'")
+            let request = ConsentRequest(
+                program: program, programDescription: caller.description, subject: collection.path,
+                subjectDescription: "the Secret Service collection '\(collection.label)'")
             grant = try engine.applicationConsent(request, prompter: prompter, interactionAllowed: true)
         } else {
             // An untrusted process may run code that is not its program's: it is asked each time, never remembered.
-            switch prompter.askConsent(PromptText(title: "Allow access to the keychain?", description: "\(caller.description) wants to use the Secret Service collection '\(collection.label)'. It could not be identified reliably, so nothing will be remembered.")) {
+            switch prompter.askConsent(
+                PromptText(
+                    title: "Allow access to the keychain?",
+                    description: "\(caller.description) wants to use the Secret Service collection '\(collection.label)'. It could not be identified reliably, so nothing will be remembered."))
+            {
             case .answered(.deny): throw KeychainError(code: .authenticationFailed, message: "The person refused \(caller.description).")
             case .answered: grant = .once
             case .cancelled, .timedOut: throw KeychainError(code: .userCanceled, message: "The prompt was cancelled.")
@@ -254,8 +261,12 @@ package final class SecretServiceAccess: Sendable {
 
     /// Whether a prompt could be shown at all for `caller`'s keychain (a pinentry program is there to run).
     package func canPrompt(_ caller: SecretServiceCaller) -> Bool {
-        if case .unavailable = PinentryChoice.resolve(settings: (try? KeychainSettings.load(caller.session.engine.location)) ?? nil,
-                                                      environment: prompters.environment) { return false }
+        if case .unavailable = PinentryChoice.resolve(
+            settings: (try? KeychainSettings.load(caller.session.engine.location)) ?? nil,
+            environment: prompters.environment)
+        {
+            return false
+        }
         return true
     }
 

@@ -23,7 +23,8 @@ final class SecretPrompts: Sendable {
     func add(owner: String, dismissedResult: DBusValue, action: @escaping Action) -> String? {
         state.withLock { state in
             guard state.entries.count < Self.maximum,
-                  state.entries.values.lazy.filter({ $0.owner == owner }).count < Self.maximumPerOwner else { return nil }
+                state.entries.values.lazy.filter({ $0.owner == owner }).count < Self.maximumPerOwner
+            else { return nil }
             let id = "p\(state.next)"
             state.next += 1
             state.entries[id] = Entry(owner: owner, action: action, dismissedResult: dismissedResult)

@@ -79,7 +79,8 @@ extension SecretServiceProvider {
             var entries: [DBusValue] = []
             for path in paths {
                 guard case .item(let name, let id)? = SecretObjectPath(path), let collection = try visibleCollection(name, caller: caller),
-                      try isUnlocked(collection, for: caller) else { continue }
+                    try isUnlocked(collection, for: caller)
+                else { continue }
                 let secret: (value: Data, contentType: String)
                 do {
                     secret = try store.secret(of: id, in: collection)
@@ -125,7 +126,10 @@ extension SecretServiceProvider {
         if let registered = caller.registeredGroups?.first(where: { $0 != "*" }) {
             group = registered
         } else if access.policy(for: caller.session.engine) == .deny {
-            throw SecretServiceError(name: SecretServiceError.accessDenied, message: "Programs that are not registered may not create collections here (\(UnregisteredCallerPolicy.environmentVariable)=deny). Register \(caller.description) with `security app add`.")
+            throw SecretServiceError(
+                name: SecretServiceError.accessDenied,
+                message:
+                    "Programs that are not registered may not create collections here (\(UnregisteredCallerPolicy.environmentVariable)=deny). Register \(caller.description) with `security app add`.")
         }
         let collection = try keychain { () throws(KeychainError) in
             let made = try store.createCollection(label: label, group: group)
@@ -161,29 +165,42 @@ extension SecretServiceProvider {
             if let refusal = access.refusal(caller, collection) { throw SecretServiceError(name: SecretServiceError.accessDenied, message: refusal) }
         }
         guard access.canPrompt(caller) else {
-            throw SecretServiceError(name: SecretServiceError.accessDenied, message: "\(caller.description) needs the person's permission, and no prompt can be shown here (no pinentry). Register the program with `security app add`, set \(UnregisteredCallerPolicy.environmentVariable)=allow, or install pinentry.")
+            throw SecretServiceError(
+                name: SecretServiceError.accessDenied,
+                message:
+                    "\(caller.description) needs the person's permission, and no prompt can be shown here (no pinentry). Register the program with `security app add`, set \(UnregisteredCallerPolicy.environmentVariable)=allow, or install pinentry."
+            )
         }
         let engine = store.engine
         let prompter = access.prompters.prompter(for: engine.location)
         let pending = waiting
-        guard let id = prompts.add(owner: caller.busName, dismissedResult: SecretValues.paths([]), action: { [self] in
-            var done: [String] = []
-            if engine.lockState == .locked || engine.lockState == .beforeFirstUnlock {
-                guard case .answered(let passcode) = prompter.askSecret(PromptText(
-                    title: "Unlock the keychain", description: "\(caller.description) wants to use the keychain's Secret Service collections.", prompt: "Passcode:")),
-                      let text = String(data: passcode, encoding: .utf8) else { return nil }
-                do throws(KeychainError) { try engine.unlock(passcode: text) } catch { logger.notice("unlock from a Secret Service prompt failed", metadata: ["status": "\(error.status.rawValue)"]); return nil }
-            }
-            for (path, collection) in pending {
-                do throws(KeychainError) {
-                    try access.ask(caller, collection)
-                    done.append(path)
-                } catch {
-                    logger.notice("Secret Service access refused", metadata: ["program": "\(caller.description)", "collection": "\(collection.id)", "reason": "\(error.message)"])
-                }
-            }
-            return done.isEmpty ? nil : SecretValues.paths(done)
-        }) else {
+        guard
+            let id = prompts.add(
+                owner: caller.busName, dismissedResult: SecretValues.paths([]),
+                action: { [self] in
+                    var done: [String] = []
+                    if engine.lockState == .locked || engine.lockState == .beforeFirstUnlock {
+                        guard
+                            case .answered(let passcode) = prompter.askSecret(
+                                PromptText(
+                                    title: "Unlock the keychain", description: "\(caller.description) wants to use the keychain's Secret Service collections.", prompt: "Passcode:")),
+                            let text = String(data: passcode, encoding: .utf8)
+                        else { return nil }
+                        do throws(KeychainError) { try engine.unlock(passcode: text) } catch {
+                            logger.notice("unlock from a Secret Service prompt failed", metadata: ["status": "\(error.status.rawValue)"]); return nil
+                        }
+                    }
+                    for (path, collection) in pending {
+                        do throws(KeychainError) {
+                            try access.ask(caller, collection)
+                            done.append(path)
+                        } catch {
+                            logger.notice("Secret Service access refused", metadata: ["program": "\(caller.description)", "collection": "\(collection.id)", "reason": "\(error.message)"])
+                        }
+                    }
+                    return done.isEmpty ? nil : SecretValues.paths(done)
+                })
+        else {
             throw SecretServiceError(name: SecretServiceError.limitsExceeded, message: "Too many prompts waiting for this connection; complete or dismiss them first.")
         }
         return [SecretValues.paths(unlocked), .objectPath(SecretObjectPath.prompt(id).path)]
@@ -293,8 +310,9 @@ extension SecretServiceProvider {
             let (secret, contentType) = try decode(call.arguments[1], caller: call.sender)
             // ItemCreated or ItemChanged is told by the engine's change observer (see itemChanges(_:)).
             let (item, _) = try keychain { () throws(KeychainError) in
-                try store.createItem(in: collection, label: label, attributes: attributes, secret: secret,
-                                     contentType: contentType, replace: replace)
+                try store.createItem(
+                    in: collection, label: label, attributes: attributes, secret: secret,
+                    contentType: contentType, replace: replace)
             }
             return [.objectPath(item.path), Self.none]
         default:
@@ -304,15 +322,17 @@ extension SecretServiceProvider {
 
     // MARK: Item
 
-    func itemMethod(_ call: DBusMethodCall, collection name: SecretObjectPath.CollectionName, item id: String,
-                    caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
+    func itemMethod(
+        _ call: DBusMethodCall, collection name: SecretObjectPath.CollectionName, item id: String,
+        caller: SecretServiceCaller
+    ) throws(SecretServiceError) -> [DBusValue] {
         guard on(call, Self.itemInterface) else { throw unknownMethod(call) }
         guard let collection = try visibleCollection(name, caller: caller) else { throw .noObject(call.path) }
         // Each method finds the item itself (one engine call, not a look first): a missing one is NoSuchObject.
         func onItem<T>(_ body: () throws(KeychainError) -> T) throws(SecretServiceError) -> T {
             do {
                 return try body()
-            } catch where error.code == .itemNotFound {
+            } catch  where error.code == .itemNotFound {
                 throw .noObject(call.path)
             } catch {
                 throw SecretServiceError(error)

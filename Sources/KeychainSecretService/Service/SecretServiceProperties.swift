@@ -22,7 +22,8 @@ extension SecretServiceProvider {
         case "Set":
             try expect(call, "ssv")
             guard case .string(let interface) = call.arguments[0], case .string(let name) = call.arguments[1],
-                  case .variant(let value) = call.arguments[2] else { throw .invalid("Set takes an interface, a name and a variant.") }
+                case .variant(let value) = call.arguments[2]
+            else { throw .invalid("Set takes an interface, a name and a variant.") }
             try set(object, interface: interface, name: name, value: value, caller: caller, path: call.path)
             return []
         default:
@@ -59,7 +60,8 @@ extension SecretServiceProvider {
         case .item(let name, let id):
             try check(Self.itemInterface)
             guard let collection = try visibleCollection(name, caller: caller),
-                  let item = try keychain({ () throws(KeychainError) in try store.item(id, in: collection) }) else { throw .noObject(path) }
+                let item = try keychain({ () throws(KeychainError) in try store.item(id, in: collection) })
+            else { throw .noObject(path) }
             let open = try isUnlocked(collection, for: caller)
             var out: [(String, DBusValue)] = [("Locked", .bool(!open))]
             if open {
@@ -80,8 +82,10 @@ extension SecretServiceProvider {
         }
     }
 
-    private func set(_ object: SecretObjectPath, interface: String, name: String, value: DBusValue,
-                     caller: SecretServiceCaller, path: String) throws(SecretServiceError) {
+    private func set(
+        _ object: SecretObjectPath, interface: String, name: String, value: DBusValue,
+        caller: SecretServiceCaller, path: String
+    ) throws(SecretServiceError) {
         switch (object, interface, name) {
         case (.collection(let collectionName), Self.collectionInterface, "Label"):
             guard case .string(let label) = value else { throw .invalid("Label is a string.") }
@@ -91,7 +95,8 @@ extension SecretServiceProvider {
             signal(SecretObjectPath.root, Self.serviceInterface, "CollectionChanged", [.objectPath(collection.path)])
         case (.item(let collectionName, let id), Self.itemInterface, "Label"), (.item(let collectionName, let id), Self.itemInterface, "Attributes"):
             guard let collection = try visibleCollection(collectionName, caller: caller),
-                  try keychain({ () throws(KeychainError) in try store.item(id, in: collection) }) != nil else { throw .noObject(path) }
+                try keychain({ () throws(KeychainError) in try store.item(id, in: collection) }) != nil
+            else { throw .noObject(path) }
             try requireUnlocked(collection, for: caller)
             if name == "Label" {
                 guard case .string(let label) = value else { throw .invalid("Label is a string.") }

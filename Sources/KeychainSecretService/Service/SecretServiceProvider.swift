@@ -38,27 +38,32 @@ package final class SecretServiceProvider: Sendable {
     func observeItemChanges() {
         let bus = self.bus
         store.session.observe { kind, item in
-            let member = switch kind {
-            case .added: "ItemCreated"
-            case .updated: "ItemChanged"
-            case .deleted: "ItemDeleted"
-            }
-            bus.emitSignal(path: SecretObjectPath.collection(item.collection), interface: Self.collectionInterface, member: member,
-                           [.objectPath(item.path)])
-        }
-        store.engine.observeChanges { changes in
-            for change in changes where change.itemClass == .genericPassword {
-                guard let service = change.attributes["svce"]?.stringValue, service.hasPrefix(SecretStore.itemServicePrefix),
-                      let id = change.attributes["acct"]?.stringValue else { continue }
-                let collection = String(service.dropFirst(SecretStore.itemServicePrefix.count))
-                guard SecretObjectPath.isElement(collection), SecretObjectPath.isElement(id) else { continue }
-                let member = switch change.kind {
+            let member =
+                switch kind {
                 case .added: "ItemCreated"
                 case .updated: "ItemChanged"
                 case .deleted: "ItemDeleted"
                 }
-                bus.emitSignal(path: SecretObjectPath.collection(collection), interface: Self.collectionInterface, member: member,
-                               [.objectPath(SecretObjectPath.item(collection, id))])
+            bus.emitSignal(
+                path: SecretObjectPath.collection(item.collection), interface: Self.collectionInterface, member: member,
+                [.objectPath(item.path)])
+        }
+        store.engine.observeChanges { changes in
+            for change in changes where change.itemClass == .genericPassword {
+                guard let service = change.attributes["svce"]?.stringValue, service.hasPrefix(SecretStore.itemServicePrefix),
+                    let id = change.attributes["acct"]?.stringValue
+                else { continue }
+                let collection = String(service.dropFirst(SecretStore.itemServicePrefix.count))
+                guard SecretObjectPath.isElement(collection), SecretObjectPath.isElement(id) else { continue }
+                let member =
+                    switch change.kind {
+                    case .added: "ItemCreated"
+                    case .updated: "ItemChanged"
+                    case .deleted: "ItemDeleted"
+                    }
+                bus.emitSignal(
+                    path: SecretObjectPath.collection(collection), interface: Self.collectionInterface, member: member,
+                    [.objectPath(SecretObjectPath.item(collection, id))])
             }
         }
     }
@@ -81,8 +86,10 @@ package final class SecretServiceProvider: Sendable {
         case .primaryOwner, .alreadyOwner:
             logger.info("serving the Secret Service", metadata: ["bus": "\(bus.address)"])
         case .exists:
-            let owner = try? await bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                            interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string(Self.busName)]).first?.string
+            let owner = try? await bus.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                interface: "org.freedesktop.DBus", member: "GetNameOwner", [.string(Self.busName)]
+            ).first?.string
             throw NameTaken(owner: owner)
         }
     }
@@ -120,10 +127,12 @@ package final class SecretServiceProvider: Sendable {
         let dismissed = prompts.removeAll(owner: name)
         access.forget(busName: name)
         guard known || closed > 0 || dismissed > 0 else { return }
-        logger.debug("secret service client left the bus", metadata: [
-            "client": "\(name)", "sessions closed": "\(closed)", "prompts dropped": "\(dismissed)",
-            "sessions open": "\(sessions.count)", "prompts waiting": "\(prompts.count)",
-        ])
+        logger.debug(
+            "secret service client left the bus",
+            metadata: [
+                "client": "\(name)", "sessions closed": "\(closed)", "prompts dropped": "\(dismissed)",
+                "sessions open": "\(sessions.count)", "prompts waiting": "\(prompts.count)",
+            ])
     }
 
     /// The calls answered on the bus thread when their caller is known already: reads of the store and of memory,
@@ -174,7 +183,8 @@ package final class SecretServiceProvider: Sendable {
     /// ``quickMembers`` from a connection whose process was identified before and still checks out.
     func quickAnswer(_ call: DBusMethodCall) -> DBusInlineAnswer? {
         guard let interface = call.interface, Self.quickMembers.contains("\(interface).\(call.member)"),
-              Self.isSmall(call), let known = credentials.withLock({ $0[call.sender] }) else { return nil }
+            Self.isSmall(call), let known = credentials.withLock({ $0[call.sender] })
+        else { return nil }
         let started = ContinuousClock.now
         let keptOff = slowSenders.withLock { slow -> Bool in
             guard let until = slow[call.sender] else { return false }
@@ -189,8 +199,9 @@ package final class SecretServiceProvider: Sendable {
                     if slow.count >= 4_096 { slow.removeAll() }
                     slow[call.sender] = started + Self.slowSenderPenalty
                 }
-                logger.debug("a slow call was answered on the bus thread; this client's next calls go to workers",
-                             metadata: ["client": "\(call.sender)", "member": "\(call.member)"])
+                logger.debug(
+                    "a slow call was answered on the bus thread; this client's next calls go to workers",
+                    metadata: ["client": "\(call.sender)", "member": "\(call.member)"])
             }
         }
         let result: Result<[DBusValue], SecretServiceError>

@@ -84,8 +84,9 @@ enum SecretValues {
         /// Reads a `(oayays)`; nil for any other value.
         init?(_ value: DBusValue) {
             guard case .structure(let fields) = value, fields.count == 4, case .objectPath(let session) = fields[0],
-                  let parameters = SecretValues.bytes(fields[1]), let bytes = SecretValues.bytes(fields[2]),
-                  case .string(let contentType) = fields[3] else { return nil }
+                let parameters = SecretValues.bytes(fields[1]), let bytes = SecretValues.bytes(fields[2]),
+                case .string(let contentType) = fields[3]
+            else { return nil }
             self.init(session: session, parameters: parameters, value: bytes, contentType: contentType)
         }
 

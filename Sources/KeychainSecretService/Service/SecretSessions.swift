@@ -32,7 +32,8 @@ final class SecretSessions: Sendable {
     func open(owner: String, crypto: SecretSessionCrypto) -> String? {
         state.withLock { state in
             if state.counts[owner, default: 0] >= Self.maximumPerOwner,
-               let oldest = state.entries.filter({ $0.value.owner == owner }).min(by: { $0.value.used < $1.value.used })?.key {
+                let oldest = state.entries.filter({ $0.value.owner == owner }).min(by: { $0.value.used < $1.value.used })?.key
+            {
                 state.entries[oldest] = nil
                 state.counts[owner, default: 1] -= 1
             }

@@ -57,8 +57,10 @@ package enum SecretServiceImporter {
     /// - Returns: What was done.
     /// - Throws: ``SecretServiceImportFailure``; batches written before stay written (an import run again skips
     ///   them).
-    package static func run(from source: SecretServiceSource, progress: (Progress) -> Void,
-                            write: (SecretServiceImportBatch) throws(KeychainError) -> SecretServiceImportSummary) throws(SecretServiceImportFailure) -> SecretServiceImportReport {
+    package static func run(
+        from source: SecretServiceSource, progress: (Progress) -> Void,
+        write: (SecretServiceImportBatch) throws(KeychainError) -> SecretServiceImportSummary
+    ) throws(SecretServiceImportFailure) -> SecretServiceImportReport {
         var report = SecretServiceImportReport()
         var plan: [(collection: SecretServiceSourceCollection, items: [String])] = []
         do {
@@ -85,8 +87,9 @@ package enum SecretServiceImporter {
             var pendingBytes = 0
             func flush() throws(SecretServiceImportFailure) {
                 guard !pending.isEmpty else { return }
-                let batch = SecretServiceImportBatch(collectionLabel: collection.label, isDefault: collection.isDefault,
-                                                     collectionDates: collection.dates, items: pending)
+                let batch = SecretServiceImportBatch(
+                    collectionLabel: collection.label, isDefault: collection.isDefault,
+                    collectionDates: collection.dates, items: pending)
                 do {
                     report.summary = report.summary + (try write(batch))
                 } catch {
@@ -99,7 +102,7 @@ package enum SecretServiceImporter {
             }
             var start = 0
             while start < paths.count {
-                let chunk = Array(paths[start ..< min(start + itemsPerRead, paths.count)])
+                let chunk = Array(paths[start..<min(start + itemsPerRead, paths.count)])
                 start += chunk.count
                 let read: (items: [SecretServiceImportItem], failed: Int)
                 do {

@@ -79,8 +79,10 @@ package final class SecretServiceSource {
         }
         do {
             owner = try bus.nameOwner(of: Self.busName)
-        } catch where error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
-            throw SecretServiceImportError("No Secret Service provider runs on the session bus (nobody owns \(Self.busName)). Start the one to import from (gnome-keyring-daemon, KeePassXC with its Secret Service integration on), then run the import again.")
+        } catch  where error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
+            throw SecretServiceImportError(
+                "No Secret Service provider runs on the session bus (nobody owns \(Self.busName)). Start the one to import from (gnome-keyring-daemon, KeePassXC with its Secret Service integration on), then run the import again."
+            )
         } catch {
             throw SecretServiceImportError("The session bus did not say who provides the Secret Service: \(error.message)")
         }
@@ -92,8 +94,13 @@ package final class SecretServiceSource {
     package static func sessionBusAddress(_ environment: [String: String]) throws(SecretServiceImportError) -> String {
         if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty,
-           FileManager.default.fileExists(atPath: runtime + "/bus") { return "unix:path=" + runtime + "/bus" }
-        throw SecretServiceImportError("The session bus is not known: DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist. Run the import from your desktop session, or set DBUS_SESSION_BUS_ADDRESS to the bus of the provider to import from.")
+            FileManager.default.fileExists(atPath: runtime + "/bus")
+        {
+            return "unix:path=" + runtime + "/bus"
+        }
+        throw SecretServiceImportError(
+            "The session bus is not known: DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist. Run the import from your desktop session, or set DBUS_SESSION_BUS_ADDRESS to the bus of the provider to import from."
+        )
     }
 
     // MARK: Who provides
@@ -102,8 +109,9 @@ package final class SecretServiceSource {
     package func ownerProcess() throws(SecretServiceImportError) -> (pid: UInt32, executable: String?) {
         let reply: [DBusValue]
         do {
-            reply = try bus.call(destination: DBusConnection.busName, path: "/org/freedesktop/DBus", interface: DBusConnection.busName,
-                                 member: "GetConnectionUnixProcessID", [.string(owner)])
+            reply = try bus.call(
+                destination: DBusConnection.busName, path: "/org/freedesktop/DBus", interface: DBusConnection.busName,
+                member: "GetConnectionUnixProcessID", [.string(owner)])
         } catch {
             throw SecretServiceImportError("The bus did not say which process provides the Secret Service: \(error.message)")
         }
@@ -130,7 +138,9 @@ package final class SecretServiceSource {
         var name = URL(fileURLWithPath: executable).lastPathComponent
         if name.hasSuffix(" (deleted)") { name.removeLast(" (deleted)".count) }
         if name == "keychaind" {
-            throw SecretServiceImportError("The Secret Service on the session bus is keychaind (PID \(owner.pid)), which serves a keychain already: there is nothing to import from it. Stop it and start the provider to import from (gnome-keyring-daemon, KeePassXC), run the import, then start keychaind --secret-service again.")
+            throw SecretServiceImportError(
+                "The Secret Service on the session bus is keychaind (PID \(owner.pid)), which serves a keychain already: there is nothing to import from it. Stop it and start the provider to import from (gnome-keyring-daemon, KeePassXC), run the import, then start keychaind --secret-service again."
+            )
         }
     }
 
@@ -147,11 +157,13 @@ package final class SecretServiceSource {
         }
         let reply: [DBusValue]
         do {
-            reply = try bus.call(destination: owner, path: Self.servicePath, interface: Self.serviceInterface, member: "OpenSession",
-                                 [.string(SecretTransferAlgorithm.dhIETF1024SHA256AES128CBCPKCS7.rawValue), .variant(.bytes(exchange.publicKey))])
-        } catch where error.name == "org.freedesktop.DBus.Error.NotSupported" {
-            let reply = try call(Self.servicePath, Self.serviceInterface, "OpenSession",
-                                 [.string(SecretTransferAlgorithm.plain.rawValue), .variant(.string(""))])
+            reply = try bus.call(
+                destination: owner, path: Self.servicePath, interface: Self.serviceInterface, member: "OpenSession",
+                [.string(SecretTransferAlgorithm.dhIETF1024SHA256AES128CBCPKCS7.rawValue), .variant(.bytes(exchange.publicKey))])
+        } catch  where error.name == "org.freedesktop.DBus.Error.NotSupported" {
+            let reply = try call(
+                Self.servicePath, Self.serviceInterface, "OpenSession",
+                [.string(SecretTransferAlgorithm.plain.rawValue), .variant(.string(""))])
             guard reply.count == 2, case .objectPath(let path) = reply[1] else {
                 throw SecretServiceImportError("The provider answered OpenSession with something else.")
             }
@@ -202,10 +214,11 @@ package final class SecretServiceSource {
         var out: [SecretServiceSourceCollection] = []
         for path in paths {
             let properties = try allProperties(path, Self.collectionInterface)
-            out.append(SecretServiceSourceCollection(
-                path: path, label: properties["Label"]?.string ?? "",
-                dates: Self.dates(properties), isDefault: path == defaultPath,
-                locked: properties["Locked"]?.bool ?? false))
+            out.append(
+                SecretServiceSourceCollection(
+                    path: path, label: properties["Label"]?.string ?? "",
+                    dates: Self.dates(properties), isDefault: path == defaultPath,
+                    locked: properties["Locked"]?.bool ?? false))
         }
         return out.filter(\.isDefault) + out.filter { !$0.isDefault }
     }
@@ -215,8 +228,9 @@ package final class SecretServiceSource {
     ///
     /// - Returns: Whether the collection is unlocked now; false when the person dismissed the prompt.
     package func unlock(_ collection: SecretServiceSourceCollection) throws(SecretServiceImportError) -> Bool {
-        let reply = try call(Self.servicePath, Self.serviceInterface, "Unlock",
-                             [.array(elementSignature: "o", [.objectPath(collection.path)])], timeout: Self.interactiveTimeout)
+        let reply = try call(
+            Self.servicePath, Self.serviceInterface, "Unlock",
+            [.array(elementSignature: "o", [.objectPath(collection.path)])], timeout: Self.interactiveTimeout)
         guard reply.count == 2, let unlocked = reply[0].strings, let prompt = reply[1].string else {
             throw SecretServiceImportError("The provider answered Unlock with something else.")
         }
@@ -276,7 +290,8 @@ package final class SecretServiceSource {
         var failed = 0
         for path in paths {
             guard let secret = secrets[path], let properties = try? allProperties(path, Self.itemInterface),
-                  let (value, contentType) = try? open(secret, with: session.crypto) else {
+                let (value, contentType) = try? open(secret, with: session.crypto)
+            else {
                 failed += 1
                 continue
             }
@@ -286,16 +301,19 @@ package final class SecretServiceSource {
                     if let name = name.string, let value = value.string { attributes[name] = value }
                 }
             }
-            items.append(SecretServiceImportItem(label: properties["Label"]?.string ?? "", attributes: attributes,
-                                                 secret: Data(value), contentType: contentType, dates: Self.dates(properties)))
+            items.append(
+                SecretServiceImportItem(
+                    label: properties["Label"]?.string ?? "", attributes: attributes,
+                    secret: Data(value), contentType: contentType, dates: Self.dates(properties)))
         }
         return (items, failed)
     }
 
     private func getSecrets(_ paths: [String], session: String) throws(SecretServiceImportError) -> [String: DBusValue] {
-        let reply = try call(Self.servicePath, Self.serviceInterface, "GetSecrets",
-                             [.array(elementSignature: "o", paths.map { .objectPath($0) }), .objectPath(session)],
-                             timeout: Self.interactiveTimeout)
+        let reply = try call(
+            Self.servicePath, Self.serviceInterface, "GetSecrets",
+            [.array(elementSignature: "o", paths.map { .objectPath($0) }), .objectPath(session)],
+            timeout: Self.interactiveTimeout)
         guard case .array(_, let entries)? = reply.first else {
             throw SecretServiceImportError("The provider answered GetSecrets with something else.")
         }
@@ -310,7 +328,8 @@ package final class SecretServiceSource {
     /// version, as `text/plain`).
     private func open(_ secret: DBusValue, with crypto: SecretSessionCrypto) throws(SecretServiceImportError) -> ([UInt8], String) {
         guard case .structure(let fields) = secret, fields.count == 3 || fields.count == 4,
-              case .bytes(let parameters) = fields[1], case .bytes(let value) = fields[2] else {
+            case .bytes(let parameters) = fields[1], case .bytes(let value) = fields[2]
+        else {
             throw SecretServiceImportError("A secret is not a (oayays) structure.")
         }
         // Checked before decrypting: AES-CBC adds at most one block.
@@ -327,8 +346,10 @@ package final class SecretServiceSource {
 
     // MARK: Calls
 
-    private func call(_ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
-                      timeout: Duration? = nil) throws(SecretServiceImportError) -> [DBusValue] {
+    private func call(
+        _ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue] = [],
+        timeout: Duration? = nil
+    ) throws(SecretServiceImportError) -> [DBusValue] {
         do {
             return try bus.call(destination: owner, path: path, interface: interface, member: member, arguments, timeout: timeout)
         } catch {

@@ -183,7 +183,8 @@ extension SecretSessionCrypto {
 
     /// ``beginClientExchange()`` with a given private exponent (tests pass a fixed one).
     static func beginClientExchange(privateExponent: [UInt8]) throws(SecretTransferError) -> SecretSessionClientExchange {
-        SecretSessionClientExchange(privateExponent: privateExponent,
-                                    publicKey: try OakleyGroup2.power(OakleyGroup2.generator, privateExponent))
+        SecretSessionClientExchange(
+            privateExponent: privateExponent,
+            publicKey: try OakleyGroup2.power(OakleyGroup2.generator, privateExponent))
     }
 }

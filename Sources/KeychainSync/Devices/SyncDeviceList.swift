@@ -86,7 +86,7 @@ public struct SyncDeviceList: Sendable, Hashable {
             let count = try reader.uint64()
             guard count >= 1, count <= UInt64(Self.maximumDevices) else { throw SyncFormatError("it lists \(count) devices") }
             var devices: [SyncDeviceEntry] = []
-            for _ in 0 ..< count {
+            for _ in 0..<count {
                 let signing = try reader.field(maximum: 32)
                 let agreement = try reader.field(maximum: 32)
                 let keys: SyncDevicePublicKeys
@@ -110,8 +110,9 @@ public struct SyncDeviceList: Sendable, Hashable {
     public func signed(by signer: SyncDeviceKeys) throws(KeychainError) -> SignedSyncDeviceList {
         let bytes = canonicalBytes
         do {
-            return SignedSyncDeviceList(list: self, bytes: bytes, signer: signer.publicKeys.deviceID,
-                                        signature: try signer.signing.signature(for: bytes))
+            return SignedSyncDeviceList(
+                list: self, bytes: bytes, signer: signer.publicKeys.deviceID,
+                signature: try signer.signing.signature(for: bytes))
         } catch {
             throw KeychainError(code: .internal, message: "The sync device list could not be signed.", cause: error)
         }
@@ -179,7 +180,9 @@ public struct SignedSyncDeviceList: Sendable, Hashable {
             throw KeychainError(code: .verifyFailed, message: "Device list version \(list.version) does not follow version \(trusted.version); each version in between must be checked first.")
         }
         guard let signer = trusted.device(signer), isSigned(by: signer.keys) else {
-            throw KeychainError(code: .verifyFailed, message: "Device list version \(list.version) is not signed by a device of version \(trusted.version); the server may have been tampered with, and the list is refused.")
+            throw KeychainError(
+                code: .verifyFailed,
+                message: "Device list version \(list.version) is not signed by a device of version \(trusted.version); the server may have been tampered with, and the list is refused.")
         }
         return list
     }

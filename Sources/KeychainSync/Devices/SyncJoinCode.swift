@@ -25,7 +25,7 @@ public struct SyncJoinCode: Sendable, Hashable, CustomStringConvertible {
         let digest = Array(SHA256.hash(data: fields.bytes))
         // The first 50 bits, five at a time.
         let bits = digest.prefix(7).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } >> 6
-        characters = String((0 ..< 10).reversed().map { Self.alphabet[Int((bits >> UInt64($0 * 5)) & 31)] })
+        characters = String((0..<10).reversed().map { Self.alphabet[Int((bits >> UInt64($0 * 5)) & 31)] })
     }
 
     /// A code as a person typed it: case, spaces and dashes do not matter, and the letters Crockford maps are
@@ -34,13 +34,15 @@ public struct SyncJoinCode: Sendable, Hashable, CustomStringConvertible {
     public init(parsing text: String) throws(KeychainError) {
         var characters = ""
         for character in text.uppercased() where character != "-" && character != " " {
-            let mapped: Character = switch character {
-            case "O": "0"
-            case "I", "L": "1"
-            default: character
-            }
+            let mapped: Character =
+                switch character {
+                case "O": "0"
+                case "I", "L": "1"
+                default: character
+                }
             guard Self.alphabet.contains(mapped) else {
-                throw KeychainError(code: .invalidParameter, message: "'\(text.prefix(40))' is not a join code: it has ten letters and digits, as XXXXX-XXXXX, shown by `security sync join` on the new device.")
+                throw KeychainError(
+                    code: .invalidParameter, message: "'\(text.prefix(40))' is not a join code: it has ten letters and digits, as XXXXX-XXXXX, shown by `security sync join` on the new device.")
             }
             characters.append(mapped)
         }

@@ -55,12 +55,12 @@ package struct SyncFieldReader {
     /// The next field's bytes.
     package mutating func field(maximum: Int = 1 << 20) throws(SyncFormatError) -> [UInt8] {
         guard bytes.count - offset >= 4 else { throw SyncFormatError("it ends inside a field's length") }
-        let length = bytes[offset ..< offset + 4].reduce(0) { $0 << 8 | Int($1) }
+        let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
         offset += 4
         guard length <= maximum else { throw SyncFormatError("a field is longer than \(maximum) bytes") }
         guard bytes.count - offset >= length else { throw SyncFormatError("it ends inside a field") }
         defer { offset += length }
-        return Array(bytes[offset ..< offset + length])
+        return Array(bytes[offset..<offset + length])
     }
 
     /// The next field as UTF-8 text.

@@ -54,7 +54,7 @@ public struct SyncDevicePublicKeys: Sendable, Hashable {
         let hex = Self.hex(SHA256.hash(data: fields.bytes).prefix(16))
         return stride(from: 0, to: hex.count, by: 4).map { start in
             let from = hex.index(hex.startIndex, offsetBy: start)
-            return String(hex[from ..< hex.index(from, offsetBy: 4)])
+            return String(hex[from..<hex.index(from, offsetBy: 4)])
         }.joined(separator: " ")
     }
 

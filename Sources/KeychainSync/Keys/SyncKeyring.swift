@@ -45,7 +45,7 @@ package struct SyncKeyring: Sendable {
         q.returns = ReturnOptions(data: true, attributes: true)
         do {
             return try engine.find(q, caller: caller).map { ($0.attributes["acct"]?.stringValue ?? "", $0.data ?? Data()) }
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return []
         }
     }
@@ -58,7 +58,7 @@ package struct SyncKeyring: Sendable {
         let keys = SyncDeviceKeys()
         do {
             try store(Self.deviceService, "keys", keys.rawRepresentation)
-        } catch where error.code == .duplicateItem {
+        } catch  where error.code == .duplicateItem {
             // Made meanwhile by another caller: that one counts.
             guard let stored = try secrets(Self.deviceService, "keys").first else { throw error }
             return try SyncDeviceKeys(rawRepresentation: stored.secret)
@@ -71,7 +71,7 @@ package struct SyncKeyring: Sendable {
         for service in [Self.deviceService, Self.zoneKeyService] {
             do {
                 _ = try engine.delete(query(service), caller: caller)
-            } catch where error.code == .itemNotFound {
+            } catch  where error.code == .itemNotFound {
                 continue
             }
         }
@@ -91,7 +91,7 @@ package struct SyncKeyring: Sendable {
         let bytes = key.key.withUnsafeBytes { Data($0) }
         do {
             try store(Self.zoneKeyService, key.keyID, bytes)
-        } catch where error.code == .duplicateItem {
+        } catch  where error.code == .duplicateItem {
             return
         }
     }

@@ -39,7 +39,7 @@ public struct SyncZoneKey: Sendable {
 
     /// Whether `text` has the form of a key identifier.
     static func isKeyID(_ text: String) -> Bool {
-        text.utf8.count == 32 && text.utf8.allSatisfy { (0x30 ... 0x39).contains($0) || (0x61 ... 0x66).contains($0) }
+        text.utf8.count == 32 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
     /// The HPKE info: what the wrapping is for (this account, this key, this recipient), so that a wrapping moved
@@ -55,8 +55,9 @@ public struct SyncZoneKey: Sendable {
     /// This key wrapped to `recipient`: the HPKE encapsulated key (32 bytes) followed by the sealed key.
     public func wrapped(to recipient: SyncDevicePublicKeys, account: String) throws(KeychainError) -> Data {
         do {
-            var sender = try HPKE.Sender(recipientKey: recipient.agreement, ciphersuite: Self.ciphersuite,
-                                         info: Self.info(account: account, keyID: keyID, recipient: recipient.deviceID))
+            var sender = try HPKE.Sender(
+                recipientKey: recipient.agreement, ciphersuite: Self.ciphersuite,
+                info: Self.info(account: account, keyID: keyID, recipient: recipient.deviceID))
             let sealed = key.withUnsafeBytes { bytes in Result { try sender.seal(Data(bytes)) } }
             return sender.encapsulatedKey + (try sealed.get())
         } catch {
@@ -73,9 +74,10 @@ public struct SyncZoneKey: Sendable {
         }
         let key: Data
         do {
-            var recipient = try HPKE.Recipient(privateKey: device.agreement, ciphersuite: ciphersuite,
-                                               info: info(account: account, keyID: keyID, recipient: device.publicKeys.deviceID),
-                                               encapsulatedKey: wrapped.prefix(encapsulatedKeyLength))
+            var recipient = try HPKE.Recipient(
+                privateKey: device.agreement, ciphersuite: ciphersuite,
+                info: info(account: account, keyID: keyID, recipient: device.publicKeys.deviceID),
+                encapsulatedKey: wrapped.prefix(encapsulatedKeyLength))
             key = try recipient.open(wrapped.dropFirst(encapsulatedKeyLength))
         } catch {
             throw KeychainError(code: .corruptData, message: "A sync zone key wrapped for this device does not open: it was made for another device or altered.", cause: error)

@@ -33,15 +33,17 @@ public struct SyncItemPayload: Sendable, Hashable {
     /// An item's change as `device` made it at `modified` (milliseconds since 1970), its stamp's digest that of
     /// its encoding.
     package init(item itemClass: ItemClass, attributes: [String: AttributeValue], data: Data?, modified: UInt64, device: String) {
-        self.init(itemClass: itemClass, attributes: attributes, data: data,
-                  stamp: SyncChangeStamp(modified: modified, device: device, deleted: false, digest: Data()))
+        self.init(
+            itemClass: itemClass, attributes: attributes, data: data,
+            stamp: SyncChangeStamp(modified: modified, device: device, deleted: false, digest: Data()))
         stamp.digest = Self.digest(encoded)
     }
 
     /// The deletion of an item of `itemClass` by `device` at `modified`.
     package init(deletionOf itemClass: ItemClass, modified: UInt64, device: String) {
-        self.init(itemClass: itemClass, attributes: [:], data: nil,
-                  stamp: SyncChangeStamp(modified: modified, device: device, deleted: true, digest: Data()))
+        self.init(
+            itemClass: itemClass, attributes: [:], data: nil,
+            stamp: SyncChangeStamp(modified: modified, device: device, deleted: true, digest: Data()))
         stamp.digest = Self.digest(encoded)
     }
 
@@ -95,8 +97,9 @@ public struct SyncItemPayload: Sendable, Hashable {
                 data = hasData == 1 ? Data(secret) : nil
             }
             try reader.finish()
-            self.init(itemClass: itemClass, attributes: attributes, data: data,
-                      stamp: SyncChangeStamp(modified: modified, device: device, deleted: deleted == 1, digest: SyncItemPayload.digest(bytes)))
+            self.init(
+                itemClass: itemClass, attributes: attributes, data: data,
+                stamp: SyncChangeStamp(modified: modified, device: device, deleted: deleted == 1, digest: SyncItemPayload.digest(bytes)))
         } catch {
             throw KeychainError(code: .corruptData, message: "A synced item is malformed (\(error.reason)); it is not applied.")
         }

@@ -66,11 +66,13 @@ public enum SyncRecordSeal {
     public static func seal(_ payload: Data, at address: SyncRecordAddress, zoneKey: SyncZoneKey) throws(KeychainError) -> SealedSyncRecord {
         let itemKey = SymmetricKey(size: .bits256)
         do {
-            let ciphertext = try AES.GCM.seal(payload, using: itemKey,
-                                              authenticating: address.associatedData(recordDomain, keyID: zoneKey.keyID))
+            let ciphertext = try AES.GCM.seal(
+                payload, using: itemKey,
+                authenticating: address.associatedData(recordDomain, keyID: zoneKey.keyID))
             let wrapped = try itemKey.withUnsafeBytes { key in
-                try AES.GCM.seal(Data(key), using: zoneKey.key,
-                                 authenticating: address.associatedData(itemKeyDomain, keyID: zoneKey.keyID))
+                try AES.GCM.seal(
+                    Data(key), using: zoneKey.key,
+                    authenticating: address.associatedData(itemKeyDomain, keyID: zoneKey.keyID))
             }
             guard let sealed = ciphertext.combined, let wrappedKey = wrapped.combined else {
                 throw KeychainError(code: .internal, message: "AES-GCM gave no combined form.")
@@ -92,13 +94,17 @@ public enum SyncRecordSeal {
             throw KeychainError(code: .itemNotFound, message: "Sync record \(record.address.itemID) is sealed with zone key \(record.keyID.prefix(8)), which this device does not hold.")
         }
         do {
-            let itemKey = try AES.GCM.open(AES.GCM.SealedBox(combined: record.wrappedKey), using: key.key,
-                                           authenticating: record.address.associatedData(itemKeyDomain, keyID: record.keyID))
+            let itemKey = try AES.GCM.open(
+                AES.GCM.SealedBox(combined: record.wrappedKey), using: key.key,
+                authenticating: record.address.associatedData(itemKeyDomain, keyID: record.keyID))
             guard itemKey.count == 32 else { throw SyncFormatError("the item key is not 32 bytes") }
-            return try AES.GCM.open(AES.GCM.SealedBox(combined: record.ciphertext), using: SymmetricKey(data: itemKey),
-                                    authenticating: record.address.associatedData(recordDomain, keyID: record.keyID))
+            return try AES.GCM.open(
+                AES.GCM.SealedBox(combined: record.ciphertext), using: SymmetricKey(data: itemKey),
+                authenticating: record.address.associatedData(recordDomain, keyID: record.keyID))
         } catch {
-            throw KeychainError(code: .corruptData, message: "Sync record \(record.address.itemID) version \(record.address.version) does not open where the server put it: it was moved, replayed or altered, and is ignored.", cause: nil)
+            throw KeychainError(
+                code: .corruptData,
+                message: "Sync record \(record.address.itemID) version \(record.address.version) does not open where the server put it: it was moved, replayed or altered, and is ignored.", cause: nil)
         }
     }
 }

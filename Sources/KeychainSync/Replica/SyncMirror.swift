@@ -47,21 +47,22 @@ public final class SyncMirror: Sendable {
                 _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             }
             try database.write { db in
-                try db.execute(sql: """
-                    CREATE TABLE IF NOT EXISTS items (
-                        item_id TEXT PRIMARY KEY NOT NULL,
-                        class TEXT NOT NULL,
-                        uuid BLOB UNIQUE,
-                        version INTEGER NOT NULL,
-                        modified INTEGER NOT NULL,
-                        device TEXT NOT NULL,
-                        deleted INTEGER NOT NULL,
-                        digest BLOB NOT NULL,
-                        content BLOB NOT NULL
-                    );
-                    CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
-                    CREATE TABLE IF NOT EXISTS documents (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE IF NOT EXISTS items (
+                            item_id TEXT PRIMARY KEY NOT NULL,
+                            class TEXT NOT NULL,
+                            uuid BLOB UNIQUE,
+                            version INTEGER NOT NULL,
+                            modified INTEGER NOT NULL,
+                            device TEXT NOT NULL,
+                            deleted INTEGER NOT NULL,
+                            digest BLOB NOT NULL,
+                            content BLOB NOT NULL
+                        );
+                        CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL);
+                        CREATE TABLE IF NOT EXISTS documents (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL);
+                        """)
             }
         } catch {
             throw KeychainError(code: .notAvailable, message: "The sync mirror \(path) cannot be opened; move it away and sync again from scratch.", cause: DescribedError(error))
@@ -98,12 +99,16 @@ public final class SyncMirror: Sendable {
                     try db.cachedStatement(sql: "UPDATE items SET uuid = NULL WHERE uuid = ? AND item_id != ?")
                         .execute(arguments: [uuid, row.itemID])
                 }
-                try db.cachedStatement(sql: """
-                    INSERT OR REPLACE INTO items (item_id, class, uuid, version, modified, device, deleted, digest, content)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [row.itemID, row.itemClass.rawValue, row.uuid, Int64(bitPattern: row.version),
-                                             Int64(bitPattern: row.stamp.modified), row.stamp.device, row.stamp.deleted,
-                                             row.stamp.digest, row.contentDigest])
+                try db.cachedStatement(
+                    sql: """
+                        INSERT OR REPLACE INTO items (item_id, class, uuid, version, modified, device, deleted, digest, content)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """
+                ).execute(arguments: [
+                    row.itemID, row.itemClass.rawValue, row.uuid, Int64(bitPattern: row.version),
+                    Int64(bitPattern: row.stamp.modified), row.stamp.device, row.stamp.deleted,
+                    row.stamp.digest, row.contentDigest,
+                ])
             }
         }
     }
@@ -152,14 +157,17 @@ public final class SyncMirror: Sendable {
 extension SyncMirror.Row {
     /// Rows matching `clause`.
     static func fetch(_ db: Database, _ clause: String, _ arguments: StatementArguments) throws -> [SyncMirror.Row] {
-        try GRDB.Row.fetchAll(db, sql: "SELECT item_id, class, uuid, version, modified, device, deleted, digest, content FROM items " + clause,
-                              arguments: arguments).compactMap { row in
+        try GRDB.Row.fetchAll(
+            db, sql: "SELECT item_id, class, uuid, version, modified, device, deleted, digest, content FROM items " + clause,
+            arguments: arguments
+        ).compactMap { row in
             let itemID: String = row[0], className: String = row[1]
             guard let itemClass = ItemClass(rawValue: className) else { return nil }
             let version: Int64 = row[3], modified: Int64 = row[4]
-            return SyncMirror.Row(itemID: itemID, itemClass: itemClass, uuid: row[2], version: UInt64(bitPattern: version),
-                                  stamp: SyncChangeStamp(modified: UInt64(bitPattern: modified), device: row[5], deleted: row[6], digest: row[7]),
-                                  contentDigest: row[8])
+            return SyncMirror.Row(
+                itemID: itemID, itemClass: itemClass, uuid: row[2], version: UInt64(bitPattern: version),
+                stamp: SyncChangeStamp(modified: UInt64(bitPattern: modified), device: row[5], deleted: row[6], digest: row[7]),
+                contentDigest: row[8])
         }
     }
 }

@@ -28,8 +28,10 @@ public final class SyncReplica: Sendable {
     static let engineManaged: Set<String> = ["cdat", "mdat", "tomb", "sync"]
 
     /// A replica of `engine`'s synchronizable items, for `device`.
-    package init(engine: KeychainEngine, mirror: SyncMirror, device: String, now: @escaping @Sendable () -> Date = Date.init,
-                 newItemID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }) {
+    package init(
+        engine: KeychainEngine, mirror: SyncMirror, device: String, now: @escaping @Sendable () -> Date = Date.init,
+        newItemID: @escaping @Sendable () -> String = { UUID().uuidString.lowercased() }
+    ) {
         self.engine = engine
         self.mirror = mirror
         self.device = device
@@ -99,7 +101,7 @@ public final class SyncReplica: Sendable {
             return try engine.find(q, caller: Self.everything).map { item in
                 LocalItem(itemClass: q.itemClass, uuid: item.uuid, attributes: item.attributes, data: item.data, deleted: tombstones)
             }
-        } catch where error.code == .itemNotFound {
+        } catch  where error.code == .itemNotFound {
             return []
         }
     }
@@ -108,8 +110,9 @@ public final class SyncReplica: Sendable {
     func payload(of item: LocalItem) -> SyncItemPayload {
         item.deleted
             ? SyncItemPayload(deletionOf: item.itemClass, modified: item.modified, device: device)
-            : SyncItemPayload(item: item.itemClass, attributes: item.attributes.filter { $0.key != "tomb" }, data: item.data,
-                              modified: item.modified, device: device)
+            : SyncItemPayload(
+                item: item.itemClass, attributes: item.attributes.filter { $0.key != "tomb" }, data: item.data,
+                modified: item.modified, device: device)
     }
 
     var nowMilliseconds: UInt64 { UInt64(max(0, (now().timeIntervalSince1970 * 1000).rounded())) }
@@ -159,13 +162,18 @@ public final class SyncReplica: Sendable {
             let digest = item.contentDigest
             if let row = byUUID[item.uuid] {
                 guard row.contentDigest != digest else { continue }
-                changes.append(OutgoingChange(itemID: row.itemID, expectedVersion: row.version, payload: payload(of: item),
-                                              uuid: item.uuid, itemClass: item.itemClass, contentDigest: digest))
+                changes.append(
+                    OutgoingChange(
+                        itemID: row.itemID, expectedVersion: row.version, payload: payload(of: item),
+                        uuid: item.uuid, itemClass: item.itemClass, contentDigest: digest))
             } else if !item.deleted {
-                let change = OutgoingChange(itemID: newItemID(), expectedVersion: 0, payload: payload(of: item),
-                                            uuid: item.uuid, itemClass: item.itemClass, contentDigest: digest)
-                newRows.append(SyncMirror.Row(itemID: change.itemID, itemClass: item.itemClass, uuid: item.uuid, version: 0,
-                                              stamp: change.payload.stamp, contentDigest: Data()))
+                let change = OutgoingChange(
+                    itemID: newItemID(), expectedVersion: 0, payload: payload(of: item),
+                    uuid: item.uuid, itemClass: item.itemClass, contentDigest: digest)
+                newRows.append(
+                    SyncMirror.Row(
+                        itemID: change.itemID, itemClass: item.itemClass, uuid: item.uuid, version: 0,
+                        stamp: change.payload.stamp, contentDigest: Data()))
                 changes.append(change)
             }
         }
@@ -182,8 +190,10 @@ public final class SyncReplica: Sendable {
                 guard row.uuid != nil || row.contentDigest.isEmpty else { continue }
                 deletion = SyncItemPayload(deletionOf: row.itemClass, modified: max(nowMilliseconds, row.stamp.modified + 1), device: device)
             }
-            changes.append(OutgoingChange(itemID: row.itemID, expectedVersion: row.version, payload: deletion, uuid: nil,
-                                          itemClass: row.itemClass, contentDigest: Data([0])))
+            changes.append(
+                OutgoingChange(
+                    itemID: row.itemID, expectedVersion: row.version, payload: deletion, uuid: nil,
+                    itemClass: row.itemClass, contentDigest: Data([0])))
         }
         return changes
     }
@@ -195,10 +205,12 @@ public final class SyncReplica: Sendable {
 
     /// Records that the server took each change at its version (one write to the mirror).
     public func acknowledge(_ taken: [(change: OutgoingChange, version: UInt64)]) throws(KeychainError) {
-        try mirror.save(taken.map { change, version in
-            SyncMirror.Row(itemID: change.itemID, itemClass: change.itemClass, uuid: change.uuid, version: version,
-                           stamp: change.payload.stamp, contentDigest: change.contentDigest)
-        })
+        try mirror.save(
+            taken.map { change, version in
+                SyncMirror.Row(
+                    itemID: change.itemID, itemClass: change.itemClass, uuid: change.uuid, version: version,
+                    stamp: change.payload.stamp, contentDigest: change.contentDigest)
+            })
     }
 
     // MARK: Coming in
@@ -250,16 +262,20 @@ public final class SyncReplica: Sendable {
         }
         guard !payload.isDeletion else {
             // A deletion of an item this device never had: remembered, so that a late copy of it is not revived.
-            try mirror.save(SyncMirror.Row(itemID: itemID, itemClass: payload.itemClass, uuid: nil, version: version,
-                                           stamp: payload.stamp, contentDigest: Data([0])))
+            try mirror.save(
+                SyncMirror.Row(
+                    itemID: itemID, itemClass: payload.itemClass, uuid: nil, version: version,
+                    stamp: payload.stamp, contentDigest: Data([0])))
             return .applied
         }
         if let clash = try sameKey(as: payload) {
             return try resolveClash(itemID: itemID, version: version, payload: payload, local: clash)
         }
         let written = try write(payload, over: nil)
-        try mirror.save(SyncMirror.Row(itemID: itemID, itemClass: payload.itemClass, uuid: written?.uuid, version: version,
-                                       stamp: payload.stamp, contentDigest: written?.contentDigest ?? Data([0])))
+        try mirror.save(
+            SyncMirror.Row(
+                itemID: itemID, itemClass: payload.itemClass, uuid: written?.uuid, version: version,
+                stamp: payload.stamp, contentDigest: written?.contentDigest ?? Data([0])))
         return .applied
     }
 
@@ -276,13 +292,17 @@ public final class SyncReplica: Sendable {
                 try mirror.save(other)
             }
             let written = try write(payload, over: local)
-            try mirror.save(SyncMirror.Row(itemID: itemID, itemClass: payload.itemClass, uuid: written?.uuid, version: version,
-                                           stamp: payload.stamp, contentDigest: written?.contentDigest ?? Data([0])))
+            try mirror.save(
+                SyncMirror.Row(
+                    itemID: itemID, itemClass: payload.itemClass, uuid: written?.uuid, version: version,
+                    stamp: payload.stamp, contentDigest: written?.contentDigest ?? Data([0])))
             return .applied
         }
         // The incoming record loses: deleted at the next upload; the local item goes out under its own identifier.
-        try mirror.save(SyncMirror.Row(itemID: itemID, itemClass: payload.itemClass, uuid: nil, version: version,
-                                       stamp: payload.stamp, contentDigest: Data()))
+        try mirror.save(
+            SyncMirror.Row(
+                itemID: itemID, itemClass: payload.itemClass, uuid: nil, version: version,
+                stamp: payload.stamp, contentDigest: Data()))
         return .keptLocal
     }
 

@@ -19,7 +19,9 @@ package enum DatabaseAddress {
     /// - Parameters:
     ///   - url: The URL.
     ///   - environment: The process environment (for `PGPASSWORD`, `PGUSER`).
-    package static func configuration(url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws
+    package static func configuration(
+        url: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws
         -> PostgresClient.Configuration
     {
         guard let components = URLComponents(string: url), components.scheme == "postgres" || components.scheme == "postgresql" else {
@@ -53,7 +55,9 @@ package enum DatabaseAddress {
     }
 
     /// A client configuration for the server's Unix socket in `folder` (as libpq's `host=/folder`).
-    package static func socket(folder: String, port: Int = 5432, user: String, database: String, password: String? = nil)
+    package static func socket(
+        folder: String, port: Int = 5432, user: String, database: String, password: String? = nil
+    )
         -> PostgresClient.Configuration
     {
         PostgresClient.Configuration(

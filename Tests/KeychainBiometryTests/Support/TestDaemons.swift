@@ -144,24 +144,25 @@ final class PrivateBus: Sendable {
         let socket = directory.path + "/bus"
         address = "unix:path=" + socket
         let config = """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <type>session</type>
-          <listen>unix:path=\(socket)</listen>
-          <auth>EXTERNAL</auth>
-          <policy context="default">
-            <allow send_destination="*" eavesdrop="true"/>
-            <allow eavesdrop="true"/>
-            <allow own="*"/>
-          </policy>
-        </busconfig>
-        """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:path=\(socket)</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """
         let configPath = directory.path + "/bus.conf"
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        daemon = try ChildProcess("dbus-daemon", executable: Machine.dbusDaemon,
-                                  arguments: ["--config-file=\(configPath)", "--nofork", "--nosyslog"],
-                                  environment: ["PATH": "/usr/bin:/bin"], logPath: directory.path + "/dbus-daemon.log")
+        daemon = try ChildProcess(
+            "dbus-daemon", executable: Machine.dbusDaemon,
+            arguments: ["--config-file=\(configPath)", "--nofork", "--nosyslog"],
+            environment: ["PATH": "/usr/bin:/bin"], logPath: directory.path + "/dbus-daemon.log")
         let address = self.address
         _ = try poll(for: .seconds(10), "dbus-daemon did not accept connections") {
             try DBusConnection(address: address, timeout: .seconds(1))
@@ -195,9 +196,10 @@ final class FprintdUnderTest: Sendable {
         bus = try PrivateBus()
         let directory = bus.directory.path
         var environment = ["PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": bus.address, "LANG": "C.UTF-8"]
-        polkit = try ChildProcess("polkitd (dbusmock)", executable: Machine.python,
-                                  arguments: ["-m", "dbusmock", "--system", "--template", "polkitd"],
-                                  environment: environment, logPath: directory + "/polkitd.log")
+        polkit = try ChildProcess(
+            "polkitd (dbusmock)", executable: Machine.python,
+            arguments: ["-m", "dbusmock", "--system", "--template", "polkitd"],
+            environment: environment, logPath: directory + "/polkitd.log")
         try bus.waitForName("org.freedesktop.PolicyKit1")
         try Self.setPolkit(on: bus, allowing: true)
 
@@ -212,8 +214,9 @@ final class FprintdUnderTest: Sendable {
         environment["STATE_DIRECTORY"] = state
         environment["RUNTIME_DIRECTORY"] = runtime
         environment["G_MESSAGES_DEBUG"] = "all"
-        fprintd = try ChildProcess("fprintd", executable: Machine.fprintd, arguments: ["--no-timeout"],
-                                   environment: environment, logPath: directory + "/fprintd.log")
+        fprintd = try ChildProcess(
+            "fprintd", executable: Machine.fprintd, arguments: ["--no-timeout"],
+            environment: environment, logPath: directory + "/fprintd.log")
         try bus.waitForName("net.reactivated.Fprint")
     }
 
@@ -223,14 +226,16 @@ final class FprintdUnderTest: Sendable {
     }
 
     private static func setPolkit(on bus: PrivateBus, allowing: Bool) throws {
-        try bus.connect().call(destination: "org.freedesktop.PolicyKit1", path: "/org/freedesktop/PolicyKit1/Authority",
-                               interface: "org.freedesktop.DBus.Mock", member: "AllowUnknown", [.bool(allowing)])
+        try bus.connect().call(
+            destination: "org.freedesktop.PolicyKit1", path: "/org/freedesktop/PolicyKit1/Authority",
+            interface: "org.freedesktop.DBus.Mock", member: "AllowUnknown", [.bool(allowing)])
     }
 
     /// The default device's object path.
     func devicePath(_ connection: DBusConnection) throws -> String {
-        let reply = try connection.call(destination: "net.reactivated.Fprint", path: "/net/reactivated/Fprint/Manager",
-                                        interface: "net.reactivated.Fprint.Manager", member: "GetDefaultDevice")
+        let reply = try connection.call(
+            destination: "net.reactivated.Fprint", path: "/net/reactivated/Fprint/Manager",
+            interface: "net.reactivated.Fprint.Manager", member: "GetDefaultDevice")
         guard let path = reply.first?.string else { throw TestSetupError("GetDefaultDevice answered \(reply)") }
         return path
     }
@@ -240,15 +245,18 @@ final class FprintdUnderTest: Sendable {
         let connection = try bus.connect()
         let path = try devicePath(connection)
         func device(_ member: String, _ arguments: [DBusValue] = []) throws {
-            try connection.call(destination: "net.reactivated.Fprint", path: path, interface: "net.reactivated.Fprint.Device",
-                                member: member, arguments)
+            try connection.call(
+                destination: "net.reactivated.Fprint", path: path, interface: "net.reactivated.Fprint.Device",
+                member: member, arguments)
         }
-        let stages = try connection.property(destination: "net.reactivated.Fprint", path: path,
-                                             interface: "net.reactivated.Fprint.Device", name: "num-enroll-stages")
+        let stages = try connection.property(
+            destination: "net.reactivated.Fprint", path: path,
+            interface: "net.reactivated.Fprint.Device", name: "num-enroll-stages")
         guard case .int32(let count) = stages, count > 0, count < 100 else { throw TestSetupError("num-enroll-stages is \(stages)") }
         let owner = try connection.nameOwner(of: "net.reactivated.Fprint")
-        let statuses = try connection.subscribe(sender: owner, path: path, interface: "net.reactivated.Fprint.Device",
-                                                member: "EnrollStatus")
+        let statuses = try connection.subscribe(
+            sender: owner, path: path, interface: "net.reactivated.Fprint.Device",
+            member: "EnrollStatus")
         try device("Claim", [.string(user)])
         defer { try? device("Release") }
         // The virtual device listens once claimed (opened); the scans wait in its queue for the enrolment.
@@ -339,8 +347,10 @@ final class VirtualFingerprintDevice: Sendable {
 
 /// Runs `body` on a new thread (it blocks) while `alongside` runs on this one, and waits for `body` at most
 /// `timeout`.
-func onThread<T: Sendable>(timeout: Duration, _ body: @escaping @Sendable () -> T,
-                           alongside: () throws -> Void = {}) throws -> T {
+func onThread<T: Sendable>(
+    timeout: Duration, _ body: @escaping @Sendable () -> T,
+    alongside: () throws -> Void = {}
+) throws -> T {
     let box = ThreadResult<T>()
     let done = DispatchSemaphore(value: 0)
     Thread.detachNewThread {
