@@ -17,7 +17,10 @@ import Testing
     func twoStoresJoinAndSyncWithTheirStatusAsEvents() async throws {
         let server = try SyncServerProcess()
         defer { server.stop() }
-        try await server.showingLogOnFailure { try await Self.joinAndSync(server: server) }
+        // On threads of its own: its HTTP exchanges must not wait for a turn on the global pool (DedicatedThreadExecutor).
+        try await withTaskExecutorPreference(DedicatedThreadExecutor.shared) {
+            try await server.showingLogOnFailure { try await Self.joinAndSync(server: server) }
+        }
     }
 
     static func joinAndSync(server: SyncServerProcess) async throws {
