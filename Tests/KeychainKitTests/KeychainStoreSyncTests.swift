@@ -14,11 +14,12 @@ import Testing
     }
 
     @Test(.enabled(if: SyncServerProcess.isAvailable, "needs the Network trait (swift test --traits Network) and PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"))
-    func twoStoresJoinAndSyncWithTheirStatusAsEvents() async throws {
+    func twoStoresJoinAndSyncWithTheirStatusAsEvents() throws {
         let server = try SyncServerProcess()
         defer { server.stop() }
-        // On threads of its own: its HTTP exchanges must not wait for a turn on the global pool (DedicatedThreadExecutor).
-        try await withTaskExecutorPreference(DedicatedThreadExecutor.shared) {
+        // Synchronous, its async work on threads of its own: neither its start nor its HTTP exchanges wait for a turn
+        // on the global pool, which the blocking tests can hold for minutes (DedicatedThreadExecutor).
+        try DedicatedThreadExecutor.shared.runBlocking {
             try await server.showingLogOnFailure { try await Self.joinAndSync(server: server) }
         }
     }

@@ -1,9 +1,11 @@
 import Foundation
+import Synchronization
 
 /// A task executor with threads of its own, for a test whose async work (and the tasks the libraries it calls start,
 /// which inherit the preference) must not queue behind the tests that block Swift's global pool while they wait for
-/// processes. With two cores the pool has two threads, and a test that needed a turn on it has waited many minutes
-/// there while the rest of the suite ran, until its HTTP exchange timed out.
+/// processes. With two cores that pool has a handful of threads; in a full run an async test's body has waited there
+/// for many minutes, once until its HTTP exchange timed out. A synchronous test that runs its async work with
+/// ``runBlocking(_:)`` starts as the blocking tests do and never needs a turn on the pool.
 public final class DedicatedThreadExecutor: TaskExecutor, @unchecked Sendable {
     /// The executor the tests share: four threads that do nothing else.
     public static let shared = DedicatedThreadExecutor(threads: 4, name: "test-executor")
@@ -19,6 +21,22 @@ public final class DedicatedThreadExecutor: TaskExecutor, @unchecked Sendable {
             thread.name = "\(name)-\(index)"
             thread.start()
         }
+    }
+
+    /// Runs `body` in a task that starts on this executor (and whose child and unstructured tasks prefer it), and
+    /// waits for it on the calling thread.
+    public func runBlocking<T: Sendable>(_ body: sending @escaping () async throws -> T) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<T, any Error>?>(nil)
+        Task(executorPreference: self) {
+            let result: Result<T, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        guard let result = outcome.withLock({ $0 }) else { throw TestProcessError("the task ended without a result") }
+        return try result.get()
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
