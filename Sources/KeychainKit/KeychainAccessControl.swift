@@ -210,11 +210,3 @@ extension KeychainItem {
         return KeychainAccessControl(control)
     }
 }
-
-extension Duration {
-    /// The span in seconds, as the engine keeps it.
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-}

@@ -43,12 +43,4 @@ package struct HTTPOCSPTransport: OCSPTransport {
         }
     }
 }
-
-extension TimeAmount {
-    /// The same span as NIO's time amount.
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}
 #endif

@@ -138,6 +138,6 @@ package struct PasscodeKDF: Sendable, Hashable {
 
     private static func seconds(_ parameters: PasscodeKDF) -> Double {
         let elapsed = ContinuousClock().measure { _ = try? parameters.derive("calibration") }
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return elapsed.timeInterval
     }
 }
