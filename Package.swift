@@ -385,7 +385,10 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainDaemonTests",
-            dependencies: ["KeychainTestSupport", "KeychainDaemon", "KeychainProtocol", "KeychainCore", "CKeychainLinux"],
+            dependencies: [
+                "KeychainTestSupport", "KeychainDaemon", "KeychainProtocol", "KeychainCore", "CKeychainLinux",
+                .target(name: "KeychainSyncClient", condition: network),
+            ],
             swiftSettings: strictSwift
         ),
         .testTarget(
@@ -398,8 +401,9 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainKitTests",
-            // keychain-sync-server: the sync API's tests run the real server (on a PostgreSQL the environment gives).
-            dependencies: ["KeychainTestSupport", "KeychainKit", "KeychainClient", "KeychainCore", "keychaind", "keychain-sync-server", .product(name: "InMemoryLogging", package: "swift-log")],
+            // keychain-sync-server: the sync API's tests run the real server (on a PostgreSQL the environment gives), and
+            // keychain-test-helper the app that syncs.
+            dependencies: ["KeychainTestSupport", "KeychainKit", "KeychainClient", "KeychainCore", "keychaind", "keychain-sync-server", "keychain-test-helper", .product(name: "InMemoryLogging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -23,6 +23,8 @@
 //                                                               keys; "calls=N unexpected=M"
 //   keychain-test-helper writer PREFIX                        → adds PREFIX-0, PREFIX-1, … until killed; "ack I" after
 //                                                               each acknowledged add
+//   keychain-test-helper kit-sync-pair URL FOLDER-A FOLDER-B → two KeychainKit stores make a sync account, join,
+//                                                               and sync an item; a transcript (KitSyncPair.swift)
 //   keychain-test-helper sync-writer HOME PREFIX SEED [settle] → opens the keychain at HOME in this process and its
 //                                                               sync session; edits items PREFIX-n and syncs, round
 //                                                               after round, until killed: "ready", "round K",
@@ -32,6 +34,8 @@
 //   keychain-test-helper trust LEAF.der [CA.der …] [host=NAME] → "trusted chain=N" or "not trusted status=N"
 //                              [revocation=FLAGS] [nofetch] → with a revocation policy (kSecRevocation… bits), also
 //                                                               " revocation-checked=true|false"
+//   keychain-test-helper trust-in-tasks N ANCHOR.der LEAF.der [CA.der …] → N tasks of Swift's pool evaluate the
+//                                                               chain at once: "trusted=K of N"
 //   keychain-test-helper trust-settings VERB …                → SecTrustSettings… calls (see TrustSettingsVerbs.swift)
 //   keychain-test-helper kit-set KEY VALUE                    → KeychainKit's default store: "ok" or "error=OSStatus"
 //   keychain-test-helper kit-keys                             → KeychainKit: every key of service "kit", comma-separated
@@ -50,6 +54,7 @@ import KeychainServices
 import KeychainKit
 import KeychainClient
 import KeychainCore
+import Synchronization
 
 // Every `print` is flushed at once (line-buffered output), so a parent sees a status before a kill.
 func flushLine(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
@@ -322,6 +327,15 @@ case "latency" where args.count == 4 || args.count == 5:
         }
     }
 #if Network
+case "kit-sync-pair" where args.count == 4:
+    #if Network
+    let (server, alphaFolder, betaFolder) = (args[1], args[2], args[3])
+    Task { exit(await KitSyncPair.run(server: server, alphaFolder: alphaFolder, betaFolder: betaFolder)) }
+    dispatchMain()
+    #else
+    flushLine("error built without the Network trait")
+    exit(2)
+    #endif
 case "sync-writer" where args.count == 4 || (args.count == 5 && args[4] == "settle"):
     let (home, prefix, seed, settle) = (args[1], args[2], UInt64(args[3]) ?? 0, args.count == 5)
     Task { exit(await SyncWriter.run(home: home, prefix: prefix, seed: seed, settle: settle)) }
@@ -378,6 +392,36 @@ case "trust" where args.count >= 2:
     } else {
         flushLine("not trusted status=\(error?.code ?? 0)")
     }
+case "trust-in-tasks" where args.count >= 4:
+    // trust-in-tasks COUNT ANCHOR.der LEAF.der [INTERMEDIATE.der …]: COUNT tasks of Swift's pool evaluate the chain at
+    // once (each call blocks its pool thread, as an app's async code calling this synchronous API does).
+    let count = Int(args[1]) ?? 0
+    let files = args.dropFirst(2).compactMap { FileManager.default.contents(atPath: $0) }
+    let certificates = files.compactMap { SecCertificateCreateWithData(nil, $0 as CFData) }
+    guard count > 0, certificates.count == args.count - 2 else {
+        flushLine("usage: trust-in-tasks COUNT ANCHOR LEAF [INTERMEDIATE…]")
+        exit(2)
+    }
+    let anchor = certificates[0], chain = Array(certificates.dropFirst())
+    let done = DispatchSemaphore(value: 0)
+    let trusted = Mutex(0)
+    Task.detached {
+        await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    var trust: SecTrust?
+                    guard SecTrustCreateWithCertificates(chain as CFArray, SecPolicyCreateBasicX509(), &trust) == errSecSuccess,
+                        let trust, SecTrustSetAnchorCertificates(trust, [anchor] as CFArray) == errSecSuccess
+                    else { return false }
+                    return SecTrustEvaluateWithError(trust, nil)
+                }
+            }
+            for await ok in group where ok { trusted.withLock { $0 += 1 } }
+        }
+        done.signal()
+    }
+    done.wait()
+    flushLine("trusted=\(trusted.withLock { $0 }) of \(count)")
 case "trust-settings" where args.count >= 2:
     exit(trustSettingsVerb(Array(args.dropFirst())))
 default:

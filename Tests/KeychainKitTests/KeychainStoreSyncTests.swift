@@ -17,46 +17,28 @@ import Testing
     func twoStoresJoinAndSyncWithTheirStatusAsEvents() throws {
         let server = try SyncServerProcess()
         defer { server.stop() }
-        // Synchronous, its async work on threads of its own: neither its start nor its HTTP exchanges wait for a turn
-        // on the global pool, which the blocking tests can hold for minutes (DedicatedThreadExecutor).
-        try DedicatedThreadExecutor.shared.runBlocking {
-            try await server.showingLogOnFailure { try await Self.joinAndSync(server: server) }
-        }
-    }
+        let alpha = Folder(), beta = Folder()
+        // In a process of its own (the test helper, an app on KeychainKit): the HTTP client's tasks there wait for no
+        // thread that this runner's blocking tests hold (here they once waited minutes, past the request's deadline).
+        let run = try ProgramRun.run(
+            BuiltProducts.path(of: "keychain-test-helper"), ["kit-sync-pair", server.url, alpha.path, beta.path],
+            environment: ProcessInfo.processInfo.environment.merging(["KEYCHAIN_DAEMON_SOCKET": "off"]) { $1 }, timeout: 300)
+        #expect(
+            run.stdout == """
+                created
+                pending code=true
+                approved fingerprint-matches=true
+                joined account-matches=true
+                status joined=true last-sync=false pending=0
+                status last-sync=false pending=1
+                round applied=0 uploaded=1 conflicts=0 rejected=0
+                status last-sync=true pending=0 error=false
+                round applied=1 uploaded=0 conflicts=0 rejected=0
+                beta reads s3cret
+                devices alpha,beta this=beta ids=32
 
-    static func joinAndSync(server: SyncServerProcess) async throws {
-        let url = try #require(URL(string: server.url))
-        let alphaFolder = Folder(), betaFolder = Folder()
-        let alpha = try alphaFolder.store(), beta = try betaFolder.store()
-
-        let account = try await alpha.createSyncAccount(server: url, deviceName: "alpha")
-        guard case .pending(let code, let fingerprint) = try await beta.joinSyncAccount(account, server: url) else {
-            Issue.record("the join did not wait for approval")
-            return
-        }
-        #expect(try await alpha.approveSyncDevice(code: code, name: "beta") == fingerprint)
-        #expect(try await beta.joinSyncAccount(account, server: url) == .joined(account: account))
-
-        // The status as events: at once, then each change (a pending write, then the round that sent it).
-        var events = alpha.syncEvents(interval: .milliseconds(20)).makeAsyncIterator()
-        let first = try #require(try await events.next())
-        #expect(first.account == account && first.server == url && first.isJoined && first.lastSync == nil && first.pendingChanges == 0)
-        try Keychain(service: "svc", in: alpha).synchronizable(true).set("s3cret", for: "shared")
-        let pending = try #require(try await events.next())
-        #expect(pending.pendingChanges == 1 && pending.lastSync == nil)
-        let sent = try await alpha.syncNow()
-        #expect(sent.applied == 0 && sent.uploaded == 1 && sent.conflictsResolved == 0 && sent.rejected == 0)
-        let synced = try #require(try await events.next())
-        #expect(synced.pendingChanges == 0 && synced.lastSync != nil && synced.lastError == nil)
-
-        let received = try await beta.syncNow()
-        #expect(received.applied == 1 && received.uploaded == 0 && received.conflictsResolved == 0 && received.rejected == 0)
-        #expect(try Keychain(service: "svc", in: beta).synchronizable(true).string(for: "shared") == "s3cret")
-
-        let devices = try await beta.syncDevices()
-        #expect(Set(devices.map(\.name)) == ["alpha", "beta"])
-        #expect(devices.filter(\.isThisDevice).map(\.name) == ["beta"])
-        #expect(devices.allSatisfy { $0.id.count == 32 })
+                """, "\(run.stderr)\nThe sync server's log ends:\n\(server.output.suffix(4000))")
+        #expect(run.status == 0)
     }
 
     /// A store in no account: the status says so, a round is `errSecItemNotFound`, and bad arguments are

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainServices
 import Testing
+import KeychainTestSupport
 
 /// A root CA, an intermediate and a server leaf for `www.example.test`, made by openssl (P-256), in DER.
 struct TestPKI {
@@ -84,6 +85,22 @@ func evaluate(
         var trust: SecTrust?
         #expect(SecTrustCreateWithCertificates([] as CFArray, nil, &trust) == errSecParam)
         #expect(SecTrustCreateWithCertificates(["not a certificate"] as CFArray, nil, &trust) == errSecParam)
+    }
+
+    @Test("Evaluations that block every thread of Swift's pool at once all finish: the verifier they wait for runs on threads of its own")
+    func evaluationsBlockingThePoolFinish() throws {
+        let bench = try Workbench()
+        defer { bench.remove() }
+        _ = try TestPKI(bench)
+        // Four times as many callers as the pool has threads: were the verifier a task on the pool, every pool thread
+        // would wait for a verifier that never gets one (the process hung, and was killed at the timeout).
+        let count = ProcessInfo.processInfo.activeProcessorCount * 4
+        let run = try ProgramRun.run(
+            BuiltProducts.path(of: "keychain-test-helper"),
+            ["trust-in-tasks", "\(count)", bench.path("root.der"), bench.path("leaf.der"), bench.path("int.der")],
+            environment: baseEnvironment(home: bench.path("home")), timeout: 60)
+        #expect(run.stdout == "trusted=\(count) of \(count)\n")
+        #expect(run.status == 0)
     }
 
     @Test func theDebianBundleIsTheSystemRoots() throws {

@@ -50,7 +50,7 @@ package enum OCSPCheck {
     /// Asks the responder of `chain[0]` about it; `chain` runs on to the trusted root, each certificate signed by
     /// the next (a chain the verifier already validated).
     ///
-    /// Must not be called on a thread of Swift's cooperative pool (it waits for the answer).
+    /// Waits for the answer (``waitBlocking(_:)``).
     package static func status(of chain: [Certificate], date: Date) -> Status {
         guard let target = chain.first, chain.count >= 2 else { return .notChecked("it is the root") }
         guard let uri = responder(of: target) else { return .notChecked("it names no OCSP responder") }

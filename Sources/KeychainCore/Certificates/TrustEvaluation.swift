@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SwiftASN1
 // SecTrustSetVerifyDate evaluates at a fixed time, which swift-certificates offers as SPI.
 @_spi(FixedExpiryValidationTime) import X509
@@ -145,16 +144,9 @@ package enum TrustEvaluation {
         return serializer.serializedBytes
     }
 
-    /// Runs the verifier (async, and CPU-only) to completion for a synchronous API, on a task of its own.
+    /// Runs the verifier (async, and CPU-only) to completion for a synchronous API, on a task of its own
+    /// (``waitBlocking(_:)``: safe on any thread).
     private static func blocking(_ body: @escaping @Sendable () async -> CertificateValidationResult) -> CertificateValidationResult {
-        let box = Mutex<CertificateValidationResult?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            let result = await body()
-            box.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        return box.withLock { $0 } ?? .couldNotValidate([])
+        (try? waitBlocking { () async throws(KeychainError) -> CertificateValidationResult in await body() }) ?? .couldNotValidate([])
     }
 }

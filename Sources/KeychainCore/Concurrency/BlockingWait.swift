@@ -4,13 +4,12 @@ import Synchronization
 /// Runs async work to completion for a synchronous API: `body` runs on a task of its own while the calling thread
 /// waits, the way every other ``KeychainEngine`` call blocks its caller.
 ///
-/// The caller must not be a thread of Swift's cooperative pool: blocking one leaves the pool a thread short, and
-/// `body` could wait for it forever. keychaind's request threads and KeychainKit's async API (which moves a call to a
-/// thread of its own first) never are.
+/// The task runs on ``WaitingThreads`` (with its child tasks and the actors it calls), never on Swift's cooperative
+/// pool: any thread may wait here, a pool thread included, without leaving `body` waiting for a thread.
 package func waitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws(KeychainError) -> T) throws(KeychainError) -> T {
     let outcome = Mutex<Result<T, KeychainError>?>(nil)
     let done = DispatchSemaphore(value: 0)
-    Task.detached {
+    Task(executorPreference: WaitingThreads.shared) {
         let result: Result<T, KeychainError>
         do throws(KeychainError) {
             result = .success(try await body())
