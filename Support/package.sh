@@ -28,8 +28,8 @@
 #
 #   Support/package.sh [--debug] [--no-build] [--build-path DIR] [--out DIR]
 #
-#   --debug            build -c debug against the toolchain's shared Swift runtime, so that the tests' build is
-#                      reused and only the binary is linked: for CI on the machine that built it, never for a release
+#   --debug            build -c debug against the toolchain's shared Swift runtime, with the README's test command's
+#                      flags (-Xcc -O2), so that the tests' build is reused and only the binary is linked: for CI on the machine that built it, never for a release
 #                      (the package then needs the toolchain's folder; not stripped, light compression)
 #   --no-build         package what is already built in the build folder (by this script, earlier)
 #   --build-path DIR   SwiftPM's scratch folder (default .build)
@@ -127,14 +127,15 @@ source_date_epoch() {
 build_programs() {
     # A release binary carries the Swift runtime, and exports no symbols (nothing links against it or loads it): its
     # dynamic symbol table would be 6 MB of the binary and its start-up.
-    local static=(--static-swift-stdlib -Xlinker --no-export-dynamic) hint
-    [ "$config" = debug ] && static=()
+    # A debug build takes the flags of the README's test command, whose build it reuses.
+    local flags=(--static-swift-stdlib -Xlinker --no-export-dynamic) hint
+    [ "$config" = debug ] && flags=(-Xcc -O2)
     hint="if the link failed on undefined swift_udat_*/CF* symbols, $scratch/$config holds objects built for the shared Swift runtime: build with --build-path NEW-FOLDER, or remove $scratch/$config"
-    step "Building keychain (swift build -c $config ${static[*]} --traits Network)"
-    (cd "$root" && swift build -c "$config" "${static[@]}" --traits Network --scratch-path "$scratch" --product keychain) \
+    step "Building keychain (swift build -c $config ${flags[*]} --traits Network)"
+    (cd "$root" && swift build -c "$config" "${flags[@]}" --traits Network --scratch-path "$scratch" --product keychain) \
         || die "swift build failed; $hint"
-    step "Building keychain-sync-server (swift build -c $config ${static[*]} --traits Network)"
-    (cd "$root" && swift build -c "$config" "${static[@]}" --traits Network --scratch-path "$scratch" --product keychain-sync-server) \
+    step "Building keychain-sync-server (swift build -c $config ${flags[*]} --traits Network)"
+    (cd "$root" && swift build -c "$config" "${flags[@]}" --traits Network --scratch-path "$scratch" --product keychain-sync-server) \
         || die "swift build of the sync server failed; $hint"
 }
 
