@@ -28,7 +28,7 @@ package struct DaemonLauncher: Sendable {
     /// with a passcode and none syncs (``IdleExit``); nil: it runs until stopped.
     package var exitWhenIdle: Duration?
     /// More services to run beside the socket server, made once the keychain is open (the Secret Service on the
-    /// session bus); they stop with the rest.
+    /// session bus); they stop with the rest, and when one of them returns or throws, keychaind stops.
     package var additionalServices: @Sendable (DaemonContext) throws -> [any Service] = { _ in [] }
 
     /// What an additional service may use: the policy that identifies callers, the served keychains, the prompts.
@@ -90,7 +90,10 @@ package struct DaemonLauncher: Sendable {
                     .init(service: server, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup),
                     .init(service: idle, successTerminationBehavior: .ignore),
                     .init(service: sync, successTerminationBehavior: .ignore),
-                ] + exit + more.map { .init(service: $0, successTerminationBehavior: .ignore, failureTerminationBehavior: .gracefullyShutdownGroup) },
+                ] + exit
+                    + more.map {
+                        .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+                    },
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             ))

@@ -4,9 +4,10 @@ import KeychainDaemon
 import KeychainDBus
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// keychaind's Secret Service: connects to the user's session bus, takes `org.freedesktop.secrets`, and serves it
-/// from the keychain keychaind holds, until keychaind stops.
+/// from the keychain keychaind holds, until keychaind stops or the bus connection closes (which stops keychaind).
 package struct SecretServiceBridge: Service {
     /// The session bus's address.
     package var address: String
@@ -45,7 +46,8 @@ package struct SecretServiceBridge: Service {
         )
     }
 
-    /// Serves until the graceful shutdown; throws when the bus cannot be reached or another provider keeps the name.
+    /// Serves until the graceful shutdown or until the bus connection closes (returning then ends keychaind); throws
+    /// when the bus cannot be reached or another provider keeps the name.
     package func run() async throws {
         let bus: DBusServerConnection
         do {
@@ -63,10 +65,20 @@ package struct SecretServiceBridge: Service {
         } catch {
             context.logger.warning("the default Secret Service collection could not be made yet", metadata: ["reason": "\(error.message)"])
         }
+        let stopping = Atomic<Bool>(false)
         await withGracefulShutdownHandler {
             await provider.run()
         } onGracefulShutdown: {
+            stopping.store(true, ordering: .relaxed)
             bus.close()
+        }
+        // The bus went away on its own: the session ended (or its bus daemon died). gnome-keyring exits then, and so
+        // does keychaind (DaemonLauncher ends the group when an added service returns); the next session's bus, or
+        // systemd's socket, starts a new one.
+        if !stopping.load(ordering: .relaxed) {
+            context.logger.notice(
+                "the session bus closed; keychaind stops, as its Secret Service ends with the session",
+                metadata: ["bus": "\(address)"])
         }
     }
 }

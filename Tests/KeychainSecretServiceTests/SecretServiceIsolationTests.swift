@@ -71,6 +71,30 @@ struct SecretServiceIsolationTests {
         }
     }
 
+    @Test("ask: a program keychaind cannot identify reliably (LD_LIBRARY_PATH) is asked Allow or Deny each time, never offered Always")
+    func unidentifiedProgramIsNeverOfferedAlways() async throws {
+        try await onThread {
+            let rig = try SecretServiceRig(policy: "ask")
+            let program = try rig.pythonCopy("loader-app")
+            let loader = ["LD_LIBRARY_PATH": rig.root]
+            try rig.queuePrompts("confirm")
+            let allowed = try rig.python(Self.storeAndRead, interpreter: program, arguments: ["one"], extraEnvironment: loader)
+            #expect(allowed.stdout == "unlocked\nread one\n", "\(allowed.stderr)")
+            #expect(rig.promptsShown == 1)
+            // One CONFIRM with Allow and Deny: no second step, no "Always allow".
+            let log = try String(contentsOfFile: rig.pinentryLog, encoding: .utf8)
+            #expect(log.components(separatedBy: "\n").filter { $0 == "CONFIRM" }.count == 1, "\(log)")
+            #expect(!log.contains("Always"), "\(log)")
+            #expect(log.contains("asked each time and nothing is remembered"), "\(log)")
+            // Nothing was remembered: the next connection is asked again, and a deny is not remembered either.
+            try rig.queuePrompts("notok")
+            #expect(try rig.python(Self.storeAndRead, interpreter: program, arguments: ["two"], extraEnvironment: loader).stdout == "dismissed\nlocked\n")
+            try rig.queuePrompts("confirm")
+            #expect(try rig.python(Self.storeAndRead, interpreter: program, arguments: ["three"], extraEnvironment: loader).stdout == "unlocked\nread three\n")
+            #expect(rig.promptsShown == 3)
+        }
+    }
+
     @Test("ask with no pinentry: Unlock is refused with a message saying what to do")
     func askWithoutPrompter() async throws {
         try await onThread {

@@ -83,9 +83,13 @@ final class SecretServiceRig: @unchecked Sendable {
         try start()
     }
 
-    /// Runs `executable` with the rig's environment.
-    func run(_ executable: String, _ arguments: [String], input: String? = nil, timeout: TimeInterval = 60) throws -> ProgramRun {
-        try ProgramRun.run(executable, arguments, environment: environment, input: input.map { Data($0.utf8) }, scratch: root, timeout: timeout)
+    /// Runs `executable` with the rig's environment (and `extraEnvironment` over it).
+    func run(
+        _ executable: String, _ arguments: [String], input: String? = nil, timeout: TimeInterval = 60, extraEnvironment: [String: String] = [:]
+    ) throws -> ProgramRun {
+        try ProgramRun.run(
+            executable, arguments, environment: environment.merging(extraEnvironment) { $1 }, input: input.map { Data($0.utf8) }, scratch: root,
+            timeout: timeout)
     }
 
     /// Runs `security`.
@@ -100,10 +104,12 @@ final class SecretServiceRig: @unchecked Sendable {
     }
 
     /// Runs a Python program (given as text) with `/usr/bin/python3` or another interpreter.
-    func python(_ program: String, interpreter: String = SecretServiceRig.python, arguments: [String] = []) throws -> ProgramRun {
+    func python(
+        _ program: String, interpreter: String = SecretServiceRig.python, arguments: [String] = [], extraEnvironment: [String: String] = [:]
+    ) throws -> ProgramRun {
         let path = root + "/client-\(UUID().uuidString.prefix(6)).py"
         try Data(program.utf8).write(to: URL(fileURLWithPath: path))
-        return try run(interpreter, [path] + arguments)
+        return try run(interpreter, [path] + arguments, extraEnvironment: extraEnvironment)
     }
 
     /// Queues answers of the scripted pinentry, one line per prompt to come.

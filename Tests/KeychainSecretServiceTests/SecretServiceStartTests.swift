@@ -60,6 +60,22 @@ struct SecretServiceStartTests {
         }
     }
 
+    @Test("When its session bus dies, keychaind's Secret Service ends within 2 s, taking keychaind with it, and says why")
+    func endsWithTheSessionBus() throws {
+        let root = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let bus = try PrivateSessionBus()
+        let env = [
+            "KEYCHAIN_HOME": root + "/keychain", "HOME": root, "PATH": "/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS": bus.address,
+        ]
+        let daemon = try KeychaindProcess(
+            socketPath: root + "/d.sock", environment: env, arguments: ["--secret-service", "--log-level", "info"])
+        #expect(daemon.waitForOutput(containing: "serving the Secret Service"), "\(daemon.output)")
+        bus.kill()
+        #expect(daemon.waitForExit(timeout: .seconds(2)) == 0, "\(daemon.output)")
+        #expect(daemon.output.contains("the session bus closed; keychaind stops"), "\(daemon.output)")
+    }
+
     @Test("keychaind refuses to start beside another provider (status 3), and replaces one that allows it when told to")
     func anotherProvider() async throws {
         let root = try Self.folder()

@@ -13,6 +13,8 @@ public final class KeychaindProcess: @unchecked Sendable {
     /// The running keychaind.
     public let process = Process()
     private let errors = Pipe()
+    /// Signalled when the process exits (and again by each ``waitForExit(timeout:)`` that saw it).
+    private let exited = DispatchSemaphore(value: 0)
     /// Its standard error as read so far.
     private let log = StandardErrorLog()
     private let lock = NSLock()
@@ -33,6 +35,7 @@ public final class KeychaindProcess: @unchecked Sendable {
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
+        process.terminationHandler = { [exited] _ in exited.signal() }
         try process.run()
         log.follow(errors, isReady: { $0.contains("keychaind: ready") })
         guard log.waitUntilReady(), output.contains("keychaind: ready") else {
@@ -55,6 +58,15 @@ public final class KeychaindProcess: @unchecked Sendable {
 
     /// The environment that sends a program's keychain calls to this daemon.
     public var environment: [String: String] { ["KEYCHAIN_DAEMON_SOCKET": socketPath] }
+
+    /// Waits up to `timeout` for keychaind to exit on its own; its exit status, or nil while it still runs.
+    public func waitForExit(timeout: Duration) -> Int32? {
+        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        guard exited.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else { return nil }
+        exited.signal()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
 
     /// SIGTERM, then waits for the exit; returns the exit status.
     @discardableResult

@@ -75,15 +75,19 @@ public final class PrivateSessionBus: Sendable {
         }
         let address = String(decoding: line, as: UTF8.self)
         guard address.hasPrefix("unix:") else {
-            kill(process.processIdentifier, SIGKILL)
+            Glibc.kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             throw TestProcessError("dbus-daemon printed no address (got \(address.debugDescription))")
         }
         self.address = address
     }
 
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
+    /// Kills the bus daemon (SIGKILL), as a session ending with a crash does, and waits until it is gone.
+    public func kill() {
+        guard process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
+
+    deinit { kill() }
 }

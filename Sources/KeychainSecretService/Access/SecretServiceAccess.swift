@@ -226,14 +226,16 @@ package final class SecretServiceAccess: Sendable {
                 subjectDescription: "the Secret Service collection '\(collection.label)'")
             grant = try engine.applicationConsent(request, prompter: prompter, interactionAllowed: true)
         } else {
-            // An untrusted process may run code that is not its program's: it is asked each time, never remembered.
-            switch prompter.askConsent(
+            // An untrusted process may run code that is not its program's: it is asked each time, with Allow and Deny
+            // only (no "Always allow": nothing about it can be remembered), and never remembered.
+            switch prompter.confirm(
                 PromptText(
                     title: "Allow access to the keychain?",
-                    description: "\(caller.description) wants to use the Secret Service collection '\(collection.label)'. It could not be identified reliably, so nothing will be remembered."))
+                    description: "\(caller.description) wants to use the Secret Service collection '\(collection.label)'. "
+                        + "It could not be identified reliably, so you are asked each time and nothing is remembered."))
             {
-            case .answered(.deny): throw KeychainError(code: .authenticationFailed, message: "The person refused \(caller.description).")
-            case .answered: grant = .once
+            case .answered(false): throw KeychainError(code: .authenticationFailed, message: "The person refused \(caller.description).")
+            case .answered(true): grant = .once
             case .cancelled, .timedOut: throw KeychainError(code: .userCanceled, message: "The prompt was cancelled.")
             case .unavailable(let why): throw KeychainError(code: .interactionNotAllowed, message: "No prompt can be shown: \(why)")
             }
