@@ -95,6 +95,28 @@ struct SecretServiceIsolationTests {
         }
     }
 
+    @Test("ask: after an Unlock that opened nothing, IsLocked says why (a cancelled prompt, then a remembered refusal)")
+    func isLockedSaysWhy() async throws {
+        try await onThread {
+            let rig = try SecretServiceRig(policy: "ask")
+            let store = ["store", "--label=Why", "app", "why"]
+            // secret-tool calls Unlock, its prompt is dismissed, and CreateItem answers IsLocked with the prompt's outcome.
+            try rig.queuePrompts("cancel")
+            let cancelled = try rig.run("/usr/bin/secret-tool", store, input: "secret")
+            #expect(cancelled.status != 0)
+            #expect(cancelled.stderr.contains("is locked for this program: its last Unlock opened nothing. The person cancelled the prompt"), "\(cancelled.stderr)")
+            #expect(!cancelled.stderr.contains("Call Unlock"), "\(cancelled.stderr)")
+            // "Deny" is remembered; the next connection is told so, with how to be asked again.
+            try rig.queuePrompts("notok")
+            let denied = try rig.run("/usr/bin/secret-tool", store, input: "secret")
+            #expect(denied.stderr.contains("its last Unlock opened nothing. The person refused"), "\(denied.stderr)")
+            #expect(denied.stderr.contains("security app revoke"), "\(denied.stderr)")
+            let again = try rig.run("/usr/bin/secret-tool", store, input: "secret")
+            #expect(again.stderr.contains("the refusal is remembered"), "\(again.stderr)")
+            #expect(rig.promptsShown == 2)
+        }
+    }
+
     @Test("ask with no pinentry: Unlock is refused with a message saying what to do")
     func askWithoutPrompter() async throws {
         try await onThread {

@@ -74,6 +74,23 @@ package final class SecretServiceAccess: Sendable {
     /// The most connections with `once` grants remembered (the oldest are forgotten past it).
     static let maximumGrantHolders = 4_096
 
+    /// Why each connection's last unlock prompt did not open a collection to it, by bus name: told in the IsLocked
+    /// errors that follow, which would otherwise only say "call Unlock" (the reason was in keychaind's log alone).
+    private let lastRefusals = Mutex<[String: String]>([:])
+
+    /// Records why `caller`'s unlock prompt opened nothing (`reason` in the user's terms, one sentence or two).
+    package func recordRefusal(_ caller: SecretServiceCaller, _ reason: String) {
+        lastRefusals.withLock { refusals in
+            if refusals.count >= Self.maximumGrantHolders, refusals[caller.busName] == nil { refusals.removeAll() }
+            refusals[caller.busName] = String(reason.prefix(1_000))
+        }
+    }
+
+    /// Why `caller`'s last unlock prompt opened nothing, if one did not.
+    package func lastRefusal(_ caller: SecretServiceCaller) -> String? {
+        lastRefusals.withLock { $0[caller.busName] }
+    }
+
     /// Access decided with `authority`'s identification, asking through `prompters`.
     package init(authority: Authority, environmentPolicy: UnregisteredCallerPolicy?, prompters: PrompterCache, logger: Logger) {
         self.authority = authority
@@ -275,6 +292,7 @@ package final class SecretServiceAccess: Sendable {
     /// Forgets what was granted to a bus connection that is gone.
     package func forget(busName: String) {
         _ = onceGrants.withLock { $0.removeValue(forKey: busName) }
+        _ = lastRefusals.withLock { $0.removeValue(forKey: busName) }
         _ = identified.withLock { $0.removeValue(forKey: busName) }
     }
 }

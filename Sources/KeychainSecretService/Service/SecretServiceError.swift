@@ -25,8 +25,12 @@ struct SecretServiceError: Error, Sendable {
     static func noObject(_ path: String) -> SecretServiceError {
         .init(name: noSuchObject, message: "No such object: \(path). It was deleted, or this program may not see it.")
     }
-    static func locked(_ what: String) -> SecretServiceError {
-        .init(name: isLocked, message: "\(what) is locked for this program. Call Unlock and complete its prompt first.")
+    /// IsLocked for `what`; with the reason this connection's last unlock prompt opened nothing, when it had one.
+    static func locked(_ what: String, lastRefusal: String? = nil) -> SecretServiceError {
+        guard let lastRefusal else {
+            return .init(name: isLocked, message: "\(what) is locked for this program. Call Unlock and complete its prompt first.")
+        }
+        return .init(name: isLocked, message: "\(what) is locked for this program: its last Unlock opened nothing. \(lastRefusal)")
     }
 
     /// The D-Bus error for a keychain failure.

@@ -180,14 +180,27 @@ extension SecretServiceProvider {
                 action: { [self] in
                     var done: [String] = []
                     if engine.lockState == .locked || engine.lockState == .beforeFirstUnlock {
-                        guard
-                            case .answered(let passcode) = prompter.askSecret(
-                                PromptText(
-                                    title: "Unlock the keychain", description: "\(caller.description) wants to use the keychain's Secret Service collections.", prompt: "Passcode:")),
-                            let text = String(data: passcode, encoding: .utf8)
-                        else { return nil }
+                        let passcode: Data
+                        switch prompter.askSecret(
+                            PromptText(
+                                title: "Unlock the keychain", description: "\(caller.description) wants to use the keychain's Secret Service collections.", prompt: "Passcode:"))
+                        {
+                        case .answered(let given): passcode = given
+                        case .cancelled, .timedOut:
+                            access.recordRefusal(caller, "The unlock prompt was cancelled or not answered in time.")
+                            return nil
+                        case .unavailable(let why):
+                            access.recordRefusal(caller, "The unlock prompt could not be shown: \(why)")
+                            return nil
+                        }
+                        guard let text = String(data: passcode, encoding: .utf8) else {
+                            access.recordRefusal(caller, "The passcode given at the unlock prompt is not UTF-8 text.")
+                            return nil
+                        }
                         do throws(KeychainError) { try engine.unlock(passcode: text) } catch {
-                            logger.notice("unlock from a Secret Service prompt failed", metadata: ["status": "\(error.status.rawValue)"]); return nil
+                            logger.notice("unlock from a Secret Service prompt failed", metadata: ["status": "\(error.status.rawValue)"])
+                            access.recordRefusal(caller, "The keychain was not unlocked: \(error.message)")
+                            return nil
                         }
                     }
                     for (path, collection) in pending {
@@ -196,6 +209,7 @@ extension SecretServiceProvider {
                             done.append(path)
                         } catch {
                             logger.notice("Secret Service access refused", metadata: ["program": "\(caller.description)", "collection": "\(collection.id)", "reason": "\(error.message)"])
+                            access.recordRefusal(caller, error.message)
                         }
                     }
                     return done.isEmpty ? nil : SecretValues.paths(done)

@@ -345,6 +345,8 @@ package final class SecretServiceProvider: Sendable {
 
     /// `collection`, or IsLocked when it is not open to `caller`.
     func requireUnlocked(_ collection: SecretCollection, for caller: SecretServiceCaller) throws(SecretServiceError) {
-        guard try isUnlocked(collection, for: caller) else { throw .locked("Collection '\(collection.label)'") }
+        guard try isUnlocked(collection, for: caller) else {
+            throw .locked("Collection '\(collection.label)'", lastRefusal: access.lastRefusal(caller))
+        }
     }
 }
