@@ -29,11 +29,9 @@ func withStore<T>(mode: StoreMode = .inProcess, groups: [String] = ["com.example
             return try body(KeychainStore(directory: directory, accessGroups: groups))
         case .keychaind:
             let engine = try KeychainEngine(location: KeychainLocation(home: directory))
-            let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+            let (exe, sha256) = try testExecutable.get()
             try InProcessKeychain(engine: engine, caller: AccessPolicy(groups: ["*"])).register(
-                AppRegistration(
-                    program: .executable(path: exe, sha256: try FileDigest.sha256Hex(ofFileAt: exe)),
-                    applicationIdentifier: nil, accessGroups: ["*"]))
+                AppRegistration(program: .executable(path: exe, sha256: sha256), applicationIdentifier: nil, accessGroups: ["*"]))
             try engine.close()
             var environment = ProcessInfo.processInfo.environment
             environment["KEYCHAIN_HOME"] = directory
@@ -61,4 +59,10 @@ struct Token: Codable, Equatable {
         var value: String
         var uses: Int
     }
+}
+
+/// The test runner's executable and its SHA-256, read once (the debug runner is some 240 MB).
+let testExecutable = Result<(path: String, sha256: String), any Error> {
+    let path = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    return (path, try FileDigest.sha256Hex(ofFileAt: path))
 }

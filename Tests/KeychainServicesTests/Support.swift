@@ -53,8 +53,16 @@ final class TestKeychain: @unchecked Sendable {
 
 /// Registers this test process's executable with keychaind's program registry in `engine`'s folder.
 func registerTestProcess(_ engine: KeychainEngine, groups: [String], applicationIdentifier: String? = nil) throws {
-    let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    try registerProgram(engine, path: exe, groups: groups, applicationIdentifier: applicationIdentifier)
+    let (path, sha256) = try testExecutable.get()
+    let entry = AppRegistration(program: .executable(path: path, sha256: sha256), applicationIdentifier: applicationIdentifier, accessGroups: groups)
+    try engine.updateAppRegistry { $0.register(entry) }
+}
+
+/// The test runner's executable and its SHA-256, read once: the debug runner is some 240 MB, and hashing it for
+/// every test's keychain took minutes of a run.
+let testExecutable = Result<(path: String, sha256: String), any Error> {
+    let path = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    return (path, try FileDigest.sha256Hex(ofFileAt: path))
 }
 
 /// Registers the executable at `path` (as it is now) for `groups`.
