@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 
 #if canImport(Glibc)
 import Glibc
@@ -61,8 +62,7 @@ public final class KeychaindProcess: @unchecked Sendable {
 
     /// Waits up to `timeout` for keychaind to exit on its own; its exit status, or nil while it still runs.
     public func waitForExit(timeout: Duration) -> Int32? {
-        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-        guard exited.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success else { return nil }
+        guard exited.wait(timeout: .now() + timeout.timeInterval) == .success else { return nil }
         exited.signal()
         process.waitUntilExit()
         return process.terminationStatus

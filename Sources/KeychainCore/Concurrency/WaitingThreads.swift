@@ -27,13 +27,6 @@ package final class WaitingThreads: TaskExecutor, @unchecked Sendable {
 
     private init() {}
 
-    /// The number of threads running now (for tests).
-    package var threadCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return threads
-    }
-
     package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         condition.lock()
