@@ -39,6 +39,8 @@ package struct DaemonLauncher: Sendable {
         package var keychains: ServedKeychains
         /// What asks the person at this machine.
         package var prompters: PrompterCache
+        /// The requests waiting for `security approve`, shared with the socket's requests (one list for the person).
+        package var approvals: PendingApprovals
         /// Where services log.
         package var logger: Logger
     }
@@ -70,12 +72,13 @@ package struct DaemonLauncher: Sendable {
         defer { if case .system = mode, case .inherited(_, let path?) = listener, !Self.socketActivated { unlink(path) } }
         let authority = Authority(keychains: keychains, logger: logger)
         let prompters = PrompterCache(logger: logger)
-        let dispatcher = RequestDispatcher(authority: authority, logger: logger, prompters: prompters, biometrics: FprintdVerifier())
+        let approvals = PendingApprovals()
+        let dispatcher = RequestDispatcher(authority: authority, logger: logger, prompters: prompters, biometrics: FprintdVerifier(), approvals: approvals)
         let tracker = ConnectionTracker()
         let server = DaemonServer(listener: listener, dispatcher: dispatcher, limits: Self.fitting(limits), tracker: tracker, logger: logger, ready: ready)
         let idle = IdleLock(keychains: keychains)
         let sync = BackgroundSync(keychains: keychains)
-        let more = try additionalServices(DaemonContext(authority: authority, keychains: keychains, prompters: prompters, logger: logger))
+        let more = try additionalServices(DaemonContext(authority: authority, keychains: keychains, prompters: prompters, approvals: approvals, logger: logger))
         var exit: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let exitWhenIdle, let path = listener.path {
             exit = [

@@ -56,7 +56,7 @@ package struct SecretServiceBridge: Service {
             throw KeychainError(code: .notAvailable, message: "The session bus at \(address) could not be reached: \(error.message)")
         }
         defer { bus.close() }
-        let access = SecretServiceAccess(authority: context.authority, environmentPolicy: policy, prompters: context.prompters, logger: context.logger)
+        let access = SecretServiceAccess(authority: context.authority, environmentPolicy: policy, prompters: context.prompters, approvals: context.approvals, logger: context.logger)
         let provider = SecretServiceProvider(bus: bus, store: SecretStore(engine: engine), access: access, logger: context.logger)
         try await provider.claimName(replace: replace)
         // The default collection exists before the first call asks for it.

@@ -206,7 +206,8 @@ extension RequestDispatcher {
     }
 
     /// `security approve ID`: the person answers a waiting request after giving the passcode to keychaind's own
-    /// prompt on the approving tool's terminal (never on its standard input or command line).
+    /// prompt on the approving tool's terminal (never on its standard input or command line); a locked keychain is
+    /// unlocked with it.
     func answerPending(id: UInt64, answer: ConsentAnswer, session: Session, engine: KeychainEngine) throws(KeychainError) {
         let uid = session.identity.uid
         guard engine.lockState != .noPasscode else {
@@ -228,7 +229,15 @@ extension RequestDispatcher {
             title: "Keychain passcode", description: "To \(verb) request \(id): \(pending.program) wants to \(pending.action), enter the keychain's passcode.",
             prompt: "Passcode:")
         switch prompter.askSecret(text) {
-        case .answered(let secret): try engine.verifyPasscode(String(decoding: secret, as: UTF8.self))
+        case .answered(let secret):
+            // A request that waits while the keychain is locked (a Secret Service client's Unlock, with no prompt
+            // where it runs) needs it open: the passcode just given opens it.
+            let passcode = String(decoding: secret, as: UTF8.self)
+            if engine.lockState == .locked || engine.lockState == .beforeFirstUnlock {
+                try engine.unlock(passcode: passcode)
+            } else {
+                try engine.verifyPasscode(passcode)
+            }
         case .cancelled, .timedOut:
             throw KeychainError(code: .userCanceled, message: "The passcode was not given: request \(id) still waits.")
         case .unavailable(let reason):

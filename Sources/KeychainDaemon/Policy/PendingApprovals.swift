@@ -33,7 +33,7 @@ package final class PendingApprovals: Sendable {
 
     /// Registers a request of user `uid` and blocks until it is answered or `timeout` passes: the answer, or nil.
     /// Throws `errSecInteractionNotAllowed` when too many requests wait already.
-    func wait(uid: UInt32, program: String, action: String, timeout: Duration, registered: (UInt64) -> Void = { _ in }) throws(KeychainError) -> ConsentAnswer? {
+    package func wait(uid: UInt32, program: String, action: String, timeout: Duration, registered: (UInt64) -> Void = { _ in }) throws(KeychainError) -> ConsentAnswer? {
         let signal = DispatchSemaphore(value: 0)
         let now = ContinuousClock.now
         let id: UInt64? = state.withLock { state in

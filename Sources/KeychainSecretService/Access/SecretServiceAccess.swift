@@ -66,6 +66,8 @@ package final class SecretServiceAccess: Sendable {
     package let environmentPolicy: UnregisteredCallerPolicy?
     /// What asks the person (pinentry, per the keychain's settings).
     package let prompters: PrompterCache
+    /// Requests waiting for `security approve` when no prompt can be shown (keychaind's one list).
+    package let approvals: PendingApprovals
     /// The settings' policy as last read, with the settings file's stamp then.
     private let settingsPolicy = Mutex<(stamp: FileStamp?, policy: UnregisteredCallerPolicy)?>(nil)
     private let logger: Logger
@@ -91,11 +93,16 @@ package final class SecretServiceAccess: Sendable {
         lastRefusals.withLock { $0[caller.busName] }
     }
 
-    /// Access decided with `authority`'s identification, asking through `prompters`.
-    package init(authority: Authority, environmentPolicy: UnregisteredCallerPolicy?, prompters: PrompterCache, logger: Logger) {
+    /// Access decided with `authority`'s identification, asking through `prompters`, or, when they cannot show a
+    /// prompt, waiting in `approvals` for `security approve`.
+    package init(
+        authority: Authority, environmentPolicy: UnregisteredCallerPolicy?, prompters: PrompterCache, approvals: PendingApprovals,
+        logger: Logger
+    ) {
         self.authority = authority
         self.environmentPolicy = environmentPolicy
         self.prompters = prompters
+        self.approvals = approvals
         self.logger = logger
     }
 
@@ -227,8 +234,9 @@ package final class SecretServiceAccess: Sendable {
     }
 
     /// Asks the person whether `caller` may use `collection` (blocking: it runs the prompter), and grants it
-    /// when they allow it. Throws `errSecAuthFailed` for a (remembered) refusal, `errSecUserCanceled`,
-    /// `errSecInteractionNotAllowed` when no prompt can be shown.
+    /// when they allow it; when no prompt can be shown, waits for `security approve` instead
+    /// (``waitForApproval(_:_:reason:)``). Throws `errSecAuthFailed` for a (remembered) refusal,
+    /// `errSecUserCanceled`, `errSecInteractionNotAllowed` when nobody could be asked.
     package func ask(_ caller: SecretServiceCaller, _ collection: SecretCollection) throws(KeychainError) {
         if let refusal = refusal(caller, collection) {
             throw KeychainError(code: .authenticationFailed, message: refusal)
@@ -240,25 +248,102 @@ package final class SecretServiceAccess: Sendable {
         if let program = caller.session.identity.consentProgram {
             let request = ConsentRequest(
                 program: program, programDescription: caller.description, subject: collection.path,
-                subjectDescription: "the Secret Service collection '\(collection.label)'")
-            grant = try engine.applicationConsent(request, prompter: prompter, interactionAllowed: true)
+                subjectDescription: Self.describe([collection]))
+            do {
+                grant = try engine.applicationConsent(request, prompter: prompter, interactionAllowed: true)
+            } catch  where error.code == .interactionNotAllowed {
+                try waitForApproval(caller, [collection], reason: error.message)
+                return
+            }
         } else {
             // An untrusted process may run code that is not its program's: it is asked each time, with Allow and Deny
             // only (no "Always allow": nothing about it can be remembered), and never remembered.
             switch prompter.confirm(
                 PromptText(
                     title: "Allow access to the keychain?",
-                    description: "\(caller.description) wants to use the Secret Service collection '\(collection.label)'. "
+                    description: "\(caller.description) wants to use \(Self.describe([collection])). "
                         + "It could not be identified reliably, so you are asked each time and nothing is remembered."))
             {
             case .answered(false): throw KeychainError(code: .authenticationFailed, message: "The person refused \(caller.description).")
             case .answered(true): grant = .once
             case .cancelled, .timedOut: throw KeychainError(code: .userCanceled, message: "The prompt was cancelled.")
-            case .unavailable(let why): throw KeychainError(code: .interactionNotAllowed, message: "No prompt can be shown: \(why)")
+            case .unavailable(let why):
+                try waitForApproval(caller, [collection], reason: "no prompt can be shown: \(why)")
+                return
             }
         }
         logger.info("secret service access granted", metadata: ["program": "\(caller.description)", "collection": "\(collection.id)", "grant": "\(grant)"])
         if grant == .once { grantOnce(caller, collection) }
+    }
+
+    /// How prompts and messages name `collections`.
+    static func describe(_ collections: [SecretCollection]) -> String {
+        let names = collections.map { "'\($0.label)'" }.joined(separator: ", ")
+        return collections.count == 1 ? "the Secret Service collection \(names)" : "the Secret Service collections \(names)"
+    }
+
+    /// No prompt could ask the person (no display, no terminal, pinentry failed, or none installed; `reason` says
+    /// which): with a passcode set, the request waits, for the prompt timeout, as a pending request that the person
+    /// answers with `security approve` from any terminal of theirs (keychaind asks the passcode there, which also
+    /// unlocks a locked keychain), and the answer is applied to `collections`; without a passcode nothing can prove
+    /// the person, and the error says to set one. Throws `errSecInteractionNotAllowed` when nobody answered,
+    /// `errSecAuthFailed` when the person refused (remembered, as at a prompt).
+    package func waitForApproval(_ caller: SecretServiceCaller, _ collections: [SecretCollection], reason: String) throws(KeychainError) {
+        let engine = caller.session.engine
+        let action = "use \(Self.describe(collections))"
+        guard engine.lockState != .noPasscode else {
+            throw KeychainError(
+                code: .interactionNotAllowed,
+                message: """
+                    \(caller.description) needs your permission to \(action), and keychaind has no way to ask: \(reason)
+                    Run it in a desktop session, where keychaind's pinentry can ask you; or set a passcode with `security set-keychain-password`, then such requests wait for `security approve` in a terminal of yours (only the passcode proves it is you: any program of yours can type into a terminal it opened). Registering the program (`security app add`) lets it in without asking.
+                    """)
+        }
+        let seconds = ((try? KeychainSettings.load(engine.location)) ?? nil)?.promptTimeout ?? 60
+        let timeout = Duration.seconds(min(max(seconds, 1), 600))
+        let identity = caller.session.identity
+        let answer = try approvals.wait(uid: identity.uid, program: caller.description, action: action, timeout: timeout) { id in
+            logger.notice(
+                "a request waits for approval: answer it with `security approve` from a terminal",
+                metadata: ["id": "\(id)", "pid": "\(identity.pid)", "program": "\(caller.description)", "reason": "\(reason)"])
+        }
+        guard let answer else {
+            throw KeychainError(
+                code: .interactionNotAllowed,
+                message: """
+                    \(caller.description) needs your permission to \(action), and keychaind has no way to ask (\(reason)); nobody approved it with `security approve` within \(seconds) seconds.
+                    Try again, and while it waits run `security approve` in a terminal of yours to list and allow it.
+                    """)
+        }
+        let program = identity.consentProgram
+        let verdict: ConsentDecision.Verdict? =
+            switch answer {
+            case .once: nil
+            case .always: program == nil ? nil : .always
+            case .deny: program == nil ? nil : .deny
+            }
+        if let program, let verdict {
+            for collection in collections {
+                do {
+                    try engine.rememberConsent(
+                        ConsentDecision(
+                            program: program, subject: collection.path, subjectDescription: Self.describe([collection]), verdict: verdict,
+                            date: Date()))
+                } catch {
+                    logger.warning("an answer could not be remembered", metadata: ["reason": "\(error.message)"])
+                }
+            }
+        }
+        logger.notice("a waiting Secret Service request was answered", metadata: ["program": "\(caller.description)", "answer": "\(answer.rawValue)"])
+        if answer == .deny {
+            throw KeychainError(
+                code: .authenticationFailed,
+                message: program == nil
+                    ? "The person refused \(caller.description) with `security approve --deny`."
+                    : "The person refused \(caller.description) with `security approve --deny`, and the refusal is remembered.\nTo be asked again, revoke it with `security app revoke PROGRAM` (`security app consents` lists them)."
+            )
+        }
+        if verdict == nil { for collection in collections { grantOnce(caller, collection) } }
     }
 
     /// Lets `caller`'s bus connection use `collection` for as long as it lasts (an answer of `once`, or a

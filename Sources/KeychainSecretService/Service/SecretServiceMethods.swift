@@ -164,14 +164,16 @@ extension SecretServiceProvider {
         for (_, collection) in waiting {
             if let refusal = access.refusal(caller, collection) { throw SecretServiceError(name: SecretServiceError.accessDenied, message: refusal) }
         }
-        guard access.canPrompt(caller) else {
+        let engine = store.engine
+        // With no pinentry, a passcode still lets the person answer from a terminal (`security approve`, in the
+        // prompt's action); without one nobody can be asked at all.
+        guard access.canPrompt(caller) || engine.lockState != .noPasscode else {
             throw SecretServiceError(
                 name: SecretServiceError.accessDenied,
                 message:
-                    "\(caller.description) needs the person's permission, and no prompt can be shown here (no pinentry). Register the program with `security app add`, set \(UnregisteredCallerPolicy.environmentVariable)=allow, or install pinentry."
+                    "\(caller.description) needs the person's permission, and no prompt can be shown here (no pinentry). Register the program with `security app add`, set \(UnregisteredCallerPolicy.environmentVariable)=allow, or install pinentry; or set a passcode with `security set-keychain-password`, then such requests wait for `security approve` in a terminal of yours."
             )
         }
-        let engine = store.engine
         let prompter = access.prompters.prompter(for: engine.location)
         let pending = waiting
         guard
@@ -190,8 +192,16 @@ extension SecretServiceProvider {
                             access.recordRefusal(caller, "The unlock prompt was cancelled or not answered in time.")
                             return nil
                         case .unavailable(let why):
-                            access.recordRefusal(caller, "The unlock prompt could not be shown: \(why)")
-                            return nil
+                            // Nowhere to ask here: the person answers from a terminal (`security approve`), whose
+                            // passcode prompt also unlocks the keychain.
+                            do throws(KeychainError) {
+                                try access.waitForApproval(caller, pending.map(\.1), reason: "the unlock prompt could not be shown: \(why)")
+                            } catch {
+                                logger.notice("Secret Service unlock not approved", metadata: ["program": "\(caller.description)", "reason": "\(error.message)"])
+                                access.recordRefusal(caller, error.message)
+                                return nil
+                            }
+                            return SecretValues.paths(pending.map(\.0))
                         }
                         guard let text = String(data: passcode, encoding: .utf8) else {
                             access.recordRefusal(caller, "The passcode given at the unlock prompt is not UTF-8 text.")
