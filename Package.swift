@@ -203,6 +203,7 @@ let package = Package(
                 // keychaind's caller identification and prompts: the Secret Service runs inside keychaind.
                 "KeychainDaemon",
                 "KeychainPrompt",
+                "CKeychainLinux",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

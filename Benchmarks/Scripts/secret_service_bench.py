@@ -28,7 +28,9 @@ from size to size, so that noise on the machine falls on both:
 - round trip: org.freedesktop.DBus.Peer.Ping to the provider, answered by its D-Bus library (GDBus, sd-bus)
   without any of the provider's own work: the floor of one call through this client and bus. A lookup is two
   calls, so two round trips are the part of a lookup that no provider can make faster.
-- RSS: VmRSS of the provider's process (/proc/PID/status) after filling the store, in MiB.
+- RSS: VmRSS of the provider's process (/proc/PID/status) after filling the store, in MiB; and how much it grew
+  from one listing of the whole store at the end: the collection's Items property, then SearchItems by no
+  attribute and by the schema every item has.
 
 gnome-keyring rewrites its whole keyring file on every change, so filling it takes time quadratic in the size
 (about half an hour for 10,000 items on 2 cores). With --gnome-keyring-cache DIR the login keyring is copied to DIR
@@ -314,6 +316,14 @@ class Provider:
         if reply.header.message_type != MessageType.method_return:
             raise Bench(f"{self.name} answered Peer.Ping with {reply.header.message_type}: {reply.body}")
 
+    def list_everything(self):
+        """What a client listing the whole store makes the provider build: the collection's Items once, then
+        SearchItems by nothing and by the schema every item has. Returns the item counts seen."""
+        items = self.collection.get_property("Items")
+        everything, _ = self.service.call("SearchItems", "a{ss}", {})
+        by_schema, _ = self.service.call("SearchItems", "a{ss}", {"xdg:schema": SCHEMA})
+        return len(items), len(everything), len(by_schema)
+
     def lookup(self, attributes):
         unlocked, locked = self.service.call("SearchItems", "a{ss}", attributes)
         if not unlocked:
@@ -499,6 +509,23 @@ def measure(args, children, root, size, order):
         for provider in providers:
             if not provider.failed:
                 results[(provider.name, "rss_after")] = {"rss_mib": rss_mib(provider.process.pid)}
+
+        log(f"  listing every item (Collection.Items, SearchItems) at {size:,} items")
+        for provider in providers:
+            if provider.failed:
+                continue
+
+            def listing():
+                before = rss_mib(provider.process.pid)
+                counts = provider.list_everything()
+                if min(counts) < size:
+                    raise Bench(f"listing the store saw {counts} items, fewer than the {size:,} filled")
+                after = rss_mib(provider.process.pid)
+                return {"rss_mib": after, "before_mib": before, "growth_mib": after - before, "items": counts[0]}
+
+            row = guarded(provider, "listing every item", listing)
+            if row:
+                results[(provider.name, "rss_listing")] = row
     finally:
         for provider in reversed(providers):
             provider.stop()
@@ -521,7 +548,8 @@ def fmt(value, digits=2):
 
 OPERATIONS = [("lookup", "lookup (SearchItems + GetSecrets)"), ("ping", "round trip (Peer.Ping, no provider work)"), ("create", "durable create (CreateItem)"),
               ("fill", "filling the store (CreateItem)"), ("rss", "RSS after filling"),
-              ("rss_after", "RSS after measuring"), ("failed", "failed")]
+              ("rss_after", "RSS after measuring"), ("rss_listing", "RSS after listing every item once (Items, SearchItems)"),
+              ("failed", "failed")]
 
 
 def markdown_table(results, sizes):
@@ -533,7 +561,10 @@ def markdown_table(results, sizes):
                 row = results.get((name, size, key))
                 if row is None:
                     continue
-                if key.startswith("rss"):
+                if key == "rss_listing":
+                    lines.append(f"| {name} | {size:,} | {label}: {fmt(row['growth_mib'], 1)} MiB more | | | | | "
+                                 f"| {fmt(row['rss_mib'], 1)} |")
+                elif key.startswith("rss"):
                     lines.append(f"| {name} | {size:,} | {label} | | | | | | {fmt(row['rss_mib'], 1)} |")
                 elif key == "failed":
                     lines.append(f"| {name} | {size:,} | **failed**: {row['reason'].replace('|', '/')} | | | | | | |")
@@ -584,6 +615,8 @@ def targets(results):
     target("durable creates ≥ 20× gnome-keyring's rate at 1,000 items", ours / theirs if ours and theirs else None, 20.0,
            "higher", "×")
     target("keychaind RSS at 10,000 items ≤ 64 MiB", get(OURS, 10000, "rss", "rss_mib"), 64.0, "lower", "MiB")
+    target("keychaind RSS growth from listing 10,000 items once (Items, SearchItems) ≤ 10 MiB",
+           get(OURS, 10000, "rss_listing", "growth_mib"), 10.0, "lower", "MiB")
     return out
 
 

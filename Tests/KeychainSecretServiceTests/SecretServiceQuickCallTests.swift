@@ -30,4 +30,21 @@ struct SecretServiceQuickCallTests {
         let paths = DBusValue.array(elementSignature: "o", (0..<40).map { .objectPath("/org/freedesktop/secrets/collection/login/\($0)") })
         #expect(!SecretServiceProvider.isSmall(call(service, "GetSecrets", [paths, .objectPath("/org/freedesktop/secrets/session/1")])))
     }
+
+    @Test("An answer's object paths are counted at any depth (memory is given back after large ones)")
+    func objectPathsAreCounted() {
+        let paths = (0..<1_000).map { DBusValue.objectPath("/org/freedesktop/secrets/collection/login/\($0)") }
+        let search: [DBusValue] = [.array(elementSignature: "o", paths), .array(elementSignature: "o", [])]
+        #expect(SecretServiceProvider.objectPaths(in: search) == 1_000)
+        let getAll: [DBusValue] = [
+            .array(
+                elementSignature: "{sv}",
+                [
+                    .dictEntry(.string("Items"), .variant(.array(elementSignature: "o", paths))),
+                    .dictEntry(.string("Label"), .variant(.string("Login"))),
+                ])
+        ]
+        #expect(SecretServiceProvider.objectPaths(in: getAll) == SecretServiceProvider.largeAnswer)
+        #expect(SecretServiceProvider.objectPaths(in: [.string("x"), .variant(.bool(true))]) == 0)
+    }
 }

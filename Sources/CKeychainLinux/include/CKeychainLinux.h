@@ -73,6 +73,11 @@ int ckeychain_accept(int fd);
 /// unmapped page), or -1 with errno set.
 long ckeychain_read_process_memory(int pid, unsigned long address, void *buffer, unsigned long length);
 
+/// Gives the heap's free pages back to the kernel (glibc's malloc_trim(0), in every arena): after a large answer whose
+/// memory is freed, so that it does not stay in the process's resident set. Returns 1 when memory was released, 0
+/// when none could be (and where the C library has no such call).
+int ckeychain_release_free_memory(void);
+
 /// Adds to `actions` the closing of every descriptor from `from` up in the child (glibc 2.34's
 /// `posix_spawn_file_actions_addclosefrom_np`, declared only under _GNU_SOURCE). Returns 0, or an error number
 /// (ENOSYS where the C library has none).

@@ -4,6 +4,7 @@ import KeychainCore
 import KeychainDBus
 import Logging
 import Synchronization
+import CKeychainLinux
 
 /// The freedesktop Secret Service (`org.freedesktop.secrets`, specification 0.2) served from keychaind.
 ///
@@ -212,10 +213,36 @@ package final class SecretServiceProvider: Sendable {
             result = .failure(SecretServiceError(error))
         }
         switch result {
-        case .success(let values): return .reply(values)
+        case .success(let values):
+            releaseMemory(after: values)
+            return .reply(values)
         case .failure(let error):
             logger.debug("secret service call failed", metadata: ["member": "\(call.member)", "error": "\(error.name)"])
             return .error(name: error.name, message: error.message)
+        }
+    }
+
+    /// How many objects an answer names before the memory its making freed is given back to the kernel.
+    static let largeAnswer = 1_000
+
+    /// After an answer that named many items (a collection's `Items`, a search that matched most of a store): its
+    /// making decoded every item and freed it again, and glibc keeps freed memory in the process. Given back at once,
+    /// a listing of 10,000 items leaves keychaind about where it was instead of tens of MiB larger for good.
+    func releaseMemory(after values: [DBusValue]) {
+        if Self.objectPaths(in: values) >= Self.largeAnswer { _ = ckeychain_release_free_memory() }
+    }
+
+    /// How many object paths `values` hold, at any depth (a `GetAll` answer holds `Items` in a variant in a
+    /// dictionary entry).
+    static func objectPaths(in values: [DBusValue]) -> Int {
+        values.reduce(0) { count, value in
+            switch value {
+            case .objectPath: count + 1
+            case .array(_, let elements), .structure(let elements): count + objectPaths(in: elements)
+            case .dictEntry(let key, let value): count + objectPaths(in: [key, value])
+            case .variant(let inner): count + objectPaths(in: [inner])
+            default: count
+            }
         }
     }
 
@@ -250,7 +277,9 @@ package final class SecretServiceProvider: Sendable {
 
     private func finish(_ call: DBusMethodCall, _ result: Result<[DBusValue], SecretServiceError>) {
         switch result {
-        case .success(let values): bus.reply(to: call, values)
+        case .success(let values):
+            releaseMemory(after: values)
+            bus.reply(to: call, values)
         case .failure(let error):
             logger.debug("secret service call failed", metadata: ["member": "\(call.member)", "error": "\(error.name)"])
             bus.replyError(to: call, name: error.name, message: error.message)
