@@ -14,6 +14,7 @@
 #                                                   session bus starts it)
 #     /usr/lib/sysusers.d/keychain.conf, /usr/lib/tmpfiles.d/keychain.conf   the keychain user, /var/lib/keychain
 #     /usr/share/dbus-1/services/org.freedesktop.secrets.service   D-Bus activation of keychaind --secret-service
+#     /usr/share/xdg-desktop-portal/portals/keychain.portal          keychaind as the Secret portal's backend
 #                                                   (through keychaind.service where systemd --user runs the bus)
 #     /lib/MULTIARCH/security/pam_keychain.so (where pam_unix.so is), /usr/share/pam-configs/swift-keychain   off until
 #                                                   `pam-auth-update --enable swift-keychain`
@@ -416,6 +417,9 @@ stage_swift_keychain() {
     } > "$stage/usr/share/dbus-1/services/org.freedesktop.secrets.service"
     grep -q '^SystemdService=keychaind.service$' "$stage/usr/share/dbus-1/services/org.freedesktop.secrets.service" \
         || die "Support/dbus/org.freedesktop.secrets.service has no SystemdService=keychaind.service"
+    # xdg-desktop-portal's Secret portal: keychaind's Secret Service connection is its backend (Flatpak apps' secrets).
+    install -d -m 0755 "$stage/usr/share/xdg-desktop-portal/portals"
+    install -m 0644 "$root/Support/portal/keychain.portal" "$stage/usr/share/xdg-desktop-portal/portals/keychain.portal"
 
     # PAM: in the folder of the system's own modules (pam_unix.so's, as dpkg knows it: /lib/MULTIARCH/security on
     # Debian 12, /usr/lib/MULTIARCH/security later), so that dpkg sees the folder shared with libpam-modules.

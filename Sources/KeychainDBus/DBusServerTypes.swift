@@ -88,8 +88,8 @@ package struct DBusNameOwnerChange: Sendable, Hashable {
     }
 }
 
-/// A file descriptor this process owns, closed when the last reference goes.
-package final class DBusFileDescriptor: Sendable {
+/// A file descriptor this process owns, closed when the last reference goes. Equal only to itself.
+package final class DBusFileDescriptor: Sendable, Hashable {
     /// The descriptor (close-on-exec). Valid while this object lives; do not close it yourself.
     package let rawValue: Int32
 
@@ -101,6 +101,10 @@ package final class DBusFileDescriptor: Sendable {
     deinit {
         _ = Glibc.close(rawValue)
     }
+
+    package static func == (lhs: DBusFileDescriptor, rhs: DBusFileDescriptor) -> Bool { lhs === rhs }
+
+    package func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
 /// What the bus daemon knows of a connection (`GetConnectionCredentials`), taken when that connection connected.

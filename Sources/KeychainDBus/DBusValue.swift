@@ -5,9 +5,9 @@ import Glibc
 
 /// One D-Bus value, as sent in a method call or read from a reply or signal.
 ///
-/// Every basic type, arrays, structures, dictionary entries and variants can be sent and read. Unix file
-/// descriptors (`h`) are not passed: a reply or signal carrying one reads as ``unsupported(signature:)``.
-/// An array of bytes (`ay`) always reads as ``bytes(_:)``, one value holding them all.
+/// Every basic type, arrays, structures, dictionary entries and variants can be sent and read, and Unix file
+/// descriptors (`h`) as ``fileDescriptor(_:)``: a copy of the descriptor, closed when the last value holding it
+/// goes. An array of bytes (`ay`) always reads as ``bytes(_:)``, one value holding them all.
 package indirect enum DBusValue: Sendable, Hashable {
     /// `y`
     case byte(UInt8)
@@ -44,7 +44,9 @@ package indirect enum DBusValue: Sendable, Hashable {
     case dictEntry(DBusValue, DBusValue)
     /// `v`: a value with its type carried alongside.
     case variant(DBusValue)
-    /// A value that was skipped when reading (a Unix file descriptor); never sent.
+    /// `h`: a Unix file descriptor passed with the message (the connection must allow passing them).
+    case fileDescriptor(DBusFileDescriptor)
+    /// A value of a type this library does not read, skipped; never sent.
     case unsupported(signature: String)
 
     /// An array of strings (`as`).
@@ -72,6 +74,7 @@ package indirect enum DBusValue: Sendable, Hashable {
         case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
         case .dictEntry(let key, let value): "{" + key.signature + value.signature + "}"
         case .variant: "v"
+        case .fileDescriptor: "h"
         case .unsupported(let signature): signature
         }
     }
@@ -166,6 +169,9 @@ extension DBusValue {
         case .variant(let inner):
             try Self.inContainer(message, "v", inner.signature) { () throws(DBusError) in try inner.append(to: message) }
             return
+        case .fileDescriptor(let descriptor):
+            // sd-bus sends a copy of the descriptor; this one stays open with its value.
+            result = Self.appendBasic(message, "h", descriptor.rawValue)
         case .unsupported(let signature):
             throw .invalidArgument("a value of type \(signature) cannot be sent")
         }
@@ -250,6 +256,12 @@ extension DBusValue {
         case UInt8(ascii: "s"): return .string(try readText(message, type))
         case UInt8(ascii: "o"): return .objectPath(try readText(message, type))
         case UInt8(ascii: "g"): return .signature(try readText(message, type))
+        case UInt8(ascii: "h"):
+            // The message owns the descriptor it read; the value keeps a copy of its own.
+            let borrowed = try readBasic(message, type, Int32(-1))
+            let copy = fcntl(borrowed, F_DUPFD_CLOEXEC, 3)
+            guard copy >= 0 else { throw .system(operation: "copying a file descriptor passed on D-Bus", errno: errno) }
+            return .fileDescriptor(DBusFileDescriptor(owning: copy))
         case UInt8(ascii: "a") where contents == "y":
             return .bytes(try readBytes(message))
         case UInt8(ascii: "a"):

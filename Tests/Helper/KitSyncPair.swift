@@ -60,11 +60,8 @@ enum KitSyncPair {
             let this = devices.filter(\.isThisDevice).map(\.name).joined(separator: ",")
             line("devices \(names) this=\(this) ids=\(Set(devices.map(\.id.count)).sorted().map(String.init).joined(separator: ","))")
             return 0
-        } catch let error as KeychainError {
-            line("error \(error.status.rawValue) \(error)")
-            return 1
         } catch {
-            line("error \(error)")
+            line("error \(error.status.rawValue) \(error)")
             return 1
         }
     }

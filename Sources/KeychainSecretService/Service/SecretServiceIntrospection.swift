@@ -92,7 +92,8 @@ extension SecretServiceProvider {
         switch path {
         case "/": children = ["org"]
         case "/org": children = ["freedesktop"]
-        case "/org/freedesktop": children = ["secrets"]
+        case "/org/freedesktop": children = ["portal", "secrets"]
+        case "/org/freedesktop/portal": children = ["desktop"]
         case SecretObjectPath.root + "/collection":
             children = try visibleCollections(caller).map(\.id)
         case SecretObjectPath.root + "/aliases":

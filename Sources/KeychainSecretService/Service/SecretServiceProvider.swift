@@ -308,6 +308,7 @@ package final class SecretServiceProvider: Sendable {
     }
 
     private func dispatch(_ call: DBusMethodCall, caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
+        if call.path == Self.portalPath { return try portalMethod(call, caller: caller) }
         if call.interface == "org.freedesktop.DBus.Introspectable" {
             guard call.member == "Introspect" else { throw unknownMethod(call) }
             try expect(call, "")
