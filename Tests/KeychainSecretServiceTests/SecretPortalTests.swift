@@ -125,7 +125,7 @@ struct SecretPortalTests {
     @Test("each sandboxed application gets a secret of its own, the same each time; only the portal may ask keychaind")
     func perApplicationSecrets() async throws {
         try await onThread {
-            let rig = try SecretServiceRig(policy: "allow")
+            let rig = try SecretServiceRig(policy: "allow", activating: false)
             let portal = try startPortal(rig)
             defer {
                 // xdg-desktop-portal started this way does not stop on SIGTERM.
@@ -150,6 +150,7 @@ struct SecretPortalTests {
             // The secret is the application's item, in its own access group.
             let dump = try rig.run(try BuiltProducts.path(of: "security"), ["dump-keychain"])
             #expect(dump.stdout.contains("org.example.First") && dump.stdout.contains("org.freedesktop.portal.Secret"), "\(dump.stdout)")
+            #expect(!FileManager.default.fileExists(atPath: NSHomeDirectory() + "/.cache/doc"), "no document portal was started")
         }
     }
 }

@@ -30,12 +30,14 @@ final class SecretServiceRig: @unchecked Sendable {
         FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/secretstorage/__init__.py")
     }
 
-    /// Starts the bus and keychaind with `policy` for programs that are not registered.
-    init(policy: String = "allow") throws {
-        bus = try PrivateSessionBus()
+    /// Starts the bus and keychaind with `policy` for programs that are not registered. With `activating` false the
+    /// bus starts no service of the system's on demand (xdg-desktop-portal would have it start the document portal,
+    /// which mounts a FUSE file system in the home folder and leaves it dead when the bus goes).
+    init(policy: String = "allow", activating: Bool = true) throws {
         root = FileManager.default.temporaryDirectory.path + "/secret-service-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: root + "/bus-services", withIntermediateDirectories: true)
+        bus = activating ? try PrivateSessionBus() : try PrivateSessionBus(serviceDirectory: root + "/bus-services")
         self.policy = policy
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let wrapper = root + "/pinentry"
         try writeExecutable(
             Data(
