@@ -2,8 +2,8 @@
 # What a script or git pays to start the tools: `security find-generic-password -w` and
 # `git-credential-keychain get` as whole processes, timed with hyperfine and their peak resident memory read by GNU
 # time (`%M`, the median of 5 runs), beside `/bin/true` and `security help`, with the keychain opened in the process
-# (KEYCHAIN_HOME, no keychaind) and through a keychaind found the default way ($XDG_RUNTIME_DIR/keychain/keychaind.sock);
-# and, as the floor of what Linux users run today, `secret-tool lookup` against gnome-keyring on a private session bus
+# (KEYCHAIN_HOME, no keychaind) and through a keychaind found the default way ($XDG_RUNTIME_DIR/keychain/keychaind.sock),
+# warm (running) and cold (the call starts it); and, as the floor of what Linux users run today, `secret-tool lookup` against gnome-keyring on a private session bus
 # and `pass show` with a throwaway GnuPG key. Prints a markdown table: median, mean ± σ, min, max, peak RSS.
 #
 #   Benchmarks/Scripts/startup.sh [--bin DIR] [--build-path DIR] [--runs N] [--warmup N] [--json FILE]
@@ -54,6 +54,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/keychain-startup.XXXXXX")
 daemon=""
 cleanup() {
     [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+    [ -x "$work/stop-cold" ] && "$work/stop-cold"
     [ -n "${bus_pid:-}" ] && kill "$bus_pid" 2>/dev/null
     [ -n "${keyring_pid:-}" ] && kill "$keyring_pid" 2>/dev/null
     gpgconf --homedir "$work/gnupg" --kill all 2>/dev/null || true
@@ -158,6 +159,30 @@ hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswi
 print(json.dumps({"command": "keychaind (serving, peak after the runs)", "kib": hwm}))
 EOF
 
+# (b') A cold first call: no keychaind runs, and the call starts one (autostart: spawn, open the keychain, identify
+# the caller, answer). Each run is prepared by stopping the keychaind the run before started; fewer runs, as each
+# takes a few hundred milliseconds.
+export XDG_RUNTIME_DIR="$work/cold/run" XDG_DATA_HOME="$work/cold/data"
+mkdir -m 0700 -p "$XDG_RUNTIME_DIR" "$XDG_DATA_HOME"
+cold_socket="$XDG_RUNTIME_DIR/keychain/keychaind.sock"
+cat > "$work/stop-cold" <<EOF
+#!/bin/sh
+# Stops the keychaind serving $cold_socket and waits until it is gone.
+for pid in \$(pgrep -f -- "--socket $cold_socket"); do
+    kill "\$pid" 2>/dev/null
+    while kill -0 "\$pid" 2>/dev/null; do sleep 0.01; done
+done
+exit 0
+EOF
+chmod +x "$work/stop-cold"
+seed
+pgrep -f -- "--socket $cold_socket" >/dev/null || { echo "startup.sh: the first call did not start a keychaind" >&2; exit 1; }
+cold_runs=$(( runs / 4 )); [ "$cold_runs" -ge 10 ] || cold_runs=10
+hyperfine -N --style basic --warmup 1 --runs "$cold_runs" --prepare "$work/stop-cold" --export-json "$work/cold.json" \
+    -n "security find-generic-password -w (cold: starts keychaind)" "$security find-generic-password -a A -s S -w" >&2
+"$work/stop-cold"
+export XDG_RUNTIME_DIR="$work/run" XDG_DATA_HOME="$work/data"
+
 # (c) The floor: gnome-keyring's Secret Service through libsecret's secret-tool, on a private session bus.
 if command -v secret-tool >/dev/null && command -v gnome-keyring-daemon >/dev/null && command -v dbus-daemon >/dev/null; then
     mkdir -m 0700 -p "$work/gk/run" "$work/gk/home"
@@ -204,7 +229,7 @@ if os.path.exists(os.path.join(work, "rss.jsonl")):
     for line in open(os.path.join(work, "rss.jsonl")):
         entry = json.loads(line)
         rss[entry["command"]] = entry["kib"]
-for name in ("embedded.json", "daemon.json", "gk.json", "pass.json", "wrapper.json"):
+for name in ("embedded.json", "daemon.json", "cold.json", "gk.json", "pass.json", "wrapper.json"):
     path = os.path.join(work, name)
     if not os.path.exists(path):
         continue
