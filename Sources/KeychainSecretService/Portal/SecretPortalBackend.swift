@@ -36,7 +36,7 @@ extension SecretServiceProvider {
     func portalMethod(_ call: DBusMethodCall, caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
         switch (call.interface, call.member) {
         case ("org.freedesktop.DBus.Introspectable", "Introspect"):
-            return [.string(Self.portalIntrospection)]
+            return [.string(Self.introspectionDocument(Self.portalXML, children: []))]
         case ("org.freedesktop.DBus.Peer", "Ping"):
             return []
         case ("org.freedesktop.DBus.Properties", "Get"):
@@ -135,9 +135,8 @@ extension SecretServiceProvider {
         return true
     }
 
-    static let portalIntrospection = """
-        <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
-        <node>
+    /// The backend interface as introspection shows it.
+    static let portalXML = """
           <interface name="org.freedesktop.impl.portal.Secret">
             <method name="RetrieveSecret">
               <arg type="o" name="handle" direction="in"/>
@@ -149,13 +148,6 @@ extension SecretServiceProvider {
             </method>
             <property name="version" type="u" access="read"/>
           </interface>
-          <interface name="org.freedesktop.DBus.Properties">
-            <method name="Get"><arg type="s" direction="in"/><arg type="s" direction="in"/><arg type="v" direction="out"/></method>
-            <method name="GetAll"><arg type="s" direction="in"/><arg type="a{sv}" direction="out"/></method>
-          </interface>
-          <interface name="org.freedesktop.DBus.Introspectable">
-            <method name="Introspect"><arg type="s" direction="out"/></method>
-          </interface>
-        </node>
+
         """
 }

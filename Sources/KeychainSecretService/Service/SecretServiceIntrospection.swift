@@ -126,13 +126,18 @@ extension SecretServiceProvider {
                 throw SecretServiceError(name: SecretServiceError.unknownObject, message: "No object at \(path).")
             }
         }
+        return Self.introspectionDocument(interfaces, children: children)
+    }
+
+    /// The introspection document of an object with `interfaces` (besides the standard ones) and `children`.
+    static func introspectionDocument(_ interfaces: String, children: [String]) -> String {
         var xml = """
             <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
             <node>
 
             """
-        xml += Self.standardInterfaces + interfaces
+        xml += standardInterfaces + interfaces
         for child in children { xml += "  <node name=\"\(child)\"/>\n" }
         xml += "</node>\n"
         return xml
