@@ -82,20 +82,23 @@ struct SecretPortalTests {
         process.environment = rig.environment.merging(
             ["XDG_DESKTOP_PORTAL_DIR": portals, "XDG_CURRENT_DESKTOP": "keychain-test", "XDG_RUNTIME_DIR": runtime]) { $1 }
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle.nullDevice
         try process.run()
+        // Waits for the name's owner to change, after subscribing, rather than polling.
         let client = try rig.python(
             """
-            import time
-            from jeepney import DBusAddress, new_method_call
-            from jeepney.io.blocking import open_dbus_connection
+            from jeepney import DBusAddress, MatchRule, message_bus, new_method_call
+            from jeepney.io.blocking import open_dbus_connection, Proxy
             connection = open_dbus_connection(bus="SESSION")
             bus = DBusAddress("/org/freedesktop/DBus", bus_name="org.freedesktop.DBus", interface="org.freedesktop.DBus")
-            for _ in range(1000):
-                if connection.send_and_get_reply(new_method_call(bus, "NameHasOwner", "s", ("org.freedesktop.portal.Desktop",))).body[0]:
-                    print("up")
-                    break
-                time.sleep(0.02)
+            rule = MatchRule(type="signal", sender="org.freedesktop.DBus", interface="org.freedesktop.DBus",
+                             member="NameOwnerChanged", path="/org/freedesktop/DBus")
+            rule.add_arg_condition(0, "org.freedesktop.portal.Desktop")
+            Proxy(message_bus, connection).AddMatch(rule)
+            with connection.filter(rule) as changes:
+                if not connection.send_and_get_reply(new_method_call(bus, "NameHasOwner", "s", ("org.freedesktop.portal.Desktop",))).body[0]:
+                    connection.recv_until_filtered(changes, timeout=20)
+            print("up")
             """)
         guard client.stdout == "up\n" else {
             kill(process.processIdentifier, SIGKILL)

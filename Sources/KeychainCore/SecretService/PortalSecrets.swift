@@ -39,13 +39,9 @@ extension SecretStore {
         guard Self.isValidAppID(appID) else {
             throw KeychainError(code: .invalidParameter, message: "'\(appID.prefix(64))' is not an application ID.")
         }
-        var q = ItemQuery(itemClass: .genericPassword)
-        q.attributes["agrp"] = .string(appID)
-        q.attributes["svce"] = .string(Self.portalService)
-        q.attributes["acct"] = .string(Self.portalAccount)
+        let q = query(group: appID, service: Self.portalService, account: Self.portalAccount)
         var find = q
         find.returns.data = true
-        let everything = AccessPolicy(groups: ["*"])
         do {
             if let data = try engine.find(find, caller: everything).first?.data, data.count == Self.portalSecretLength {
                 return Array(data)
@@ -54,7 +50,7 @@ extension SecretStore {
         var add = q
         add.attributes["labl"] = .string("Secret portal: \(appID)")
         add.attributes["pdmn"] = .string(ProtectionClass.afterFirstUnlockThisDeviceOnly.rawValue)
-        let secret = Self.systemRandom(Self.portalSecretLength)
+        let secret = random(Self.portalSecretLength)
         add.valueData = Data(secret)
         do {
             _ = try engine.add(add, caller: everything)

@@ -63,7 +63,8 @@ package struct SecretStore: Sendable {
 
     /// The engine.
     package let engine: KeychainEngine
-    private let random: @Sendable (Int) -> [UInt8]
+    /// Where identifiers and secrets made here get their random bytes.
+    let random: @Sendable (Int) -> [UInt8]
     /// The collections and aliases as last read, dropped by every change made through a store over this engine.
     /// (Their records are in a group no program is given; only the admin tool, with every group, could change them
     /// otherwise, and a change it makes through item calls is seen after keychaind restarts.)
@@ -107,9 +108,11 @@ package struct SecretStore: Sendable {
         return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
     }
 
-    private var everything: AccessPolicy { AccessPolicy(groups: [Self.metadataGroup, "*"]) }
+    /// The engine's unrestricted caller, as which every call of the store runs.
+    var everything: AccessPolicy { AccessPolicy(groups: [Self.metadataGroup, "*"]) }
 
-    private func query(group: String, service: String, account: String? = nil) -> ItemQuery {
+    /// A generic password query for `group`, `service` and, when given, `account`.
+    func query(group: String, service: String, account: String? = nil) -> ItemQuery {
         var q = ItemQuery(itemClass: .genericPassword)
         q.attributes["agrp"] = .string(group)
         q.attributes["svce"] = .string(service)
@@ -334,7 +337,7 @@ package struct SecretStore: Sendable {
         if let cached { return cached }
         // Copied after the search, in one run of allocations: the strings the search decoded lie scattered among
         // its freed temporaries, and kept in the cache each would pin a page of them (20 MiB for 10,000 items).
-        let ids = try items(in: collection, matching: matching).map(\.id).map { String(decoding: Array($0.utf8), as: UTF8.self) }
+        let ids = try items(in: collection, matching: matching).map { String(decoding: Array($0.id.utf8), as: UTF8.self) }
         cache.state.withLock { state in
             if state.validity == nil {
                 state.validity = validity
