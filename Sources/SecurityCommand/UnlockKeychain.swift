@@ -10,7 +10,7 @@ struct UnlockKeychain: AsyncParsableCommand {
         discussion: """
             Checks the passcode and unlocks the keychain's protected classes. Without keychaind, an unlock lasts \
             for the process that made it, so other `security` commands ask for the passcode themselves when they \
-            need it. Wrong passcodes are throttled with growing delays. With no passcode set there is nothing to unlock. \
+            need it. Wrong passcodes are throttled with growing delays. With no passcode set nothing is asked, and Secret Service collections a client locked open again. \
             The passcode is asked for on the terminal (echo off); scripts give it as one line on standard input with \
             --password-stdin. -p <password> still works but puts it on the command line, where other users can read it.
             """
@@ -48,7 +48,11 @@ struct UnlockKeychain: AsyncParsableCommand {
         do {
             // The line is read even with no passcode set, so a script's input never waits unread.
             let given = passwordFromStandardInput ? try StandardInputSecret.text(function: Self.function, what: "the passcode") : password
-            guard try keychain.lockStatus != .noPasscode else { return }
+            guard try keychain.lockStatus != .noPasscode else {
+                // Nothing to ask: the unlock opens what a Secret Service client locked (`Lock` without a passcode).
+                try keychain.unlock(passcode: "")
+                return
+            }
             let passcode =
                 try given
                 ?? PasswordPrompt.ask(

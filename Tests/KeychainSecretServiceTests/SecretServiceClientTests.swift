@@ -47,6 +47,7 @@ struct SecretServiceClientTests {
     func secretStorage(algorithm: String) async throws {
         try await onThread {
             let rig = try SecretServiceRig()
+            try rig.queuePrompts("confirm")  // the Unlock after a Lock
             let result = try rig.python(try clientScript(), arguments: [algorithm])
             #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
             #expect(result.stdout.hasSuffix("ok\n"))

@@ -48,7 +48,9 @@ final class GnomeKeyringSource: @unchecked Sendable {
 
         """
 
-    init() throws {
+    /// With `loginPassword` nil, no login keyring: the default one is "Plain", a keyring without a password in
+    /// the plain-text format (gnome-keyring's keyring with no password), empty, and nothing is filled in.
+    init(loginPassword: String? = "login-password") throws {
         bus = try PrivateSessionBus()
         root = FileManager.default.temporaryDirectory.path + "/ss-import-" + UUID().uuidString.prefix(8)
         let keyrings = root + "/home/.local/share/keyrings"
@@ -59,16 +61,21 @@ final class GnomeKeyringSource: @unchecked Sendable {
             atPath: root + "/run", withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
         try Data(Self.workKeyring.utf8).write(to: URL(fileURLWithPath: keyrings + "/work.keyring"))
+        if loginPassword == nil {
+            try Data("[keyring]\ndisplay-name=Plain\nctime=1600000000\nmtime=1600000000\nlock-on-idle=false\nlock-after=false\n".utf8)
+                .write(to: URL(fileURLWithPath: keyrings + "/plain.keyring"))
+            try Data("plain".utf8).write(to: URL(fileURLWithPath: keyrings + "/default"))
+        }
         process = Process()
         process.executableURL = URL(fileURLWithPath: Self.daemon)
-        process.arguments = ["--foreground", "--components=secrets", "--unlock"]
+        process.arguments = ["--foreground", "--components=secrets"] + (loginPassword == nil ? [] : ["--unlock"])
         process.environment = environment
         let input = Pipe()
         process.standardInput = input
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
-        input.fileHandleForWriting.write(Data("login-password".utf8))
+        if let loginPassword { input.fileHandleForWriting.write(Data(loginPassword.utf8)) }
         try input.fileHandleForWriting.close()
         let client = try DBusConnection(address: bus.address)
         let deadline = ContinuousClock.now + .seconds(20)
@@ -78,6 +85,7 @@ final class GnomeKeyringSource: @unchecked Sendable {
             }
             usleep(20_000)
         }
+        guard loginPassword != nil else { return }
         // The login keyring appears once the password is read.
         let filled = try python(Self.fill)
         guard filled.status == 0 else { throw TestProcessError("filling gnome-keyring failed: \(filled.stderr)") }

@@ -15,8 +15,10 @@ extension KeychainEngine {
             }
             let header = try Keybag.header(bytes)
             guard header.passcode != nil else {
-                // No passcode: nothing to unlock, everything is available.
+                // No passcode: nothing to unlock, everything is available (collections a Secret Service client
+                // locked open again).
                 try reloadWithoutPasscode(bytes)
+                secretServiceLocks.keychainUnlocked()
                 return
             }
             let bag = try openThrottled(bytes, deviceKey: deviceKey(), passcode: passcode)
@@ -24,6 +26,7 @@ extension KeychainEngine {
                 try upgradeLegacyKeybag(bag, passcode: passcode)
             }
             keys.set(bag.classKeys, metadataKey: bag.metadataKey, state: .unlocked)
+            secretServiceLocks.keychainUnlocked()
             markUsed()
             logger.debug("unlocked")
         }
@@ -71,7 +74,9 @@ extension KeychainEngine {
     }
 
     /// Locks: drops the WhenUnlocked class keys from memory. AfterFirstUnlock and Always items stay available.
+    /// keychaind's Secret Service first takes what it needs to answer searches while locked (``SecretServiceLocks``).
     package func lock() {
+        SecretStore(engine: self).snapshotBeforeLock()
         keys.dropWhenUnlockedKeys()
         presence.removeAll()  // no proof of presence outlives a lock
         logger.debug("locked")

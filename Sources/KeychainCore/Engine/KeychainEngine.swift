@@ -49,6 +49,8 @@ package final class KeychainEngine: Sendable {
     let secretServiceSearches = SecretStore.SearchCache()
     /// The Secret Service's in-memory `session` collection, shared by every ``SecretStore`` over this engine.
     let secretServiceSession = SessionCollection()
+    /// The Secret Service's locked collections, and its item metadata kept across a lock (see ``SecretServiceLocks``).
+    let secretServiceLocks = SecretServiceLocks()
     /// The user's other keychains, when this is a login keychain (see ``keychain(named:)``).
     let otherKeychains = OtherKeychains()
     /// The old private groups (executable names) already looked at for items to move to the program's full path

@@ -163,7 +163,7 @@ package struct SecretStore: Sendable {
     }
 
     /// Whether `collection` is the in-memory `session` collection.
-    private func inMemory(_ collection: SecretCollection) -> Bool { collection.id == SessionCollection.id }
+    func inMemory(_ collection: SecretCollection) -> Bool { collection.id == SessionCollection.id }
 
     private static func collection(from item: FoundItem) -> SecretCollection? {
         guard let id = item.attributes["acct"]?.stringValue, let group = item.attributes["gena"]?.stringValue,
@@ -295,6 +295,9 @@ package struct SecretStore: Sendable {
     /// The items of `collection` whose attributes include every pair of `matching` (all of them when empty).
     package func items(in collection: SecretCollection, matching: [String: String] = [:]) throws(KeychainError) -> [SecretItem] {
         if inMemory(collection) { return session.items(matching: matching) }
+        if let kept = lockedSnapshot(of: collection) {
+            return kept.filter { item in matching.allSatisfy { item.attributes[$0.key] == $0.value } }
+        }
         var q = query(group: collection.group, service: Self.itemService(collection.id))
         q.limit = .all
         q.returns.attributes = true
@@ -353,6 +356,7 @@ package struct SecretStore: Sendable {
     /// Item `id` of `collection`, or nil.
     package func item(_ id: String, in collection: SecretCollection) throws(KeychainError) -> SecretItem? {
         if inMemory(collection) { return session.item(id) }
+        if let kept = lockedSnapshot(of: collection) { return kept.first { $0.id == id } }
         var q = query(group: collection.group, service: Self.itemService(collection.id), account: id)
         q.returns.attributes = true
         do {

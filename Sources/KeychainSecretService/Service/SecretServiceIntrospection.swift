@@ -110,6 +110,8 @@ extension SecretServiceProvider {
                 interfaces = Self.collectionXML
                 if try isUnlocked(collection, for: caller) {
                     children = try keychain { () throws(KeychainError) in try store.items(in: collection) }.map(\.id)
+                } else {
+                    children = ((try? store.items(in: collection)) ?? []).map(\.id)  // as Collection.Items lists them
                 }
             case .item(let name, let id)?:
                 guard let collection = try visibleCollection(name, caller: caller),

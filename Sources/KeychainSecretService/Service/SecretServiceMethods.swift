@@ -168,76 +168,141 @@ extension SecretServiceProvider {
         // With no pinentry, a passcode still lets the person answer from a terminal (`security approve`, in the
         // prompt's action); without one nobody can be asked at all.
         guard access.canPrompt(caller) || engine.lockState != .noPasscode else {
+            let locked = waiting.map(\.1).filter { store.isLockedByClient($0.id) }
+            let also = locked.isEmpty ? "" : " To open \(SecretServiceAccess.describe(locked)), locked by a client, run `security unlock-keychain`."
             throw SecretServiceError(
                 name: SecretServiceError.accessDenied,
                 message:
-                    "\(caller.description) needs the person's permission, and no prompt can be shown here (no pinentry). Register the program with `security app add`, set \(UnregisteredCallerPolicy.environmentVariable)=allow, or install pinentry; or set a passcode with `security set-keychain-password`, then such requests wait for `security approve` in a terminal of yours."
+                    "\(caller.description) needs the person's permission, and no prompt can be shown here (no pinentry). Register the program with `security app add`, set \(UnregisteredCallerPolicy.environmentVariable)=allow, or install pinentry; or set a passcode with `security set-keychain-password`, then such requests wait for `security approve` in a terminal of yours.\(also)"
             )
         }
-        let prompter = access.prompters.prompter(for: engine.location)
         let pending = waiting
         guard
             let id = prompts.add(
                 owner: caller.busName, dismissedResult: SecretValues.paths([]),
-                action: { [self] in
-                    var done: [String] = []
-                    if engine.lockState == .locked || engine.lockState == .beforeFirstUnlock {
-                        let passcode: Data
-                        switch prompter.askSecret(
-                            PromptText(
-                                title: "Unlock the keychain", description: "\(caller.description) wants to use the keychain's Secret Service collections.", prompt: "Passcode:"))
-                        {
-                        case .answered(let given): passcode = given
-                        case .cancelled, .timedOut:
-                            access.recordRefusal(caller, "The unlock prompt was cancelled or not answered in time.")
-                            return nil
-                        case .unavailable(let why):
-                            // Nowhere to ask here: the person answers from a terminal (`security approve`), whose
-                            // passcode prompt also unlocks the keychain.
-                            do throws(KeychainError) {
-                                try access.waitForApproval(caller, pending.map(\.1), reason: "the unlock prompt could not be shown: \(why)")
-                            } catch {
-                                logger.notice("Secret Service unlock not approved", metadata: ["program": "\(caller.description)", "reason": "\(error.message)"])
-                                access.recordRefusal(caller, error.message)
-                                return nil
-                            }
-                            return SecretValues.paths(pending.map(\.0))
-                        }
-                        guard let text = String(data: passcode, encoding: .utf8) else {
-                            access.recordRefusal(caller, "The passcode given at the unlock prompt is not UTF-8 text.")
-                            return nil
-                        }
-                        do throws(KeychainError) { try engine.unlock(passcode: text) } catch {
-                            logger.notice("unlock from a Secret Service prompt failed", metadata: ["status": "\(error.status.rawValue)"])
-                            access.recordRefusal(caller, "The keychain was not unlocked: \(error.message)")
-                            return nil
-                        }
-                    }
-                    for (path, collection) in pending {
-                        do throws(KeychainError) {
-                            try access.ask(caller, collection)
-                            done.append(path)
-                        } catch {
-                            logger.notice("Secret Service access refused", metadata: ["program": "\(caller.description)", "collection": "\(collection.id)", "reason": "\(error.message)"])
-                            access.recordRefusal(caller, error.message)
-                        }
-                    }
-                    return done.isEmpty ? nil : SecretValues.paths(done)
-                })
+                action: { [self] in unlockAction(pending, caller: caller) })
         else {
             throw SecretServiceError(name: SecretServiceError.limitsExceeded, message: "Too many prompts waiting for this connection; complete or dismiss them first.")
         }
         return [SecretValues.paths(unlocked), .objectPath(SecretObjectPath.prompt(id).path)]
     }
 
+    /// What an Unlock's prompt does when the client runs it (on a worker thread: it blocks on the person):
+    /// 1. a locked keychain asks the passcode (or, with no prompt possible, waits for `security approve`, whose
+    ///    passcode unlocks it), which opens every collection;
+    /// 2. a collection a client locked (``SecretStore/lockCollections(_:)``) needs the person's consent: the
+    ///    access prompt when the caller is to be asked anyway, else a confirmation of its own;
+    /// 3. each collection the caller may not use yet is asked about (``SecretServiceAccess/ask(_:_:)``).
+    /// Returns the paths opened, or nil when none was (the refusal is recorded for the next IsLocked).
+    func unlockAction(_ pending: [(String, SecretCollection)], caller: SecretServiceCaller) -> DBusValue? {
+        let engine = store.engine
+        let prompter = access.prompters.prompter(for: engine.location)
+        if engine.lockState == .locked || engine.lockState == .beforeFirstUnlock {
+            let passcode: Data
+            switch prompter.askSecret(
+                PromptText(
+                    title: "Unlock the keychain", description: "\(caller.description) wants to use the keychain's Secret Service collections.", prompt: "Passcode:"))
+            {
+            case .answered(let given): passcode = given
+            case .cancelled, .timedOut:
+                access.recordRefusal(caller, "The unlock prompt was cancelled or not answered in time.")
+                return nil
+            case .unavailable(let why):
+                // Nowhere to ask here: the person answers from a terminal (`security approve`), whose
+                // passcode prompt also unlocks the keychain.
+                do throws(KeychainError) {
+                    try access.waitForApproval(caller, pending.map(\.1), reason: "the unlock prompt could not be shown: \(why)")
+                } catch {
+                    logger.notice("Secret Service unlock not approved", metadata: ["program": "\(caller.description)", "reason": "\(error.message)"])
+                    access.recordRefusal(caller, error.message)
+                    return nil
+                }
+                return SecretValues.paths(pending.map(\.0))
+            }
+            guard let text = String(data: passcode, encoding: .utf8) else {
+                access.recordRefusal(caller, "The passcode given at the unlock prompt is not UTF-8 text.")
+                return nil
+            }
+            do throws(KeychainError) { try engine.unlock(passcode: text) } catch {
+                logger.notice("unlock from a Secret Service prompt failed", metadata: ["status": "\(error.status.rawValue)"])
+                access.recordRefusal(caller, "The keychain was not unlocked: \(error.message)")
+                return nil
+            }
+        }
+        // Locked by a client, and the caller may use them without being asked: confirmed on their own.
+        var confirm: [SecretCollection] = []
+        for (_, collection) in pending where store.isLockedByClient(collection.id) {
+            if (try? access.isGranted(caller, collection)) == true { confirm.append(collection) }
+        }
+        if !confirm.isEmpty {
+            do throws(KeychainError) {
+                try confirmUnlock(confirm, caller: caller, prompter: prompter)
+                store.unlockCollections(confirm.map(\.id))
+            } catch {
+                logger.notice("Secret Service unlock refused", metadata: ["program": "\(caller.description)", "reason": "\(error.message)"])
+                access.recordRefusal(caller, error.message)
+                return nil
+            }
+        }
+        var done: [String] = []
+        for (path, collection) in pending {
+            do throws(KeychainError) {
+                try access.ask(caller, collection)
+                // The person allowed the caller in: that opens a collection a client locked as well.
+                store.unlockCollections([collection.id])
+                done.append(path)
+            } catch {
+                logger.notice("Secret Service access refused", metadata: ["program": "\(caller.description)", "collection": "\(collection.id)", "reason": "\(error.message)"])
+                access.recordRefusal(caller, error.message)
+            }
+        }
+        for (_, collection) in pending where !store.isLockedByClient(collection.id) {
+            signal(SecretObjectPath.root, Self.serviceInterface, "CollectionChanged", [.objectPath(collection.path)])
+        }
+        return done.isEmpty ? nil : SecretValues.paths(done)
+    }
+
+    /// Asks the person to confirm opening `collections`, locked by a client: with a passcode set, by giving it
+    /// (checked, not unlocking anything); without one, Allow or Deny. No prompt possible: `security approve`.
+    private func confirmUnlock(_ collections: [SecretCollection], caller: SecretServiceCaller, prompter: any PresencePrompter) throws(KeychainError) {
+        let engine = store.engine
+        let text = "\(caller.description) wants to unlock \(SecretServiceAccess.describe(collections)), which was locked."
+        if engine.lockState == .noPasscode {
+            switch prompter.confirm(PromptText(title: "Unlock the collection?", description: text)) {
+            case .answered(true): return
+            case .answered(false): throw KeychainError(code: .authenticationFailed, message: "The person refused to unlock \(SecretServiceAccess.describe(collections)).")
+            case .cancelled, .timedOut: throw KeychainError(code: .userCanceled, message: "The unlock prompt was cancelled or not answered in time.")
+            case .unavailable(let why): try access.waitForApproval(caller, collections, reason: "the unlock prompt could not be shown: \(why)")
+            }
+            return
+        }
+        switch prompter.askSecret(PromptText(title: "Unlock the collection", description: text, prompt: "Passcode:")) {
+        case .answered(let given):
+            guard let passcode = String(data: given, encoding: .utf8) else {
+                throw KeychainError(code: .authenticationFailed, message: "The passcode given at the unlock prompt is not UTF-8 text.")
+            }
+            try engine.verifyPasscode(passcode)
+        case .cancelled, .timedOut: throw KeychainError(code: .userCanceled, message: "The unlock prompt was cancelled or not answered in time.")
+        case .unavailable(let why): try access.waitForApproval(caller, collections, reason: "the unlock prompt could not be shown: \(why)")
+        }
+    }
+
+    /// `Lock`: with a passcode, locks the keychain (what `security lock-keychain` does: the WhenUnlocked keys go);
+    /// without one, locks the collections named for every caller until an Unlock the person confirms. Either way
+    /// the caller's one-time permissions for them end.
     func lock(_ paths: [String], caller: SecretServiceCaller) throws(SecretServiceError) -> [DBusValue] {
         let found = try collections(of: paths, caller: caller)
         access.revokeOnce(caller, Set(found.map(\.1.id)))
-        // With a passcode, locking is the keychain's own lock (what `security lock-keychain` does); without one there
-        // is nothing to lock but this connection's one-time permissions.
-        if store.engine.lockState == .unlocked { store.engine.lock() }
+        switch store.engine.lockState {
+        case .unlocked: store.engine.lock()
+        case .noPasscode: store.lockCollections(found.map(\.1.id))
+        case .locked, .beforeFirstUnlock: break
+        }
         var locked: [String] = []
         for (path, collection) in found where try !isUnlocked(collection, for: caller) { locked.append(path) }
+        for collection in Set(found.map(\.1.path)) {
+            signal(SecretObjectPath.root, Self.serviceInterface, "CollectionChanged", [.objectPath(collection)])
+        }
         return [SecretValues.paths(locked), Self.none]
     }
 

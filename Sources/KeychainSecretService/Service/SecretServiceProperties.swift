@@ -11,7 +11,6 @@ extension SecretServiceProvider {
             guard case .string(let interface) = call.arguments[0], case .string(let name) = call.arguments[1] else { throw .invalid("Get takes an interface and a name.") }
             let all = try values(of: object, interface: interface, caller: caller, path: call.path)
             guard let found = all.first(where: { $0.0 == name }) else {
-                if Self.lockedProperties.contains(name) { throw .locked("The object") }
                 throw SecretServiceError(name: SecretServiceError.unknownProperty, message: "\(interface) has no property \(name) at \(call.path).")
             }
             return [.variant(found.1)]
@@ -31,9 +30,6 @@ extension SecretServiceProvider {
         }
     }
 
-    /// Properties read only while the object is open to the caller.
-    static let lockedProperties: Set<String> = ["Label", "Attributes"]
-
     /// The properties of `object`'s `interface` that `caller` may read now (an empty interface name: all of them).
     private func values(of object: SecretObjectPath, interface: String, caller: SecretServiceCaller, path: String) throws(SecretServiceError) -> [(String, DBusValue)] {
         func check(_ expected: String) throws(SecretServiceError) {
@@ -50,7 +46,14 @@ extension SecretServiceProvider {
             guard let collection = try visibleCollection(name, caller: caller) else { throw .noObject(path) }
             let open = try isUnlocked(collection, for: caller)
             var out: [(String, DBusValue)] = []
-            let items = open ? try keychain { () throws(KeychainError) in try store.items(in: collection) }.map(\.path) : []
+            // Listed while locked too, as gnome-keyring lists a locked keyring's items (from what the keychain
+            // kept across the lock, see SecretServiceLocks); none before the keychain's first unlock.
+            let items: [String]
+            if open {
+                items = try keychain { () throws(KeychainError) in try store.items(in: collection) }.map(\.path)
+            } else {
+                items = ((try? store.items(in: collection)) ?? []).map(\.path)
+            }
             out.append(("Items", SecretValues.paths(items)))
             out.append(("Label", .string(collection.label)))
             out.append(("Locked", .bool(!open)))
@@ -62,12 +65,12 @@ extension SecretServiceProvider {
             guard let collection = try visibleCollection(name, caller: caller),
                 let item = try keychain({ () throws(KeychainError) in try store.item(id, in: collection) })
             else { throw .noObject(path) }
+            // Label and attributes are not secrets (the spec's, gnome-keyring's): readable while locked, so that a
+            // client can show what it found before it asks to unlock it. SECURITY.md says what that exposes.
             let open = try isUnlocked(collection, for: caller)
             var out: [(String, DBusValue)] = [("Locked", .bool(!open))]
-            if open {
-                out.append(("Attributes", SecretValues.stringDictionary(item.attributes)))
-                out.append(("Label", .string(item.label)))
-            }
+            out.append(("Attributes", SecretValues.stringDictionary(item.attributes)))
+            out.append(("Label", .string(item.label)))
             out.append(("Created", SecretValues.timestamp(item.created)))
             out.append(("Modified", SecretValues.timestamp(item.modified)))
             return out

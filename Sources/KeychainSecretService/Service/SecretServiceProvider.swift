@@ -32,6 +32,7 @@ package final class SecretServiceProvider: Sendable {
         self.store = store
         self.access = access
         self.logger = logger
+        store.keepIndexWhileLocked()
     }
 
     /// Reports item changes on the bus, whoever made them (a client here, SecItem or `security` through keychaind):
@@ -366,10 +367,11 @@ package final class SecretServiceProvider: Sendable {
         return access.refusal(caller, collection) == nil
     }
 
-    /// Whether `collection` is open to `caller` now: the keychain unlocked and the caller allowed.
+    /// Whether `collection` is open to `caller` now: the keychain unlocked, the collection not locked by a client
+    /// (`Lock` without a passcode), and the caller allowed.
     func isUnlocked(_ collection: SecretCollection, for caller: SecretServiceCaller) throws(SecretServiceError) -> Bool {
         let state = store.engine.lockState
-        guard state == .unlocked || state == .noPasscode else { return false }
+        guard state == .unlocked || state == .noPasscode, !store.isLockedByClient(collection.id) else { return false }
         return try keychain { () throws(KeychainError) in try access.isGranted(caller, collection) }
     }
 

@@ -58,10 +58,11 @@ assert other.get_label() == "Other renamed"
 moved = other.create_item("In other", {"service": "other"}, b"x")
 assert [i.item_path for i in other.get_all_items()] == [moved.item_path]
 
-# Lock and unlock (without a passcode there is nothing to lock but this connection's permissions).
+# Lock and unlock: without a passcode, Lock locks the collection for everyone, and Unlock's prompt asks the
+# person to confirm (the test queues the answer).
 collection.lock()
-if collection.is_locked():
-    collection.unlock()
+assert collection.is_locked()
+assert not collection.unlock()
 assert not collection.is_locked()
 
 moved.delete()

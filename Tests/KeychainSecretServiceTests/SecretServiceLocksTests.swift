@@ -1,0 +1,73 @@
+import Foundation
+import KeychainCore
+import KeychainTestSupport
+import Testing
+
+/// What a locked keychain's Secret Service still answers (`SecretServiceLocks`): labels, attributes and searches
+/// from what the lock kept, never a secret; and the collections a client locked without a passcode.
+@Suite("Secret Service locks")
+struct SecretServiceLocksTests {
+    typealias Home = SecretStoreSearchCacheTests.Home
+
+    @Test("Kept across a lock: searches, labels and attributes answer; secrets stay locked; an unlock drops what was kept")
+    func keptAcrossALock() throws {
+        let home = Home()
+        let engine = try KeychainEngine(location: home.location, tpm: nil, passcodePolicy: .testing)
+        try engine.changePasscode(from: nil, to: "1234")
+        let store = SecretStore(engine: engine)
+        store.keepIndexWhileLocked()
+        let login = try #require(try store.collections().first { $0.id == SecretStore.loginID })
+        let mail = try SecretStoreSearchCacheTests.create(store, in: login, ["app": "mail", "user": "ann"])
+        _ = try SecretStoreSearchCacheTests.create(store, in: login, ["app": "chat"])
+
+        engine.lock()
+        #expect(engine.lockState == .locked)
+        #expect(try store.itemIDs(in: login, matching: ["app": "mail"]) == [mail])
+        #expect(try store.items(in: login).count == 2)
+        let item = try #require(try store.item(mail, in: login))
+        #expect(item.label == "item" && item.attributes == ["app": "mail", "user": "ann"])
+        #expect(throws: KeychainError.self) { try store.secret(of: mail, in: login) }
+        do {
+            _ = try store.secret(of: mail, in: login)
+        } catch {
+            #expect(error.code == .interactionNotAllowed)
+        }
+
+        try engine.unlock(passcode: "1234")
+        #expect(try store.secret(of: mail, in: login).value == Data("s".utf8))
+        // A new item while unlocked, then a lock: the new snapshot has it.
+        let later = try SecretStoreSearchCacheTests.create(store, in: login, ["app": "mail", "user": "bob"])
+        engine.lock()
+        #expect(Set(try store.itemIDs(in: login, matching: ["app": "mail"])) == [mail, later])
+    }
+
+    @Test("Not kept unless asked (no Secret Service in this process): a locked search fails as the engine's")
+    func notKeptUnlessAsked() throws {
+        let home = Home()
+        let engine = try KeychainEngine(location: home.location, tpm: nil, passcodePolicy: .testing)
+        try engine.changePasscode(from: nil, to: "1234")
+        let store = SecretStore(engine: engine)
+        let login = try #require(try store.collections().first { $0.id == SecretStore.loginID })
+        _ = try SecretStoreSearchCacheTests.create(store, in: login, ["app": "mail"])
+        engine.lock()
+        do {
+            _ = try store.items(in: login, matching: ["app": "mail"])
+            Issue.record("a locked keychain answered a search with nothing kept")
+        } catch {
+            #expect(error.code == .interactionNotAllowed)
+        }
+    }
+
+    @Test("Without a passcode, a collection a client locked stays locked until the keychain is unlocked")
+    func clientLocks() throws {
+        let home = Home()
+        let engine = try KeychainEngine(location: home.location, tpm: nil, passcodePolicy: .testing)
+        let store = SecretStore(engine: engine)
+        store.lockCollections(["login", "work"])
+        #expect(store.isLockedByClient("login") && store.isLockedByClient("work"))
+        store.unlockCollections(["work"])
+        #expect(store.isLockedByClient("login") && !store.isLockedByClient("work"))
+        try engine.unlock(passcode: "")  // `security unlock-keychain` with no passcode set
+        #expect(!store.isLockedByClient("login"))
+    }
+}
