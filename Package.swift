@@ -192,6 +192,21 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // Readers of other password stores' files, for `security import-keyring`: gnome-keyring's keyrings, KWallet's
+        // wallets, KeePass databases (KDBX 4 and 3.1), `pass` stores (through the user's gpg).
+        // libargon2 and zlib, opened (dlopen) on the first KeePass database that needs them, like libcrypto: Argon2 (no
+        // Swift package has it) and gzip, which KDBX files use.
+        .target(name: "CKeychainImport", linkerSettings: [.linkedLibrary("dl")]),
+        .target(
+            name: "KeychainImport",
+            dependencies: [
+                "KeychainCore",
+                "CKeychainImport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSwift
+        ),
         // The freedesktop Secret Service (org.freedesktop.secrets) served from keychaind over sd-bus: sessions,
         // collections and items as keychain items.
         .target(
@@ -281,6 +296,7 @@ let package = Package(
             dependencies: [
                 "KeychainKit",
                 "KeychainSecretServiceClient",
+                "KeychainImport",
                 "KeychainVersion",
                 .target(name: "KeychainSyncClient", condition: network),
                 .target(name: "KeychainNetwork", condition: network),
@@ -426,9 +442,17 @@ let package = Package(
             dependencies: ["KeychainDBus", "KeychainTestSupport"],
             swiftSettings: strictSwift
         ),
+        // The importers against files the real programs wrote (gnome-keyring, keepassxc-cli, pass and gpg) and
+        // documented fixtures (KWallet).
+        .testTarget(
+            name: "KeychainImportTests",
+            dependencies: ["KeychainImport", "KeychainCore", "KeychainTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
+            exclude: ["Fixtures"],
+            swiftSettings: strictSwift
+        ),
         .testTarget(
             name: "KeychainSecretServiceTests",
-            dependencies: ["KeychainSecretService", "KeychainSecretServiceClient", "KeychainTestSupport", "KeychainDBus", "KeychainCore", "CKeychainPKCS12", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
+            dependencies: ["KeychainSecretService", "KeychainSecretServiceClient", "KeychainImport", "KeychainTestSupport", "KeychainDBus", "KeychainCore", "CKeychainPKCS12", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
             exclude: ["Scripts"],
             swiftSettings: strictSwift
         ),

@@ -441,10 +441,11 @@ stage_swift_keychain() {
     depends=$(shlib_depends "$program_binary" "$pam_module")
     # The postinst makes the keychain user with systemd-sysusers where systemd is, else with useradd or adduser.
     depends="$depends, passwd | adduser"
-    # Loaded with dlopen when needed (Sources/CKeychainPKCS12/libcrypto.c, Sources/CKeychainTPM/ckeychain_tpm.c):
-    # PKCS#12 import/export and sealing the device key to a TPM work without them only by failing.
+    # Loaded with dlopen when needed (Sources/CKeychainPKCS12/libcrypto.c, Sources/CKeychainTPM/ckeychain_tpm.c,
+    # Sources/CKeychainImport): PKCS#12 import/export, sealing the device key to a TPM and importing KeePass databases
+    # work without them only by failing.
     recommends="pinentry-curses | pinentry"
-    for soname in libcrypto.so.3 libtss2-esys.so.0 libtss2-tctildr.so.0 libtss2-mu.so.0 libtss2-rc.so.0; do
+    for soname in libcrypto.so.3 libtss2-esys.so.0 libtss2-tctildr.so.0 libtss2-mu.so.0 libtss2-rc.so.0 libargon2.so.1 libz.so.1; do
         package=$(package_of_soname "$soname")
         if [ -n "$package" ]; then
             case ", $recommends, " in *", $package, "*) ;; *) recommends="$recommends, $package" ;; esac

@@ -28,7 +28,7 @@ package struct SecurityTool: AsyncParsableCommand {
             AddGenericPassword.self, FindGenericPassword.self, DeleteGenericPassword.self,
             AddInternetPassword.self, FindInternetPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self, VerifyKeychain.self, UnlockKeychain.self, LockKeychain.self, SetKeychainPassword.self,
-            BackupKeychain.self, RestoreKeychain.self, ExportCommand.self, ImportCommand.self, ImportSecretService.self, AppCommand.self, DaemonCommand.self,
+            BackupKeychain.self, RestoreKeychain.self, ExportCommand.self, ImportCommand.self, ImportSecretService.self, ImportKeyring.self, AppCommand.self, DaemonCommand.self,
             SyncToolCommand.self,
             ShowKeychainInfo.self, SetKeychainSettings.self, ErrorCommand.self, Authorize.self,
             CreateKeychain.self, DeleteKeychain.self, ListKeychains.self, DefaultKeychain.self, LoginKeychain.self,

@@ -18,7 +18,8 @@ final class GnomeKeyringSource: @unchecked Sendable {
 
     let bus: PrivateSessionBus
     let root: String
-    private let process: Process
+    private var process: Process
+    private let loginPassword: String?
 
     /// The Work keyring: one item, its dates fixed in the file (2020-09-13 12:26:40 UTC and a bit after).
     static let workKeyring = """
@@ -66,7 +67,17 @@ final class GnomeKeyringSource: @unchecked Sendable {
                 .write(to: URL(fileURLWithPath: keyrings + "/plain.keyring"))
             try Data("plain".utf8).write(to: URL(fileURLWithPath: keyrings + "/default"))
         }
-        process = Process()
+        self.loginPassword = loginPassword
+        process = try Self.launch(environment: Self.environment(root: root, address: bus.address), loginPassword: loginPassword, bus: bus)
+        guard loginPassword != nil else { return }
+        // The login keyring appears once the password is read.
+        let filled = try python(Self.fill)
+        guard filled.status == 0 else { throw TestProcessError("filling gnome-keyring failed: \(filled.stderr)") }
+    }
+
+    /// Starts gnome-keyring-daemon and waits until it owns the Secret Service's name.
+    private static func launch(environment: [String: String], loginPassword: String?, bus: PrivateSessionBus) throws -> Process {
+        let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.daemon)
         process.arguments = ["--foreground", "--components=secrets"] + (loginPassword == nil ? [] : ["--unlock"])
         process.environment = environment
@@ -85,10 +96,17 @@ final class GnomeKeyringSource: @unchecked Sendable {
             }
             usleep(20_000)
         }
-        guard loginPassword != nil else { return }
-        // The login keyring appears once the password is read.
-        let filled = try python(Self.fill)
-        guard filled.status == 0 else { throw TestProcessError("filling gnome-keyring failed: \(filled.stderr)") }
+        return process
+    }
+
+    /// Stops gnome-keyring and starts it again: everything it serves is then read from its files.
+    func restart() throws {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let client = try DBusConnection(address: bus.address)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while (try? client.nameOwner(of: "org.freedesktop.secrets")) != nil, ContinuousClock.now < deadline { usleep(20_000) }
+        process = try Self.launch(environment: environment, loginPassword: loginPassword, bus: bus)
     }
 
     deinit {
@@ -98,11 +116,13 @@ final class GnomeKeyringSource: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    var environment: [String: String] {
+    var environment: [String: String] { Self.environment(root: root, address: bus.address) }
+
+    static func environment(root: String, address: String) -> [String: String] {
         [
             "HOME": root + "/home", "XDG_DATA_HOME": root + "/home/.local/share", "XDG_CONFIG_HOME": root + "/home/.config",
             "XDG_CACHE_HOME": root + "/home/.cache", "XDG_RUNTIME_DIR": root + "/run", "PATH": "/usr/bin:/bin",
-            "LANG": "C.UTF-8", "DBUS_SESSION_BUS_ADDRESS": bus.address,
+            "LANG": "C.UTF-8", "DBUS_SESSION_BUS_ADDRESS": address,
         ]
     }
 
