@@ -31,7 +31,8 @@ package struct ImportSource: Sendable, Hashable {
     package static let maximumFileSize = 256 << 20
 
     /// The sources at `paths`: a file by its extension (or `format`); a folder that is a `pass` store; any other
-    /// folder, the keyrings (`.keyring`) and wallets (`.kwl`) in it, as in `~/.local/share/keyrings`.
+    /// folder, the keyrings (`.keyring`), wallets (`.kwl`) and KeePass databases (`.kdbx`) in it, as in
+    /// `~/.local/share/keyrings`.
     package static func find(_ paths: [String], format: Format? = nil) throws(KeychainError) -> [ImportSource] {
         var found: [ImportSource] = []
         for path in paths {
@@ -54,7 +55,7 @@ package struct ImportSource: Sendable, Hashable {
                 guard !inFolder.isEmpty else {
                     throw KeychainError(
                         code: .invalidParameter,
-                        message: "\(path) holds no keyring (.keyring) or wallet (.kwl), and is not a pass store (no .gpg-id). Name the files to import, or the store's folder.")
+                        message: "\(path) holds no keyring (.keyring), wallet (.kwl) or KeePass database (.kdbx), and is not a pass store (no .gpg-id). Name the files to import, or the store's folder.")
                 }
                 found += inFolder
             } else {

@@ -19,7 +19,7 @@ struct ImportKeyring: AsyncParsableCommand {
             KWallet's wallets (~/.local/share/kwalletd/*.kwl, Blowfish; the .salt file beside is read), KeePass \
             databases (.kdbx, KDBX 4 and 3.1, with a password, a key file, or both), and pass stores (a folder \
             with .gpg-id, each entry decrypted by your gpg, which asks for the key's passphrase as pass does). A \
-            folder that is not a pass store is searched for keyrings and wallets. The format is told by the file's \
+            folder that is not a pass store is searched for keyrings, wallets and KeePass databases. The format is told by the file's \
             extension, or given with --format. \
             Each file becomes a collection of the keychain's Secret Service (gnome-keyring's default keyring and \
             KWallet's kdewallet go to the default collection, login); labels, attributes, secrets and dates are kept, \
@@ -112,7 +112,7 @@ struct ImportKeyring: AsyncParsableCommand {
     static func summary(_ report: ImportWriter.Report) -> String {
         guard report.collections > 0 else { return "" }
         let s = report.summary
-        var text = "imported \(s.added) items from \(report.collections) \(report.collections == 1 ? "file" : "files") (\(s.skipped) already present)\n"
+        var text = "imported \(s.added) \(s.added == 1 ? "item" : "items") from \(report.collections) \(report.collections == 1 ? "file" : "files") (\(s.skipped) already present)\n"
         if !report.notImported.isEmpty {
             text += "not imported:\n" + report.notImported.map { "  \($0)\n" }.joined()
         }
