@@ -55,7 +55,8 @@ package struct ImportSource: Sendable, Hashable {
                 guard !inFolder.isEmpty else {
                     throw KeychainError(
                         code: .invalidParameter,
-                        message: "\(path) holds no keyring (.keyring), wallet (.kwl) or KeePass database (.kdbx), and is not a pass store (no .gpg-id). Name the files to import, or the store's folder.")
+                        message:
+                            "\(path) holds no keyring (.keyring), wallet (.kwl) or KeePass database (.kdbx), and is not a pass store (no .gpg-id). Name the files to import, or the store's folder.")
                 }
                 found += inFolder
             } else {
