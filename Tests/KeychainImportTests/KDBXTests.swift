@@ -112,6 +112,27 @@ struct KDBXFileTests {
         try Self.checkRich(try KDBXFile.read(data, password: "correct horse", keyFile: nil, name: "rich"))
     }
 
+    /// 10,000 entries: a document over 10 MB once decompressed, which Foundation's XML parser refuses when given it
+    /// all at once.
+    @Test func tenThousandEntries() throws {
+        let cli = try KeePassXCCLI()
+        defer { cli.cleanUp() }
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><KeePassFile><Meta><DatabaseName>Big</DatabaseName></Meta><Root><Group><Name>Root</Name>"
+        for index in 0..<10_000 {
+            let uuid = Data((0..<16).map { UInt8(truncatingIfNeeded: index >> ($0 % 2 * 8)) ^ UInt8($0) }).base64EncodedString()
+            xml += "<Entry><UUID>\(uuid)</UUID><String><Key>Title</Key><Value>entry \(index)</Value></String>"
+            xml += "<String><Key>UserName</Key><Value>user\(index)</Value></String><String><Key>URL</Key><Value>https://site\(index).example.com</Value></String>"
+            xml += "<String><Key>Password</Key><Value>secret-\(index)</Value></String></Entry>"
+        }
+        xml += "</Group></Root></KeePassFile>"
+        try Data(xml.utf8).write(to: URL(fileURLWithPath: cli.file("big.xml")))
+        try cli.run(["import", "-q", "-p", cli.file("big.xml"), cli.file("big.kdbx")], input: "pw\npw\n")
+        let collection = try KDBXFile.read(try Data(contentsOf: URL(fileURLWithPath: cli.file("big.kdbx"))), password: "pw", keyFile: nil, name: "big")
+        #expect(collection.items.count == 10_000)
+        let last = try #require(collection.items.first { $0.label == "entry 9999" })
+        #expect(last.secret == Data("secret-9999".utf8) && last.attributes["UserName"] == "user9999")
+    }
+
     @Test func kdbx31MadeWithCommands() throws {
         let cli = try KeePassXCCLI()
         defer { cli.cleanUp() }

@@ -41,6 +41,34 @@ struct SecretServiceLocksTests {
         #expect(Set(try store.itemIDs(in: login, matching: ["app": "mail"])) == [mail, later])
     }
 
+    @Test("While locked, searches match every pair exactly, Unicode and empty values too, as the engine's do")
+    func lockedSearchesMatchAsTheEngine() throws {
+        let home = Home()
+        let engine = try KeychainEngine(location: home.location, tpm: nil, passcodePolicy: .testing)
+        try engine.changePasscode(from: nil, to: "1234")
+        let store = SecretStore(engine: engine)
+        store.keepIndexWhileLocked()
+        let login = try #require(try store.collections().first { $0.id == SecretStore.loginID })
+        let sets: [[String: String]] = [
+            ["service": "café ☕", "user": "zoë"], ["service": "café ☕", "user": ""], ["service": "café"], [:],
+            ["a": "1", "b": "2", "c": "3"],
+        ]
+        for attributes in sets { _ = try SecretStoreSearchCacheTests.create(store, in: login, attributes) }
+        let queries: [[String: String]] = [
+            [:], ["service": "café ☕"], ["user": ""], ["user": "zoë", "service": "café ☕"], ["service": "caf"],
+            ["a": "1", "c": "3"], ["a": "1", "c": "4"], ["missing": ""],
+        ]
+        var unlocked: [[String: String]: Set<String>] = [:]
+        for query in queries { unlocked[query] = Set(try store.items(in: login, matching: query).map(\.id)) }
+        let labels = Dictionary(uniqueKeysWithValues: try store.items(in: login).map { ($0.id, $0) })
+        engine.lock()
+        for query in queries {
+            #expect(Set(try store.items(in: login, matching: query).map(\.id)) == unlocked[query], "\(query)")
+        }
+        for (id, item) in labels { #expect(try store.item(id, in: login) == item) }
+        #expect(try store.item("0000000000000000", in: login) == nil)
+    }
+
     @Test("Not kept unless asked (no Secret Service in this process): a locked search fails as the engine's")
     func notKeptUnlessAsked() throws {
         let home = Home()

@@ -1,3 +1,4 @@
+import CKeychainLinux
 import Foundation
 import Synchronization
 
@@ -26,7 +27,7 @@ final class SecretServiceLocks: Sendable {
     /// Whether a lock takes a snapshot.
     let isKept = Atomic<Bool>(false)
     /// The items of each stored collection by identifier, while locked; nil while unlocked or never taken.
-    let items = Mutex<[String: [SecretItem]]?>(nil)
+    let items = Mutex<[String: PackedSecretItems]?>(nil)
 
     /// The identifiers of the collections locked by `Lock` without a passcode.
     let collections = Mutex<Set<String>>([])
@@ -70,10 +71,10 @@ extension SecretStore {
     func snapshotBeforeLock() {
         let index = engine.secretServiceLocks
         guard index.isKept.load(ordering: .acquiring), engine.lockState == .unlocked else { return }
-        var snapshot: [String: [SecretItem]] = [:]
+        var snapshot: [String: PackedSecretItems] = [:]
         do {
             for collection in try collections() where !inMemory(collection) {
-                snapshot[collection.id] = try items(in: collection)
+                snapshot[collection.id] = PackedSecretItems(try items(in: collection), collection: collection.id)
             }
         } catch {
             engine.logger.warning("the Secret Service's items could not be listed before locking; a locked keychain will not answer searches", metadata: ["reason": "\(error.message)"])
@@ -81,11 +82,13 @@ extension SecretStore {
             return
         }
         index.items.withLock { $0 = snapshot }
+        // The search's temporaries are freed: their pages go back to the kernel rather than stay with keychaind.
+        _ = ckeychain_release_free_memory()
     }
 
     /// The snapshot's items of `collection` when the keychain is locked and there is one; nil when the engine
     /// should answer (unlocked, or no snapshot). An open keychain drops the snapshot here at the latest.
-    func lockedSnapshot(of collection: SecretCollection) -> [SecretItem]? {
+    func lockedSnapshot(of collection: SecretCollection) -> PackedSecretItems? {
         let index = engine.secretServiceLocks
         switch engine.lockState {
         case .unlocked, .noPasscode:

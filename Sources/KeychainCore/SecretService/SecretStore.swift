@@ -295,9 +295,7 @@ package struct SecretStore: Sendable {
     /// The items of `collection` whose attributes include every pair of `matching` (all of them when empty).
     package func items(in collection: SecretCollection, matching: [String: String] = [:]) throws(KeychainError) -> [SecretItem] {
         if inMemory(collection) { return session.items(matching: matching) }
-        if let kept = lockedSnapshot(of: collection) {
-            return kept.filter { item in matching.allSatisfy { item.attributes[$0.key] == $0.value } }
-        }
+        if let kept = lockedSnapshot(of: collection) { return kept.items(matching: matching) }
         var q = query(group: collection.group, service: Self.itemService(collection.id))
         q.limit = .all
         q.returns.attributes = true
@@ -356,7 +354,7 @@ package struct SecretStore: Sendable {
     /// Item `id` of `collection`, or nil.
     package func item(_ id: String, in collection: SecretCollection) throws(KeychainError) -> SecretItem? {
         if inMemory(collection) { return session.item(id) }
-        if let kept = lockedSnapshot(of: collection) { return kept.first { $0.id == id } }
+        if let kept = lockedSnapshot(of: collection) { return kept.item(id) }
         var q = query(group: collection.group, service: Self.itemService(collection.id), account: id)
         q.returns.attributes = true
         do {

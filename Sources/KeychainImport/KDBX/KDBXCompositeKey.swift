@@ -42,7 +42,7 @@ struct KDBXCompositeKey {
             first == UInt8(ascii: "<")
         else { return nil }
         let reader = KeyFileParser()
-        let parser = XMLParser(data: Data(contents))
+        let parser = XMLParser(stream: InputStream(data: Data(contents)))  // see KDBXDocument.parse
         parser.shouldResolveExternalEntities = false
         parser.delegate = reader
         guard parser.parse(), reader.sawKeyFile, let text = reader.data else { return nil }

@@ -102,7 +102,9 @@ enum KDBXDocument {
     /// The element tree of `xml`, and its protected values in document order.
     static func parse(_ xml: [UInt8]) throws(KeychainError) -> (root: Node, protected: [Node]) {
         let builder = TreeBuilder()
-        let parser = XMLParser(data: Data(xml))
+        // From a stream, which the parser reads a piece at a time: given the whole document at once, Foundation's
+        // parser on Linux fails on any over 10 MB (a database of about 10,000 entries).
+        let parser = XMLParser(stream: InputStream(data: Data(xml)))
         parser.shouldResolveExternalEntities = false
         parser.delegate = builder
         let parsed = parser.parse()
