@@ -159,4 +159,37 @@ struct KeyringFileImportTests {
             #expect(search.stdout.contains("label = Database ☕") && search.stdout.contains("secret = db-pw"), "\(search.stdout)\(search.stderr)")
         }
     }
+
+    @Test(
+        "an import of several batches through keychaind asks the person once: \"only this time\" covers the whole command",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/keepassxc-cli"), "needs keepassxc-cli (Debian's keepassxc)"))
+    func oneApprovalForTheWholeImport() async throws {
+        try await onThread {
+            let rig = try SecretServiceRig()
+            var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><KeePassFile><Meta><DatabaseName>Many</DatabaseName></Meta><Root><Group><Name>Root</Name>"
+            for index in 0..<250 {
+                let uuid = Data((0..<16).map { UInt8(truncatingIfNeeded: index >> ($0 % 2 * 8)) ^ UInt8($0) }).base64EncodedString()
+                xml += "<Entry><UUID>\(uuid)</UUID><String><Key>Title</Key><Value>entry \(index)</Value></String>"
+                xml += "<String><Key>Password</Key><Value>secret-\(index)</Value></String></Entry>"
+            }
+            xml += "</Group></Root></KeePassFile>"
+            try Data(xml.utf8).write(to: URL(fileURLWithPath: rig.root + "/many.xml"))
+            let made = try rig.run(
+                "/usr/bin/keepassxc-cli", ["import", "-q", "-p", rig.root + "/many.xml", rig.root + "/many.kdbx"], input: "pw\npw\n",
+                extraEnvironment: ["QT_QPA_PLATFORM": "offscreen"])
+            try #require(made.status == 0, "\(made.stderr)")
+
+            // Allow, then "Only this time"; nobody answers after that.
+            try rig.queuePrompts("confirm notok")
+            let shown = rig.promptsShown
+            let run = try rig.run(try BuiltProducts.path(of: "security"), ["import-keyring", "--password-stdin", rig.root + "/many.kdbx"], input: "pw\n", timeout: 300)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout == "imported 250 items from 1 file (0 already present)\n", "\(run.stdout)")
+            #expect(rig.promptsShown == shown + 1, "three batches, one prompt")
+            // Nothing was remembered: the next command is asked again (and refused, nobody answering).
+            let again = try rig.run(try BuiltProducts.path(of: "security"), ["import-keyring", "--password-stdin", rig.root + "/many.kdbx"], input: "pw\n", timeout: 300)
+            #expect(again.status != 0)
+            #expect(rig.promptsShown == shown + 2)
+        }
+    }
 }

@@ -91,7 +91,7 @@ extension RequestDispatcher {
     /// |---|---|
     /// | `always` remembered | allowed, no prompt |
     /// | `deny` remembered | `errSecAuthFailed`, no prompt |
-    /// | Allow once (then the passcode, when one is set) | allowed; nothing remembered |
+    /// | Allow once (then the passcode, when one is set) | allowed for the rest of this connection (one command); nothing remembered |
     /// | Always allow (then the passcode, when one is set) | allowed; `always` remembered |
     /// | Deny | `errSecAuthFailed`, remembered |
     /// | a wrong passcode | `errSecAuthFailed`, nothing remembered (counted by the passcode throttle) |
@@ -119,6 +119,8 @@ extension RequestDispatcher {
             case .deny: throw Self.refused(identity, approval)
             }
         }
+        // Allowed "only this time" earlier on this connection: the same command goes on.
+        if session.approvedOnce.withLock({ $0.contains(approval.subject) }) { return }
         let prompter = prompters.prompter(for: engine.location, terminal: PeerTerminal.path(of: identity.pid))
         let text = PromptText(
             title: "Allow access to the keychain?",
@@ -169,6 +171,7 @@ extension RequestDispatcher {
         }
         logger.notice("approval answered", metadata: ["pid": "\(identity.pid)", "subject": "\(approval.subject)", "answer": "\(answer.rawValue)"])
         if answer == .deny { throw Self.refused(identity, approval) }
+        if answer == .once { session.approvedOnce.withLock { _ = $0.insert(approval.subject) } }
     }
 
     /// No prompt could ask where the request came from: with a passcode set, the request waits (for the prompt

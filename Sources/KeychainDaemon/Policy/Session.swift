@@ -13,6 +13,9 @@ package final class Session: Sendable {
     /// Whether the program was confirmed as the one its private group belongs to (``RequestDispatcher/confirmOwnGroup(_:)``),
     /// which is checked once per connection.
     let ownGroupConfirmed = Mutex(false)
+    /// The approvals the person gave "only this time" on this connection (by subject): one command of the tool is
+    /// one "time", however many requests it sends (an import of 10,000 items is 100), so they are not asked again.
+    let approvedOnce = Mutex<Set<String>>([])
 
     package init(identity: PeerIdentity, isAdminTool: Bool, keychain: ServedKeychain) {
         self.identity = identity
