@@ -9,14 +9,22 @@ import Testing
 struct SecretServiceLocksTests {
     typealias Home = SecretStoreSearchCacheTests.Home
 
-    @Test("Kept across a lock: searches, labels and attributes answer; secrets stay locked; an unlock drops what was kept")
-    func keptAcrossALock() throws {
+    /// A fresh keychain with the passcode 1234, its Secret Service store (keeping its items across a lock, as
+    /// keychaind's provider asks, with `keepingIndex`), and the login collection.
+    static func passcodeStore(keepingIndex: Bool) throws -> (Home, KeychainEngine, SecretStore, SecretCollection) {
         let home = Home()
         let engine = try KeychainEngine(location: home.location, tpm: nil, passcodePolicy: .testing)
         try engine.changePasscode(from: nil, to: "1234")
         let store = SecretStore(engine: engine)
-        store.keepIndexWhileLocked()
+        if keepingIndex { store.keepIndexWhileLocked() }
         let login = try #require(try store.collections().first { $0.id == SecretStore.loginID })
+        return (home, engine, store, login)
+    }
+
+    @Test("Kept across a lock: searches, labels and attributes answer; secrets stay locked; an unlock drops what was kept")
+    func keptAcrossALock() throws {
+        let (home, engine, store, login) = try Self.passcodeStore(keepingIndex: true)
+        defer { _ = home }
         let mail = try SecretStoreSearchCacheTests.create(store, in: login, ["app": "mail", "user": "ann"])
         _ = try SecretStoreSearchCacheTests.create(store, in: login, ["app": "chat"])
 
@@ -43,12 +51,8 @@ struct SecretServiceLocksTests {
 
     @Test("While locked, searches match every pair exactly, Unicode and empty values too, as the engine's do")
     func lockedSearchesMatchAsTheEngine() throws {
-        let home = Home()
-        let engine = try KeychainEngine(location: home.location, tpm: nil, passcodePolicy: .testing)
-        try engine.changePasscode(from: nil, to: "1234")
-        let store = SecretStore(engine: engine)
-        store.keepIndexWhileLocked()
-        let login = try #require(try store.collections().first { $0.id == SecretStore.loginID })
+        let (home, engine, store, login) = try Self.passcodeStore(keepingIndex: true)
+        defer { _ = home }
         let sets: [[String: String]] = [
             ["service": "café ☕", "user": "zoë"], ["service": "café ☕", "user": ""], ["service": "café"], [:],
             ["a": "1", "b": "2", "c": "3"],
@@ -71,11 +75,8 @@ struct SecretServiceLocksTests {
 
     @Test("Not kept unless asked (no Secret Service in this process): a locked search fails as the engine's")
     func notKeptUnlessAsked() throws {
-        let home = Home()
-        let engine = try KeychainEngine(location: home.location, tpm: nil, passcodePolicy: .testing)
-        try engine.changePasscode(from: nil, to: "1234")
-        let store = SecretStore(engine: engine)
-        let login = try #require(try store.collections().first { $0.id == SecretStore.loginID })
+        let (home, engine, store, login) = try Self.passcodeStore(keepingIndex: false)
+        defer { _ = home }
         _ = try SecretStoreSearchCacheTests.create(store, in: login, ["app": "mail"])
         engine.lock()
         do {
