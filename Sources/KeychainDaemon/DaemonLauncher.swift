@@ -150,7 +150,10 @@ package struct DaemonLauncher: Sendable {
         return fitted
     }
 
-    /// The socket systemd passed (`LISTEN_FDS`), else `socket`, else the default path (its folder made 0700).
+    /// The socket systemd passed (`LISTEN_FDS`), else `socket`, else the default path. Its folder is made 0700 when
+    /// missing; an existing one is used as it is if it is this user's and others cannot write to it (keychaind never
+    /// changes the mode of a folder it did not make: `--socket` may name a folder other programs use), and refused
+    /// otherwise.
     func resolveListener(_ environment: [String: String]) throws -> Listener {
         if Self.takeActivationSocket() {
             return .inherited(3, path: socket ?? DaemonSocket.defaultPath(environment))
@@ -160,7 +163,7 @@ package struct DaemonLauncher: Sendable {
         }
         let folder = NSString(string: path).deletingLastPathComponent
         do {
-            try FileSystem.ensurePrivateDirectory(folder)
+            try FileSystem.ensurePrivateDirectory(folder, tightening: false)
         } catch {
             throw StartFailure(error.message)
         }

@@ -51,6 +51,23 @@ import Glibc
         #expect(stat(f.home, &info) == 0 && info.st_mode & 0o777 == 0o700)
     }
 
+    /// `--socket` may name a folder other programs use (beside a PostgreSQL's data, say): keychaind leaves its mode as
+    /// it is when others may only read it, and refuses one others may write to, saying why.
+    @Test func theSocketFolderKeepsItsMode() throws {
+        let f = try DaemonFixture()
+        let shared = f.folder + "/shared"
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: false)
+        #expect(chmod(shared, 0o755) == 0)
+        let daemon = try DaemonProcess(home: f.home, socketPath: shared + "/d.sock")
+        var info = stat()
+        #expect(stat(shared, &info) == 0 && info.st_mode & 0o7777 == 0o755, "mode \(String(info.st_mode & 0o7777, radix: 8))")
+        #expect(stat(shared + "/d.sock", &info) == 0 && info.st_mode & 0o777 == 0o600)
+        daemon.stop()
+        #expect(chmod(shared, 0o777) == 0)
+        Self.expectStartRefused("can be written by others") { try DaemonProcess(home: f.home, socketPath: shared + "/d.sock") }
+        #expect(stat(shared, &info) == 0 && info.st_mode & 0o7777 == 0o777)
+    }
+
     /// A keychain folder that is a symbolic link (planted in a shared folder, say) is never followed.
     @Test func aKeychainFolderThatIsALinkIsRefused() throws {
         let f = try DaemonFixture()

@@ -13,8 +13,10 @@ package enum FileSystem {
     /// Makes sure `path` is a folder only this user can use: creates it (and missing parents) with mode 0700, or
     /// checks the existing one. A folder that is a symbolic link, belongs to another user, or that others may write
     /// to is refused (someone else could have put files in it, or could read what goes in it); one others may only
-    /// read is closed to them (mode 0700). The checks are made on the opened folder, never through a link.
-    package static func ensurePrivateDirectory(_ path: String) throws(KeychainError) {
+    /// read is closed to them (mode 0700), unless `tightening` is false: then an existing folder's mode is left as it
+    /// is (keychaind's socket folder, which may hold other programs' files: a socket is made 0600 itself). The checks
+    /// are made on the opened folder, never through a link.
+    package static func ensurePrivateDirectory(_ path: String, tightening: Bool = true) throws(KeychainError) {
         var info = stat()
         if lstat(path, &info) != 0 {
             guard errno == ENOENT else {
@@ -59,7 +61,7 @@ package enum FileSystem {
                     "\(path) can be written by others (mode \(String(info.st_mode & 0o7777, radix: 8))): someone else may have put files in it. Remove it and let the keychain create it again, or set KEYCHAIN_HOME (or --socket) to a folder of your own."
             )
         }
-        if info.st_mode & 0o077 != 0, fchmod(fd, 0o700) != 0 { throw ioError("close to other users", path) }
+        if tightening, info.st_mode & 0o077 != 0, fchmod(fd, 0o700) != 0 { throw ioError("close to other users", path) }
     }
 
     /// Opens (creating, mode 0600) a regular file of this user's that no one else can have planted: never through a
