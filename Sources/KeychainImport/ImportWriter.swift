@@ -1,14 +1,9 @@
 import Foundation
 import KeychainCore
 
-/// Sends ``ImportedCollection``s to the keychain in batches of the size one keychaind request carries, and adds up
-/// what was done.
+/// Sends ``ImportedCollection``s to the keychain in batches of the size one keychaind request carries
+/// (``SecretServiceImportBatcher``), and adds up what was done.
 package enum ImportWriter {
-    /// The most items in one batch.
-    package static let itemsPerBatch = 100
-    /// About the most bytes in one batch (a keychaind message holds at most 16 MiB); a bigger item goes alone.
-    package static let bytesPerBatch = 12 << 20
-
     /// What an import did.
     package struct Report: Sendable, Hashable {
         /// Items added, skipped (already there) and refused (over a bound).
@@ -31,25 +26,19 @@ package enum ImportWriter {
     ) throws(KeychainError) {
         report.collections += 1
         report.notImported += collection.notImported.map { "\(collection.label): \($0)" }
-        var batch: [SecretServiceImportItem] = []
-        var bytes = 0
+        var batcher = SecretServiceImportBatcher()
         var done = 0
-        func flush() throws(KeychainError) {
-            // An empty collection is still made, as in the source.
-            guard !batch.isEmpty || done == 0 else { return }
+        func send(_ items: [SecretServiceImportItem]) throws(KeychainError) {
             report.summary =
                 report.summary
-                + (try write(SecretServiceImportBatch(collectionLabel: collection.label, isDefault: collection.isDefault, collectionDates: collection.dates, items: batch)))
-            done += batch.count
+                + (try write(SecretServiceImportBatch(collectionLabel: collection.label, isDefault: collection.isDefault, collectionDates: collection.dates, items: items)))
+            done += items.count
             progress(done)
-            batch.removeAll(keepingCapacity: true)
-            bytes = 0
         }
         for item in collection.items {
-            if !batch.isEmpty, batch.count >= itemsPerBatch || bytes + item.approximateSize > bytesPerBatch { try flush() }
-            batch.append(item)
-            bytes += item.approximateSize
+            if let full = batcher.add(item) { try send(full) }
         }
-        if !batch.isEmpty || collection.items.isEmpty { try flush() }
+        // The last batch; an empty collection is still sent (with no items), so that it is made as in the source.
+        try send(batcher.take())
     }
 }

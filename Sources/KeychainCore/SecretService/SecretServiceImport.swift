@@ -114,6 +114,40 @@ package struct SecretServiceImportBatch: Sendable, Hashable {
     }
 }
 
+/// Gathers items into batches of the size one keychaind request carries: at most ``itemsPerBatch`` items and about
+/// ``bytesPerBatch`` bytes (a keychaind message holds at most 16 MiB; a bigger item goes alone). Both imports use it:
+/// from another provider on the bus and from other stores' files.
+package struct SecretServiceImportBatcher: Sendable {
+    /// The most items in one batch.
+    package static let itemsPerBatch = 100
+    /// About the most bytes in one batch.
+    package static let bytesPerBatch = 12 << 20
+
+    private var pending: [SecretServiceImportItem] = []
+    private var bytes = 0
+
+    /// An empty batcher.
+    package init() {}
+
+    /// Adds `item`; returns the batch to send first when `item` does not fit in it (nil while it does).
+    package mutating func add(_ item: SecretServiceImportItem) -> [SecretServiceImportItem]? {
+        var full: [SecretServiceImportItem]?
+        if !pending.isEmpty, pending.count >= Self.itemsPerBatch || bytes + item.approximateSize > Self.bytesPerBatch { full = take() }
+        pending.append(item)
+        bytes += item.approximateSize
+        return full
+    }
+
+    /// The items gathered since the last batch (empty when none), and a fresh start.
+    package mutating func take() -> [SecretServiceImportItem] {
+        defer {
+            pending = []
+            bytes = 0
+        }
+        return pending
+    }
+}
+
 /// What ``SecretStore/importItems(_:)`` did with a batch.
 package struct SecretServiceImportSummary: Sendable, Hashable {
     /// Items added.

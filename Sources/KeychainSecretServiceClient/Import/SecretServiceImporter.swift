@@ -25,15 +25,9 @@ package struct SecretServiceImportReport: Sendable, Hashable {
 }
 
 /// `security import-secret-service`'s work: reads every item of every collection of the Secret Service provider
-/// at a ``SecretServiceSource`` and hands them, in batches of at most ``itemsPerRequest`` items and about
-/// ``bytesPerRequest`` bytes, to a writer (the keychain's ``SecretStore/importItems(_:)``, in this process or
+/// at a ``SecretServiceSource`` and hands them, in the batches ``SecretServiceImportBatcher`` makes, to a writer (the keychain's ``SecretStore/importItems(_:)``, in this process or
 /// through keychaind).
 package enum SecretServiceImporter {
-    /// The most items handed to the writer at once.
-    package static let itemsPerRequest = 100
-    /// About the most bytes handed to the writer at once (one keychaind message holds at most 16 MiB); an item
-    /// bigger than this goes alone.
-    package static let bytesPerRequest = 12 << 20
     /// The most items whose secrets are asked for in one `GetSecrets`.
     package static let itemsPerRead = 25
 
@@ -83,21 +77,18 @@ package enum SecretServiceImporter {
         var done = 0
         for (collection, paths) in plan {
             report.collections += 1
-            var pending: [SecretServiceImportItem] = []
-            var pendingBytes = 0
-            func flush() throws(SecretServiceImportFailure) {
-                guard !pending.isEmpty else { return }
+            var batcher = SecretServiceImportBatcher()
+            func send(_ items: [SecretServiceImportItem]) throws(SecretServiceImportFailure) {
+                guard !items.isEmpty else { return }
                 let batch = SecretServiceImportBatch(
                     collectionLabel: collection.label, isDefault: collection.isDefault,
-                    collectionDates: collection.dates, items: pending)
+                    collectionDates: collection.dates, items: items)
                 do {
                     report.summary = report.summary + (try write(batch))
                 } catch {
                     throw .keychain(error)
                 }
-                done += pending.count
-                pending = []
-                pendingBytes = 0
+                done += items.count
                 progress(Progress(done: done, total: total, collection: collection.label))
             }
             var start = 0
@@ -113,14 +104,10 @@ package enum SecretServiceImporter {
                 report.summary.failed += read.failed
                 done += read.failed
                 for item in read.items {
-                    if !pending.isEmpty, pending.count >= itemsPerRequest || pendingBytes + item.approximateSize > bytesPerRequest {
-                        try flush()
-                    }
-                    pending.append(item)
-                    pendingBytes += item.approximateSize
+                    if let full = batcher.add(item) { try send(full) }
                 }
             }
-            try flush()
+            try send(batcher.take())
         }
         return report
     }
