@@ -88,20 +88,27 @@ package struct ImportSource: Sendable, Hashable {
     package func passwordPurpose() throws(KeychainError) -> String? {
         switch format {
         case .pass: return nil
-        case .gnomeKeyring: return GnomeKeyringFile.isEncrypted(try contents()) ? "the keyring '\(name)'" : nil
+        case .gnomeKeyring: return GnomeKeyringFile.isEncrypted(try contents(upTo: GnomeKeyringFile.magic.count)) ? "the keyring '\(name)'" : nil
         case .kwallet: return "the wallet '\(name)'"
         case .kdbx: return "the KeePass database '\(name)'"
         }
     }
 
-    /// The file's bytes (a link the person named is followed; a file over ``maximumFileSize`` is refused).
-    func contents(of file: String? = nil) throws(KeychainError) -> Data {
+    /// The file's bytes (a link the person named is followed; a file over ``maximumFileSize`` is refused), or with
+    /// `upTo`, at most its first so many bytes.
+    func contents(of file: String? = nil, upTo prefix: Int? = nil) throws(KeychainError) -> Data {
         let target = file ?? path
         let fd = open(target, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw KeychainError(code: .io, message: "\(target) cannot be read (errno \(errno)).")
         }
         defer { close(fd) }
+        if let prefix {
+            var head = [UInt8](repeating: 0, count: prefix)
+            let count = head.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, prefix) }
+            guard count >= 0 else { throw KeychainError(code: .io, message: "\(target) cannot be read (errno \(errno)).") }
+            return Data(head.prefix(count))
+        }
         guard let data = FileSystem.readAll(fd, limit: Self.maximumFileSize) else {
             throw KeychainError(code: .invalidParameter, message: "\(target) cannot be read, or is larger than \(Self.maximumFileSize >> 20) MiB: not a password store's file.")
         }

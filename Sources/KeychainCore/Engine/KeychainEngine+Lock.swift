@@ -120,6 +120,7 @@ extension KeychainEngine {
             // A version-2 keybag's count file is left over once the keybag is version 3 (or has no passcode).
             try? FileManager.default.removeItem(atPath: location.throttlePath)
             keys.set(classKeys, metadataKey: bag.metadataKey, state: new == nil ? .noPasscode : .unlocked)
+            secretServiceLocks.drop()  // the keys are held: the engine answers again
             markUsed()
         }
     }
@@ -188,6 +189,7 @@ extension KeychainEngine {
     private func reloadWithoutPasscode(_ bytes: Data) throws(KeychainError) {
         let bag = try Keybag.decode(bytes, deviceKey: deviceKey())
         keys.set(bag.classKeys, metadataKey: bag.metadataKey, state: .noPasscode)
+        secretServiceLocks.drop()
     }
 
     /// The device key, as read or unsealed when the keychain opened.

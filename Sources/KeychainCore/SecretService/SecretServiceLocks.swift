@@ -87,15 +87,12 @@ extension SecretStore {
     }
 
     /// The snapshot's items of `collection` when the keychain is locked and there is one; nil when the engine
-    /// should answer (unlocked, or no snapshot). An open keychain drops the snapshot here at the latest.
+    /// should answer (unlocked, or no snapshot). The engine drops the snapshot wherever it takes the keys back
+    /// (an unlock, a passcode change, a passcode removed by another process).
     func lockedSnapshot(of collection: SecretCollection) -> PackedSecretItems? {
-        let index = engine.secretServiceLocks
         switch engine.lockState {
-        case .unlocked, .noPasscode:
-            index.drop()
-            return nil
-        case .locked, .beforeFirstUnlock:
-            return index.items.withLock { $0?[collection.id] }
+        case .unlocked, .noPasscode: nil
+        case .locked, .beforeFirstUnlock: engine.secretServiceLocks.items.withLock { $0?[collection.id] }
         }
     }
 }
