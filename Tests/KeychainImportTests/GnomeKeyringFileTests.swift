@@ -1,6 +1,7 @@
 import Foundation
 import KeychainCore
 import KeychainImport
+import KeychainTestSupport
 import Testing
 
 /// gnome-keyring's plain-text keyrings (what it writes for a keyring without a password), and what a damaged binary
@@ -60,29 +61,15 @@ struct GnomeKeyringFileTests {
     @Test("Not a keyring, or damaged: corruptData, never a crash")
     func damaged() throws {
         for bytes in [Data("hello".utf8), Data("[other]\nx=1\n".utf8), Data([0xFF, 0xFE, 0x00]), Data((Self.plain + "\n[9]\nbinary-secret=xyz\n").utf8)] {
-            do {
-                _ = try GnomeKeyringFile.read(bytes, password: nil, name: "bad", isDefault: false)
-                Issue.record("read \(bytes.count) bytes of garbage")
-            } catch {
-                #expect(error.code == .corruptData)
-            }
+            expectKeychainError(.corruptData, "\(bytes.count) bytes of garbage") { try GnomeKeyringFile.read(bytes, password: nil, name: "bad", isDefault: false) }
         }
         // The binary magic and nothing more, and a header cut anywhere.
         let magic = Data("GnomeKeyring\n\r\0\n".utf8)
         for length in [16, 17, 20, 24, 40] {
             let bytes = (magic + Data([0, 0, 0, 0]) + Data(repeating: 0xFF, count: 64)).prefix(length)
-            do {
-                _ = try GnomeKeyringFile.read(bytes, password: "x", name: "cut", isDefault: false)
-                Issue.record("read a binary keyring cut at \(length) bytes")
-            } catch {
-                #expect(error.code == .corruptData)
-            }
+            expectKeychainError(.corruptData, "cut at \(length) bytes") { try GnomeKeyringFile.read(bytes, password: "x", name: "cut", isDefault: false) }
         }
         // Another version of the binary format.
-        do {
-            _ = try GnomeKeyringFile.read(magic + Data([1, 0, 0, 0]), password: "x", name: "new", isDefault: false)
-        } catch {
-            #expect(error.code == .unimplemented)
-        }
+        expectKeychainError(.unimplemented) { try GnomeKeyringFile.read(magic + Data([1, 0, 0, 0]), password: "x", name: "new", isDefault: false) }
     }
 }

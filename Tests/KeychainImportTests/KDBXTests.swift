@@ -1,6 +1,7 @@
 import Foundation
 
 import KeychainCore
+import KeychainTestSupport
 import Testing
 
 @testable import KeychainImport
@@ -117,14 +118,7 @@ struct KDBXFileTests {
     @Test func tenThousandEntries() throws {
         let cli = try KeePassXCCLI()
         defer { cli.cleanUp() }
-        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><KeePassFile><Meta><DatabaseName>Big</DatabaseName></Meta><Root><Group><Name>Root</Name>"
-        for index in 0..<10_000 {
-            let uuid = Data((0..<16).map { UInt8(truncatingIfNeeded: index >> ($0 % 2 * 8)) ^ UInt8($0) }).base64EncodedString()
-            xml += "<Entry><UUID>\(uuid)</UUID><String><Key>Title</Key><Value>entry \(index)</Value></String>"
-            xml += "<String><Key>UserName</Key><Value>user\(index)</Value></String><String><Key>URL</Key><Value>https://site\(index).example.com</Value></String>"
-            xml += "<String><Key>Password</Key><Value>secret-\(index)</Value></String></Entry>"
-        }
-        xml += "</Group></Root></KeePassFile>"
+        let xml = keePassXML(name: "Big", entries: 10_000)
         try Data(xml.utf8).write(to: URL(fileURLWithPath: cli.file("big.xml")))
         try cli.run(["import", "-q", "-p", cli.file("big.xml"), cli.file("big.kdbx")], input: "pw\npw\n")
         let collection = try KDBXFile.read(try Data(contentsOf: URL(fileURLWithPath: cli.file("big.kdbx"))), password: "pw", keyFile: nil, name: "big")
@@ -157,23 +151,22 @@ struct KDBXFileTests {
         #expect(mail.attributes["Path"]?.hasSuffix("/Email") == true)
         #expect(mail.attributes["URL"] == nil)
         #expect(collection.notImported.isEmpty)
-        #expect(throws: KeychainError.self) { try KDBXFile.read(data, password: "wrong", keyFile: nil, name: "plain") }
-        expectCode(.authenticationFailed) { try KDBXFile.read(data, password: "wrong", keyFile: nil, name: "plain") }
+        expectKeychainError(.authenticationFailed) { try KDBXFile.read(data, password: "wrong", keyFile: nil, name: "plain") }
     }
 
     @Test func wrongPasswordAndDamage() throws {
         let cli = try KeePassXCCLI()
         defer { cli.cleanUp() }
         let data = try Self.richDatabase(cli)
-        expectCode(.authenticationFailed) { try KDBXFile.read(data, password: "Correct horse", keyFile: nil, name: "rich") }
-        expectCode(.authenticationFailed) { try KDBXFile.read(data, password: "correct horse", keyFile: Data("extra".utf8), name: "rich") }
+        expectKeychainError(.authenticationFailed) { try KDBXFile.read(data, password: "Correct horse", keyFile: nil, name: "rich") }
+        expectKeychainError(.authenticationFailed) { try KDBXFile.read(data, password: "correct horse", keyFile: Data("extra".utf8), name: "rich") }
         for length in [0, 8, 12, 100, 300, data.count / 2, data.count - 1] {
-            expectCode(.corruptData) { try KDBXFile.read(data.prefix(length), password: "correct horse", keyFile: nil, name: "rich") }
+            expectKeychainError(.corruptData) { try KDBXFile.read(data.prefix(length), password: "correct horse", keyFile: nil, name: "rich") }
         }
         // A flipped byte in the payload fails its block's check.
         var flipped = data
         flipped[data.count - 50] ^= 0x01
-        expectCode(.corruptData) { try KDBXFile.read(flipped, password: "correct horse", keyFile: nil, name: "rich") }
+        expectKeychainError(.corruptData) { try KDBXFile.read(flipped, password: "correct horse", keyFile: nil, name: "rich") }
     }
 
     @Test func passwordAndKeyFile() throws {
@@ -187,8 +180,8 @@ struct KDBXFileTests {
         #expect(String(decoding: keyData, as: UTF8.self).contains("<Version>2.0</Version>"))
         let collection = try KDBXFile.read(data, password: "pw", keyFile: keyData, name: "k")
         #expect(collection.items.map(\.secret) == [Data("secret".utf8)])
-        expectCode(.authenticationFailed) { try KDBXFile.read(data, password: "pw", keyFile: nil, name: "k") }
-        expectCode(.authenticationFailed) { try KDBXFile.read(data, password: nil, keyFile: keyData, name: "k") }
+        expectKeychainError(.authenticationFailed) { try KDBXFile.read(data, password: "pw", keyFile: nil, name: "k") }
+        expectKeychainError(.authenticationFailed) { try KDBXFile.read(data, password: nil, keyFile: keyData, name: "k") }
     }
 
     /// Each kind of key file KeePassXC reads, on a database without a password.
@@ -218,7 +211,7 @@ struct KDBXFileTests {
         let collection = try KDBXFile.read(data, password: nil, keyFile: contents, name: "k")
         #expect(collection.items.map(\.label) == ["Only"])
         #expect(collection.items.first?.secret == Data("v".utf8))
-        expectCode(.authenticationFailed) { try KDBXFile.read(data, password: "", keyFile: contents, name: "k") }
+        expectKeychainError(.authenticationFailed) { try KDBXFile.read(data, password: "", keyFile: contents, name: "k") }
     }
 
     /// The rich database re-encrypted with each cipher and KDF; keepassxc-cli must open the result too, which checks
@@ -244,7 +237,7 @@ struct KDBXFileTests {
             #expect(header.cipher == cipher)
             #expect(header.compressed == compressed)
             try Self.checkRich(try KDBXFile.read(rewritten, password: "correct horse", keyFile: nil, name: "rich"))
-            expectCode(.authenticationFailed) { try KDBXFile.read(rewritten, password: "nope", keyFile: nil, name: "rich") }
+            expectKeychainError(.authenticationFailed) { try KDBXFile.read(rewritten, password: "nope", keyFile: nil, name: "rich") }
         }
     }
 }
@@ -254,9 +247,9 @@ struct KDBXFileOfflineTests {
     @Test func notKeePass() {
         var random = SystemRandomNumberGenerator()
         let noise = Data((0..<4096).map { _ in UInt8.random(in: 0...255, using: &random) })
-        expectCode(.corruptData) { try KDBXFile.read(noise, password: "x", keyFile: nil, name: "noise.bin") }
-        expectCode(.corruptData) { try KDBXFile.read(Data("hello".utf8), password: "x", keyFile: nil, name: "hello.txt") }
-        expectCode(.corruptData) { try KDBXFile.read(Data(), password: "x", keyFile: nil, name: "empty") }
+        expectKeychainError(.corruptData) { try KDBXFile.read(noise, password: "x", keyFile: nil, name: "noise.bin") }
+        expectKeychainError(.corruptData) { try KDBXFile.read(Data("hello".utf8), password: "x", keyFile: nil, name: "hello.txt") }
+        expectKeychainError(.corruptData) { try KDBXFile.read(Data(), password: "x", keyFile: nil, name: "empty") }
         do {
             _ = try KDBXFile.read(noise, password: "x", keyFile: nil, name: "noise.bin")
         } catch {
@@ -264,13 +257,13 @@ struct KDBXFileOfflineTests {
         }
         // A KeePass 1 file is named as such.
         let kdb = Data([0x03, 0xD9, 0xA2, 0x9A, 0x65, 0xFB, 0x4B, 0xB5] + [UInt8](repeating: 0, count: 120))
-        expectCode(.unimplemented) { try KDBXFile.read(kdb, password: "x", keyFile: nil, name: "old.kdb") }
+        expectKeychainError(.unimplemented) { try KDBXFile.read(kdb, password: "x", keyFile: nil, name: "old.kdb") }
     }
 
     @Test func noKeyGiven() {
         let data = Data([0x03, 0xD9, 0xA2, 0x9A, 0x67, 0xFB, 0x4B, 0xB5, 0x00, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00])
-        expectCode(.invalidParameter) { try KDBXCompositeKey(password: nil, keyFile: nil) }
-        expectCode(.corruptData) { try KDBXFile.read(data, password: "x", keyFile: nil, name: "short") }
+        expectKeychainError(.invalidParameter) { try KDBXCompositeKey(password: nil, keyFile: nil) }
+        expectKeychainError(.corruptData) { try KDBXFile.read(data, password: "x", keyFile: nil, name: "short") }
     }
 
     @Test func xmlKeyFileVersion2HashIsChecked() throws {
@@ -284,7 +277,7 @@ struct KDBXFileOfflineTests {
         let key = try KDBXCompositeKey.keyFileKey(Array(good.utf8))
         #expect(KDBXHex.string(key) == "fbc5374de428f186be4ff42d077765007ae7d25004fa5e91f77796257a76006d")
         let bad = good.replacingOccurrences(of: "A42047A7", with: "A42047A8")
-        expectCode(.invalidParameter) { try KDBXCompositeKey.keyFileKey(Array(bad.utf8)) }
+        expectKeychainError(.invalidParameter) { try KDBXCompositeKey.keyFileKey(Array(bad.utf8)) }
     }
 
     @Test func kdbxDates() {
@@ -304,36 +297,24 @@ struct KDBXFileOfflineTests {
 
     @Test func costBounds() {
         let key = [UInt8](repeating: 1, count: 32), salt = [UInt8](repeating: 2, count: 32)
-        expectCode(.unimplemented) {
+        expectKeychainError(.unimplemented) {
             try KDBXPrimitives.argon2(key: key, salt: salt, iterations: 2, memoryBytes: 4 << 30, parallelism: 1, version: 0x13, type: 2)
         }
-        expectCode(.unimplemented) {
+        expectKeychainError(.unimplemented) {
             try KDBXPrimitives.argon2(key: key, salt: salt, iterations: 1 << 40, memoryBytes: 1 << 20, parallelism: 1, version: 0x13, type: 0)
         }
-        expectCode(.unimplemented) { try KDBXPrimitives.aesKDF(key: key, seed: salt, rounds: UInt64.max) }
+        expectKeychainError(.unimplemented) { try KDBXPrimitives.aesKDF(key: key, seed: salt, rounds: UInt64.max) }
         // A small Argon2id run reaches libargon2 through dlopen.
         #expect((try? KDBXPrimitives.argon2(key: key, salt: salt, iterations: 1, memoryBytes: 64 << 10, parallelism: 1, version: 0x13, type: 2))?.count == 32)
     }
 
     @Test func deepXMLIsRefused() {
         let xml = String(repeating: "<a>", count: 100) + String(repeating: "</a>", count: 100)
-        expectCode(.corruptData) { try KDBXDocument.parse(Array(xml.utf8)) }
+        expectKeychainError(.corruptData) { try KDBXDocument.parse(Array(xml.utf8)) }
     }
 
     @Test func gzipBounds() {
-        expectCode(.corruptData) { try KDBXPrimitives.gunzip([0x1F, 0x8B, 0x08, 0x00, 0x00]) }
-        expectCode(.corruptData) { try KDBXPrimitives.gunzip(Array("not gzip".utf8)) }
-    }
-}
-
-/// Expects `body` to throw a `KeychainError` with `code`.
-func expectCode<T>(_ code: KeychainError.Code, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T) {
-    do {
-        _ = try body()
-        Issue.record("expected \(code.rawValue), nothing was thrown", sourceLocation: sourceLocation)
-    } catch let error as KeychainError {
-        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-    } catch {
-        Issue.record("expected a KeychainError, got \(error)", sourceLocation: sourceLocation)
+        expectKeychainError(.corruptData) { try KDBXPrimitives.gunzip([0x1F, 0x8B, 0x08, 0x00, 0x00]) }
+        expectKeychainError(.corruptData) { try KDBXPrimitives.gunzip(Array("not gzip".utf8)) }
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
 import KeychainCore
+import KeychainTestSupport
 
 @testable import KeychainImport
 
-/// Reads the wallet files under Fixtures/ (see its README.md: real wallets written by kwalletd5 and by KDE 4's
-/// kwalletd), and damaged, truncated and foreign files.
+/// Reads the wallet file under Fixtures/ (see its README.md: a real wallet written by kwalletd5), wallets of both
+/// KDE eras built here, and damaged, truncated and foreign files.
 @Suite struct KWalletFileTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
     static let modified = Date(timeIntervalSince1970: 1_700_000_000)
@@ -23,17 +24,6 @@ import KeychainCore
 
     static func item(_ collection: ImportedCollection, _ label: String) -> SecretServiceImportItem? {
         collection.items.first { $0.label == label }
-    }
-
-    static func code(_ body: () throws -> Any) -> KeychainError.Code? {
-        do {
-            _ = try body()
-            return nil
-        } catch let error as KeychainError {
-            return error.code
-        } catch {
-            return nil
-        }
     }
 
     // MARK: A wallet written by kwalletd5 (format 0.1, Blowfish CBC, PBKDF2-SHA512)
@@ -73,9 +63,9 @@ import KeychainCore
     }
 
     @Test func refusesAWrongPassword() throws {
-        #expect(Self.code { try Self.readFrameworks(password: "correct horse battery stapler") } == .authenticationFailed)
-        #expect(Self.code { try Self.readFrameworks(password: "") } == .authenticationFailed)
-        #expect(Self.code { try Self.readFrameworks(salt: Data(repeating: 7, count: 56)) } == .authenticationFailed)
+        expectKeychainError(.authenticationFailed) { try Self.readFrameworks(password: "correct horse battery stapler") }
+        expectKeychainError(.authenticationFailed) { try Self.readFrameworks(password: "") }
+        expectKeychainError(.authenticationFailed) { try Self.readFrameworks(salt: Data(repeating: 7, count: 56)) }
         do {
             _ = try Self.readFrameworks(password: "nope")
         } catch let error as KeychainError {
@@ -84,28 +74,28 @@ import KeychainCore
     }
 
     @Test func needsTheSaltOfAFormat01Wallet() throws {
-        #expect(Self.code { try Self.readFrameworks(salt: .some(nil)) } == .invalidParameter)
-        #expect(Self.code { try Self.readFrameworks(salt: Data()) } == .invalidParameter)
+        expectKeychainError(.invalidParameter) { try Self.readFrameworks(salt: .some(nil)) }
+        expectKeychainError(.invalidParameter) { try Self.readFrameworks(salt: Data()) }
     }
 
     @Test func reportsATruncatedWalletAsDamaged() throws {
         let wallet = try Self.fixture("kdewallet.kwl")
         // Within the magic, the header, the digest table; then blocks off the end, and a part of a block.
         for length in [0, 5, 14, 17, 60, wallet.count - 8, wallet.count - 64, wallet.count - 3] {
-            #expect(Self.code { try Self.readFrameworks(wallet.prefix(length)) } == .corruptData, "length \(length)")
+            expectKeychainError(.corruptData, "length \(length)") { try Self.readFrameworks(wallet.prefix(length)) }
         }
     }
 
     @Test func reportsAChangedByteAsDamaged() throws {
         var wallet = try Self.fixture("kdewallet.kwl")
         wallet[wallet.count - 100] ^= 0x40
-        #expect(Self.code { try Self.readFrameworks(wallet) } == .corruptData)
+        expectKeychainError(.corruptData) { try Self.readFrameworks(wallet) }
     }
 
     @Test func refusesFilesThatAreNoWallets() throws {
         let salt = try Self.fixture("kdewallet.salt")
         for data in [Data(), Data("hello, world: this is not a wallet at all, is it".utf8), salt] {
-            #expect(Self.code { try KWalletFile.read(data, password: "x", salt: salt, name: "w", modified: Self.modified) } == .corruptData)
+            expectKeychainError(.corruptData) { try KWalletFile.read(data, password: "x", salt: salt, name: "w", modified: Self.modified) }
         }
         #expect(!KWalletFile.isWallet(salt))
         #expect(KWalletFile.isWallet(try Self.fixture("kdewallet.kwl")))
@@ -123,7 +113,7 @@ import KeychainCore
         }
         for header: [UInt8] in [[1, 0, 3, 2], [0, 2, 3, 2], [0, 1, 1, 2], [0, 1, 3, 1], [0, 0, 7, 0]] {
             let data = Data(magic + header + Array(repeating: 0, count: 64))
-            #expect(Self.code { try KWalletFile.read(data, password: "", salt: Data([1]), name: "w", modified: Self.modified) } == .unimplemented)
+            expectKeychainError(.unimplemented) { try KWalletFile.read(data, password: "", salt: Data([1]), name: "w", modified: Self.modified) }
         }
     }
 
@@ -179,9 +169,7 @@ import KeychainCore
             #expect(collection.items.map(\.label) == ["Folder/secret"])
             #expect(collection.items.first?.secret == Data("later value".utf8))
             #expect(collection.notImported == ["Folder/odd: entry type 9 not imported", "Folder/bad map: its value is damaged"])
-            #expect(
-                Self.code { try KWalletFile.read(wallet, password: password + "!", salt: nil, name: "w", modified: Self.modified) }
-                    == .authenticationFailed)
+            expectKeychainError(.authenticationFailed) { try KWalletFile.read(wallet, password: password + "!", salt: nil, name: "w", modified: Self.modified) }
         }
         #expect(KWalletFile.legacyKey(Array("12345678901234567".utf8), order: sha).count == 40)
         #expect(KWalletFile.legacyKey(Array(String(repeating: "a", count: 40).utf8), order: sha).count == 56)
@@ -194,7 +182,7 @@ import KeychainCore
         let wallet = try Self.build(
             Self.qString("Folder") + Self.uint32(3) + Self.entry("k", type: 1, value: Self.qString("v")),
             key: key, minor: 0, cipher: 3, hash: 0, sha: .bigEndian, blowfish: .littleEndian)
-        #expect(Self.code { try KWalletFile.read(wallet, password: "pw", salt: nil, name: "w", modified: Self.modified) } == .corruptData)
+        expectKeychainError(.corruptData) { try KWalletFile.read(wallet, password: "pw", salt: nil, name: "w", modified: Self.modified) }
         let empty = try Self.build([], key: key, minor: 0, cipher: 3, hash: 0, sha: .bigEndian, blowfish: .littleEndian)
         #expect(try KWalletFile.read(empty, password: "pw", salt: nil, name: "w", modified: Self.modified).items.isEmpty)
     }

@@ -166,13 +166,7 @@ struct KeyringFileImportTests {
     func oneApprovalForTheWholeImport() async throws {
         try await onThread {
             let rig = try SecretServiceRig()
-            var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><KeePassFile><Meta><DatabaseName>Many</DatabaseName></Meta><Root><Group><Name>Root</Name>"
-            for index in 0..<250 {
-                let uuid = Data((0..<16).map { UInt8(truncatingIfNeeded: index >> ($0 % 2 * 8)) ^ UInt8($0) }).base64EncodedString()
-                xml += "<Entry><UUID>\(uuid)</UUID><String><Key>Title</Key><Value>entry \(index)</Value></String>"
-                xml += "<String><Key>Password</Key><Value>secret-\(index)</Value></String></Entry>"
-            }
-            xml += "</Group></Root></KeePassFile>"
+            let xml = keePassXML(name: "Many", entries: 250)
             try Data(xml.utf8).write(to: URL(fileURLWithPath: rig.root + "/many.xml"))
             let made = try rig.run(
                 "/usr/bin/keepassxc-cli", ["import", "-q", "-p", rig.root + "/many.xml", rig.root + "/many.kdbx"], input: "pw\npw\n",

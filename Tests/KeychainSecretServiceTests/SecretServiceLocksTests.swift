@@ -34,12 +34,7 @@ struct SecretServiceLocksTests {
         #expect(try store.items(in: login).count == 2)
         let item = try #require(try store.item(mail, in: login))
         #expect(item.label == "item" && item.attributes == ["app": "mail", "user": "ann"])
-        #expect(throws: KeychainError.self) { try store.secret(of: mail, in: login) }
-        do {
-            _ = try store.secret(of: mail, in: login)
-        } catch {
-            #expect(error.code == .interactionNotAllowed)
-        }
+        expectKeychainError(.interactionNotAllowed) { try store.secret(of: mail, in: login) }
 
         try engine.unlock(passcode: "1234")
         #expect(try store.secret(of: mail, in: login).value == Data("s".utf8))
@@ -79,11 +74,8 @@ struct SecretServiceLocksTests {
         defer { _ = home }
         _ = try SecretStoreSearchCacheTests.create(store, in: login, ["app": "mail"])
         engine.lock()
-        do {
-            _ = try store.items(in: login, matching: ["app": "mail"])
-            Issue.record("a locked keychain answered a search with nothing kept")
-        } catch {
-            #expect(error.code == .interactionNotAllowed)
+        expectKeychainError(.interactionNotAllowed, "a locked keychain answered a search with nothing kept") {
+            try store.items(in: login, matching: ["app": "mail"])
         }
     }
 

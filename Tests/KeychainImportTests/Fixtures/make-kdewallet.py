@@ -34,7 +34,23 @@ c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); c.connect(sockpath)
 c.sendall(("DBUS_SESSION_BUS_ADDRESS=%s\n" % os.environ["DBUS_SESSION_BUS_ADDRESS"]).encode()); c.close()
 srv.close()
 print("kwalletd5 pid", proc.pid, flush=True)
-time.sleep(3)
+
+
+def wait_until(what, check, seconds=30):
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline or proc.poll() is not None:
+            sys.exit("kwalletd5 never " + what)
+        time.sleep(0.05)
+
+
+def has_name():
+    out = subprocess.run(["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                          "org.freedesktop.DBus.NameHasOwner", "string:org.kde.kwalletd5"], capture_output=True, text=True)
+    return "boolean true" in out.stdout
+
+
+wait_until("took org.kde.kwalletd5 on the bus", has_name)
 
 APP = "fixture-maker"
 def call(method, *args):
@@ -57,9 +73,11 @@ call("writeEntry", "int32:" + handle, "string:Binary Stuff", "string:blob", byte
 m = [("login", "alice"), ("password", "hunter2"), ("üñí", "çødé")]
 mapbytes = struct.pack(">I", len(m)) + b"".join(qstring(k) + qstring(v) for k, v in reversed(sorted(m)))
 call("writeMap", "int32:" + handle, "string:Form Data", "string:site.example", bytes_arg(mapbytes), "string:" + APP)
+wallet = os.path.join(walletdir, "kdewallet.kwl")
+before = os.stat(wallet).st_mtime_ns if os.path.exists(wallet) else None
 call("sync", "int32:" + handle, "string:" + APP)
-time.sleep(2)
 call("close", "int32:" + handle, "boolean:true", "string:" + APP)
-time.sleep(1)
+# Closing with force saves the wallet; kwalletd5 is stopped once the file has been written.
+wait_until("saved the wallet", lambda: os.path.exists(wallet) and os.stat(wallet).st_mtime_ns != before and os.stat(wallet).st_size > 0)
 proc.terminate(); proc.wait(timeout=10)
 print("done", flush=True)
