@@ -259,6 +259,8 @@ let package = Package(
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client", condition: network),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: network),
                 .product(name: "NIOCore", package: "swift-nio", condition: network),
+                // The push connection's own event loop, shut down after each connection (which closes its socket).
+                .product(name: "NIOPosix", package: "swift-nio", condition: network),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: network),
                 .product(name: "Crypto", package: "swift-crypto"),
                 // The push connection (a WebSocket to the server).

@@ -118,21 +118,41 @@ public struct KeychainQuery: Sendable, Hashable {
         self.attributes = attributes
     }
 
+    /// `kSecAttrSynchronizable`'s four-character code. Given in ``attributes`` (`1` or `0`) it takes the place
+    /// of ``synchronizable``: an added item syncs, a search sees only synchronizable (or only local) items.
+    public static let synchronizableCode = "sync"
+
+    /// The flag a `sync` attribute's value gives: 1 or 0 (a number, or its text).
+    static func synchronizableFlag(_ value: KeychainItem.Value) throws(KeychainError) -> Bool {
+        switch value {
+        case .int(let flag) where flag == 0 || flag == 1: return flag == 1
+        case .string("1"), .string("0"): return value == .string("1")
+        default:
+            throw KeychainError(code: .invalidParameter, message: "The attribute 'sync' (kSecAttrSynchronizable) must be 1 or 0.")
+        }
+    }
+
     /// The engine's form of this query.
     func itemQuery() throws(KeychainError) -> ItemQuery {
         var q = ItemQuery(itemClass: ItemClass(rawValue: itemClass.rawValue) ?? .genericPassword)
-        for (code, value) in attributes {
-            guard let descriptor = q.itemClass.attribute(code) else {
-                throw KeychainError(code: .noSuchAttribute, message: "'\(code)' is not an attribute of class \(itemClass.rawValue).")
-            }
-            // Stored in the schema's form, whether the keychain is in this process or keychaind.
-            q.attributes[code] = try QueryParser.coerce(value.attributeValue.plist, to: descriptor)
-        }
         q.limit = limit == .all ? .all : .one
         switch synchronizable {
         case .local: q.sync = .local
         case .synchronizable: q.sync = .synchronizable; q.syncGiven = true
         case .any: q.sync = .any; q.syncGiven = true
+        }
+        for (code, value) in attributes {
+            if code == Self.synchronizableCode {
+                // kSecAttrSynchronizable as an attribute: the item's (or the search's) sync flag, as Apple takes it.
+                q.sync = try Self.synchronizableFlag(value) ? .synchronizable : .local
+                q.syncGiven = true
+                continue
+            }
+            guard let descriptor = q.itemClass.attribute(code) else {
+                throw KeychainError(code: .noSuchAttribute, message: "'\(code)' is not an attribute of class \(itemClass.rawValue).")
+            }
+            // Stored in the schema's form, whether the keychain is in this process or keychaind.
+            q.attributes[code] = try QueryParser.coerce(value.attributeValue.plist, to: descriptor)
         }
         q.returns.data = returnsData
         q.returns.attributes = true

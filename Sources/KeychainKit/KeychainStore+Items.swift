@@ -98,7 +98,10 @@ extension KeychainStore {
     ) throws(KeychainError) {
         let itemQuery = try query.itemQuery()
         // The changes in the schema's form, as the query's attributes are.
-        var changes = try KeychainQuery(query.itemClass, attributes: attributes).itemQuery().attributes
+        let changeQuery = try KeychainQuery(query.itemClass, attributes: attributes).itemQuery()
+        var changes = changeQuery.attributes
+        // A `sync` attribute makes the items synchronizable (1) or local (0).
+        let sync = changeQuery.syncGiven ? changeQuery.sync == .synchronizable : nil
         if let accessControl {
             guard changes["pdmn"] == nil else {
                 throw KeychainError(code: .invalidParameter, message: "Give the accessibility in the access control only: an item cannot have both an accessibility and an access control.")
@@ -106,7 +109,7 @@ extension KeychainStore {
             changes["accc"] = accessControl.attributeValue
             changes["pdmn"] = .string(accessControl.control.protection.rawValue)
         }
-        try connection.update(itemQuery, with: ItemChanges(attributes: changes, data: data))
+        try connection.update(itemQuery, with: ItemChanges(attributes: changes, sync: sync, data: data))
     }
 
     /// Deletes every item `query` matches; returns how many.

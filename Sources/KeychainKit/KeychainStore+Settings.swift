@@ -20,6 +20,10 @@ extension KeychainStore {
         /// What keychaind's Secret Service (`org.freedesktop.secrets`) does for programs that are not registered;
         /// nil: ``SecretServicePolicy/ask``. `KEYCHAIN_SECRET_SERVICE_UNREGISTERED` overrides it.
         public var secretServiceUnregistered: SecretServicePolicy?
+        /// Whether items the `security` tool adds without `--sync` or `--no-sync` are synchronizable (off unless
+        /// set, with `security sync default on`). Programs are not affected: an item added without
+        /// `kSecAttrSynchronizable` is local, as on Apple's platforms.
+        public var syncNewItems: Bool
 
         /// What the Secret Service does for a program that is not registered (`security app add`).
         public enum SecretServicePolicy: String, Sendable, Hashable, CaseIterable {
@@ -34,13 +38,14 @@ extension KeychainStore {
         /// Settings with these values.
         public init(
             idleTimeout: Duration? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Duration? = nil,
-            secretServiceUnregistered: SecretServicePolicy? = nil
+            secretServiceUnregistered: SecretServicePolicy? = nil, syncNewItems: Bool = false
         ) {
             self.idleTimeout = idleTimeout
             self.lockOnSleep = lockOnSleep
             self.pinentryProgram = pinentryProgram
             self.promptTimeout = promptTimeout
             self.secretServiceUnregistered = secretServiceUnregistered
+            self.syncNewItems = syncNewItems
         }
 
         /// How long keychaind waits before locking when no settings were ever set (its `--idle-lock` default).
@@ -53,7 +58,8 @@ extension KeychainStore {
             Settings(
                 idleTimeout: $0.idleTimeout.map { .seconds($0) }, lockOnSleep: $0.lockOnSleep, pinentryProgram: $0.pinentryProgram,
                 promptTimeout: $0.promptTimeout.map { .seconds($0) },
-                secretServiceUnregistered: $0.secretServiceUnregistered.flatMap(Settings.SecretServicePolicy.init(rawValue:)))
+                secretServiceUnregistered: $0.secretServiceUnregistered.flatMap(Settings.SecretServicePolicy.init(rawValue:)),
+                syncNewItems: $0.syncNewItems)
         }
     }
 
@@ -63,7 +69,7 @@ extension KeychainStore {
             KeychainSettings(
                 idleTimeout: settings.idleTimeout.map(\.wholeSeconds), lockOnSleep: settings.lockOnSleep,
                 pinentryProgram: settings.pinentryProgram, promptTimeout: settings.promptTimeout.map(\.wholeSeconds),
-                secretServiceUnregistered: settings.secretServiceUnregistered?.rawValue))
+                secretServiceUnregistered: settings.secretServiceUnregistered?.rawValue, syncNewItems: settings.syncNewItems))
     }
 }
 

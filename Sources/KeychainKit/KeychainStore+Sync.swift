@@ -60,6 +60,10 @@ extension KeychainStore {
         /// Whether the engine holds a push connection to the server now (changes then arrive within a second;
         /// without it they arrive at the next poll).
         public let isPushConnected: Bool
+        /// When this machine was removed from the account (it no longer syncs until it joins again); nil otherwise.
+        public let removal: SyncRemovalInfo?
+        /// The round running now, and how far it got; nil when none runs.
+        public let runningRound: SyncTransferProgress?
 
         init(_ report: SyncStatusReport) {
             account = report.account
@@ -71,6 +75,39 @@ extension KeychainStore {
             pendingChanges = report.pendingChanges
             conflictsResolved = report.conflictsResolved
             isPushConnected = report.pushConnected
+            removal = report.removal.map { SyncRemovalInfo(date: $0.date, removedBy: $0.by) }
+            runningRound = report.running.map(SyncTransferProgress.init)
+        }
+    }
+
+    /// How this machine learned it was removed from its sync account.
+    public struct SyncRemovalInfo: Sendable, Hashable {
+        /// When it was removed, as the server recorded it.
+        public let date: Date?
+        /// The machine that removed it: its name in the device list this machine last trusted, else its device
+        /// identifier.
+        public let removedBy: String?
+    }
+
+    /// What a round read from the server and sent to it, so far or in all.
+    public struct SyncTransferProgress: Sendable, Hashable {
+        /// Records read from the server.
+        public let receivedRecords: Int
+        /// Their sealed size, in bytes.
+        public let receivedBytes: Int
+        /// Records the server took.
+        public let sentRecords: Int
+        /// Their sealed size, in bytes.
+        public let sentBytes: Int
+        /// The local changes the round has to send (0 until it has read the server's changes).
+        public let toSend: Int
+
+        init(_ transfer: SyncTransfer) {
+            receivedRecords = transfer.receivedRecords
+            receivedBytes = transfer.receivedBytes
+            sentRecords = transfer.sentRecords
+            sentBytes = transfer.sentBytes
+            toSend = transfer.toSend
         }
     }
 
@@ -98,6 +135,8 @@ extension KeychainStore {
         public let conflictsResolved: Int
         /// Records that did not open (moved, replayed, altered, or sealed with a key this machine lacks) and were ignored.
         public let rejected: Int
+        /// What the round read and sent.
+        public let transfer: SyncTransferProgress
     }
 
     /// Where joining an account stands.
@@ -198,13 +237,15 @@ extension KeychainStore {
     /// Syncs now: reads the server's changes, applies them, and uploads the local ones.
     ///
     /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when this keychain is in no account (make one
-    ///   with ``createSyncAccount(server:deviceName:)`` or join one), the server's failure otherwise.
+    ///   with ``createSyncAccount(server:deviceName:)`` or join one), `KeychainError/Code/syncDeviceRemoved` when
+    ///   this machine was removed from its account (join again: it then gets a new device key), the server's
+    ///   failure otherwise.
     public func syncNow() async throws(KeychainError) -> SyncRound {
         let reply = try await sync(.now)
         guard case .round(let round) = reply else { throw Self.unexpected(reply) }
         return SyncRound(
             applied: round.applied, uploaded: round.uploaded, conflictsResolved: round.conflictsResolved,
-            rejected: round.rejected)
+            rejected: round.rejected, transfer: SyncTransferProgress(round.transfer))
     }
 
     /// The sync status as it changes: the status at once, then each time it differs, looked at every `interval`

@@ -19,7 +19,10 @@ import KeychainCore
 //   device: string id | string name | string fingerprint | date added | u8 this device (0 or 1)
 //   status: optional string account | optional string server | optional string device | u8 joined |
 //           optional date last sync | optional string last error | u64 pending changes | u64 conflicts resolved |
-//           u8 push connected
+//           u8 push connected | optional removal | optional transfer (the round running)
+//   round (8) continues: transfer
+//   removal: optional date | optional string by
+//   transfer: u64 received records | u64 received bytes | u64 sent records | u64 sent bytes | u64 to send
 //   (a date: u64, IEEE-754 bits of seconds since 2001-01-01; counts are never negative)
 
 /// The ceilings on what a sync message may carry, in UTF-8 bytes for strings.
@@ -102,10 +105,20 @@ extension BinaryWriter {
             }
             int(s.pendingChanges); int(s.conflictsResolved)
             bool(s.pushConnected)
+            optional(s.removal) { w, removal in
+                w.optional(removal.date) { $0.date($1) }
+                w.optional(removal.by) { $0.string($1) }
+            }
+            optional(s.running) { $0.transfer($1) }
         case .round(let r):
             u8(8)
             int(r.applied); int(r.uploaded); int(r.conflictsResolved); int(r.rejected)
+            transfer(r.transfer)
         }
+    }
+
+    mutating func transfer(_ t: SyncTransfer) {
+        int(t.receivedRecords); int(t.receivedBytes); int(t.sentRecords); int(t.sentBytes); int(t.toSend)
     }
 }
 
@@ -168,13 +181,25 @@ extension BinaryReader {
                     joined: try bool(),
                     lastSync: try optional { (r) throws(KeychainError) in try r.date() },
                     lastError: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.lastError) },
-                    pendingChanges: try nonNegative(), conflictsResolved: try nonNegative(), pushConnected: try bool()))
+                    pendingChanges: try nonNegative(), conflictsResolved: try nonNegative(), pushConnected: try bool(),
+                    removal: try optional { (r) throws(KeychainError) in
+                        SyncRemoval(
+                            date: try r.optional { (r) throws(KeychainError) in try r.date() },
+                            by: try r.optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.deviceName) })
+                    },
+                    running: try optional { (r) throws(KeychainError) in try r.transfer() }))
         case 8:
             return .round(
                 SyncRoundReport(
                     applied: try nonNegative(), uploaded: try nonNegative(),
-                    conflictsResolved: try nonNegative(), rejected: try nonNegative()))
+                    conflictsResolved: try nonNegative(), rejected: try nonNegative(), transfer: try transfer()))
         default: throw malformedMessage
         }
+    }
+
+    mutating func transfer() throws(KeychainError) -> SyncTransfer {
+        SyncTransfer(
+            receivedRecords: try nonNegative(), receivedBytes: try nonNegative(), sentRecords: try nonNegative(),
+            sentBytes: try nonNegative(), toSend: try nonNegative())
     }
 }

@@ -170,6 +170,7 @@ extension BinaryWriter {
         optional(s.pinentryProgram) { $0.string($1) }
         optional(s.promptTimeout) { $0.int($1) }
         optional(s.secretServiceUnregistered) { $0.string($1) }
+        bool(s.syncNewItems)
     }
 
     mutating func lockState(_ state: LockState) {
@@ -387,7 +388,8 @@ extension BinaryReader {
             idleTimeout: try optional { (r) throws(KeychainError) in try r.int() }, lockOnSleep: try bool(),
             pinentryProgram: try optional { (r) throws(KeychainError) in try r.string() },
             promptTimeout: try optional { (r) throws(KeychainError) in try r.int() },
-            secretServiceUnregistered: try optional { (r) throws(KeychainError) in try r.string() })
+            secretServiceUnregistered: try optional { (r) throws(KeychainError) in try r.string() },
+            syncNewItems: try bool())
     }
 
     mutating func lockState() throws(KeychainError) -> LockState {

@@ -229,6 +229,14 @@ package struct SyncServerConnection: Sendable {
         let answer = Mirror(reflecting: output).children.first
         let kind = answer?.label ?? "an answer without a status"
         if let error = answer.flatMap({ serverError(in: $0.value, depth: 0) }) {
+            if error.error == "device_removed" {
+                let removal = SyncRemovalNotice(
+                    date: error.removedAt.map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) }, byDevice: error.removedBy)
+                return KeychainError(
+                    code: .syncDeviceRemoved,
+                    message: "This machine was removed from its sync account, and no longer syncs. To sync again, join the account again with `security sync join` (it makes a new device key).",
+                    cause: removal)
+            }
             return KeychainError(code: .authenticationFailed, message: "The sync server refused the request (\(kind), \(error.error.prefix(100))): \(error.message.prefix(300))")
         }
         return KeychainError(
@@ -245,6 +253,19 @@ package struct SyncServerConnection: Sendable {
             if let error = serverError(in: child.value, depth: depth + 1) { return error }
         }
         return nil
+    }
+}
+
+/// The server's word that this device was removed: when, and by which device's list (as the server says; the
+/// removed device can no longer check it).
+package struct SyncRemovalNotice: Error, Sendable, Hashable, CustomStringConvertible {
+    /// When the device was removed.
+    package var date: Date?
+    /// The identifier of the device whose list left it out.
+    package var byDevice: String?
+
+    package var description: String {
+        "removed\(date.map { " on \($0.formatted(.iso8601))" } ?? "")\(byDevice.map { " by device \($0.prefix(64))" } ?? "")"
     }
 }
 

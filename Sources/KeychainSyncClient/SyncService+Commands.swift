@@ -43,6 +43,7 @@ extension SyncService {
     }
 
     private func createAccount(_ url: URL, name: String) async throws(KeychainError) -> SyncReply {
+        try forgetAccountIfRemoved()
         if let current = try sessionIfAny(), isJoined(current) {
             throw KeychainError(code: .duplicateItem, message: "This keychain is already in sync account \(current.account); it syncs with that one (see `security sync status`).")
         }
@@ -55,6 +56,7 @@ extension SyncService {
         guard !account.isEmpty, account.utf8.count <= 200 else {
             throw KeychainError(code: .invalidParameter, message: "Give the account's identifier, as `security sync create-account` or `security sync status` on a device of the account shows it.")
         }
+        try forgetAccountIfRemoved()
         if let current = try sessionIfAny() {
             if isJoined(current) {
                 guard current.account == account else {
@@ -83,7 +85,23 @@ extension SyncService {
         return .joinPending(code: joining.code.description, fingerprint: joining.fingerprint)
     }
 
+    /// When this device was removed from its account (for good: the server never takes its key back), forgets the
+    /// account, the device key and the zone keys, so that it can make or join an account afresh with a new device
+    /// key. Its synchronizable items stay, and go up as new ones once it syncs again (the rule settles what others
+    /// hold).
+    private func forgetAccountIfRemoved() throws(KeychainError) {
+        guard let current = try sessionIfAny(), try removal(of: current) != nil else { return }
+        try current.keyring.removeAll()
+        try current.mirror.reset()
+        state.withLock { state in
+            state.session = nil
+            state.syncing = false
+        }
+        logger.notice("this device was removed from its sync account and starts afresh with a new device key", metadata: ["account": "\(current.account)"])
+    }
+
     private func devices() async throws(KeychainError) -> [SyncDeviceInfo] {
+        if let session = try sessionIfAny(), let removal = try removal(of: session) { throw Self.removedError(session, removal) }
         let session = try session()
         let list: SignedSyncDeviceList
         do {
@@ -115,6 +133,9 @@ extension SyncService {
             report.lastError = String(decoding: message, as: UTF8.self)
         }
         report.conflictsResolved = Int(try mirror.setting(Self.conflictsSetting) ?? 0)
+        report.removal = try removal(of: session)
+        report.running = state.withLock { $0.round }
+        if report.removal != nil { report.joined = false }
         // Counting reads the items: a locked keychain counts none until it is unlocked.
         report.pendingChanges = (try? session.replica.outgoingChangeCount()) ?? 0
         return report

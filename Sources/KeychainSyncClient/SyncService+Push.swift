@@ -2,6 +2,7 @@
 import Foundation
 import KeychainCore
 import HummingbirdWSClient
+import NIOPosix
 
 extension SyncService {
     /// The largest push message read (the server's are a few dozen bytes: `{"zone":"keychain","seq":12}`).
@@ -18,7 +19,8 @@ extension SyncService {
     func pushLoop() async {
         var attempt = 0
         while !Task.isCancelled {
-            guard let session = try? sessionIfAny(), isJoined(session) else {
+            // A device removed from its account stops asking: the server refuses it for good.
+            guard let session = try? sessionIfAny(), isSyncing(session) else {
                 await accountWakeup.wait(until: .now + pollInterval)
                 continue
             }
@@ -39,14 +41,18 @@ extension SyncService {
     }
 
     /// Opens the push socket and listens until it closes or fails; returns whether it opened.
-    private func listenForPush(_ session: SyncSession) async -> Bool {
+    func listenForPush(_ session: SyncSession) async -> Bool {
+        // Each connection runs on an event loop of its own, shut down when it ends: that closes its socket
+        // whatever happened, even after a refused upgrade, which the WebSocket client leaves open (half-closed
+        // by the server, and never read again).
+        let loop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
             let (url, path) = try Self.pushAddress(session)
             let fields = try SyncRequestSigner.signatureFields(method: "GET", pathWithQuery: path, body: [], keys: session.server.keys, now: now())
             let configuration = WebSocketClientConfiguration(
                 maxFrameSize: Self.maximumPushMessage, additionalHeaders: fields,
                 closeTimeout: .seconds(2), autoPing: .enabled(timePeriod: .seconds(30)))
-            try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) { inbound, _, _ in
+            try await WebSocketClient.connect(url: url, configuration: configuration, eventLoopGroup: loop, logger: logger) { inbound, _, _ in
                 self.setPush(connected: true)
                 self.roundWakeup.signal()
                 for try await _ in inbound.messages(maxSize: Self.maximumPushMessage) {
@@ -55,7 +61,10 @@ extension SyncService {
             }
         } catch {
             logger.debug("the sync push connection failed", metadata: ["error": "\(error)"])
+            // The server answered and refused: a round learns why (a removed device then stops asking).
+            if let refusal = error as? WebSocketClientError, refusal == .webSocketUpgradeFailed { roundWakeup.signal() }
         }
+        try? await loop.shutdownGracefully()
         // Only this loop opens and closes it: connected now means it opened.
         let wasOpen = state.withLock { $0.pushConnected }
         if wasOpen { setPush(connected: false) }

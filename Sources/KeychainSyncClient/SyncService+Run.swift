@@ -26,7 +26,7 @@ extension SyncService {
         while !Task.isCancelled {
             await roundWakeup.wait(until: next)
             if Task.isCancelled { return }
-            guard let session = try? sessionIfAny(), isJoined(session) else {
+            guard let session = try? sessionIfAny(), isSyncing(session) else {
                 state.withLock { $0.syncing = false }
                 next = .now + pollInterval
                 continue

@@ -39,6 +39,8 @@ package final class SyncService: Sendable {
         /// Whether the keychain is in an account and finished joining, as the round loop last saw (the write
         /// watcher looks only then).
         var syncing = false
+        /// How far the round running now got (nil: none runs).
+        var round: SyncTransfer?
     }
 
     let state = Mutex(State())
@@ -107,6 +109,11 @@ package final class SyncService: Sendable {
         (try? session.mirror.document("list")) != nil
     }
 
+    /// Whether the session's device finished joining and was not removed since: it syncs.
+    func isSyncing(_ session: SyncSession) -> Bool {
+        isJoined(session) && (try? removal(of: session)) == nil
+    }
+
     /// Takes `session` (made or finished joining just now) as the account's from now on, and wakes the loops for it.
     func adopt(_ session: SyncSession) {
         state.withLock { state in
@@ -155,11 +162,25 @@ package final class SyncService: Sendable {
     private func roundInLane() async throws(KeychainError) -> SyncRoundReport {
         let session = try session()
         _ = try session.trustedList()
+        if let removal = try removal(of: session) { throw Self.removedError(session, removal) }
         // Writes from here on (the round's own included) ask for the next round.
-        state.withLock { $0.seenWrites = currentWrites() }
+        state.withLock {
+            $0.seenWrites = currentWrites()
+            $0.round = SyncTransfer()
+        }
+        defer { state.withLock { $0.round = nil } }
         let summary: SyncSession.RoundSummary
         do {
-            summary = try await session.syncOnce()
+            summary = try await session.syncOnce { transfer in self.state.withLock { $0.round = transfer } }
+        } catch  where error.code == .syncDeviceRemoved {
+            // For good: the server never takes this device key back. Rounds and push stop until it joins again.
+            let notice = error.cause as? SyncRemovalNotice
+            let removal = SyncRemoval(date: notice?.date, by: notice?.byDevice.map { Self.name(of: $0, in: session) })
+            logger.notice("this device was removed from its sync account; it stops syncing", metadata: ["account": "\(session.account)"])
+            record { () throws(KeychainError) in try session.mirror.setDocument(Self.removalDocument, Self.encode(removal)) }
+            let removed = Self.removedError(session, removal)
+            emit(.roundFailed(message: removed.message))
+            throw removed
         } catch {
             state.withLock { $0.failures += 1 }
             let message = "\(error.message) (OSStatus \(error.status.rawValue))"
@@ -170,7 +191,7 @@ package final class SyncService: Sendable {
         }
         let report = SyncRoundReport(
             applied: summary.applied, uploaded: summary.uploaded,
-            conflictsResolved: summary.keptLocal + summary.conflicts, rejected: summary.rejected)
+            conflictsResolved: summary.keptLocal + summary.conflicts, rejected: summary.rejected, transfer: summary.transfer)
         state.withLock { $0.failures = 0 }
         record { () throws(KeychainError) in
             let mirror = session.mirror
@@ -199,6 +220,50 @@ package final class SyncService: Sendable {
     static let conflictsSetting = "status.conflicts-resolved"
     /// Why the last round failed, UTF-8, empty when it did not (a mirror document).
     static let lastErrorDocument = "status.last-error"
+    /// That the server said this device was removed, and when and by whom (a mirror document, JSON).
+    static let removalDocument = "status.removed"
+
+    // MARK: Removal
+
+    /// The removal the mirror recorded, if this device was removed.
+    func removal(of session: SyncSession) throws(KeychainError) -> SyncRemoval? {
+        guard let data = try session.mirror.document(Self.removalDocument), !data.isEmpty else { return nil }
+        guard let stored = try? JSONDecoder().decode(StoredRemoval.self, from: data) else { return SyncRemoval() }
+        return SyncRemoval(date: stored.millis.map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) }, by: stored.by)
+    }
+
+    /// The removal as the mirror keeps it.
+    private struct StoredRemoval: Codable {
+        var millis: Int64?
+        var by: String?
+    }
+
+    static func encode(_ removal: SyncRemoval) -> Data {
+        let stored = StoredRemoval(millis: removal.date.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }, by: removal.by)
+        return (try? JSONEncoder().encode(stored)) ?? Data("{}".utf8)
+    }
+
+    /// The name the last list this device trusted gives device `id`, else `id`.
+    static func name(of id: String, in session: SyncSession) -> String {
+        (try? session.trustedList().list.device(id)?.name) ?? id
+    }
+
+    /// What a removed device answers to a round, in the words `security sync status` uses.
+    static func removedError(_ session: SyncSession, _ removal: SyncRemoval) -> KeychainError {
+        KeychainError(
+            code: .syncDeviceRemoved,
+            message:
+                "This machine was \(describe(removal, account: session.account)), and no longer syncs. To sync again, join again (with a new device key): security sync join --server \(session.serverURL.absoluteString) --account \(session.account)"
+        )
+    }
+
+    /// "removed from account X on DATE by NAME".
+    package static func describe(_ removal: SyncRemoval, account: String) -> String {
+        var text = "removed from account \(account)"
+        if let date = removal.date { text += " on \(date.formatted(.iso8601))" }
+        if let by = removal.by { text += " by \(by)" }
+        return text
+    }
 
     // MARK: Local writes
 

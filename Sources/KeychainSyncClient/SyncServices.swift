@@ -26,7 +26,10 @@ package final class SyncServices: SyncEngines {
         services.withLock { services in
             // The service holds the engine, so its identifier is never reused while the entry exists.
             if let service = services[ObjectIdentifier(engine)] { return service }
-            let service = SyncService(engine: engine, mirrorPath: engine.location.syncMirrorPath)
+            // It logs where its keychain logs: keychaind's log, or only errors in the `security` tool.
+            var logger = engine.logger
+            logger[metadataKey: "sync"] = "\(engine.location.home)"
+            let service = SyncService(engine: engine, mirrorPath: engine.location.syncMirrorPath, logger: logger)
             services[ObjectIdentifier(engine)] = service
             return service
         }

@@ -231,10 +231,13 @@ package final class SyncSession: Sendable {
         package var conflicts = 0
         /// Records that did not open (moved, replayed, altered, or sealed with a key this device lacks).
         package var rejected = 0
+        /// What was read and sent.
+        package var transfer = SyncTransfer()
     }
 
-    /// One round: the feed read to its end and applied, then every local change uploaded.
-    package func syncOnce() async throws(KeychainError) -> RoundSummary {
+    /// One round: the feed read to its end and applied, then every local change uploaded. `progress` is told what
+    /// was read and sent so far after each page and each batch.
+    package func syncOnce(progress: (SyncTransfer) -> Void = { _ in }) async throws(KeychainError) -> RoundSummary {
         var summary = RoundSummary()
         try await takeZoneKeys()
         var zoneKeys = try keyring.zoneKeys()
@@ -247,6 +250,8 @@ package final class SyncSession: Sendable {
                 continue
             case .records(let records, let next, let more):
                 for feed in records {
+                    summary.transfer.receivedRecords += 1
+                    summary.transfer.receivedBytes += feed.record.ciphertext.count + feed.record.wrappedKey.count
                     if zoneKeys[feed.record.keyID] == nil {
                         // Sealed with a key made since (a device was removed): the server may hold it for us now.
                         try await takeZoneKeys()
@@ -267,6 +272,7 @@ package final class SyncSession: Sendable {
                 }
                 since = max(since, next)
                 try mirror.setSetting("seq", since)
+                progress(summary.transfer)
                 if !more { break }
                 continue
             }
@@ -276,6 +282,8 @@ package final class SyncSession: Sendable {
             throw KeychainError(code: .notAvailable, message: "This device holds no zone key yet: it must be approved by a device of the account.")
         }
         let changes = try replica.outgoingChanges()
+        summary.transfer.toSend = changes.count
+        progress(summary.transfer)
         for start in stride(from: 0, to: changes.count, by: Self.batchSize) {
             let batch = Array(changes[start..<min(changes.count, start + Self.batchSize)])
             var sealed: [(record: SealedSyncRecord, expected: UInt64, deleted: Bool)] = []
@@ -291,6 +299,9 @@ package final class SyncSession: Sendable {
             case .written(let versions):
                 try replica.acknowledge(batch.map { ($0, versions[$0.itemID] ?? $0.expectedVersion + 1) })
                 summary.uploaded += batch.count
+                summary.transfer.sentRecords += batch.count
+                summary.transfer.sentBytes += sealed.reduce(0) { $0 + $1.record.ciphertext.count + $1.record.wrappedKey.count }
+                progress(summary.transfer)
             case .conflict(let stale):
                 // Nothing of the batch was written; the stale items' current records are applied now, and the
                 // rest goes out at the next round with what is current then.

@@ -50,6 +50,6 @@ struct AddInternetPassword: AsyncParsableCommand {
             context, .internetPassword, attributes: stored,
             searchAttributes: self.attributes.searchAttributes(forAdding: true),
             secret: secret, accessGroup: keychain.accessGroup, update: options.update, addFunction: Self.addFunction,
-            accessControl: try options.accessControl(function: Self.addFunction))
+            accessControl: try options.accessControl(function: Self.addFunction), sync: options.sync)
     }
 }

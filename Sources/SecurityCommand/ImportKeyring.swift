@@ -67,7 +67,7 @@ struct ImportKeyring: AsyncParsableCommand {
             throw ToolFailure.input(Self.function, error.message)
         }
         let keychain = try ToolContext.keychain(function: Self.function)
-        let progress = Progress()
+        let progress = TerminalProgress()
         var report = ImportWriter.Report()
         for source in sources {
             var password: String?
@@ -117,20 +117,5 @@ struct ImportKeyring: AsyncParsableCommand {
             text += "not imported:\n" + report.notImported.map { "  \($0)\n" }.joined()
         }
         return text
-    }
-
-    /// The progress line on standard error, when it is a terminal.
-    final class Progress: Sendable {
-        let isTerminal = isatty(STDERR_FILENO) == 1
-
-        func show(_ text: String) {
-            guard isTerminal else { return }
-            Output.standardError("\r\u{1B}[K\(text)")
-        }
-
-        func clear() {
-            guard isTerminal else { return }
-            Output.standardError("\r\u{1B}[K")
-        }
     }
 }

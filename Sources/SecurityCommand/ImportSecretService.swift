@@ -40,10 +40,10 @@ struct ImportSecretService: AsyncParsableCommand {
         } catch {
             throw Self.failure(error.message)
         }
-        let progress = Progress()
+        let progress = TerminalProgress()
         let report: SecretServiceImportReport
         do {
-            report = try SecretServiceImporter.run(from: source, progress: progress.show, write: keychain.importSecretServiceItems)
+            report = try SecretServiceImporter.run(from: source, progress: { progress.show("importing: \($0.done)/\($0.total) items (\($0.collection))") }, write: keychain.importSecretServiceItems)
         } catch {
             progress.clear()
             switch error {
@@ -77,20 +77,5 @@ struct ImportSecretService: AsyncParsableCommand {
     /// A failure printed as `security: import-secret-service: MESSAGE`, exit status 1.
     static func failure(_ message: String) -> ToolFailure {
         ToolFailure.input(function, message)
-    }
-
-    /// The progress line on standard error, when it is a terminal.
-    final class Progress: Sendable {
-        let isTerminal = isatty(STDERR_FILENO) == 1
-
-        func show(_ p: SecretServiceImporter.Progress) {
-            guard isTerminal else { return }
-            Output.standardError("\r\u{1B}[Kimporting: \(p.done)/\(p.total) items (\(p.collection))")
-        }
-
-        func clear() {
-            guard isTerminal else { return }
-            Output.standardError("\r\u{1B}[K")
-        }
     }
 }

@@ -61,8 +61,8 @@ enum ItemPrinter {
     static let keychainVersion = 512
 
     /// The full description of one item: `keychain:`, `version:`, `class:` and the `attributes:` block, then
-    /// with `showData` the `data:` line and the secret (only `dump-keychain -d` passes it), and with `showGroup` the
-    /// item's access group (`dump-keychain`).
+    /// with `showData` the `data:` line and the secret (only `dump-keychain -d` passes it), and with `showGroup`
+    /// `sync: yes` for a synchronizable item and the item's access group (`dump-keychain`).
     static func describe(_ item: KeychainItem, keychainPath: String, showData: Bool = false, showGroup: Bool = false) -> String {
         var out = "keychain: " + buffer(Array(keychainPath.utf8)) + "\n"
         out += "version: \(keychainVersion)\n"
@@ -105,6 +105,10 @@ enum ItemPrinter {
         // Not in macOS's listing (its file keychain has no access groups), and so last, in `dump-keychain` only: the
         // item's kSecAttrAccessGroup, which says whose item it is (an unregistered program's group is its
         // executable's path).
+        // Also ours, in `dump-keychain` only: a synchronizable item (kSecAttrSynchronizable) says so.
+        if showGroup, item.attributes[KeychainQuery.synchronizableCode]?.intValue == 1 {
+            out += "sync: yes\n"
+        }
         if showGroup, let group = item.attributes["agrp"]?.stringValue {
             out += "access group: " + buffer(Array(group.utf8)) + "\n"
         }

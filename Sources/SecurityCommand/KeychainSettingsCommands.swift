@@ -98,7 +98,8 @@ struct SetKeychainSettings: AsyncParsableCommand {
                 idleTimeout: idle.map { .seconds($0) }, lockOnSleep: lockOnSleep,
                 pinentryProgram: pinentry ?? current?.pinentryProgram,
                 promptTimeout: promptTimeout.map { .seconds($0) } ?? current?.promptTimeout,
-                secretServiceUnregistered: secretServiceUnregistered ?? current?.secretServiceUnregistered)
+                secretServiceUnregistered: secretServiceUnregistered ?? current?.secretServiceUnregistered,
+                syncNewItems: current?.syncNewItems ?? false)
             try store.setSettings(settings)
         } catch {
             throw ToolFailure(function, error)

@@ -169,6 +169,13 @@ struct AddOptions: ParsableArguments {
     @Flag(name: .customLong("or"), help: "With several --access-control constraints, any one of them suffices (kSecAccessControlOr).")
     var anyConstraint = false
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: ArgumentHelp(
+            "--sync makes the item synchronizable (kSecAttrSynchronizable): it syncs to the machines of your sync account (security sync). --no-sync keeps it on this machine. Without either, a new item follows `security sync default` (off unless set), and -U leaves an item as it is."
+        ))
+    var sync: Bool?
+
     /// The constraints a user may name.
     static let constraintNames = ["userPresence", "devicePasscode", "biometryAny", "biometryCurrentSet", "applicationPassword"]
 

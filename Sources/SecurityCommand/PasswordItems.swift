@@ -104,8 +104,10 @@ enum PasswordItems {
     static func add(
         _ context: ToolContext, _ itemClass: KeychainItem.Class, attributes: [String: KeychainItem.Value],
         searchAttributes: [String: KeychainItem.Value], secret: Data, accessGroup: String?,
-        update: Bool, addFunction: String, accessControl: KeychainAccessControl? = nil
+        update: Bool, addFunction: String, accessControl: KeychainAccessControl? = nil, sync: Bool? = nil
     ) throws(ToolFailure) {
+        var attributes = attributes
+        if let sync { attributes[KeychainQuery.synchronizableCode] = .int(sync ? 1 : 0) }
         if update {
             let existing: KeychainItem?
             do {
@@ -129,6 +131,14 @@ enum PasswordItems {
         var query = KeychainQuery(itemClass)
         query.attributes = attributes
         if let accessGroup { query.attributes["agrp"] = .string(accessGroup) }
+        if sync == nil {
+            // A new item without --sync or --no-sync follows the keychain's setting.
+            do {
+                if try context.store.settings()?.syncNewItems == true { query.attributes[KeychainQuery.synchronizableCode] = .int(1) }
+            } catch {
+                throw ToolFailure(addFunction, error)
+            }
+        }
         do {
             try context.add(query, data: secret, accessControl: accessControl)
         } catch {

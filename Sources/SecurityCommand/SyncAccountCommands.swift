@@ -8,7 +8,9 @@ struct SyncToolCommand: AsyncParsableCommand {
         commandName: "sync",
         abstract: "Sync the keychain's synchronizable items between your machines.",
         discussion: """
-            Items added as synchronizable (kSecAttrSynchronizable) whose accessibility may leave the machine are \
+            Items added as synchronizable (kSecAttrSynchronizable: `security add-generic-password --sync`, \
+            `security sync items add` for existing ones, KeychainKit's synchronizable(true)) whose accessibility may \
+            leave the machine are \
             sealed on this machine and sent to a keychain-sync-server, which stores only ciphertext; the machines of \
             the account open them. The first machine makes the account (create-account); each other machine asks \
             to join it (join), shows a code, and is approved on a machine of the account (approve CODE); join again \
@@ -17,11 +19,12 @@ struct SyncToolCommand: AsyncParsableCommand {
             security installed beside it, after the keychain's passcode when one is set: you are asked on the \
             terminal). A failure prints "security: sync VERB: <message>" and exits with its OSStatus's low byte: \
             44 when the keychain is in no account (or no device matches), 206 (errSecParam) for a malformed \
-            argument.
+            argument, 3 when this machine was removed from its account (join again to sync: that makes a new \
+            device key).
             """,
         subcommands: [
             SyncCreateAccount.self, SyncJoin.self, SyncApprove.self, SyncDevices.self, SyncRemoveDevice.self,
-            SyncStatusCommand.self, SyncNow.self,
+            SyncStatusCommand.self, SyncNow.self, SyncItems.self, SyncDefault.self,
         ]
     )
 
@@ -30,8 +33,12 @@ struct SyncToolCommand: AsyncParsableCommand {
     static func failure(_ function: String, _ error: KeychainError) -> ToolFailure {
         var failure = ToolFailure(function, status: error.status, detail: error.message)
         failure.fromKeychain = true
+        if error.code == .syncDeviceRemoved { failure.exitStatus = removedExitStatus }
         return failure
     }
+
+    /// The exit status of a verb run on a machine removed from its account.
+    static let removedExitStatus: Int32 = 3
 
     /// The admin tool's store, its failure named after `function`.
     static func store(_ function: String) throws(ToolFailure) -> KeychainStore {
@@ -100,7 +107,9 @@ struct SyncJoin: AsyncParsableCommand {
             The first run sends this machine's public keys to the server and prints "join: waiting for approval", \
             "code: XXXXX-XXXXX" and "fingerprint: …": run `security sync approve XXXXX-XXXXX` on a machine of the \
             account, check that it prints the same fingerprint, then run this command again. Once approved it \
-            prints "join: joined account ID", and the machine syncs. Exits 0 in both cases.
+            prints "join: joined account ID", runs the first round (its progress shown on a terminal) and prints \
+            what it did as `security sync now` does; the machine then syncs. Exits 0 in both cases. A machine \
+            removed from its account asks afresh, with a new device key.
             """
     )
 
@@ -133,6 +142,10 @@ struct SyncJoin: AsyncParsableCommand {
                 """)
         case .joined(let account):
             Output.standardOutput("join: joined account \(account)\n")
+            // The first round brings the account's items (with progress on a terminal): the machine is ready
+            // when the command returns.
+            let round = try await SyncNow.round(store, function: Self.function)
+            Output.standardOutput(SyncNow.report(round))
         }
     }
 }

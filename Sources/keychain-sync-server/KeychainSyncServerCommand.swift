@@ -42,11 +42,15 @@ struct KeychainSyncServerCommand: AsyncParsableCommand {
     @Option(help: "Days a deletion (tombstone) is kept before it is purged; clients offline longer resync.")
     var tombstoneHorizonDays = 30
 
+    @Option(help: "Seconds a connection may stay silent, between requests or in the middle of one (a half-sent body), before it is closed.")
+    var idleTimeout = SyncLimits.defaultIdleTimeoutSeconds
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535.") }
+        guard (1...3600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 3600 seconds.") }
         guard tombstoneHorizonDays >= 1 else { throw ValidationError("--tombstone-horizon-days must be at least 1.") }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical.")
@@ -81,7 +85,8 @@ struct KeychainSyncServerCommand: AsyncParsableCommand {
         let client = PostgresClient(configuration: database, backgroundLogger: logger)
         let app = try SyncServer.makeApplication(
             configuration: SyncServerConfiguration(
-                host: host, port: port, tombstoneHorizonSeconds: Int64(tombstoneHorizonDays) * 24 * 60 * 60
+                host: host, port: port, tombstoneHorizonSeconds: Int64(tombstoneHorizonDays) * 24 * 60 * 60,
+                idleTimeout: .seconds(idleTimeout)
             ),
             database: client,
             logger: logger

@@ -43,6 +43,33 @@ import Testing
         }
     }
 
+    /// kSecAttrSynchronizable as an attribute (`sync`): an added item syncs, an update moves it between local and
+    /// synchronizable, a search sees one side; a value that is not 1 or 0, or a code that is no attribute of the
+    /// class, is refused rather than dropped.
+    @Test(arguments: StoreMode.allCases) func theSyncAttributeIsHonouredNotDropped(_ mode: StoreMode) throws {
+        try withStore(mode: mode) { store in
+            let key: [String: KeychainItem.Value] = ["acct": .string("ann"), "svce": .string("sync.example.com")]
+            try store.addItem(.genericPassword, attributes: key.merging(["sync": .int(1)]) { $1 }, data: Data("s".utf8))
+            var synchronizable = KeychainQuery(.genericPassword, attributes: key)
+            synchronizable.synchronizable = .synchronizable
+            #expect(try store.items(matching: synchronizable).first?.attributes["sync"]?.intValue == 1)
+            // Searching by the attribute is the same as by the property.
+            #expect(try store.items(matching: KeychainQuery(.genericPassword, attributes: key.merging(["sync": .int(1)]) { $1 })).count == 1)
+            expectKeychainError(.itemNotFound, status: .itemNotFound) { try store.items(matching: KeychainQuery(.genericPassword, attributes: key)) }
+
+            try store.updateItems(matching: synchronizable, attributes: ["sync": .int(0)], data: nil)
+            #expect(try store.items(matching: KeychainQuery(.genericPassword, attributes: key)).first?.attributes["sync"]?.intValue == 0)
+            expectKeychainError(.itemNotFound, status: .itemNotFound) { try store.items(matching: synchronizable) }
+
+            expectKeychainError(.invalidParameter, status: .param) {
+                try store.addItem(.genericPassword, attributes: ["acct": .string("bob"), "sync": .int(2)], data: nil)
+            }
+            expectKeychainError(.noSuchAttribute, status: .noSuchAttribute) {
+                try store.addItem(.genericPassword, attributes: ["acct": .string("bob"), "kSecAttrSynchronizable": .int(1)], data: nil)
+            }
+        }
+    }
+
     @Test(arguments: StoreMode.allCases) func statusAndSettings(_ mode: StoreMode) throws {
         try withStore(mode: mode) { store in
             let status = try store.status()

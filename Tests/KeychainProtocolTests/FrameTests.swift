@@ -186,7 +186,7 @@ import Testing
             .tokenKey(.exchange(reference: reference, algorithm: "alg", peer: Data([4]), requestedSize: nil, sharedInfo: Data()), claim: nil),
             .status, .lock, .unlock(passcode: "p"), .changePasscode(old: nil, new: "n"), .changePasscode(old: "o", new: nil),
             .backup(password: "b"), .restore(Data([9]), password: "r"), .settings, .setSettings(KeychainSettings(idleTimeout: 60, lockOnSleep: true)),
-            .setSettings(KeychainSettings()), .setSettings(KeychainSettings(secretServiceUnregistered: "deny")),
+            .setSettings(KeychainSettings()), .setSettings(KeychainSettings(secretServiceUnregistered: "deny")), .setSettings(KeychainSettings(syncNewItems: true)),
             .registerProgram(AppRegistration(program: .executable(path: "/usr/bin/app", sha256: "ab"), applicationIdentifier: "TEAM.app", accessGroups: ["g"])),
             .registerProgram(AppRegistration(program: .flatpak("org.example.App"), applicationIdentifier: nil, accessGroups: [])),
             .registerProgram(AppRegistration(program: .snap("app"), applicationIdentifier: nil, accessGroups: ["s"])),

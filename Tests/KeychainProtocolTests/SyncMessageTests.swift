@@ -11,7 +11,9 @@ import Testing
     static let status = SyncStatusReport(
         account: "acc", server: "https://s", device: "dev", joined: true,
         lastSync: Date(timeIntervalSinceReferenceDate: 1.5), lastError: nil,
-        pendingChanges: 2, conflictsResolved: 1, pushConnected: true)
+        pendingChanges: 2, conflictsResolved: 1, pushConnected: true,
+        removal: SyncRemoval(date: Date(timeIntervalSinceReferenceDate: 1.5), by: "pc"),
+        running: SyncTransfer(receivedRecords: 1, receivedBytes: 2, sentRecords: 3, sentBytes: 4, toSend: 5))
     static let statusResponse = Frame(id: 7, body: .response(.sync(.status(status))))
     static let device = SyncDeviceInfo(id: "ab", name: "pc", fingerprint: "f", added: Date(timeIntervalSinceReferenceDate: -2), isThisDevice: true)
     static let devicesResponse = Frame(id: 8, body: .response(.sync(.devices([device]))))
@@ -19,8 +21,12 @@ import Testing
     // length | version 3 | request | id 7 | tag 50 | approve (3) | "ABCDE-FGHJK" | "laptop"
     static let goldenRequest = "0000002103010000000732030000000b41424344452d4647484a4b000000066c6170746f70"
     // length | version 3 | response | id 7 | tag 50 | status (7) | some "acc" | some "https://s" | some "dev" | joined |
-    // some date 1.5 | no error | pending 2 | conflicts 1 | push connected
-    static let goldenStatus = "0000004203020000000732070100000003616363010000000968747470733a2f2f73010000000364657601013ff8000000000000000000000000000002000000000000000101"
+    // some date 1.5 | no error | pending 2 | conflicts 1 | push connected | some removal (some date 1.5, some "pc") |
+    // some running round (received 1 record, 2 bytes, sent 3, 4 bytes, 5 to send)
+    static let goldenStatus =
+        "0000007c03020000000732070100000003616363010000000968747470733a2f2f73010000000364657601013ff8000000000000000000"
+        + "00000000000200000000000000010101013ff80000000000000100000002706301000000000000000100000000000000020000000000"
+        + "00000300000000000000040000000000000005"
     // length | version 3 | response | id 8 | tag 50 | devices (5) | 1 device: "ab" | "pc" | "f" | date -2 | this device
     static let goldenDevices = "000000260302000000083205000000010000000261620000000270630000000166c00000000000000001"
 
@@ -71,6 +77,8 @@ import Testing
         .approved(fingerprint: "f"), .devices([]), .devices([device, SyncDeviceInfo(id: "cd", name: "", fingerprint: "", added: Date(timeIntervalSinceReferenceDate: 0), isThisDevice: false)]),
         .removed, .status(SyncStatusReport()), .status(SyncStatusReport(account: "a", lastError: "offline", pendingChanges: 5)),
         .round(SyncRoundReport(applied: 1, uploaded: 2, conflictsResolved: 3, rejected: 4)),
+        .round(SyncRoundReport(applied: 1, uploaded: 2, transfer: SyncTransfer(receivedRecords: 5, receivedBytes: 6, sentRecords: 7, sentBytes: 8, toSend: 9))),
+        .status(SyncStatusReport(account: "a", removal: SyncRemoval(), running: SyncTransfer())),
     ])
     func everyReplyRoundTrips(_ reply: SyncReply) throws {
         let frame = Frame(id: 3, body: .response(.sync(reply))).encoded

@@ -69,7 +69,8 @@ struct SyncClientTests {
             try await a.sync()
             // b is refused by the server; and the record written after, fetched directly, does not open with b's keys.
             let refused = await #expect(throws: KeychainError.self) { try await b.sync() }
-            #expect(refused?.code == .authenticationFailed)
+            #expect(refused?.code == .syncDeviceRemoved)
+            #expect((refused?.cause as? SyncRemovalNotice)?.byDevice == (try SyncKeyring(engine: a.engine).deviceKeys().publicKeys.deviceID))
             let bKeys = try SyncKeyring(engine: b.engine).zoneKeys()
             let page = try await #require(a.session).server.changes(account, zone: SyncSession.zone, since: 0)
             guard case .records(let records, _, _) = page else { Issue.record("no records"); return }

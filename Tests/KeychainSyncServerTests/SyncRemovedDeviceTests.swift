@@ -48,11 +48,12 @@ struct SyncRemovedDeviceTests {
 
             // B is refused, and still holds only the old key and the old secrets.
             let refused = await #expect(throws: KeychainError.self) { try await b.sync() }
-            #expect(refused?.code == .authenticationFailed)
-            // The server's own answer (403 `device_removed`, saying to join again) is in the message.
-            #expect(refused?.message.contains("forbidden") == true)
-            #expect(refused?.message.contains("device_removed") == true)
-            #expect(refused?.message.contains("Join again with a new device key") == true)
+            #expect(refused?.code == .syncDeviceRemoved)
+            // The server's answer (403 `device_removed`) says when, and which device's list removed it.
+            let notice = refused?.cause as? SyncRemovalNotice
+            #expect(notice?.byDevice == (try a.deviceID))
+            #expect(notice?.date != nil)
+            #expect(refused?.message.contains("security sync join") == true)
             #expect(try b.requiredSession.keyring.zoneKeys().keys.sorted() == oldKeys.keys.sorted())
             #expect(try b.secret("before.example.com") == "old")
             #expect(try b.secret("after.example.com") == nil)
@@ -105,7 +106,7 @@ struct SyncRemovedDeviceTests {
             let write = await #expect(throws: KeychainError.self) {
                 try await b.requiredSession.server.write(account, zone: SyncSession.zone, [(sealed, records[0].address.version, true)])
             }
-            #expect(write?.code == .authenticationFailed)
+            #expect(write?.code == .syncDeviceRemoved)
             #expect(try await servers.sqlInt("SELECT count(*) FROM records WHERE account_id = \(account) AND NOT deleted") == 2)
         }
     }

@@ -107,11 +107,11 @@ struct SyncTamperingTests {
 
             for device in devices {
                 let summary = try await device.sync()
-                #expect(summary == SyncSession.RoundSummary(rejected: tampering.rejected))
+                #expect(summary.counts == SyncSession.RoundSummary(rejected: tampering.rejected))
                 #expect(try device.contents() == before)
                 #expect(try device.requiredSession.replica.outgoingChanges().isEmpty)
                 // Read once: the next round has nothing to reject.
-                #expect(try await device.sync() == SyncSession.RoundSummary())
+                #expect(try await device.sync().counts == SyncSession.RoundSummary())
             }
             for name in ["alpha", "bravo", "charlie"] {
                 #expect(try reader.secret("\(name).example.com") == "\(name) v2")

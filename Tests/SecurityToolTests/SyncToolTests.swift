@@ -98,7 +98,10 @@ struct SyncToolTests {
                 Check that the new machine printed this fingerprint; if it did not, remove it with `security sync remove-device ID` (`security sync devices` lists it).
 
                 """)
-        #expect(try beta.sync(["join", "--server", server.url, "--account", account]) == "join: joined account \(account)\n")
+        // Joining completes with the first round, which says what it did.
+        let joined = try beta.sync(["join", "--server", server.url, "--account", account])
+        #expect(joined.hasPrefix("join: joined account \(account)\napplied: 0\nuploaded: 0\n"))
+        #expect(Self.field("received", in: joined) == "0 records, 0 B")
 
         // An item added on the first appears on the second after a round on each. keychaind's background rounds (after
         // the write, on push) may carry it first: then a round finds nothing left to do, and its counts are zero.
@@ -106,8 +109,9 @@ struct SyncToolTests {
         let uploaded = try alpha.sync(["now"])
         let applied = try beta.sync(["now"])
         if mode == .inProcess {
-            #expect(uploaded == "applied: 0\nuploaded: 1\nconflicts resolved: 0\nrejected: 0\n")
-            #expect(applied == "applied: 1\nuploaded: 0\nconflicts resolved: 0\nrejected: 0\n")
+            #expect(uploaded.hasPrefix("applied: 0\nuploaded: 1\nconflicts resolved: 0\nrejected: 0\nreceived: 0 records, 0 B\nsent: 1 record, "))
+            #expect(applied.hasPrefix("applied: 1\nuploaded: 0\nconflicts resolved: 0\nrejected: 0\nreceived: 1 record, "))
+            #expect(applied.hasSuffix("\nsent: 0 records, 0 B\n"))
         }
         let found = try beta.sandbox.run(["find-generic-password", "-s", "kit", "-a", "shared", "-w"])
         #expect(found.status == 0, "\(found.stderr)")
@@ -144,6 +148,101 @@ struct SyncToolTests {
         let after = try alpha.sync(["devices"]).split(separator: "\n")
         #expect(after.count == 2)
         #expect(after.last?.hasSuffix("  this device") == true)
+
+        // The second learns it at its next round: exit 3, saying when, by whom, and how to join again; its status
+        // says the same.
+        let refused = try beta.sandbox.run(["sync", "now"])
+        #expect(refused.status == 3)
+        #expect(refused.stdout == "")
+        #expect(refused.stderr.contains("This machine was removed from account \(account) on "))
+        #expect(refused.stderr.contains(" by alpha, and no longer syncs."))
+        #expect(refused.stderr.contains("security sync join --server \(server.url) --account \(account)"))
+        let removedStatus = try beta.sync(["status"])
+        #expect(Self.field("joined", in: removedStatus)?.hasPrefix("no (removed from account \(account) on ") == true)
+        #expect(Self.field("joined", in: removedStatus)?.contains(" by alpha; to sync again run `security sync join") == true)
+        #expect(try beta.sandbox.run(["sync", "devices"]).status == 3)
+
+        // Joining again asks afresh, with a new device key and so a new code; once approved it joins.
+        let again = try beta.sync(["join", "--server", server.url, "--account", account])
+        let newCode = try #require(Self.field("code", in: again))
+        #expect(newCode != code)
+        #expect(Self.field("fingerprint", in: again) != fingerprint)
+        _ = try alpha.sync(["approve", newCode, "--name", "beta again"])
+        #expect(try beta.sync(["join", "--server", server.url, "--account", account]).hasPrefix("join: joined account \(account)\n"))
+        #expect(Self.field("joined", in: try beta.sync(["status"])) == "yes")
+    }
+
+    @Test(
+        .enabled(if: SyncServerProcess.isAvailable, "needs the Network trait (swift test --traits Network) and PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET (and _USER), as .ci/run does"),
+        arguments: ToolMode.allCases)
+    func itemsTheToolMakesSynchronizableReachTheOtherMachines(_ mode: ToolMode) throws {
+        let server = try SyncServerProcess()
+        defer { server.stop() }
+        let alpha = try Machine(mode), beta = try Machine(mode), gamma = try Machine(mode)
+        let account = try #require(Self.field("account", in: try alpha.sync(["create-account", "--server", server.url, "--name", "alpha"])))
+        for (machine, name) in [(beta, "beta"), (gamma, "gamma")] {
+            let pending = try machine.sync(["join", "--server", server.url, "--account", account])
+            _ = try alpha.sync(["approve", try #require(Self.field("code", in: pending)), "--name", name])
+            _ = try machine.sync(["join", "--server", server.url, "--account", account])
+        }
+        func add(_ machine: Machine, _ arguments: [String], password: String) throws {
+            let result = try machine.sandbox.launch(
+                machine.sandbox.tool, ["add-generic-password"] + arguments + ["--password-stdin"], input: Data((password + "\n").utf8))
+            #expect(result.status == 0, "add-generic-password \(arguments): \(result.stderr)")
+        }
+        func password(_ machine: Machine, _ service: String) throws -> String? {
+            let found = try machine.sandbox.run(["find-generic-password", "-s", service, "-w"])
+            return found.status == 0 ? found.stdout : nil
+        }
+        func dump(_ machine: Machine) throws -> [String] {
+            try machine.sandbox.run(["dump-keychain"]).stdout.components(separatedBy: "keychain: ").filter { !$0.isEmpty }
+        }
+        func syncAll() throws {
+            for machine in [alpha, beta, gamma, alpha] { _ = try machine.sync(["now"]) }
+        }
+
+        // --sync on the first machine reaches the other two through the server; dump-keychain says it syncs.
+        try add(alpha, ["-s", "web.example.com", "-a", "ann", "--sync"], password: "synced secret")
+        try add(alpha, ["-s", "local.example.com", "-a", "ann"], password: "local secret")
+        let listed = try dump(alpha)
+        #expect(listed.first { $0.contains("\"web.example.com\"") }?.contains("\nsync: yes\n") == true)
+        #expect(listed.first { $0.contains("\"local.example.com\"") }?.contains("sync: yes") == false)
+        try syncAll()
+        for machine in [beta, gamma] {
+            #expect(try password(machine, "web.example.com") == "synced secret\n")
+            #expect(try password(machine, "local.example.com") == nil)
+        }
+
+        // An existing local item is made synchronizable by find's selectors, and local again.
+        #expect(try alpha.sync(["items", "add", "generic-password", "-s", "local.example.com"]) == "synchronizable: 1\n")
+        try syncAll()
+        #expect(try password(gamma, "local.example.com") == "local secret\n")
+        let none = try alpha.sandbox.run(["sync", "items", "add", "generic-password", "-s", "local.example.com"])
+        #expect(none.status == 44)
+        #expect(try alpha.sync(["items", "remove", "generic-password", "-s", "local.example.com"]) == "local: 1\n")
+        try syncAll()
+        #expect(try password(gamma, "local.example.com") == nil)
+        #expect(try password(alpha, "local.example.com") == "local secret\n")
+        let unchosen = try alpha.sandbox.run(["sync", "items", "add", "generic-password"])
+        #expect(unchosen.status != 0)
+        #expect(unchosen.stderr.contains("--all"))
+
+        // An item whose access control needs the user's presence stays behind, and says so.
+        try add(alpha, ["-s", "pinned.example.com", "-a", "ann", "--access-control", "userPresence"], password: "pinned")
+        #expect(
+            try alpha.sync(["items", "add", "generic-password", "-s", "pinned.example.com"])
+                == "synchronizable: 0\nleft on this machine: 1 (ThisDeviceOnly accessibility, or an access control that needs your presence)\n")
+
+        // The keychain's setting: new items sync unless --no-sync.
+        #expect(try alpha.sync(["default"]) == "new items sync: off\n")
+        #expect(try alpha.sync(["default", "on"]) == "new items sync: on\n")
+        #expect(try alpha.sync(["default"]) == "new items sync: on\n")
+        try add(alpha, ["-s", "auto.example.com", "-a", "ann"], password: "follows the setting")
+        try add(alpha, ["-s", "kept.example.com", "-a", "ann", "--no-sync"], password: "stays")
+        try syncAll()
+        #expect(try password(beta, "auto.example.com") == "follows the setting\n")
+        #expect(try password(beta, "kept.example.com") == nil)
+        #expect(try alpha.sync(["default", "off"]) == "new items sync: off\n")
     }
 
     /// A keychain in no account: `status` says so and how to make or join one; `now` fails with errSecItemNotFound

@@ -20,7 +20,8 @@ package final class KeychainEngine: Sendable {
     let keybagStamp = Mutex<FileStamp?>(nil)
     /// The class keys this process holds now (they change with lock, unlock and passcode changes).
     let keys: KeyState
-    let logger: Logger
+    /// Where the engine logs (the program's choice: keychaind's log, or only errors for the `security` tool).
+    package let logger: Logger
     let random: any RandomSource
     /// The TPM the device key is sealed to or would be (nil: none).
     let tpm: TPMDevice?

@@ -77,6 +77,9 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         /// An item needs the person's presence before this request may use it (`errSecAuthNeeded`); the client
         /// obtains the proof and retries (see ``KeychainError/presenceNeeded``). Never seen by a SecItem caller.
         public static let authenticationNeeded = Code(rawValue: "authenticationNeeded")
+        /// This machine was removed from its sync account: it no longer syncs until it joins again with a new
+        /// device key (`errSecAuthFailed`).
+        public static let syncDeviceRemoved = Code(rawValue: "syncDeviceRemoved")
 
         /// The `OSStatus` reported for this code unless the error says otherwise.
         public var defaultStatus: KeychainStatus {
@@ -88,7 +91,7 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
             case .itemNotFound: .itemNotFound
             case .missingEntitlement: .missingEntitlement
             case .interactionNotAllowed: .interactionNotAllowed
-            case .authenticationFailed: .authFailed
+            case .authenticationFailed, .syncDeviceRemoved: .authFailed
             case .corruptData: .decode
             case .io: .io
             case .notAvailable: .notAvailable

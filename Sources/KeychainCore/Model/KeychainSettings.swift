@@ -18,6 +18,10 @@ package struct KeychainSettings: Sendable, Hashable {
     /// What keychaind's Secret Service does for programs that are not registered (`secret-service-unregistered`):
     /// `ask`, `allow` or `deny`; nil is `ask`. The environment's `KEYCHAIN_SECRET_SERVICE_UNREGISTERED` overrides it.
     package var secretServiceUnregistered: String?
+    /// Whether items the `security` tool adds without `--sync` or `--no-sync` are synchronizable
+    /// (`sync-new-items`); off unless set. Apple's API is not affected: `SecItemAdd` without
+    /// `kSecAttrSynchronizable` adds a local item, as on Apple's platforms.
+    package var syncNewItems: Bool
 
     /// The values ``secretServiceUnregistered`` may take.
     package static let secretServicePolicies = ["ask", "allow", "deny"]
@@ -25,13 +29,14 @@ package struct KeychainSettings: Sendable, Hashable {
     /// Settings from their values; each defaults to "not set" (never lock on idle or sleep, the prompter's defaults).
     package init(
         idleTimeout: Int? = nil, lockOnSleep: Bool = false, pinentryProgram: String? = nil, promptTimeout: Int? = nil,
-        secretServiceUnregistered: String? = nil
+        secretServiceUnregistered: String? = nil, syncNewItems: Bool = false
     ) {
         self.idleTimeout = idleTimeout
         self.lockOnSleep = lockOnSleep
         self.pinentryProgram = pinentryProgram
         self.promptTimeout = promptTimeout
         self.secretServiceUnregistered = secretServiceUnregistered
+        self.syncNewItems = syncNewItems
     }
 
     /// How long keychaind waits before locking when no settings were ever set (its `--idle-lock` default).
@@ -53,7 +58,8 @@ package struct KeychainSettings: Sendable, Hashable {
             lockOnSleep: (plist["lock-on-sleep"] as? Bool) ?? false,
             pinentryProgram: (plist["pinentry-program"] as? String).flatMap { $0.isEmpty ? nil : $0 },
             promptTimeout: promptTimeout.flatMap { $0 > 0 ? $0 : nil },
-            secretServiceUnregistered: (plist["secret-service-unregistered"] as? String).flatMap { $0.isEmpty ? nil : $0 })
+            secretServiceUnregistered: (plist["secret-service-unregistered"] as? String).flatMap { $0.isEmpty ? nil : $0 },
+            syncNewItems: (plist["sync-new-items"] as? Bool) ?? false)
     }
 
     /// Writes the settings atomically.
@@ -63,6 +69,7 @@ package struct KeychainSettings: Sendable, Hashable {
         if let pinentryProgram { plist["pinentry-program"] = pinentryProgram }
         if let promptTimeout { plist["prompt-timeout"] = promptTimeout }
         if let secretServiceUnregistered { plist["secret-service-unregistered"] = secretServiceUnregistered }
+        if syncNewItems { plist["sync-new-items"] = true }
         let data: Data
         do {
             data = try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)

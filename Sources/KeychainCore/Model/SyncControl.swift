@@ -53,12 +53,51 @@ package struct SyncRoundReport: Sendable, Hashable {
     package var conflictsResolved = 0
     /// Records that did not open (moved, replayed, altered, or sealed with a key this device lacks) and were ignored.
     package var rejected = 0
+    /// What came from the server and went to it.
+    package var transfer = SyncTransfer()
 
-    package init(applied: Int = 0, uploaded: Int = 0, conflictsResolved: Int = 0, rejected: Int = 0) {
+    package init(applied: Int = 0, uploaded: Int = 0, conflictsResolved: Int = 0, rejected: Int = 0, transfer: SyncTransfer = SyncTransfer()) {
         self.applied = applied
         self.uploaded = uploaded
         self.conflictsResolved = conflictsResolved
         self.rejected = rejected
+        self.transfer = transfer
+    }
+}
+
+/// Records and their sealed bytes, both ways, in one round so far.
+package struct SyncTransfer: Sendable, Hashable {
+    /// Records read from the server's change feed.
+    package var receivedRecords = 0
+    /// Their sealed size (ciphertext and wrapped key), in bytes.
+    package var receivedBytes = 0
+    /// Records the server took.
+    package var sentRecords = 0
+    /// Their sealed size, in bytes.
+    package var sentBytes = 0
+    /// The local changes the round has to send (known once it has read the feed; 0 before).
+    package var toSend = 0
+
+    package init(receivedRecords: Int = 0, receivedBytes: Int = 0, sentRecords: Int = 0, sentBytes: Int = 0, toSend: Int = 0) {
+        self.receivedRecords = receivedRecords
+        self.receivedBytes = receivedBytes
+        self.sentRecords = sentRecords
+        self.sentBytes = sentBytes
+        self.toSend = toSend
+    }
+}
+
+/// How this device learned it was removed from its sync account.
+package struct SyncRemoval: Sendable, Hashable {
+    /// When it was removed (the server's time), when the server said.
+    package var date: Date?
+    /// The device whose signed list left it out: its name in the last list this device trusted, else its identifier,
+    /// when the server said.
+    package var by: String?
+
+    package init(date: Date? = nil, by: String? = nil) {
+        self.date = date
+        self.by = by
     }
 }
 
@@ -82,11 +121,18 @@ package struct SyncStatusReport: Sendable, Hashable {
     package var conflictsResolved = 0
     /// Whether keychaind (or this process) holds a push connection to the server now.
     package var pushConnected = false
+    /// When this device was removed from the account: it no longer syncs.
+    package var removal: SyncRemoval?
+    /// The round running now, and how far it got.
+    package var running: SyncTransfer?
 
     package init(
         account: String? = nil, server: String? = nil, device: String? = nil, joined: Bool = false, lastSync: Date? = nil,
-        lastError: String? = nil, pendingChanges: Int = 0, conflictsResolved: Int = 0, pushConnected: Bool = false
+        lastError: String? = nil, pendingChanges: Int = 0, conflictsResolved: Int = 0, pushConnected: Bool = false,
+        removal: SyncRemoval? = nil, running: SyncTransfer? = nil
     ) {
+        self.removal = removal
+        self.running = running
         self.account = account
         self.server = server
         self.device = device

@@ -58,6 +58,7 @@ package struct Approval: Sendable, Hashable {
         }
         if new.idleTimeout != old.idleTimeout { changes.append("idle lock \(new.idleTimeout.map { "\($0) s" } ?? "never")") }
         if new.lockOnSleep != old.lockOnSleep { changes.append("lock on sleep \(new.lockOnSleep ? "on" : "off")") }
+        if new.syncNewItems != old.syncNewItems { changes.append("new items sync \(new.syncNewItems ? "on" : "off")") }
         if new.promptTimeout != old.promptTimeout { changes.append("prompt timeout \(new.promptTimeout.map { "\($0) s" } ?? "default")") }
         let list = changes.joined(separator: ", ")
         return Approval(subject: "settings: \(list)", action: "change the keychain's settings: \(list)")

@@ -69,6 +69,13 @@ public final class SyncMirror: Sendable {
         }
     }
 
+    /// Forgets everything: items, settings and documents (the device joins an account afresh).
+    package func reset() throws(KeychainError) {
+        try write { db in
+            try db.execute(sql: "DELETE FROM items; DELETE FROM settings; DELETE FROM documents")
+        }
+    }
+
     /// The row of `itemID`.
     public func row(_ itemID: String) throws(KeychainError) -> Row? {
         try read { db in try Row.fetch(db, "WHERE item_id = ?", [itemID]).first }

@@ -37,21 +37,37 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Error/message`.
             package var message: Swift.String
+            /// With `device_removed`, when the device was removed, in milliseconds since 1970.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Error/removed_at`.
+            package var removedAt: Swift.Int64?
+            /// With `device_removed`, the id of the device that signed the list without it.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Error/removed_by`.
+            package var removedBy: Swift.String?
             /// Creates a new `_Error`.
             ///
             /// - Parameters:
             ///   - error: A machine-readable code, such as `clock_skew` or `version_conflict`.
             ///   - message: What went wrong and what to do, for a person.
+            ///   - removedAt: With `device_removed`, when the device was removed, in milliseconds since 1970.
+            ///   - removedBy: With `device_removed`, the id of the device that signed the list without it.
             package init(
                 error: Swift.String,
-                message: Swift.String
+                message: Swift.String,
+                removedAt: Swift.Int64? = nil,
+                removedBy: Swift.String? = nil
             ) {
                 self.error = error
                 self.message = message
+                self.removedAt = removedAt
+                self.removedBy = removedBy
             }
             package enum CodingKeys: String, CodingKey {
                 case error
                 case message
+                case removedAt = "removed_at"
+                case removedBy = "removed_by"
             }
         }
         /// - Remark: Generated from `#/components/schemas/Health`.

@@ -17,6 +17,10 @@ package struct SyncFailure: Error, Sendable, Equatable {
     package var code: String
     /// What went wrong and what to do (`message` in the body).
     package var message: String
+    /// With `device_removed`: when the device was removed, in milliseconds since 1970 (`removed_at`).
+    package var removedAtMillis: Int64?
+    /// With `device_removed`: the device whose list removed it (`removed_by`).
+    package var removedBy: String?
 
     /// A failure with the given status, code and message.
     package init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
@@ -37,10 +41,18 @@ package struct SyncFailure: Error, Sendable, Equatable {
     )
 
     /// 403: the device was removed from the account.
-    package static let deviceRemoved = SyncFailure(
-        .forbidden, "device_removed",
-        "This device was removed from the account; it can no longer sync. Join again with a new device key."
-    )
+    package static let deviceRemoved = deviceRemoved(at: nil, by: nil)
+
+    /// 403: the device was removed from the account, at `at` (milliseconds since 1970) by the list of device `by`.
+    package static func deviceRemoved(at: Int64?, by: String?) -> SyncFailure {
+        var failure = SyncFailure(
+            .forbidden, "device_removed",
+            "This device was removed from the account; it can no longer sync. Join again with a new device key."
+        )
+        failure.removedAtMillis = at
+        failure.removedBy = by
+        return failure
+    }
 
     /// 404: no such account.
     package static let noSuchAccount = SyncFailure(
@@ -56,7 +68,7 @@ package struct SyncFailure: Error, Sendable, Equatable {
 
     /// The JSON body of the answer.
     package var jsonBody: [UInt8] {
-        let body = Components.Schemas._Error(error: code, message: message)
+        let body = Components.Schemas._Error(error: code, message: message, removedAt: removedAtMillis, removedBy: removedBy)
         return (try? JSONEncoder().encode(body)).map { Array($0) } ?? Array(#"{"error":"internal","message":""}"#.utf8)
     }
 }

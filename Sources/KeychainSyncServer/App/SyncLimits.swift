@@ -35,5 +35,7 @@ package enum SyncLimits {
     package static let maximumSocketsPerAccount = 64
     /// The most push sockets on one server instance.
     package static let maximumSockets = 10_000
+    /// How long a connection may stay silent (between requests, or while its request is read), in seconds.
+    package static let defaultIdleTimeoutSeconds = 30
 }
 #endif

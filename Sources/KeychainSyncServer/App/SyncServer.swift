@@ -46,7 +46,11 @@ package enum SyncServer {
             router: router,
             server: .http1WebSocketUpgrade(
                 webSocketRouter: webSocketRouter,
-                configuration: .init(ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: .seconds(30))))
+                configuration: .init(
+                    // The idle timeout also closes a connection whose request stops arriving (a half-sent body),
+                    // and one a client left open after a refused upgrade.
+                    http1: .init(idleTimeout: .milliseconds(Int64(configuration.idleTimeout / .milliseconds(1)))),
+                    ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: .seconds(30))))
             ),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "keychain-sync-server"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? configuration.port) },

@@ -13,6 +13,9 @@ package struct SyncServerConfiguration: Sendable {
     package var pushSocketsPerAccount: Int
     /// The most push sockets on this instance.
     package var pushSockets: Int
+    /// How long a connection may stay silent before it is closed: between requests, and in the middle of one (a
+    /// half-sent body). Push sockets are kept by their pings instead.
+    package var idleTimeout: Duration
 
     /// A configuration; the defaults suit production.
     package init(
@@ -21,8 +24,10 @@ package struct SyncServerConfiguration: Sendable {
         tombstoneHorizonSeconds: Int64 = 30 * 24 * 60 * 60,
         maintenanceInterval: Duration = .seconds(300),
         pushSocketsPerAccount: Int = SyncLimits.maximumSocketsPerAccount,
-        pushSockets: Int = SyncLimits.maximumSockets
+        pushSockets: Int = SyncLimits.maximumSockets,
+        idleTimeout: Duration = .seconds(SyncLimits.defaultIdleTimeoutSeconds)
     ) {
+        self.idleTimeout = idleTimeout
         self.host = host
         self.port = port
         self.tombstoneHorizonSeconds = tombstoneHorizonSeconds

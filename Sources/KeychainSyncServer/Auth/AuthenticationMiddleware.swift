@@ -99,6 +99,7 @@ package struct AuthenticationMiddleware: RouterMiddleware {
             && (path == "/v1/accounts" || (segments.count == 5 && segments[1] == "v1" && segments[2] == "accounts" && segments[4] == "joins"))
 
         var device = AuthenticatedDevice(accountID: account, deviceID: deviceID, signingKey: [], state: nil)
+        var removal: (at: Int64?, by: String?) = (nil, nil)
         if keyInBody {
             guard let key = Self.signingKeyInBody(body) else {
                 throw SyncFailure(
@@ -115,6 +116,7 @@ package struct AuthenticationMiddleware: RouterMiddleware {
             device.signingKey = key
             if !account.isEmpty, let known = try await store.credentials(account: account, device: deviceID) {
                 device.state = known.state
+                removal = (known.removedAtMillis, known.removedBy)
             }
         } else {
             guard !account.isEmpty, let known = try await store.credentials(account: account, device: deviceID) else {
@@ -125,6 +127,7 @@ package struct AuthenticationMiddleware: RouterMiddleware {
             }
             device.signingKey = known.signingKey
             device.state = known.state
+            removal = (known.removedAtMillis, known.removedBy)
         }
 
         let message = RequestSignature.canonicalString(
@@ -146,7 +149,7 @@ package struct AuthenticationMiddleware: RouterMiddleware {
                 "This nonce was already used by this device (a replayed request): sign again with a fresh random nonce."
             )
         }
-        if device.state == .removed { throw SyncFailure.deviceRemoved }
+        if device.state == .removed { throw SyncFailure.deviceRemoved(at: removal.at, by: removal.by) }
         return device
     }
 

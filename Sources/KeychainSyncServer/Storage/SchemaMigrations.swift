@@ -75,7 +75,12 @@ package enum SchemaMigrations {
             )
             """,
             "CREATE INDEX nonces_expiry ON nonces (expires_at)",
-        ]
+        ],
+        [
+            // When a device was removed and by which device's list, told to the removed device.
+            "ALTER TABLE devices ADD COLUMN removed_at timestamptz",
+            "ALTER TABLE devices ADD COLUMN removed_by text",
+        ],
     ]
 
     /// Brings the database's schema up to date.

@@ -27,21 +27,25 @@ package struct SyncStore: Sendable {
         package var signingKey: [UInt8]
         /// The device's state.
         package var state: DeviceState
+        /// When a removed device was removed, in milliseconds since 1970.
+        package var removedAtMillis: Int64? = nil
+        /// The device whose list removed it.
+        package var removedBy: String? = nil
     }
 
     /// The key and state of a device, or `nil` when the account has no such device (or its join request lapsed).
     package func credentials(account: String, device: String) async throws -> DeviceCredentials? {
         let rows = try await client.query(
             """
-            SELECT signing_key, state FROM devices
+            SELECT signing_key, state, (extract(epoch FROM removed_at) * 1000)::bigint, removed_by FROM devices
             WHERE account_id = \(account) AND id = \(device)
               AND NOT (state = 'pending' AND requested < now() - make_interval(secs => \(SyncLimits.pendingLifetimeSeconds)))
             """,
             logger: logger
         )
-        for try await (key, state) in rows.decode((ByteBuffer, String).self) {
+        for try await (key, state, removedAt, removedBy) in rows.decode((ByteBuffer, String, Int64?, String?).self) {
             guard let state = DeviceState(rawValue: state) else { return nil }
-            return DeviceCredentials(signingKey: key.bytes, state: state)
+            return DeviceCredentials(signingKey: key.bytes, state: state, removedAtMillis: removedAt, removedBy: removedBy)
         }
         return nil
     }
@@ -191,7 +195,7 @@ package struct SyncStore: Sendable {
             var removed: [String] = []
             for try await id in try await connection.query(
                 """
-                UPDATE devices SET state = 'removed'
+                UPDATE devices SET state = 'removed', removed_at = now(), removed_by = \(list.signer)
                 WHERE account_id = \(account) AND state = 'trusted' AND NOT (id = ANY(\(list.trustedDeviceIDs)))
                 RETURNING id
                 """,
