@@ -341,6 +341,7 @@ let package = Package(
             name: "keychain-sync-server",
             dependencies: [
                 "KeychainSyncServer",
+                "KeychainSyncAPI",
                 "KeychainVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -18,6 +18,9 @@ package enum RequestSignature {
     package static let nonceHeader = "Keychain-Nonce"
     /// The header carrying the base64 Ed25519 signature.
     package static let signatureHeader = "Keychain-Signature"
+    /// The header carrying the lowercase hex SHA-256 of the body, as the canonical string has it: with it the
+    /// server checks the signature before it reads the body, then the body against it.
+    package static let contentHashHeader = "Keychain-Content-SHA256"
     /// How far a timestamp may be from the server's clock, in seconds.
     package static let maximumClockSkew: Int64 = 300
     /// How long the server remembers a nonce, in seconds (longer than the skew on either side).
@@ -38,9 +41,23 @@ package enum RequestSignature {
         timestamp: String,
         nonce: String
     ) -> [UInt8] {
-        let bodyHash = SHA256.hash(data: Array(body)).hexString
+        canonicalString(method: method, pathWithQuery: pathWithQuery, bodyHash: bodyHash(body), timestamp: timestamp, nonce: nonce)
+    }
+
+    /// The bytes a request's signature covers, from the body's hash (``bodyHash(_:)``) rather than the body.
+    package static func canonicalString(method: String, pathWithQuery: String, bodyHash: String, timestamp: String, nonce: String) -> [UInt8] {
         let lines = [domain, method.uppercased(), pathWithQuery, bodyHash, timestamp, nonce]
         return Array(lines.joined(separator: "\n").utf8)
+    }
+
+    /// The lowercase hex SHA-256 of a body, as the canonical string and ``contentHashHeader`` carry it.
+    package static func bodyHash(_ body: some Sequence<UInt8>) -> String {
+        SHA256.hash(data: Array(body)).hexString
+    }
+
+    /// Whether a ``contentHashHeader`` value has the form of a hash: 64 lowercase hex digits.
+    package static func isWellFormedHash(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
     }
 
     /// Whether a nonce has the allowed form: 16 to 64 base64url characters, no padding.

@@ -8,7 +8,8 @@ import OpenAPIRuntime
 
 /// Signs every request to the sync server with the device's key, as the API document says: four headers
 /// (`Keychain-Device`, `Keychain-Timestamp`, `Keychain-Nonce`, `Keychain-Signature`) and an Ed25519 signature over
-/// the canonical string of the method, the path with its query, SHA-256 of the body, the time and a fresh nonce.
+/// the canonical string of the method, the path with its query, SHA-256 of the body, the time and a fresh nonce;
+/// and the body's hash in `Keychain-Content-SHA256`, so that the server checks the signature before the body.
 struct SyncRequestSigner: ClientMiddleware {
     /// The device that signs.
     let keys: SyncDeviceKeys
@@ -38,11 +39,14 @@ struct SyncRequestSigner: ClientMiddleware {
     static func signatureFields(method: String, pathWithQuery: String, body: [UInt8], keys: SyncDeviceKeys, now: Date) throws -> HTTPFields {
         let timestamp = String(Int64(now.timeIntervalSince1970))
         let nonce = Self.nonce()
+        let bodyHash = RequestSignature.bodyHash(body)
         let message = RequestSignature.canonicalString(
-            method: method, pathWithQuery: pathWithQuery, body: body,
+            method: method, pathWithQuery: pathWithQuery, bodyHash: bodyHash,
             timestamp: timestamp, nonce: nonce)
         let signature = try keys.signing.signature(for: message)
         var fields = HTTPFields()
+        // The server checks the signature from the headers, before it reads the body.
+        fields[Self.contentHash] = bodyHash
         fields[Self.device] = keys.publicKeys.deviceID
         fields[Self.timestamp] = timestamp
         fields[Self.nonceField] = nonce
@@ -55,6 +59,7 @@ struct SyncRequestSigner: ClientMiddleware {
     static let timestamp = HTTPField.Name(RequestSignature.timestampHeader)!
     static let nonceField = HTTPField.Name(RequestSignature.nonceHeader)!
     static let signatureField = HTTPField.Name(RequestSignature.signatureHeader)!
+    static let contentHash = HTTPField.Name(RequestSignature.contentHashHeader)!
 
     /// 16 random bytes in base64url without padding (22 characters).
     static func nonce() -> String {

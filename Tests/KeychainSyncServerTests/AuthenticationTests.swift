@@ -4,6 +4,10 @@ import KeychainSyncAPI
 import KeychainSyncServer
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Request signatures against a real server and PostgreSQL: what is accepted and each way a request is refused.
 @Suite(.needsPostgres, .timeLimit(.minutes(10)))
 struct AuthenticationTests {
@@ -79,13 +83,74 @@ struct AuthenticationTests {
             #expect(refused.status == 403 && refused.errorCode == "device_removed")
             let write = try await client.write(account, [recordWrite("x", expected: 0)], as: second)
             #expect(write.status == 403)
+            // The answer says when and by whom.
+            let error = try refused.decode(Components.Schemas._Error.self)
+            #expect(error.removedBy == first.id && (error.removedAt ?? 0) > 0)
+
+            // The push upgrade is refused as the API document says: 400 with no body, and the connection closed (the
+            // WebSocket library answers every refused upgrade so); a signed request to another route tells why.
+            let port = servers.ports[0]
+            for device in [second, TestDevice()] {
+                let refusedPush = try Self.pushUpgrade(port: port, account: account, device: device)
+                #expect(refusedPush.status == 400 && refusedPush.body.isEmpty && refusedPush.closed, "\(refusedPush)")
+            }
+            let forgedPush = try Self.pushUpgrade(port: port, account: account, device: first, signing: Signing(corruptSignature: true))
+            #expect(forgedPush.status == 400 && forgedPush.closed, "\(forgedPush)")
+            let accepted = try Self.pushUpgrade(port: port, account: account, device: first)
+            #expect(accepted.status == 101 && !accepted.closed, "\(accepted)")
         }
     }
 
-    @Test func theOpenRoutesNeedNoSignature() async throws {
-        try await TestServers.with { servers in
+    /// Sends a signed WebSocket upgrade for the account's push socket over a raw connection; returns the answer's
+    /// status, its body (an upgrade that succeeds has none), and whether the server then closed the connection.
+    static func pushUpgrade(port: Int, account: String, device: TestDevice, signing: Signing = .normal) throws -> (status: Int, body: String, closed: Bool) {
+        let path = "/v1/accounts/\(account)/push"
+        var head = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+        head += "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        for (name, value) in try SyncTestClient.signatureHeaders(method: "GET", path: path, body: [], device: device, signing: signing) {
+            head += "\(name): \(value)\r\n"
+        }
+        head += "\r\n"
+        let socket = try ServerFloodTests.connect(port: port)
+        defer { close(socket) }
+        _ = Array(head.utf8).withUnsafeBytes { write(socket, $0.baseAddress, $0.count) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        // Read the head, then the body its Content-Length names.
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            answer += buffer[0..<count]
+            let text = String(decoding: answer, as: UTF8.self)
+            guard let end = text.range(of: "\r\n\r\n") else { continue }
+            let length =
+                text[..<end.lowerBound].split(separator: "\r\n")
+                .first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+            if text.utf8.count - text.utf8.distance(from: text.startIndex, to: end.upperBound) >= length { break }
+        }
+        let text = String(decoding: answer, as: UTF8.self)
+        let status = text.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        let body = text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? ""
+        // Closed: the next read ends at once; an open socket (an accepted upgrade) waits, until the short timeout.
+        var short = timeval(tv_sec: 1, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &short, socklen_t(MemoryLayout<timeval>.size))
+        let closed = buffer.withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) } == 0
+        return (status, body, closed)
+    }
+
+    /// The monitoring listener's configuration in these tests: loopback, any free port.
+    static var withMonitoring: SyncServerConfiguration {
+        SyncServerConfiguration(host: "127.0.0.1", port: 0, monitoring: ("127.0.0.1", 0))
+    }
+
+    @Test func theOpenRoutesNeedNoSignatureAndTheMetricsAreOnTheMonitoringListenerOnly() async throws {
+        try await TestServers.with(configuration: Self.withMonitoring) { servers in
             let client = servers.client()
-            let health = try await client.send(.GET, "/health", as: nil)
+            let monitoring = SyncTestClient(port: servers.monitoringPorts[0])
+            let health = try await monitoring.send(.GET, "/health", as: nil)
             #expect(health.status == 200)
             #expect(try health.decode(Components.Schemas.Health.self).status == "ok")
 
@@ -95,20 +160,27 @@ struct AuthenticationTests {
 
             let device = TestDevice()
             #expect(try await client.createAccount(newAccountID(), device: device).status == 201)
-            let metrics = try await client.send(.GET, "/metrics", as: nil)
+            let metrics = try await monitoring.send(.GET, "/metrics", as: nil)
             #expect(metrics.status == 200)
             let text = String(decoding: metrics.body, as: UTF8.self)
             #expect(text.contains("keychain_sync_requests_total"))
             #expect(text.contains(#"route="/v1/accounts""#))
             #expect(text.contains("keychain_sync_request_duration_seconds"))
+
+            // The API's listener, which faces the internet, serves neither.
+            for path in ["/metrics", "/health"] {
+                let refused = try await client.send(.GET, path, as: nil)
+                #expect(refused.status == 404 && refused.errorCode == "not_found", "\(path)")
+                #expect(!String(decoding: refused.body, as: UTF8.self).contains("keychain_sync_requests_total"))
+            }
         }
     }
 }
 
 extension AuthenticationTests {
     @Test func healthSays503WhenTheDatabaseDoesNotAnswer() async throws {
-        try await TestServers.with { servers in
-            let client = servers.client()
+        try await TestServers.with(configuration: Self.withMonitoring) { servers in
+            let client = SyncTestClient(port: servers.monitoringPorts[0])
             #expect(try await client.send(.GET, "/health", as: nil).status == 200)
             // Cut the server off its database: no new connections, and the open ones ended.
             try await TestPostgres.withClient(database: "postgres") { admin in

@@ -74,7 +74,7 @@ struct SyncKillTests {
                     [
                         "--host", "127.0.0.1", "--port", "\(port)",
                         "--postgres-socket", TestPostgres.socketFolder ?? "", "--postgres-user", TestPostgres.user,
-                        "--postgres-database", database, "--log-level", "info",
+                        "--postgres-database", database, "--log-level", "info", "--no-metrics",
                     ], outputPath: scratch + "/server-\(starts).log")
                 do {
                     let line = try await server.waitForLine(containing: "listening on 127.0.0.1:", inErrors: true)

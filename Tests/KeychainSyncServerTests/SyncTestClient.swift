@@ -37,6 +37,8 @@ struct TestDevice: Sendable {
 struct TestResponse: Sendable {
     let status: Int
     let body: [UInt8]
+    /// The `Retry-After` header, when the answer has one.
+    var retryAfter: String? = nil
 
     /// The body decoded as `T`.
     func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
@@ -110,7 +112,7 @@ struct SyncTestClient: Sendable {
         }
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 16 * 1024 * 1024)
-        return TestResponse(status: Int(response.status.code), body: Array(body.readableBytesView))
+        return TestResponse(status: Int(response.status.code), body: Array(body.readableBytesView), retryAfter: response.headers.first(name: "Retry-After"))
     }
 
     /// Sends a request with a JSON body, signed by `device`.

@@ -14,6 +14,8 @@ struct TestServers: Sendable {
     let database: String
     /// Each instance's port.
     let ports: [Int]
+    /// Each instance's monitoring port (`/metrics`, `/health`), when the configuration asks for the listener.
+    var monitoringPorts: [Int] = []
 
     /// Runs `body` with `count` instances on a new database; shuts them down gracefully and drops the database after.
     static func with<T: Sendable>(
@@ -24,12 +26,14 @@ struct TestServers: Sendable {
         try await TestPostgres.withDatabase { database in
             let logger = TestPostgres.logger
             var groups: [ServiceGroup] = []
-            let (portStream, portContinuation) = AsyncStream.makeStream(of: (Int, Int).self)
+            // Ports as (instance, port, whether it is the monitoring listener's).
+            let (portStream, portContinuation) = AsyncStream.makeStream(of: (Int, Int, Bool).self)
             for index in 0..<count {
                 let client = PostgresClient(configuration: TestPostgres.configuration(database: database), backgroundLogger: logger)
-                let app = try SyncServer.makeApplication(configuration: configuration, database: client, logger: logger) { port in
-                    portContinuation.yield((index, port))
-                }
+                let app = try SyncServer.makeApplication(
+                    configuration: configuration, database: client, logger: logger,
+                    onRunning: { port in portContinuation.yield((index, port, false)) },
+                    onMonitoringRunning: { port in portContinuation.yield((index, port, true)) })
                 groups.append(
                     ServiceGroup(
                         configuration: .init(
@@ -59,13 +63,14 @@ struct TestServers: Sendable {
             let result: T
             do {
                 var ports = [Int](repeating: 0, count: count)
+                var monitoringPorts = [Int](repeating: 0, count: configuration.monitoring == nil ? 0 : count)
                 var seen = 0
-                for await (index, port) in portStream {
-                    ports[index] = port
+                for await (index, port, monitoring) in portStream {
+                    if monitoring { monitoringPorts[index] = port } else { ports[index] = port }
                     seen += 1
-                    if seen == count { break }
+                    if seen == ports.count + monitoringPorts.count { break }
                 }
-                result = try await body(TestServers(database: database, ports: ports))
+                result = try await body(TestServers(database: database, ports: ports, monitoringPorts: monitoringPorts))
             } catch {
                 try? await shutDown()
                 throw error

@@ -51,8 +51,14 @@ public final class SyncServerProcess: @unchecked Sendable {
         #endif
     }
 
-    /// Makes a new database and starts the server on it; returns once it listens.
-    public init() throws {
+    /// The server's process ID.
+    public var pid: Int32 { process.processIdentifier }
+    /// The port it listens on.
+    public let port: Int
+
+    /// Makes a new database and starts the server on it with `arguments` added to its command line; returns once
+    /// it listens.
+    public init(arguments: [String] = []) throws {
         guard let socket = Self.postgresSocket, let createdb = Self.postgresProgram("createdb") else {
             throw TestProcessError("No PostgreSQL: set KEYCHAIN_TEST_POSTGRES_SOCKET to the folder of its socket.")
         }
@@ -60,11 +66,12 @@ public final class SyncServerProcess: @unchecked Sendable {
         let made = try ProgramRun.run(createdb, ["-h", socket, "-U", Self.postgresUser, database], environment: ["PATH": "/usr/bin:/bin"])
         guard made.status == 0 else { throw TestProcessError("createdb \(database) failed: \(made.stderr)") }
 
-        let command = [
-            try BuiltProducts.path(of: "keychain-sync-server"), "--host", "127.0.0.1", "--port", "0",
-            "--postgres-socket", socket, "--postgres-user", Self.postgresUser, "--postgres-database", database,
-            "--log-level", "info",
-        ]
+        let command =
+            [
+                try BuiltProducts.path(of: "keychain-sync-server"), "--host", "127.0.0.1", "--port", "0",
+                "--postgres-socket", socket, "--postgres-user", Self.postgresUser, "--postgres-database", database,
+                "--log-level", "info", "--no-metrics",
+            ] + arguments
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         process.environment = ["PATH": "/usr/bin:/bin"]
@@ -82,6 +89,16 @@ public final class SyncServerProcess: @unchecked Sendable {
             throw TestProcessError("keychain-sync-server did not start:\n\(text)")
         }
         url = "http://127.0.0.1:\(port)"
+        self.port = port
+    }
+
+    /// The server's resident memory now, in bytes (`VmRSS` of /proc/PID/status).
+    public var residentBytes: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return nil }
+        return kilobytes * 1024
     }
 
     /// The port in Hummingbird's "Server started and listening on HOST:PORT" line.

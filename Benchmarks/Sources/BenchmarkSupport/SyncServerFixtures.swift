@@ -122,16 +122,18 @@ public final class SyncServerProcess: @unchecked Sendable {
             throw BenchmarkFailure("keychain-sync-server is not at \(binary); build the benchmark package (it builds the server too).")
         }
         let port = try Self.freePort()
+        // /health is on the monitoring listener.
+        let monitoringPort = try Self.freePort()
         guard let base = URL(string: "http://127.0.0.1:\(port)") else { throw BenchmarkFailure("No URL for port \(port).") }
         url = base
         pid = try ChildProcess.spawn(
             binary,
             [
                 "--port", String(port), "--postgres-socket", database.socketFolder,
-                "--postgres-user", database.user, "--log-level", "error",
+                "--postgres-user", database.user, "--log-level", "error", "--metrics-port", String(monitoringPort),
             ], quiet: false)
         let deadline = ContinuousClock.now + .seconds(60)
-        while !Self.healthy(port: port) {
+        while !Self.healthy(port: monitoringPort) {
             guard ChildProcess.isRunning(pid), ContinuousClock.now < deadline else {
                 throw BenchmarkFailure("keychain-sync-server did not answer on port \(port).")
             }

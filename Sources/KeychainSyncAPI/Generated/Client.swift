@@ -32,14 +32,18 @@ import HTTPTypes
 ///
 /// ## Request signatures
 ///
-/// Every request except `GET /health`, `GET /metrics` and `GET /openapi.yaml` is signed by a device. It carries
-/// four headers:
+/// Every request except `GET /openapi.yaml` is signed by a device. It carries four headers, and should carry a
+/// fifth:
 ///
 /// * `Keychain-Device`: the signer's device id.
 /// * `Keychain-Timestamp`: the time of signing, in whole Unix seconds (decimal).
 /// * `Keychain-Nonce`: 16 to 64 characters of base64url (`A-Z a-z 0-9 - _`, no padding), never reused by
 ///   that device (the server remembers nonces for 10 minutes; use 16 or more random bytes).
 /// * `Keychain-Signature`: standard base64 of the Ed25519 signature over the canonical string.
+/// * `Keychain-Content-SHA256`: the body's hash as the canonical string has it (`BODY_SHA256` below). With it the
+///   server checks the signature before it reads the body (a request from anyone but a known device is refused
+///   with nothing read), then the body against the hash (400 `content_hash_mismatch`). Without it the body is
+///   read first, up to the route's limit.
 ///
 /// The canonical string is the UTF-8 encoding of these six lines joined by a single `\n` (no `\n` after the
 /// last):
@@ -56,12 +60,22 @@ import HTTPTypes
 /// The server verifies the signature with the signer's stored signing key; for `POST /v1/accounts` and
 /// `POST /v1/accounts/{account}/joins` it uses the `signing_key` in the body instead, whose device id must equal
 /// `Keychain-Device`. A timestamp more than 300 seconds from the server's clock, a nonce already used by that
-/// device, an unknown device or a bad signature answers 401; a removed device answers 403. Such answers have
-/// the `Error` body: a machine-readable `error` code and a `message` saying what to do.
+/// device, an unknown device or a bad signature answers 401; a removed device answers 403 `device_removed`, with
+/// `removed_at` and `removed_by`. Such answers have the `Error` body: a machine-readable `error` code and a
+/// `message` saying what to do.
 ///
 /// ## Limits
 ///
-/// * A request body is at most 8 MiB (larger: 413 `body_too_large`).
+/// * A request body is at most what its route takes, checked from `Content-Length` before it is read (larger:
+///   413 `body_too_large`): a write batch 8 MiB, zone keys 2 MiB, a new account 256 KiB, a device list 128 KiB,
+///   a join request 16 KiB, every other request none.
+/// * Rate limits, per source address and per account, on account creation, join requests and writes (record
+///   batches, device lists, zone keys): past them 429 `rate_limited` with `Retry-After` (seconds). The numbers
+///   are the server's settings (`keychain-sync-server --help`).
+/// * An account stores at most the server's quota (100 MiB by default) of ciphertexts and wrapped keys: a write
+///   batch past it answers 507 `quota_exceeded` and writes nothing.
+/// * A connection silent for the server's idle timeout (30 s by default), between requests or in the middle of
+///   one, is closed.
 /// * One write batch holds 1 to 500 writes; `item_id` is 1 to 128 characters, `zone` and `key_id` 1 to 64
 ///   characters of `A-Z a-z 0-9 . _ -`; `ciphertext` at most 256 KiB, `wrapped_key` at most 1 KiB, a wrapped
 ///   zone key at most 4 KiB, `code_hash` at most 64 bytes, a device list blob at most 64 KiB with at most 256
@@ -85,8 +99,16 @@ import HTTPTypes
 /// from any server instance, the server sends within about a second a text message
 /// `{"zone": "<zone>", "seq": <seq>}`: the zone changed and its feed reaches at least `seq`; the client then
 /// reads the change feed. The server pings every 30 seconds and drops sockets that do not answer. At most 64
-/// sockets per account and 10,000 in all per server instance: past that the upgrade answers 429. When a
-/// device-list update removes the device, the server closes its sockets with code 1008 (policy violation).
+/// sockets per account and 10,000 in all per server instance. A refused upgrade (a signature that does not
+/// verify, an unknown, pending or removed device, too many sockets) answers 400 with no body and closes the
+/// connection, whatever the reason; a signed request to another route (the change feed) tells why, with the
+/// status and `Error` body described above. When a device-list update removes the device, the server closes
+/// its sockets with code 1008 (policy violation).
+///
+/// ## Monitoring
+///
+/// `GET /health` and `GET /metrics` are served on the server's monitoring listener, an address of its own
+/// (loopback by default), never on the API's: there they answer 404.
 ///
 package struct Client: APIProtocol {
     /// The underlying HTTP client.
@@ -115,7 +137,7 @@ package struct Client: APIProtocol {
     private var converter: Converter {
         client.converter
     }
-    /// Whether the server can reach its database.
+    /// Whether the server can reach its database (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /health`.
     /// - Remark: Generated from `#/paths//health/get(getHealth)`.
@@ -197,7 +219,7 @@ package struct Client: APIProtocol {
             }
         )
     }
-    /// Prometheus metrics in the text exposition format.
+    /// Prometheus metrics in the text exposition format (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get(getMetrics)`.
@@ -321,7 +343,8 @@ package struct Client: APIProtocol {
     ///
     /// Signed by the first device with the key in the body. The device list must be version 1, signed by that
     /// device, and name that device alone as trusted. `zone_keys` may hold that device's first wrapped zone
-    /// keys (its own recipient id only).
+    /// keys (its own recipient id only). A server that creates accounts by token only wants one of its
+    /// operator's tokens in `Keychain-Account-Token`.
     ///
     ///
     /// - Remark: HTTP `POST /v1/accounts`.
@@ -340,6 +363,11 @@ package struct Client: APIProtocol {
                     method: .post
                 )
                 suppressMutabilityWarning(&request)
+                try converter.setHeaderFieldAsURI(
+                    in: &request.headerFields,
+                    name: "Keychain-Account-Token",
+                    value: input.headers.keychainAccountToken
+                )
                 converter.setAcceptHeader(
                     in: &request.headerFields,
                     contentTypes: input.headers.accept
@@ -423,6 +451,28 @@ package struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .unauthorized(.init(body: body))
+                case 403:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.CreateAccount.Output.Forbidden.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .forbidden(.init(body: body))
                 case 409:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Operations.CreateAccount.Output.Conflict.Body
@@ -467,6 +517,36 @@ package struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .contentTooLarge(.init(body: body))
+                case 429:
+                    let headers: Components.Responses.TooManyRequests.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.TooManyRequests.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .tooManyRequests(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 default:
                     return .undocumented(
                         statusCode: response.status.code,
@@ -763,6 +843,36 @@ package struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .contentTooLarge(.init(body: body))
+                case 429:
+                    let headers: Components.Responses.TooManyRequests.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.TooManyRequests.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .tooManyRequests(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 default:
                     return .undocumented(
                         statusCode: response.status.code,
@@ -1077,6 +1187,36 @@ package struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .contentTooLarge(.init(body: body))
+                case 429:
+                    let headers: Components.Responses.TooManyRequests.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.TooManyRequests.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .tooManyRequests(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 default:
                     return .undocumented(
                         statusCode: response.status.code,
@@ -1326,6 +1466,36 @@ package struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .contentTooLarge(.init(body: body))
+                case 429:
+                    let headers: Components.Responses.TooManyRequests.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.TooManyRequests.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .tooManyRequests(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 default:
                     return .undocumented(
                         statusCode: response.status.code,
@@ -1514,6 +1684,58 @@ package struct Client: APIProtocol {
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
                     return .contentTooLarge(.init(body: body))
+                case 429:
+                    let headers: Components.Responses.TooManyRequests.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.TooManyRequests.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .tooManyRequests(.init(
+                        headers: headers,
+                        body: body
+                    ))
+                case 507:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.WriteRecords.Output.Code507.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .code507(.init(body: body))
                 default:
                     return .undocumented(
                         statusCode: response.status.code,

@@ -18,7 +18,7 @@ import struct Foundation.Data
 import struct Foundation.Date
 /// API operations, with input and output types, generated from `#/paths` in the OpenAPI document.
 package enum Operations {
-    /// Whether the server can reach its database.
+    /// Whether the server can reach its database (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /health`.
     /// - Remark: Generated from `#/paths//health/get(getHealth)`.
@@ -179,7 +179,7 @@ package enum Operations {
             }
         }
     }
-    /// Prometheus metrics in the text exposition format.
+    /// Prometheus metrics in the text exposition format (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get(getMetrics)`.
@@ -403,7 +403,8 @@ package enum Operations {
     ///
     /// Signed by the first device with the key in the body. The device list must be version 1, signed by that
     /// device, and name that device alone as trusted. `zone_keys` may hold that device's first wrapped zone
-    /// keys (its own recipient id only).
+    /// keys (its own recipient id only). A server that creates accounts by token only wants one of its
+    /// operator's tokens in `Keychain-Account-Token`.
     ///
     ///
     /// - Remark: HTTP `POST /v1/accounts`.
@@ -413,12 +414,21 @@ package enum Operations {
         package struct Input: Sendable, Hashable {
             /// - Remark: Generated from `#/paths/v1/accounts/POST/header`.
             package struct Headers: Sendable, Hashable {
+                /// A token from the server's operator, when the server creates accounts by token only.
+                ///
+                /// - Remark: Generated from `#/paths/v1/accounts/POST/header/Keychain-Account-Token`.
+                package var keychainAccountToken: Swift.String?
                 package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateAccount.AcceptableContentType>]
                 /// Creates a new `Headers`.
                 ///
                 /// - Parameters:
+                ///   - keychainAccountToken: A token from the server's operator, when the server creates accounts by token only.
                 ///   - accept:
-                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateAccount.AcceptableContentType>] = .defaultValues()) {
+                package init(
+                    keychainAccountToken: Swift.String? = nil,
+                    accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateAccount.AcceptableContentType>] = .defaultValues()
+                ) {
+                    self.keychainAccountToken = keychainAccountToken
                     self.accept = accept
                 }
             }
@@ -543,6 +553,59 @@ package enum Operations {
                     }
                 }
             }
+            package struct Forbidden: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/accounts/POST/responses/403/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/accounts/POST/responses/403/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.CreateAccount.Output.Forbidden.Body
+                /// Creates a new `Forbidden`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.CreateAccount.Output.Forbidden.Body) {
+                    self.body = body
+                }
+            }
+            /// The server creates no accounts (`account_creation_closed`), or only with a token and none valid was
+            /// given (`account_token_required`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/post(createAccount)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Operations.CreateAccount.Output.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Operations.CreateAccount.Output.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
             package struct Conflict: Sendable, Hashable {
                 /// - Remark: Generated from `#/paths/v1/accounts/POST/responses/409/content`.
                 @frozen package enum Body: Sendable, Hashable {
@@ -594,7 +657,7 @@ package enum Operations {
                     }
                 }
             }
-            /// The body is larger than 8 MiB (`body_too_large`).
+            /// The body is larger than the route takes (`body_too_large`).
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/post(createAccount)/responses/413`.
             ///
@@ -612,6 +675,29 @@ package enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Over a rate limit (`rate_limited`); try again after `Retry-After` seconds.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/post(createAccount)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            package var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -1073,7 +1159,7 @@ package enum Operations {
                     }
                 }
             }
-            /// The body is larger than 8 MiB (`body_too_large`).
+            /// The body is larger than the route takes (`body_too_large`).
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/device-list/put(putDeviceList)/responses/413`.
             ///
@@ -1091,6 +1177,29 @@ package enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Over a rate limit (`rate_limited`); try again after `Retry-After` seconds.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/device-list/put(putDeviceList)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            package var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -1571,7 +1680,7 @@ package enum Operations {
                     }
                 }
             }
-            /// The body is larger than 8 MiB (`body_too_large`).
+            /// The body is larger than the route takes (`body_too_large`).
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/post(requestJoin)/responses/413`.
             ///
@@ -1589,6 +1698,29 @@ package enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Over a rate limit (`rate_limited`); try again after `Retry-After` seconds.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/post(requestJoin)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            package var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -1976,7 +2108,7 @@ package enum Operations {
                     }
                 }
             }
-            /// The body is larger than 8 MiB (`body_too_large`).
+            /// The body is larger than the route takes (`body_too_large`).
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/zone-keys/put(putZoneKeys)/responses/413`.
             ///
@@ -1994,6 +2126,29 @@ package enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Over a rate limit (`rate_limited`); try again after `Retry-After` seconds.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/zone-keys/put(putZoneKeys)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            package var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
                             response: self
                         )
                     }
@@ -2280,7 +2435,7 @@ package enum Operations {
                     }
                 }
             }
-            /// The body is larger than 8 MiB (`body_too_large`).
+            /// The body is larger than the route takes (`body_too_large`).
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/zones/{zone}/records/post(writeRecords)/responses/413`.
             ///
@@ -2298,6 +2453,80 @@ package enum Operations {
                     default:
                         try throwUnexpectedResponseStatus(
                             expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Over a rate limit (`rate_limited`); try again after `Retry-After` seconds.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/zones/{zone}/records/post(writeRecords)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            package var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Code507: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/accounts/{account}/zones/{zone}/records/POST/responses/507/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/accounts/{account}/zones/{zone}/records/POST/responses/507/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.WriteRecords.Output.Code507.Body
+                /// Creates a new `Code507`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.WriteRecords.Output.Code507.Body) {
+                    self.body = body
+                }
+            }
+            /// The batch would take the account past its storage quota (`quota_exceeded`); nothing was written.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/zones/{zone}/records/post(writeRecords)/responses/507`.
+            ///
+            /// HTTP response code: `507 code507`.
+            case code507(Operations.WriteRecords.Output.Code507)
+            /// The associated value of the enum case if `self` is `.code507`.
+            ///
+            /// - Throws: An error if `self` is not `.code507`.
+            /// - SeeAlso: `.code507`.
+            package var code507: Operations.WriteRecords.Output.Code507 {
+                get throws {
+                    switch self {
+                    case let .code507(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "code507",
                             response: self
                         )
                     }

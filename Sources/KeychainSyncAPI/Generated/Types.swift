@@ -18,12 +18,12 @@ import struct Foundation.Data
 import struct Foundation.Date
 /// A type that performs HTTP operations defined by the OpenAPI document.
 package protocol APIProtocol: Sendable {
-    /// Whether the server can reach its database.
+    /// Whether the server can reach its database (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /health`.
     /// - Remark: Generated from `#/paths//health/get(getHealth)`.
     func getHealth(_ input: Operations.GetHealth.Input) async throws -> Operations.GetHealth.Output
-    /// Prometheus metrics in the text exposition format.
+    /// Prometheus metrics in the text exposition format (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get(getMetrics)`.
@@ -37,7 +37,8 @@ package protocol APIProtocol: Sendable {
     ///
     /// Signed by the first device with the key in the body. The device list must be version 1, signed by that
     /// device, and name that device alone as trusted. `zone_keys` may hold that device's first wrapped zone
-    /// keys (its own recipient id only).
+    /// keys (its own recipient id only). A server that creates accounts by token only wants one of its
+    /// operator's tokens in `Keychain-Account-Token`.
     ///
     ///
     /// - Remark: HTTP `POST /v1/accounts`.
@@ -111,14 +112,14 @@ package protocol APIProtocol: Sendable {
 
 /// Convenience overloads for operation inputs.
 extension APIProtocol {
-    /// Whether the server can reach its database.
+    /// Whether the server can reach its database (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /health`.
     /// - Remark: Generated from `#/paths//health/get(getHealth)`.
     package func getHealth(headers: Operations.GetHealth.Input.Headers = .init()) async throws -> Operations.GetHealth.Output {
         try await getHealth(Operations.GetHealth.Input(headers: headers))
     }
-    /// Prometheus metrics in the text exposition format.
+    /// Prometheus metrics in the text exposition format (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /metrics`.
     /// - Remark: Generated from `#/paths//metrics/get(getMetrics)`.
@@ -136,7 +137,8 @@ extension APIProtocol {
     ///
     /// Signed by the first device with the key in the body. The device list must be version 1, signed by that
     /// device, and name that device alone as trusted. `zone_keys` may hold that device's first wrapped zone
-    /// keys (its own recipient id only).
+    /// keys (its own recipient id only). A server that creates accounts by token only wants one of its
+    /// operator's tokens in `Keychain-Account-Token`.
     ///
     ///
     /// - Remark: HTTP `POST /v1/accounts`.

@@ -8,6 +8,18 @@ extension SyncAPI {
         guard case .json(let request) = input.body, let signer = AuthenticatedDevice.current else {
             throw SyncFailure.badRequest("Send the account as JSON.")
         }
+        switch accountCreation {
+        case .open: break
+        case .closed:
+            throw SyncFailure(
+                .forbidden, "account_creation_closed", "This server creates no new accounts: ask its operator, or join an account that exists.")
+        case .token(let hashes):
+            guard let token = input.headers.keychainAccountToken, hashes.contains(RequestSignature.bodyHash(Array(token.utf8))) else {
+                throw SyncFailure(
+                    .forbidden, "account_token_required",
+                    "This server creates accounts only with a token from its operator: give it to `security sync create-account --account-token-stdin`.")
+            }
+        }
         try RequestValidation.accountID(request.accountId)
         try RequestValidation.publicKey(request.device.signingKey, what: "device.signing_key")
         try RequestValidation.publicKey(request.device.agreementKey, what: "device.agreement_key")

@@ -17,7 +17,12 @@ extension SyncAPI {
                 wrappedKey: Array($0.wrappedKey.data), keyID: $0.keyId
             )
         }
-        switch try await store.write(account: account, zone: zone, writer: writer.deviceID, writes: writes) {
+        switch try await store.write(account: account, zone: zone, writer: writer.deviceID, writes: writes, quota: quotaBytes) {
+        case .overQuota(let wouldStore, let quota):
+            throw SyncFailure(
+                .init(code: 507, reasonPhrase: "Insufficient Storage"), "quota_exceeded",
+                "The account would store \(wouldStore) bytes, over its quota of \(quota): delete items (their records shrink to deletions) or ask the server's operator for more room. Nothing was written."
+            )
         case .written(let records, let seq):
             metrics.recordsWritten(records.count)
             return .ok(

@@ -16,6 +16,10 @@ struct SyncAPI: APIProtocol {
     let metrics: SyncMetrics
     /// Where handlers log.
     let logger: Logger
+    /// The most bytes an account may store.
+    var quotaBytes: Int64 = SyncLimits.defaultStorageQuotaBytes
+    /// Who may create accounts.
+    var accountCreation: AccountCreationPolicy = .open
 
     /// The signer of the request, checked to be a device of `account` in one of `states`.
     func device(of account: String, in states: Set<DeviceState>) throws(SyncFailure) -> AuthenticatedDevice {
@@ -29,17 +33,28 @@ struct SyncAPI: APIProtocol {
     }
 
     func getHealth(_ input: Operations.GetHealth.Input) async throws -> Operations.GetHealth.Output {
+        // Never on the API's listener: the monitoring listener serves it (``MonitoringListener``).
+        throw Self.onMonitoringListener
+    }
+
+    /// 404 for `/health` and `/metrics` on the API's listener.
+    static let onMonitoringListener = SyncFailure(
+        .notFound, "not_found", "This is served on the server's monitoring listener (--metrics-host, --metrics-port), not here.")
+
+    /// Whether the database answers within 3 seconds (what `/health` says).
+    static func databaseAnswers(_ store: SyncStore, logger: Logger) async -> Bool {
         do {
             try await withDeadline(.seconds(3)) { try await store.ping() }
-            return .ok(.init(body: .json(.init(status: "ok"))))
+            return true
         } catch {
             logger.warning("Health check: the database does not answer", metadata: ["error": "\(type(of: error))"])
-            return .serviceUnavailable(.init(body: .json(.init(status: "unavailable"))))
+            return false
         }
     }
 
     func getMetrics(_ input: Operations.GetMetrics.Input) async throws -> Operations.GetMetrics.Output {
-        .ok(.init(body: .plainText(HTTPBody(metrics.exposition()))))
+        // Never on the API's listener: the monitoring listener serves them (``MonitoringListener``).
+        throw Self.onMonitoringListener
     }
 
     func getOpenAPIDocument(_ input: Operations.GetOpenAPIDocument.Input) async throws -> Operations.GetOpenAPIDocument.Output {

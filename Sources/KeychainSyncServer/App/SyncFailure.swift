@@ -21,6 +21,8 @@ package struct SyncFailure: Error, Sendable, Equatable {
     package var removedAtMillis: Int64?
     /// With `device_removed`: the device whose list removed it (`removed_by`).
     package var removedBy: String?
+    /// With 429: how long until the client may try again (`Retry-After`, whole seconds rounded up).
+    package var retryAfter: Duration?
 
     /// A failure with the given status, code and message.
     package init(_ status: HTTPResponse.Status, _ code: String, _ message: String) {
@@ -54,17 +56,30 @@ package struct SyncFailure: Error, Sendable, Equatable {
         return failure
     }
 
+    /// 429: too many requests of this kind; `Retry-After` says when to try again.
+    package static func rateLimited(retryAfter: Duration, what: String) -> SyncFailure {
+        let seconds = max(1, Int64((retryAfter / .seconds(1)).rounded(.up)))
+        var failure = SyncFailure(
+            .tooManyRequests, "rate_limited", "Too many requests of this kind \(what): try again in \(seconds) seconds (Retry-After).")
+        failure.retryAfter = .seconds(seconds)
+        return failure
+    }
+
     /// 404: no such account.
     package static let noSuchAccount = SyncFailure(
         .notFound, "no_such_account",
         "There is no account with this id: check the id, or create the account first."
     )
 
-    /// 413: the body is over the limit.
-    package static let bodyTooLarge = SyncFailure(
-        .contentTooLarge, "body_too_large",
-        "The request body is larger than \(SyncLimits.maximumBodyBytes) bytes: send fewer or smaller records per request."
-    )
+    /// 413: the body is over the route's limit.
+    package static func bodyTooLarge(limit: Int) -> SyncFailure {
+        SyncFailure(
+            .contentTooLarge, "body_too_large",
+            limit == 0
+                ? "This request takes no body: send it without one."
+                : "The request body is larger than this route takes (\(limit) bytes): send fewer or smaller records per request."
+        )
+    }
 
     /// The JSON body of the answer.
     package var jsonBody: [UInt8] {
@@ -75,7 +90,11 @@ package struct SyncFailure: Error, Sendable, Equatable {
 
 extension SyncFailure: HTTPResponseError {
     /// The headers of the answer.
-    package var headers: HTTPFields { [.contentType: "application/json"] }
+    package var headers: HTTPFields {
+        var fields: HTTPFields = [.contentType: "application/json"]
+        if let retryAfter { fields[.retryAfter] = String(retryAfter.components.seconds) }
+        return fields
+    }
 
     /// The Hummingbird response for this failure.
     package func response(from request: Request, context: some RequestContext) throws -> Response {

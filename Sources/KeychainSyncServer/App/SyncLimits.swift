@@ -1,8 +1,25 @@
 #if Network
 /// The bounds the server enforces on what clients send; the OpenAPI document lists the same numbers.
 package enum SyncLimits {
-    /// The largest request body, in bytes (8 MiB).
+    /// The largest request body, in bytes (8 MiB: a write batch).
     package static let maximumBodyBytes = 8 * 1024 * 1024
+
+    /// The largest body a route takes, in bytes, checked from `Content-Length` before anything is read (and while
+    /// reading a body sent in chunks): a write batch 8 MiB, zone keys 2 MiB, a new account 256 KiB, a device list
+    /// 128 KiB, a join request 16 KiB, anything else none.
+    package static func bodyLimit(method: String, path: String) -> Int {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        // "", "v1", "accounts", account, ...
+        guard segments.count >= 3, segments[1] == "v1", segments[2] == "accounts" else { return 0 }
+        switch (method, segments.count, segments.count > 4 ? segments[4] : "") {
+        case ("POST", 3, _): return 256 * 1024
+        case ("POST", 5, "joins"): return 16 * 1024
+        case ("PUT", 5, "device-list"): return 128 * 1024
+        case ("PUT", 5, "zone-keys"): return 2 * 1024 * 1024
+        case ("POST", 7, "zones") where segments[6] == "records": return maximumBodyBytes
+        default: return 0
+        }
+    }
     /// The most writes in one batch.
     package static let maximumWritesPerBatch = 500
     /// The longest item id, in UTF-8 bytes.
@@ -35,6 +52,8 @@ package enum SyncLimits {
     package static let maximumSocketsPerAccount = 64
     /// The most push sockets on one server instance.
     package static let maximumSockets = 10_000
+    /// The storage quota of an account, in bytes (100 MiB).
+    package static let defaultStorageQuotaBytes: Int64 = 100 * 1024 * 1024
     /// How long a connection may stay silent (between requests, or while its request is read), in seconds.
     package static let defaultIdleTimeoutSeconds = 30
 }

@@ -20,12 +20,14 @@ package enum SyncServer {
     ///   - database: The PostgreSQL client (run it in the same service group).
     ///   - logger: Where the server logs.
     ///   - onRunning: Called with the bound port once the server listens (useful with port 0).
-    /// - Returns: The application, a `Service`.
+    ///   - onMonitoringRunning: Called with the monitoring listener's bound port, when there is one.
+    /// - Returns: The application, a `Service` (the monitoring listener runs as one of its services).
     package static func makeApplication(
         configuration: SyncServerConfiguration,
         database: PostgresClient,
         logger: Logger,
-        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onMonitoringRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some ApplicationProtocol {
         let store = SyncStore(client: database, logger: logger)
         let metrics = SyncMetrics()
@@ -33,13 +35,17 @@ package enum SyncServer {
 
         let router = Router(context: SyncRequestContext.self)
         router.add(middleware: RequestObservationMiddleware(metrics: metrics))
-        router.add(middleware: AuthenticationMiddleware(store: store))
-        let api = SyncAPI(store: store, metrics: metrics, logger: logger)
+        let limits = RequestLimits(configuration.rateLimits)
+        let authentication = AuthenticationMiddleware(store: store, limits: limits, clientAddressHeader: configuration.clientAddressHeader)
+        router.add(middleware: authentication)
+        let api = SyncAPI(
+            store: store, metrics: metrics, logger: logger, quotaBytes: configuration.storageQuotaBytes,
+            accountCreation: configuration.accountCreation)
         try api.registerHandlers(on: router, middlewares: [RequestErrorMiddleware(logger: logger)])
 
         let webSocketRouter = Router(context: SyncRequestContext.self)
         webSocketRouter.add(middleware: RequestObservationMiddleware(metrics: metrics))
-        webSocketRouter.add(middleware: AuthenticationMiddleware(store: store))
+        webSocketRouter.add(middleware: authentication)
         PushRoute.add(to: webSocketRouter, hub: hub, metrics: metrics)
 
         var app = Application(
@@ -60,6 +66,12 @@ package enum SyncServer {
         app.beforeServerStarts {
             try await SchemaMigrations.run(on: database, logger: logger)
             schemaReadyContinuation.finish()
+        }
+        if let monitoring = configuration.monitoring {
+            app.addServices(
+                MonitoringListener.makeApplication(
+                    host: monitoring.host, port: monitoring.port, store: store, metrics: metrics, logger: logger,
+                    onRunning: onMonitoringRunning))
         }
         app.addServices(
             PushListener(client: database, hub: hub, logger: logger),

@@ -16,6 +16,18 @@ package struct SyncServerConfiguration: Sendable {
     /// How long a connection may stay silent before it is closed: between requests, and in the middle of one (a
     /// half-sent body). Push sockets are kept by their pings instead.
     package var idleTimeout: Duration
+    /// The most bytes (records' ciphertexts and wrapped keys) one account may store; a write past it answers 507.
+    package var storageQuotaBytes: Int64 = SyncLimits.defaultStorageQuotaBytes
+    /// Who may create accounts.
+    package var accountCreation: AccountCreationPolicy = .open
+    /// How many costly requests the server takes per source address and per account.
+    package var rateLimits = SyncRateLimits()
+    /// The request header that carries the client's address when the server is behind a proxy that sets it
+    /// (`X-Forwarded-For`: its last entry); nil: the connection's peer address.
+    package var clientAddressHeader: String?
+    /// Where `/metrics` and `/health` are served, apart from the API (nil: nowhere). Loopback by default: the
+    /// API's listener serves `/health` too, but never the metrics.
+    package var monitoring: (host: String, port: Int)?
 
     /// A configuration; the defaults suit production.
     package init(
@@ -25,9 +37,11 @@ package struct SyncServerConfiguration: Sendable {
         maintenanceInterval: Duration = .seconds(300),
         pushSocketsPerAccount: Int = SyncLimits.maximumSocketsPerAccount,
         pushSockets: Int = SyncLimits.maximumSockets,
-        idleTimeout: Duration = .seconds(SyncLimits.defaultIdleTimeoutSeconds)
+        idleTimeout: Duration = .seconds(SyncLimits.defaultIdleTimeoutSeconds),
+        monitoring: (host: String, port: Int)? = nil
     ) {
         self.idleTimeout = idleTimeout
+        self.monitoring = monitoring
         self.host = host
         self.port = port
         self.tombstoneHorizonSeconds = tombstoneHorizonSeconds
@@ -35,5 +49,15 @@ package struct SyncServerConfiguration: Sendable {
         self.pushSocketsPerAccount = pushSocketsPerAccount
         self.pushSockets = pushSockets
     }
+}
+
+/// Who may create accounts on a server.
+package enum AccountCreationPolicy: Sendable, Equatable {
+    /// Anyone (within the rate limit per address).
+    case open
+    /// Whoever gives one of these tokens in `Keychain-Account-Token` (kept as the lowercase hex SHA-256 of each).
+    case token(hashes: Set<String>)
+    /// Nobody: the server serves the accounts it has.
+    case closed
 }
 #endif

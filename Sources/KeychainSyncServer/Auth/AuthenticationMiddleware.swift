@@ -8,26 +8,51 @@ import NIOCore
 
 /// Verifies every request's signature before any route sees it, and tells the routes which device signed.
 ///
-/// It reads the whole body (at most ``SyncLimits/maximumBodyBytes``, else 413) because the signature covers its
-/// hash, checks the clock skew, the signature and the nonce (in PostgreSQL, so a replay to another instance fails
-/// too), and refuses removed devices. The device is then in ``SyncRequestContext/device`` and, for the OpenAPI
-/// handlers, in ``AuthenticatedDevice/current``.
+/// What it can check from the headers comes first, before a byte of the body is read: the route's body limit
+/// (``SyncLimits/bodyLimit(method:path:)``, from `Content-Length`: 413), the signature headers (401), and, for a
+/// device the server knows, the signature itself over the body hash the client states in
+/// `Keychain-Content-SHA256`, the clock skew and the nonce (in PostgreSQL, so a replay to another instance fails
+/// too). Only then is the body read, up to the route's limit, and checked against the stated hash. A client that
+/// states no hash, and the two routes whose key is in the body (account creation, join requests), have their body
+/// read first, up to the route's limit. Removed devices are refused after their signature verified. The device is
+/// then in ``SyncRequestContext/device`` and, for the OpenAPI handlers, in ``AuthenticatedDevice/current``.
 package struct AuthenticationMiddleware: RouterMiddleware {
     /// The context of the sync routers.
     package typealias Context = SyncRequestContext
 
     /// Where devices and nonces are.
     let store: SyncStore
+    /// The rate limits, counted per source address before anything else and per account once verified.
+    let limits: RequestLimits
+    /// The header that carries the client's address behind a proxy (nil: the peer's address).
+    let clientAddressHeader: HTTPField.Name?
     /// The current Unix time in seconds (a parameter for the tests of skew).
     let now: @Sendable () -> Int64
 
     /// A middleware on a store, reading the system clock.
-    package init(store: SyncStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    package init(
+        store: SyncStore, limits: RequestLimits = RequestLimits(SyncRateLimits()), clientAddressHeader: String? = nil,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.store = store
+        self.limits = limits
+        self.clientAddressHeader = clientAddressHeader.flatMap { HTTPField.Name($0) }
         self.now = now
     }
 
-    /// The paths anyone may read without a signature.
+    /// Where the request comes from: the last address in the proxy's header when one is configured and present,
+    /// else the connection's peer.
+    func clientAddress(_ request: Request, context: Context) -> String {
+        if let clientAddressHeader, let value = request.headers[clientAddressHeader],
+            let last = value.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty
+        {
+            return String(last.prefix(64))
+        }
+        return context.peerAddress
+    }
+
+    /// The paths anyone may read without a signature (`/health` and `/metrics` answer 404 here: they are on the
+    /// monitoring listener).
     static let openPaths: Set<String> = ["/health", "/metrics", "/openapi.yaml"]
 
     /// Authenticates the request, then hands it on.
@@ -38,25 +63,34 @@ package struct AuthenticationMiddleware: RouterMiddleware {
         // The signature's time is weighed against when the request began to arrive, not when its body finished:
         // a large batch on a slow link (or a busy client streaming its body) is not turned away as stale.
         let arrived = now()
+        let kind = LimitedRequest(method: request.method, path: request.uri.path)
+        if let kind { try limits.checkAddress(kind, address: clientAddress(request, context: context)) }
+        let limit = SyncLimits.bodyLimit(method: request.method.rawValue, path: request.uri.path)
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw SyncFailure.bodyTooLarge(limit: limit)
+        }
         var request = request
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > SyncLimits.maximumBodyBytes {
-            throw SyncFailure.bodyTooLarge
-        }
-        let body: ByteBuffer
-        do {
-            body = try await request.collectBody(upTo: SyncLimits.maximumBodyBytes)
-        } catch is NIOTooManyBytesError {
-            throw SyncFailure.bodyTooLarge
-        }
-        let device = try await authenticate(request, body: body, arrived: arrived)
+        let (device, body) = try await authenticate(&request, limit: limit, arrived: arrived)
+        if let kind { try limits.checkAccount(kind) }
         var context = context
         context.device = device
+        // The handlers read the body that was checked.
+        request.body = .init(buffer: body)
         return try await AuthenticatedDevice.$current.withValue(device) {
             try await next(request, context)
         }
     }
 
-    private func authenticate(_ request: Request, body: ByteBuffer, arrived: Int64) async throws -> AuthenticatedDevice {
+    /// The request's body, at most `limit` bytes (413 past it).
+    private func body(of request: inout Request, limit: Int) async throws -> ByteBuffer {
+        do {
+            return try await request.collectBody(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw SyncFailure.bodyTooLarge(limit: limit)
+        }
+    }
+
+    private func authenticate(_ request: inout Request, limit: Int, arrived: Int64) async throws -> (AuthenticatedDevice, ByteBuffer) {
         func header(_ name: String) throws -> String {
             guard let field = HTTPField.Name(name), let value = request.headers[field], !value.isEmpty else {
                 throw SyncFailure(
@@ -89,6 +123,13 @@ package struct AuthenticationMiddleware: RouterMiddleware {
         guard let signature = Data(base64Encoded: signatureText) else {
             throw SyncFailure(.unauthorized, "bad_signature", "Keychain-Signature must be standard base64.")
         }
+        var statedHash: String?
+        if let field = HTTPField.Name(RequestSignature.contentHashHeader), let value = request.headers[field] {
+            guard RequestSignature.isWellFormedHash(value) else {
+                throw SyncFailure(.unauthorized, "bad_content_hash", "Keychain-Content-SHA256 must be the lowercase hex SHA-256 of the body (64 characters).")
+            }
+            statedHash = value
+        }
 
         let path = request.uri.path
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
@@ -97,11 +138,15 @@ package struct AuthenticationMiddleware: RouterMiddleware {
         let keyInBody =
             request.method == .post
             && (path == "/v1/accounts" || (segments.count == 5 && segments[1] == "v1" && segments[2] == "accounts" && segments[4] == "joins"))
+        let pathWithQuery = request.head.path ?? path
 
         var device = AuthenticatedDevice(accountID: account, deviceID: deviceID, signingKey: [], state: nil)
         var removal: (at: Int64?, by: String?) = (nil, nil)
+        var body: ByteBuffer?
         if keyInBody {
-            guard let key = Self.signingKeyInBody(body) else {
+            let read = try await self.body(of: &request, limit: limit)
+            body = read
+            guard let key = Self.signingKeyInBody(read) else {
                 throw SyncFailure(
                     .badRequest, "bad_request",
                     "The body must be JSON with device.signing_key, the device's raw 32-byte Ed25519 public key in base64."
@@ -130,12 +175,12 @@ package struct AuthenticationMiddleware: RouterMiddleware {
             removal = (known.removedAtMillis, known.removedBy)
         }
 
+        // With a stated hash the signature is checked before the body is read; without one, over the body read.
+        if statedHash == nil, body == nil { body = try await self.body(of: &request, limit: limit) }
         let message = RequestSignature.canonicalString(
-            method: request.method.rawValue,
-            pathWithQuery: request.head.path ?? path,
-            body: body.readableBytesView,
-            timestamp: timestampText,
-            nonce: nonce
+            method: request.method.rawValue, pathWithQuery: pathWithQuery,
+            bodyHash: statedHash ?? RequestSignature.bodyHash(body?.readableBytesView ?? ByteBuffer().readableBytesView),
+            timestamp: timestampText, nonce: nonce
         )
         guard DeviceIdentity.verify(signature: signature, of: message, signingKey: device.signingKey) else {
             throw SyncFailure(
@@ -150,7 +195,15 @@ package struct AuthenticationMiddleware: RouterMiddleware {
             )
         }
         if device.state == .removed { throw SyncFailure.deviceRemoved(at: removal.at, by: removal.by) }
-        return device
+        let checked: ByteBuffer
+        if let body { checked = body } else { checked = try await self.body(of: &request, limit: limit) }
+        if let statedHash, RequestSignature.bodyHash(checked.readableBytesView) != statedHash {
+            throw SyncFailure(
+                .badRequest, "content_hash_mismatch",
+                "The body is not the one Keychain-Content-SHA256 names (it changed on the way, or was cut): send it again."
+            )
+        }
+        return (device, checked)
     }
 
     private struct KeyProbe: Decodable {

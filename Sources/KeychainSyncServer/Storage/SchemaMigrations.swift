@@ -80,6 +80,12 @@ package enum SchemaMigrations {
             // When a device was removed and by which device's list, told to the removed device.
             "ALTER TABLE devices ADD COLUMN removed_at timestamptz",
             "ALTER TABLE devices ADD COLUMN removed_by text",
+            // What each account stores (records' ciphertext and wrapped keys), for the storage quota.
+            "ALTER TABLE accounts ADD COLUMN stored_bytes bigint NOT NULL DEFAULT 0",
+            """
+            UPDATE accounts SET stored_bytes = coalesce(
+                (SELECT sum(octet_length(ciphertext) + octet_length(wrapped_key)) FROM records WHERE records.account_id = accounts.id), 0)
+            """,
         ],
     ]
 

@@ -36,6 +36,13 @@ extension SyncStore {
         case conflict([VersionConflict])
         /// No such account.
         case noSuchAccount
+        /// Nothing was written: the account would store more than its quota (bytes it would hold, the quota).
+        case overQuota(wouldStore: Int64, quota: Int64)
+    }
+
+    private struct OverQuota: Error {
+        var wouldStore: Int64
+        var quota: Int64
     }
 
     private struct ConflictFound: Error {
@@ -52,7 +59,10 @@ extension SyncStore {
     /// The transaction first takes the batch's sequence numbers with `UPDATE accounts SET seq = seq + n`, whose row
     /// lock orders the account's writers by commit: a reader that has seen `seq` N never later finds a record with a
     /// smaller one. It then checks every expected version, writes, and announces the batch with `pg_notify`.
-    package func write(account: String, zone: String, writer: String, writes: [RecordWrite]) async throws -> WriteOutcome {
+    /// The account's stored bytes (`accounts.stored_bytes`: ciphertexts and wrapped keys) move by what the batch
+    /// adds and replaces; a batch that would take them past `quota` writes nothing (deletions and shrinking writes
+    /// always pass).
+    package func write(account: String, zone: String, writer: String, writes: [RecordWrite], quota: Int64 = .max) async throws -> WriteOutcome {
         do {
             return try await client.withTransaction(logger: logger) { connection in
                 var last: Int64?
@@ -80,6 +90,16 @@ extension SyncStore {
                     return VersionConflict(itemID: write.itemID, expectedVersion: write.expectedVersion, current: record)
                 }
                 guard conflicts.isEmpty else { throw ConflictFound(conflicts: conflicts) }
+                let added = writes.reduce(Int64(0)) { $0 + Int64($1.ciphertext.count + $1.wrappedKey.count) }
+                let replaced = writes.reduce(Int64(0)) { total, write in
+                    total + (current[write.itemID].map { Int64($0.ciphertext.count + $0.wrappedKey.count) } ?? 0)
+                }
+                for try await stored in try await connection.query(
+                    "UPDATE accounts SET stored_bytes = stored_bytes + \(added - replaced) WHERE id = \(account) RETURNING stored_bytes",
+                    logger: logger
+                ).decode(Int64.self) where added > replaced && stored > quota {
+                    throw OverQuota(wouldStore: stored, quota: quota)
+                }
                 let first = last - Int64(writes.count) + 1
                 var written: [WrittenRecord] = []
                 for (offset, write) in writes.enumerated() {
@@ -108,6 +128,7 @@ extension SyncStore {
         } catch let error as PostgresTransactionError {
             if let found = error.closureError as? ConflictFound { return .conflict(found.conflicts) }
             if error.closureError is AccountMissing { return .noSuchAccount }
+            if let over = error.closureError as? OverQuota { return .overQuota(wouldStore: over.wouldStore, quota: over.quota) }
             throw error
         }
     }
@@ -187,10 +208,11 @@ extension SyncStore {
                 """
                 WITH purged AS (
                     DELETE FROM records WHERE deleted AND modified < now() - make_interval(secs => \(tombstoneHorizon))
-                    RETURNING account_id, seq
+                    RETURNING account_id, seq, octet_length(ciphertext) + octet_length(wrapped_key) AS bytes
                 ), raised AS (
-                    UPDATE accounts SET purged_through = greatest(accounts.purged_through, p.max_seq)
-                    FROM (SELECT account_id, max(seq) AS max_seq FROM purged GROUP BY account_id) AS p
+                    UPDATE accounts SET purged_through = greatest(accounts.purged_through, p.max_seq),
+                        stored_bytes = greatest(0, accounts.stored_bytes - p.bytes)
+                    FROM (SELECT account_id, max(seq) AS max_seq, sum(bytes) AS bytes FROM purged GROUP BY account_id) AS p
                     WHERE accounts.id = p.account_id
                     RETURNING 1
                 )
