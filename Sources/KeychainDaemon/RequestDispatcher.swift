@@ -279,8 +279,8 @@ extension SyncCommand {
     /// another machine (listing, status and syncing now do not).
     var needsApproval: Bool {
         switch self {
-        case .createAccount, .join, .approve, .removeDevice: true
-        case .devices, .status, .now: false
+        case .createAccount, .join, .approve, .removeDevice, .invite, .reject: true
+        case .devices, .status, .now, .pending: false
         }
     }
 
@@ -294,6 +294,9 @@ extension SyncCommand {
         case .removeDevice: "remove a device from sync"
         case .status: "read the sync status"
         case .now: "sync now"
+        case .invite: "invite a device to the sync account"
+        case .pending: "list the devices waiting to join the sync account"
+        case .reject: "reject a device waiting to join the sync account"
         }
     }
 }

@@ -23,8 +23,10 @@ import Darwin
 /// ```swift
 /// // On the first machine:
 /// let account = try await store.createSyncAccount(server: URL(string: "https://sync.example.com")!)
+/// // On the first machine, for each new one: a one-time invitation (15 minutes).
+/// let invitation = try await store.createSyncInvitation()
 /// // On the new machine:
-/// if case .pending(let code, let fingerprint) = try await store.joinSyncAccount(account, server: server) {
+/// if case .pending(let code, let fingerprint) = try await store.joinSyncAccount(account, server: server, invitation: invitation.code) {
 ///     print("Approve \(code) on a machine of the account (fingerprint \(fingerprint)), then join again.")
 /// }
 /// // On the first machine:
@@ -157,39 +159,103 @@ extension KeychainStore {
     }
 
     /// Makes a new sync account on the server at `server` with this machine as its first device, and returns the
-    /// account's identifier, which other machines join with ``joinSyncAccount(_:server:)``.
+    /// account's identifier, which other machines join with ``joinSyncAccount(_:server:invitation:)``.
     ///
     /// - Parameters:
     ///   - server: The sync server's address (`https://…`, or `http://…` on a trusted network).
     ///   - deviceName: What this machine is called in the account's device list (default: its host name).
+    ///   - accountToken: A token from the server's operator, when the server creates accounts by token only.
     /// - Throws: `KeychainError` with `KeychainStatus/param` for an address that is not http or https or an empty
     ///   name, `KeychainStatus/duplicateItem` when the keychain is already in an account, the server's failure
     ///   otherwise.
-    public func createSyncAccount(server: URL, deviceName: String = KeychainStore.defaultSyncDeviceName) async throws(KeychainError) -> String {
+    public func createSyncAccount(
+        server: URL, deviceName: String = KeychainStore.defaultSyncDeviceName, accountToken: String? = nil
+    ) async throws(KeychainError) -> String {
         try Self.check(server: server)
         try Self.check(deviceName: deviceName)
-        let reply = try await sync(.createAccount(server: server.absoluteString, deviceName: deviceName))
+        let reply = try await sync(.createAccount(server: server.absoluteString, deviceName: deviceName, accountToken: accountToken))
         guard case .accountCreated(let account) = reply else { throw Self.unexpected(reply) }
         return account
     }
 
-    /// Asks to join `account` on the server at `server`, or, asked again once a machine of the account approved
-    /// this one, completes the join.
+    /// Asks to join `account` on the server at `server` with an invitation a machine of the account made
+    /// (``createSyncInvitation()``: its code), or, asked again once a machine of the account approved this one,
+    /// completes the join (no invitation needed then).
     ///
     /// - Returns: ``SyncJoinState/pending(code:fingerprint:)`` until approved, then ``SyncJoinState/joined(account:)``.
-    /// - Throws: `KeychainError` with `KeychainStatus/param` for an address that is not http or https or an empty
-    ///   account, the server's failure otherwise.
-    public func joinSyncAccount(_ account: String, server: URL) async throws(KeychainError) -> SyncJoinState {
+    /// - Throws: `KeychainError` with `KeychainStatus/param` for an address that is not http or https, an empty
+    ///   account, a malformed invitation or none for a new request, the server's failure otherwise (an invitation
+    ///   that lapsed or was used: `KeychainStatus/authFailed`).
+    public func joinSyncAccount(_ account: String, server: URL, invitation: String? = nil) async throws(KeychainError) -> SyncJoinState {
         try Self.check(server: server)
         guard !account.isEmpty else {
             throw KeychainError(code: .invalidParameter, message: "The account is empty. Give the account identifier `security sync create-account` printed on the first machine.")
         }
-        let reply = try await sync(.join(server: server.absoluteString, account: account))
+        let reply = try await sync(.join(server: server.absoluteString, account: account, invitation: invitation))
         switch reply {
         case .joinPending(let code, let fingerprint): return .pending(code: code, fingerprint: fingerprint)
         case .joined(let account): return .joined(account: account)
         default: throw Self.unexpected(reply)
         }
+    }
+
+    /// A one-time invitation to join this machine's account, made with ``createSyncInvitation()``.
+    public struct SyncInvitation: Sendable, Hashable {
+        /// The code to type on the new machine (`XXXX-XXXX-XXXX`).
+        public let code: String
+        /// The URI that carries it with the server's address and the account (for a QR code).
+        public let uri: String
+        /// When it lapses (15 minutes after it was made); it admits one machine.
+        public let expires: Date
+    }
+
+    /// A machine waiting to join the account.
+    public struct SyncPendingDevice: Sendable, Hashable, Identifiable {
+        /// Its device identifier.
+        public let id: String
+        /// The join code it shows (what ``approveSyncDevice(code:name:)`` takes).
+        public let code: String
+        /// Its key fingerprint.
+        public let fingerprint: String
+        /// When it asked.
+        public let requested: Date
+    }
+
+    /// The server, account and code an invitation's URI carries (``SyncInvitation/uri``), for
+    /// ``joinSyncAccount(_:server:invitation:)``.
+    ///
+    /// - Throws: `KeychainError` with `KeychainStatus/param` when `uri` is not an invitation's URI.
+    public static func syncInvitation(fromURI uri: String) throws(KeychainError) -> (server: URL, account: String, code: String) {
+        let parts = try SyncInvitationURI.parse(uri)
+        guard let server = URL(string: parts.server) else {
+            throw KeychainError(code: .invalidParameter, message: "The invitation names no server address; ask for a new invitation.")
+        }
+        return (server, parts.account, parts.code)
+    }
+
+    /// Makes a one-time invitation for another machine to join the account: the server admits one join request
+    /// that carries it within 15 minutes, and no join request without one.
+    ///
+    /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when this keychain is in no account.
+    public func createSyncInvitation() async throws(KeychainError) -> SyncInvitation {
+        let reply = try await sync(.invite)
+        guard case .invitation(let code, let uri, let expires) = reply else { throw Self.unexpected(reply) }
+        return SyncInvitation(code: code, uri: uri, expires: expires)
+    }
+
+    /// The machines waiting to join the account, oldest first.
+    public func pendingSyncDevices() async throws(KeychainError) -> [SyncPendingDevice] {
+        let reply = try await sync(.pending)
+        guard case .pending(let devices) = reply else { throw Self.unexpected(reply) }
+        return devices.map { SyncPendingDevice(id: $0.id, code: $0.code, fingerprint: $0.fingerprint, requested: $0.requested) }
+    }
+
+    /// Rejects a machine waiting to join, by its identifier or the code it shows: it can never join with that key.
+    ///
+    /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when no waiting machine matches.
+    public func rejectSyncDevice(_ device: String) async throws(KeychainError) {
+        let reply = try await sync(.reject(device: device))
+        guard case .rejected = reply else { throw Self.unexpected(reply) }
     }
 
     /// Approves the machine that shows `code` (``SyncJoinState/pending(code:fingerprint:)`` there), naming it
@@ -237,7 +303,7 @@ extension KeychainStore {
     /// Syncs now: reads the server's changes, applies them, and uploads the local ones.
     ///
     /// - Throws: `KeychainError` with `KeychainStatus/itemNotFound` when this keychain is in no account (make one
-    ///   with ``createSyncAccount(server:deviceName:)`` or join one), `KeychainError/Code/syncDeviceRemoved` when
+    ///   with ``createSyncAccount(server:deviceName:accountToken:)`` or join one), `KeychainError/Code/syncDeviceRemoved` when
     ///   this machine was removed from its account (join again: it then gets a new device key), the server's
     ///   failure otherwise.
     public func syncNow() async throws(KeychainError) -> SyncRound {

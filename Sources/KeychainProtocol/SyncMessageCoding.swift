@@ -6,16 +6,21 @@ import KeychainCore
 // before anything is kept, so a peer cannot make the other side hold more than a few KiB for one sync message.
 //
 //   command: u8 kind | fields
-//     1 create account: string server | string device name       5 remove device: string device id
-//     2 join: string server | string account                      6 status
-//     3 approve: string code | string device name                 7 now
-//     4 devices
+//     1 create account: string server | string device name |     5 remove device: string device id
+//       optional string account token                             6 status
+//     2 join: string server | string account |                    7 now
+//       optional string invitation                                8 invite
+//     3 approve: string code | string device name                 9 pending
+//     4 devices                                                   10 reject: string device id or code
 //   reply: u8 kind | fields
 //     1 account created: string account                           5 devices: u32 count | device…
 //     2 join pending: string code | string fingerprint            6 removed
 //     3 joined: string account                                    7 status: see below
 //     4 approved: string fingerprint                              8 round: u64 applied | u64 uploaded |
 //                                                                            u64 conflicts resolved | u64 rejected
+//     9 invitation: string code | string uri | date expires      10 pending: u32 count | pending device…
+//     11 rejected
+//   pending device: string id | string code | string fingerprint | date requested
 //   device: string id | string name | string fingerprint | date added | u8 this device (0 or 1)
 //   status: optional string account | optional string server | optional string device | u8 joined |
 //           optional date last sync | optional string last error | u64 pending changes | u64 conflicts resolved |
@@ -47,15 +52,23 @@ extension SyncCommand {
     package func checkWireLimits() throws(KeychainError) {
         let fields: [(value: String, limit: Int, what: String)]
         switch self {
-        case .createAccount(let server, let name):
-            fields = [(server, SyncWireLimits.server, "sync server's address"), (name, SyncWireLimits.deviceName, "device name")]
-        case .join(let server, let account):
-            fields = [(server, SyncWireLimits.server, "sync server's address"), (account, SyncWireLimits.identifier, "account identifier")]
+        case .createAccount(let server, let name, let token):
+            fields = [
+                (server, SyncWireLimits.server, "sync server's address"), (name, SyncWireLimits.deviceName, "device name"),
+                (token ?? "", SyncWireLimits.identifier, "account token"),
+            ]
+        case .join(let server, let account, let invitation):
+            fields = [
+                (server, SyncWireLimits.server, "sync server's address"), (account, SyncWireLimits.identifier, "account identifier"),
+                (invitation ?? "", SyncWireLimits.identifier, "invitation"),
+            ]
+        case .reject(let device):
+            fields = [(device, SyncWireLimits.identifier, "device identifier or code")]
         case .approve(let code, let name):
             fields = [(code, SyncWireLimits.identifier, "join code"), (name, SyncWireLimits.deviceName, "device name")]
         case .removeDevice(let id):
             fields = [(id, SyncWireLimits.identifier, "device identifier")]
-        case .devices, .status, .now:
+        case .devices, .status, .now, .invite, .pending:
             fields = []
         }
         for field in fields where field.value.utf8.count > field.limit {
@@ -67,13 +80,20 @@ extension SyncCommand {
 extension BinaryWriter {
     mutating func syncCommand(_ command: SyncCommand) {
         switch command {
-        case .createAccount(let server, let deviceName): u8(1); string(server); string(deviceName)
-        case .join(let server, let account): u8(2); string(server); string(account)
+        case .createAccount(let server, let deviceName, let token):
+            u8(1); string(server); string(deviceName)
+            optional(token) { $0.string($1) }
+        case .join(let server, let account, let invitation):
+            u8(2); string(server); string(account)
+            optional(invitation) { $0.string($1) }
         case .approve(let code, let deviceName): u8(3); string(code); string(deviceName)
         case .devices: u8(4)
         case .removeDevice(let id): u8(5); string(id)
         case .status: u8(6)
         case .now: u8(7)
+        case .invite: u8(8)
+        case .pending: u8(9)
+        case .reject(let device): u8(10); string(device)
         }
     }
 
@@ -114,6 +134,15 @@ extension BinaryWriter {
             u8(8)
             int(r.applied); int(r.uploaded); int(r.conflictsResolved); int(r.rejected)
             transfer(r.transfer)
+        case .invitation(let code, let uri, let expires):
+            u8(9); string(code); string(uri); date(expires)
+        case .pending(let devices):
+            u8(10)
+            u32(UInt32(devices.count))
+            for device in devices {
+                string(device.id); string(device.code); string(device.fingerprint); date(device.requested)
+            }
+        case .rejected: u8(11)
         }
     }
 
@@ -140,13 +169,21 @@ extension BinaryReader {
     mutating func syncCommand() throws(KeychainError) -> SyncCommand {
         switch try u8() {
         case 1:
-            return .createAccount(server: try string(limit: SyncWireLimits.server), deviceName: try string(limit: SyncWireLimits.deviceName))
-        case 2: return .join(server: try string(limit: SyncWireLimits.server), account: try string(limit: SyncWireLimits.identifier))
+            return .createAccount(
+                server: try string(limit: SyncWireLimits.server), deviceName: try string(limit: SyncWireLimits.deviceName),
+                accountToken: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.identifier) })
+        case 2:
+            return .join(
+                server: try string(limit: SyncWireLimits.server), account: try string(limit: SyncWireLimits.identifier),
+                invitation: try optional { (r) throws(KeychainError) in try r.string(limit: SyncWireLimits.identifier) })
         case 3: return .approve(code: try string(limit: SyncWireLimits.identifier), deviceName: try string(limit: SyncWireLimits.deviceName))
         case 4: return .devices
         case 5: return .removeDevice(id: try string(limit: SyncWireLimits.identifier))
         case 6: return .status
         case 7: return .now
+        case 8: return .invite
+        case 9: return .pending
+        case 10: return .reject(device: try string(limit: SyncWireLimits.identifier))
         default: throw malformedMessage
         }
     }
@@ -193,6 +230,22 @@ extension BinaryReader {
                 SyncRoundReport(
                     applied: try nonNegative(), uploaded: try nonNegative(),
                     conflictsResolved: try nonNegative(), rejected: try nonNegative(), transfer: try transfer()))
+        case 9:
+            return .invitation(code: try string(limit: SyncWireLimits.identifier), uri: try string(limit: SyncWireLimits.server), expires: try date())
+        case 10:
+            // A pending device takes at least 20 bytes: three lengths and a date.
+            let n = try count(minimumSize: 20)
+            guard n <= SyncWireLimits.devices else { throw malformedMessage }
+            var devices: [SyncPendingDevice] = []
+            devices.reserveCapacity(n)
+            for _ in 0..<n {
+                devices.append(
+                    SyncPendingDevice(
+                        id: try string(limit: SyncWireLimits.identifier), code: try string(limit: SyncWireLimits.identifier),
+                        fingerprint: try string(limit: SyncWireLimits.fingerprint), requested: try date()))
+            }
+            return .pending(devices)
+        case 11: return .rejected
         default: throw malformedMessage
         }
     }

@@ -33,12 +33,12 @@ package struct SyncServerConnection: Sendable {
     // MARK: Accounts and devices
 
     /// Creates `account` with this device as its only one (list version 1) and its first zone key.
-    package func createAccount(_ account: String, list: SignedSyncDeviceList, zoneKey: SyncZoneKey) async throws(KeychainError) {
+    package func createAccount(_ account: String, list: SignedSyncDeviceList, zoneKey: SyncZoneKey, token: String? = nil) async throws(KeychainError) {
         let wrapped = try zoneKey.wrapped(to: keys.publicKeys, account: account)
         let body = Components.Schemas.CreateAccountRequest(
             accountId: account, device: Self.keys(keys.publicKeys), deviceList: Self.list(list),
             zoneKeys: [.init(keyId: zoneKey.keyID, recipient: keys.publicKeys.deviceID, wrapped: .init(wrapped))])
-        let output = try await call { try await client.createAccount(body: .json(body)) }
+        let output = try await call { try await client.createAccount(headers: .init(keychainAccountToken: token), body: .json(body)) }
         switch output {
         case .created: return
         case .conflict(let answer): throw Self.refused(try? answer.body.json, status: 409)
@@ -46,11 +46,11 @@ package struct SyncServerConnection: Sendable {
         }
     }
 
-    /// Asks to join `account`; the answer says until when the request waits.
-    package func requestJoin(_ account: String) async throws(KeychainError) {
+    /// Asks to join `account` with an invitation's secret (not needed to ask again while pending).
+    package func requestJoin(_ account: String, invitation: SyncInvitation? = nil) async throws(KeychainError) {
         let body = Components.Schemas.JoinRequest(
             device: Self.keys(keys.publicKeys),
-            codeHash: .init(Array(keys.publicKeys.joinCode.characters.utf8)))
+            codeHash: .init(Array(keys.publicKeys.joinCode.characters.utf8)), invitation: invitation?.secret)
         let output = try await call { try await client.requestJoin(path: .init(account: account), body: .json(body)) }
         switch output {
         case .accepted: return
@@ -60,16 +60,50 @@ package struct SyncServerConnection: Sendable {
         }
     }
 
-    /// The devices waiting to join `account`, with their keys.
-    package func pendingDevices(_ account: String) async throws(KeychainError) -> [SyncDevicePublicKeys] {
+    /// The devices waiting to join `account`, with their keys and when they asked.
+    package func pendingDevices(_ account: String) async throws(KeychainError) -> [(keys: SyncDevicePublicKeys, requested: Date)] {
         let output = try await call { try await client.listJoins(path: .init(account: account)) }
         guard case .ok(let answer) = output, let pending = try? answer.body.json.pending else { throw Self.unexpected(output) }
-        return pending.compactMap { try? Self.keys($0.device) }
+        return pending.compactMap { device in
+            (try? Self.keys(device.device)).map { ($0, Date(timeIntervalSince1970: TimeInterval(device.requested) / 1000)) }
+        }
+    }
+
+    /// Records a one-time invitation to `account` (its hash), lasting `lifetime`; returns when it lapses.
+    package func createInvitation(_ account: String, _ invitation: SyncInvitation, lifetime: Duration) async throws(KeychainError) -> Date {
+        let body = Components.Schemas.Invitation(tokenHash: .init(invitation.hash), lifetimeSeconds: lifetime.components.seconds)
+        let output = try await call { try await client.createInvitation(path: .init(account: account), body: .json(body)) }
+        switch output {
+        case .created(let answer):
+            guard let created = try? answer.body.json else { throw Self.unexpected(output) }
+            return Date(timeIntervalSince1970: TimeInterval(created.expires) / 1000)
+        case .conflict(let answer): throw Self.refused(try? answer.body.json, status: 409)
+        default: throw Self.unexpected(output)
+        }
+    }
+
+    /// Rejects the pending device `device` of `account` for good.
+    package func rejectJoin(_ account: String, device: String) async throws(KeychainError) {
+        let output = try await call { try await client.rejectJoin(path: .init(account: account, device: device)) }
+        switch output {
+        case .noContent: return
+        case .notFound(let answer): throw Self.refused(try? answer.body.json, status: 404)
+        default: throw Self.unexpected(output)
+        }
     }
 
     /// The account's current signed device list (not yet verified: see ``SignedSyncDeviceList``).
     package func deviceList(_ account: String) async throws(KeychainError) -> SignedSyncDeviceList {
+        guard let list = try await deviceListIfTrusted(account) else {
+            throw KeychainError(code: .authenticationFailed, message: "This device is not trusted in the account yet: approve it on a device of the account, then try again.")
+        }
+        return list
+    }
+
+    /// The device list, or nil while this device waits to join (the server shows it to trusted devices only).
+    package func deviceListIfTrusted(_ account: String) async throws(KeychainError) -> SignedSyncDeviceList? {
         let output = try await call { try await client.getDeviceList(path: .init(account: account)) }
+        if case .forbidden(let answer) = output, (try? answer.body.json.error) == "not_trusted" { return nil }
         guard case .ok(let answer) = output, let list = try? answer.body.json else { throw Self.unexpected(output) }
         return try Self.list(list)
     }

@@ -26,12 +26,35 @@ extension SyncService {
             return try await lane.run { () async throws(KeychainError) -> SyncReply in
                 .approved(fingerprint: try await session().approve(code, name: name))
             }
-        case .createAccount(let server, let name):
+        case .createAccount(let server, let name, let token):
             let url = try Self.serverURL(server)
-            return try await lane.run { () async throws(KeychainError) -> SyncReply in try await createAccount(url, name: name) }
-        case .join(let server, let account):
+            return try await lane.run { () async throws(KeychainError) -> SyncReply in try await createAccount(url, name: name, token: token) }
+        case .join(let server, let account, let invitation):
             let url = try Self.serverURL(server)
-            return try await lane.run { () async throws(KeychainError) -> SyncReply in try await join(url, account: account) }
+            let parsed = try invitation.map { (text) throws(KeychainError) in try SyncInvitation(parsing: text) }
+            return try await lane.run { () async throws(KeychainError) -> SyncReply in try await join(url, account: account, invitation: parsed) }
+        case .invite:
+            return try await lane.run { () async throws(KeychainError) -> SyncReply in
+                let session = try session()
+                if let removal = try removal(of: session) { throw Self.removedError(session, removal) }
+                let made = try await session.invite()
+                return .invitation(code: made.invitation.description, uri: made.uri, expires: made.expires)
+            }
+        case .pending:
+            return try await lane.run { () async throws(KeychainError) -> SyncReply in
+                let session = try session()
+                if let removal = try removal(of: session) { throw Self.removedError(session, removal) }
+                _ = try session.trustedList()
+                return .pending(try await session.pending())
+            }
+        case .reject(let device):
+            return try await lane.run { () async throws(KeychainError) -> SyncReply in
+                let session = try session()
+                if let removal = try removal(of: session) { throw Self.removedError(session, removal) }
+                _ = try session.trustedList()
+                try await session.reject(device)
+                return .rejected
+            }
         case .devices:
             return try await lane.run { () async throws(KeychainError) -> SyncReply in .devices(try await devices()) }
         case .removeDevice(let id):
@@ -42,17 +65,18 @@ extension SyncService {
         }
     }
 
-    private func createAccount(_ url: URL, name: String) async throws(KeychainError) -> SyncReply {
+    private func createAccount(_ url: URL, name: String, token: String?) async throws(KeychainError) -> SyncReply {
         try forgetAccountIfRemoved()
         if let current = try sessionIfAny(), isJoined(current) {
             throw KeychainError(code: .duplicateItem, message: "This keychain is already in sync account \(current.account); it syncs with that one (see `security sync status`).")
         }
-        let session = try await SyncSession.createAccount(engine: engine, mirrorPath: mirrorPath, serverURL: url, name: name, now: now)
+        let session = try await SyncSession.createAccount(
+            engine: engine, mirrorPath: mirrorPath, serverURL: url, name: name, accountToken: token, now: now)
         adopt(session)
         return .accountCreated(account: session.account)
     }
 
-    private func join(_ url: URL, account: String) async throws(KeychainError) -> SyncReply {
+    private func join(_ url: URL, account: String, invitation: SyncInvitation?) async throws(KeychainError) -> SyncReply {
         guard !account.isEmpty, account.utf8.count <= 200 else {
             throw KeychainError(code: .invalidParameter, message: "Give the account's identifier, as `security sync create-account` or `security sync status` on a device of the account shows it.")
         }
@@ -67,20 +91,38 @@ extension SyncService {
             if current.account == account, current.serverURL == url {
                 // Asked again: complete the join if a device approved this one, else ask again (the request lapses
                 // after a day) and show the same code.
-                if try await current.finishJoining() {
-                    adopt(current)
-                    return .joined(account: account)
-                }
                 do {
-                    try await current.server.requestJoin(account)
-                } catch  where error.code == .duplicateItem {
-                    // Approved meanwhile, its zone keys not yet given: the next ask completes it.
+                    if try await current.finishJoining() {
+                        adopt(current)
+                        return .joined(account: account)
+                    }
+                    do {
+                        try await current.server.requestJoin(account, invitation: invitation)
+                    } catch  where error.code == .duplicateItem {
+                        // Approved meanwhile, its zone keys not yet given: the next ask completes it.
+                    }
+                } catch  where error.code == .syncDeviceRemoved {
+                    // Rejected on a device of the account: recorded, so that the next join asks afresh.
+                    let notice = error.cause as? SyncRemovalNotice
+                    try current.mirror.setDocument(
+                        Self.removalDocument, Self.encode(SyncRemoval(date: notice?.date, by: notice?.byDevice.map { Self.name(of: $0, in: current) })))
+                    throw KeychainError(
+                        code: .syncDeviceRemoved,
+                        message:
+                            "This machine's request to join was rejected on a machine of the account. To ask again (with a new device key), get a new invitation and run `security sync join --invitation URI`."
+                    )
                 }
                 let keys = current.server.keys.publicKeys
                 return .joinPending(code: keys.joinCode.description, fingerprint: keys.fingerprint)
             }
         }
-        let joining = try await SyncSession.join(engine: engine, mirrorPath: mirrorPath, serverURL: url, account: account, now: now)
+        guard let invitation else {
+            throw KeychainError(
+                code: .invalidParameter,
+                message: "Joining needs an invitation: run `security sync invite` on a machine of the account, then `security sync join --invitation URI` here.")
+        }
+        let joining = try await SyncSession.join(
+            engine: engine, mirrorPath: mirrorPath, serverURL: url, account: account, invitation: invitation, now: now)
         state.withLock { $0.session = joining.session }
         return .joinPending(code: joining.code.description, fingerprint: joining.fingerprint)
     }

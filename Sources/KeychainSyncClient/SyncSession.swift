@@ -57,7 +57,7 @@ package final class SyncSession: Sendable {
 
     /// Makes a new account on the server at `serverURL` with this device (called `name`) as its first one.
     package static func createAccount(
-        engine: KeychainEngine, mirrorPath: String, serverURL: URL, name: String,
+        engine: KeychainEngine, mirrorPath: String, serverURL: URL, name: String, accountToken: String? = nil,
         now: @escaping @Sendable () -> Date = Date.init
     ) async throws(KeychainError) -> SyncSession {
         let mirror = try SyncMirror(path: mirrorPath)
@@ -72,7 +72,7 @@ package final class SyncSession: Sendable {
         let signed = try list.signed(by: keys)
         let zoneKey = SyncZoneKey(now: now())
         let session = SyncSession(engine: engine, mirror: mirror, keys: keys, serverURL: serverURL, account: account, now: now)
-        try await session.server.createAccount(account, list: signed, zoneKey: zoneKey)
+        try await session.server.createAccount(account, list: signed, zoneKey: zoneKey, token: accountToken)
         try keyring.save(zoneKey)
         try session.remember(server: serverURL, list: signed)
         return session
@@ -81,13 +81,13 @@ package final class SyncSession: Sendable {
     /// Asks to join `account` on the server at `serverURL`; returns the code to approve on a device of the account
     /// (`security sync approve CODE`) and this device's fingerprint. ``finishJoining()`` completes it once approved.
     package static func join(
-        engine: KeychainEngine, mirrorPath: String, serverURL: URL, account: String,
+        engine: KeychainEngine, mirrorPath: String, serverURL: URL, account: String, invitation: SyncInvitation?,
         now: @escaping @Sendable () -> Date = Date.init
     ) async throws(KeychainError) -> (session: SyncSession, code: SyncJoinCode, fingerprint: String) {
         let mirror = try SyncMirror(path: mirrorPath)
         let keys = try SyncKeyring(engine: engine).deviceKeys()
         let session = SyncSession(engine: engine, mirror: mirror, keys: keys, serverURL: serverURL, account: account, now: now)
-        try await session.server.requestJoin(account)
+        try await session.server.requestJoin(account, invitation: invitation)
         try mirror.setDocument("account", Data(account.utf8))
         try mirror.setDocument("server", Data(serverURL.absoluteString.utf8))
         return (session, keys.publicKeys.joinCode, keys.publicKeys.fingerprint)
@@ -97,7 +97,8 @@ package final class SyncSession: Sendable {
     /// signed by a device it lists) and the zone keys wrapped for this device. False while not approved yet.
     package func finishJoining() async throws(KeychainError) -> Bool {
         let keys = try keyring.deviceKeys()
-        let offered = try await server.deviceList(account)
+        // A device waiting for approval is shown nothing of the account.
+        guard let offered = try await server.deviceListIfTrusted(account) else { return false }
         guard offered.list.device(keys.publicKeys.deviceID) != nil else { return false }
         guard let signer = offered.list.device(offered.signer),
             signer.keys.signing.isValidSignature(offered.signature, for: offered.bytes), offered.list.account == account
@@ -122,7 +123,7 @@ package final class SyncSession: Sendable {
     @discardableResult
     package func approve(_ code: SyncJoinCode, name: String) async throws(KeychainError) -> String {
         let keys = try keyring.deviceKeys()
-        guard let newcomer = try await server.pendingDevices(account).first(where: { $0.joinCode == code }) else {
+        guard let newcomer = try await server.pendingDevices(account).map(\.keys).first(where: { $0.joinCode == code }) else {
             throw KeychainError(code: .itemNotFound, message: "No device waiting to join shows \(code); check the code on the new device (it changes if it asked again), or ask it to join again.")
         }
         let trusted = try await refreshList()
@@ -134,6 +135,35 @@ package final class SyncSession: Sendable {
         }
         try await server.putZoneKeys(account, wrapped)
         return newcomer.fingerprint
+    }
+
+    /// Makes a one-time invitation to join the account, lasting `lifetime` (15 minutes at most).
+    package func invite(lifetime: Duration = .seconds(900)) async throws(KeychainError) -> (invitation: SyncInvitation, uri: String, expires: Date) {
+        _ = try trustedList()
+        let invitation = SyncInvitation()
+        let expires = try await server.createInvitation(account, invitation, lifetime: lifetime)
+        return (invitation, invitation.uri(server: serverURL, account: account), expires)
+    }
+
+    /// The devices waiting to join.
+    package func pending() async throws(KeychainError) -> [SyncPendingDevice] {
+        try await server.pendingDevices(account).map { device in
+            SyncPendingDevice(
+                id: device.keys.deviceID, code: device.keys.joinCode.description, fingerprint: device.keys.fingerprint,
+                requested: device.requested)
+        }
+    }
+
+    /// Rejects the waiting device whose identifier, or join code, is `device`; returns its identifier.
+    @discardableResult
+    package func reject(_ device: String) async throws(KeychainError) -> String {
+        let waiting = try await pending()
+        let code = try? SyncJoinCode(parsing: device)
+        guard let match = waiting.first(where: { $0.id == device.lowercased() || code.map(\.description) == $0.code }) else {
+            throw KeychainError(code: .itemNotFound, message: "No device waiting to join is \(device.prefix(64)) (see `security sync pending`).")
+        }
+        try await server.rejectJoin(account, device: match.id)
+        return match.id
     }
 
     /// Removes device `id`: the next device list leaves it out, and a new zone key, wrapped to the devices that

@@ -12,9 +12,10 @@ struct SyncToolCommand: AsyncParsableCommand {
             `security sync items add` for existing ones, KeychainKit's synchronizable(true)) whose accessibility may \
             leave the machine are \
             sealed on this machine and sent to a keychain-sync-server, which stores only ciphertext; the machines of \
-            the account open them. The first machine makes the account (create-account); each other machine asks \
-            to join it (join), shows a code, and is approved on a machine of the account (approve CODE); join again \
-            then completes it. keychaind syncs in the background while it runs; without keychaind, `now` syncs once. \
+            the account open them. The first machine makes the account (create-account); for each other machine a \
+            machine of the account makes a one-time invitation (invite), with which the new machine asks to join \
+            (join --invitation), shows a code, and is approved on a machine of the account (approve CODE, or reject \
+            CODE; pending lists them); join again then completes it. keychaind syncs in the background while it runs; without keychaind, `now` syncs once. \
             The verbs go through keychaind when it serves the keychain (it accepts all but `status` only from the \
             security installed beside it, after the keychain's passcode when one is set: you are asked on the \
             terminal). A failure prints "security: sync VERB: <message>" and exits with its OSStatus's low byte: \
@@ -24,7 +25,7 @@ struct SyncToolCommand: AsyncParsableCommand {
             """,
         subcommands: [
             SyncCreateAccount.self, SyncJoin.self, SyncApprove.self, SyncDevices.self, SyncRemoveDevice.self,
-            SyncStatusCommand.self, SyncNow.self, SyncItems.self, SyncDefault.self,
+            SyncStatusCommand.self, SyncNow.self, SyncItems.self, SyncDefault.self, SyncInvite.self, SyncPending.self, SyncReject.self,
         ]
     )
 
@@ -79,12 +80,22 @@ struct SyncCreateAccount: AsyncParsableCommand {
     @Option(help: ArgumentHelp("This machine's name in the account's device list (default: its host name).", valueName: "name"))
     var name: String?
 
+    @Flag(help: "Read the server operator's account token from standard input (one line), for a server that creates accounts by token only.")
+    var accountTokenStdin = false
+
     func run() async throws {
         let url = try SyncToolCommand.server(server, function: Self.function)
+        var token: String?
+        if accountTokenStdin {
+            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+                throw ToolFailure(Self.function, status: .param, detail: "--account-token-stdin reads the token from standard input: give it as one line.")
+            }
+            token = line
+        }
         let store = try SyncToolCommand.store(Self.function)
         let account: String
         do {
-            account = try await store.createSyncAccount(server: url, deviceName: name ?? KeychainStore.defaultSyncDeviceName)
+            account = try await store.createSyncAccount(server: url, deviceName: name ?? KeychainStore.defaultSyncDeviceName, accountToken: token)
         } catch {
             throw SyncToolCommand.failure(Self.function, error)
         }
@@ -92,7 +103,7 @@ struct SyncCreateAccount: AsyncParsableCommand {
             """
             account: \(account)
             server: \(url.absoluteString)
-            To add another machine, run there: security sync join --server \(url.absoluteString) --account \(account)
+            To add another machine, run `security sync invite` here and `security sync join --invitation URI` there.
 
             """)
     }
@@ -102,9 +113,11 @@ struct SyncCreateAccount: AsyncParsableCommand {
 struct SyncJoin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "join",
-        abstract: "Ask to join a sync account; run again once approved to finish joining.",
+        abstract: "Ask to join a sync account with an invitation; run again once approved to finish joining.",
         discussion: """
-            The first run sends this machine's public keys to the server and prints "join: waiting for approval", \
+            The first run needs an invitation from a machine of the account (`security sync invite` there): the URI \
+            it printed (--invitation URI), or its code with --server and --account. It sends this machine's \
+            public keys to the server and prints "join: waiting for approval", \
             "code: XXXXX-XXXXX" and "fingerprint: …": run `security sync approve XXXXX-XXXXX` on a machine of the \
             account, check that it prints the same fingerprint, then run this command again. Once approved it \
             prints "join: joined account ID", runs the first round (its progress shown on a terminal) and prints \
@@ -115,18 +128,44 @@ struct SyncJoin: AsyncParsableCommand {
 
     static let function = "sync join"
 
-    @Option(help: ArgumentHelp("The sync server's address, as `security sync create-account` printed it.", valueName: "url"))
-    var server: String
+    @Option(help: ArgumentHelp("The sync server's address (or give the invitation's URI).", valueName: "url"))
+    var server: String?
 
-    @Option(help: ArgumentHelp("The account's identifier, as `security sync create-account` printed it.", valueName: "id"))
-    var account: String
+    @Option(help: ArgumentHelp("The account's identifier (or give the invitation's URI).", valueName: "id"))
+    var account: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The invitation `security sync invite` printed on a machine of the account: its URI, or its code (XXXX-XXXX-XXXX) with --server and --account. One-time, 15 minutes; not needed to run join again.",
+            valueName: "uri|code"))
+    var invitation: String?
+
+    func validate() throws {
+        if invitation?.hasPrefix("keychain-sync:") != true, server == nil || account == nil {
+            throw ValidationError("Give the invitation's URI (--invitation keychain-sync://join?…), or --server and --account.")
+        }
+    }
 
     func run() async throws {
-        let url = try SyncToolCommand.server(server, function: Self.function)
+        var server = self.server
+        var named = self.account
+        var code = invitation
+        if let invitation, invitation.hasPrefix("keychain-sync:") {
+            do throws(KeychainError) {
+                let parsed = try KeychainStore.syncInvitation(fromURI: invitation)
+                server = server ?? parsed.server.absoluteString
+                named = named ?? parsed.account
+                code = parsed.code
+            } catch {
+                throw SyncToolCommand.failure(Self.function, error)
+            }
+        }
+        let url = try SyncToolCommand.server(server ?? "", function: Self.function)
+        let account = named ?? ""
         let store = try SyncToolCommand.store(Self.function)
         let state: KeychainStore.SyncJoinState
         do {
-            state = try await store.joinSyncAccount(account, server: url)
+            state = try await store.joinSyncAccount(account, server: url, invitation: code)
         } catch {
             throw SyncToolCommand.failure(Self.function, error)
         }
@@ -259,5 +298,102 @@ struct SyncRemoveDevice: AsyncParsableCommand {
             throw SyncToolCommand.failure(Self.function, error)
         }
         Output.standardOutput("removed: \(id)\n")
+    }
+}
+
+/// `security sync invite`: a one-time invitation for another machine.
+struct SyncInvite: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "invite",
+        abstract: "Make a one-time invitation for another machine to join the account.",
+        discussion: """
+            Prints "invitation: XXXX-XXXX-XXXX", "expires:" (UTC, ISO 8601: 15 minutes from now), "uri:" (the \
+            invitation with the server and the account, short enough for a QR code, e.g. `qrencode -t ansiutf8 URI`) \
+            and the command to run on the new machine. The server admits one join request that carries it, and none \
+            without one; the new machine is then approved with `security sync approve CODE` as before. No account \
+            exits 44.
+            """
+    )
+
+    static let function = "sync invite"
+
+    func run() async throws {
+        let store = try SyncToolCommand.store(Self.function)
+        let invitation: KeychainStore.SyncInvitation
+        do {
+            invitation = try await store.createSyncInvitation()
+        } catch {
+            throw SyncToolCommand.failure(Self.function, error)
+        }
+        Output.standardOutput(
+            """
+            invitation: \(invitation.code)
+            expires: \(invitation.expires.formatted(.iso8601))
+            uri: \(invitation.uri)
+            On the new machine run: security sync join --invitation '\(invitation.uri)'
+
+            """)
+    }
+}
+
+/// `security sync pending`: the machines waiting to join.
+struct SyncPending: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pending",
+        abstract: "List the machines waiting to join the account.",
+        discussion: """
+            Prints a table with a header line: ID, CODE (what approve and reject take), REQUESTED (UTC, ISO 8601) and \
+            FINGERPRINT, oldest first; nothing after the header when none waits. No account exits 44.
+            """
+    )
+
+    static let function = "sync pending"
+
+    func run() async throws {
+        let store = try SyncToolCommand.store(Self.function)
+        let devices: [KeychainStore.SyncPendingDevice]
+        do {
+            devices = try await store.pendingSyncDevices()
+        } catch {
+            throw SyncToolCommand.failure(Self.function, error)
+        }
+        let rows =
+            [["ID", "CODE", "REQUESTED", "FINGERPRINT"]]
+            + devices.map { [printable($0.id), printable($0.code), $0.requested.formatted(.iso8601), printable($0.fingerprint)] }
+        var widths = [Int](repeating: 0, count: 4)
+        for row in rows { for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) } }
+        Output.standardOutput(
+            rows.map { row in
+                row.enumerated().map { column, cell in
+                    column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                }.joined(separator: "  ") + "\n"
+            }.joined())
+    }
+}
+
+/// `security sync reject`: refuses a machine waiting to join.
+struct SyncReject: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reject",
+        abstract: "Reject a machine waiting to join the account.",
+        discussion: """
+            Takes the machine's ID or the code it shows (as `security sync pending` lists them). The machine can \
+            never join with that device key. Prints "rejected: ID"; no such machine, or no account, exits 44.
+            """
+    )
+
+    static let function = "sync reject"
+
+    @Argument(help: ArgumentHelp("The waiting machine's ID or code.", valueName: "id|code"))
+    var device: String
+
+    func run() async throws {
+        let store = try SyncToolCommand.store(Self.function)
+        do {
+            try await store.rejectSyncDevice(device)
+        } catch {
+            throw SyncToolCommand.failure(Self.function, error)
+        }
+        Output.standardOutput("rejected: \(printable(device))\n")
     }
 }

@@ -33,7 +33,10 @@ enum KitSyncPair {
             let beta = try KeychainStore(directory: betaFolder, accessGroups: ["com.example.sync"])
             let account = try await alpha.createSyncAccount(server: url, deviceName: "alpha")
             line("created")
-            guard case .pending(let code, let fingerprint) = try await beta.joinSyncAccount(account, server: url) else {
+            let invitation = try await alpha.createSyncInvitation()
+            let carried = try KeychainStore.syncInvitation(fromURI: invitation.uri)
+            line("invited uri-matches=\(carried.server == url && carried.account == account && carried.code == invitation.code)")
+            guard case .pending(let code, let fingerprint) = try await beta.joinSyncAccount(account, server: url, invitation: invitation.code) else {
                 line("error the join did not wait for approval")
                 return 1
             }

@@ -26,6 +26,7 @@ import Testing
         #expect(
             run.stdout == """
                 created
+                invited uri-matches=true
                 pending code=true
                 approved fingerprint-matches=true
                 joined account-matches=true

@@ -1,4 +1,5 @@
 #if Network
+import Crypto
 import Foundation
 import KeychainSyncAPI
 import KeychainSyncServer
@@ -72,7 +73,7 @@ struct AuthenticationTests {
             let second = TestDevice()
             let account = newAccountID()
             #expect(try await client.createAccount(account, device: first).status == 201)
-            try await join(second, account: account, client: client)
+            try await join(second, account: account, client: client, invitedBy: first)
             let approve = try first.deviceList(version: 2, trusted: [first.id, second.id])
             #expect(try await client.send(.PUT, "/v1/accounts/\(account)/device-list", json: approve, as: first).status == 200)
             #expect(try await client.changes(account, since: 0, as: second).status == 200)
@@ -197,10 +198,19 @@ extension AuthenticationTests {
     }
 }
 
-/// Makes `device` a pending device of the account.
-func join(_ device: TestDevice, account: String, client: SyncTestClient, code: [UInt8] = Array("code-hash".utf8)) async throws {
+/// Makes `device` a pending device of the account, with an invitation `owner` (a trusted device) makes.
+func join(
+    _ device: TestDevice, account: String, client: SyncTestClient, invitedBy owner: TestDevice, code: [UInt8] = Array("code-hash".utf8)
+) async throws {
+    let secret = SyncTestClient.freshNonce()
+    let invited = try await client.send(
+        .POST, "/v1/accounts/\(account)/invitations",
+        json: Components.Schemas.Invitation(tokenHash: .init(Array(SHA256.hash(data: Array(secret.prefix(12).utf8)))), lifetimeSeconds: 900),
+        as: owner)
+    #expect(invited.status == 201)
     let response = try await client.send(
-        .POST, "/v1/accounts/\(account)/joins", json: Components.Schemas.JoinRequest(device: device.keys, codeHash: .init(code)), as: device
+        .POST, "/v1/accounts/\(account)/joins",
+        json: Components.Schemas.JoinRequest(device: device.keys, codeHash: .init(code), invitation: String(secret.prefix(12))), as: device
     )
     #expect(response.status == 202)
 }

@@ -1,4 +1,5 @@
 #if Network
+import Crypto
 import Foundation
 import KeychainSyncAPI
 import KeychainSyncServer
@@ -15,9 +16,9 @@ struct DeviceTests {
             let account = newAccountID()
             #expect(try await client.createAccount(account, device: first).status == 201)
 
-            try await join(newcomer, account: account, client: client, code: [1, 2, 3])
-            // Pending: it may read the device list and its (still missing) keys, not the records.
-            #expect(try await client.send(.GET, "/v1/accounts/\(account)/device-list", as: newcomer).status == 200)
+            try await join(newcomer, account: account, client: client, invitedBy: first, code: [1, 2, 3])
+            // Pending: it may read its own (still missing) keys, not the device list nor the records.
+            #expect(try await client.send(.GET, "/v1/accounts/\(account)/device-list", as: newcomer).status == 403)
             let noKeys = try await client.send(.GET, "/v1/accounts/\(account)/zone-keys", as: newcomer)
             #expect(try noKeys.decode(Components.Schemas.ZoneKeys.self).keys.isEmpty)
             let early = try await client.write(account, [recordWrite("x", expected: 0)], as: newcomer)
@@ -61,7 +62,7 @@ struct DeviceTests {
             let pending = TestDevice()
             let account = newAccountID()
             #expect(try await client.createAccount(account, device: first).status == 201)
-            try await join(pending, account: account, client: client)
+            try await join(pending, account: account, client: client, invitedBy: first)
             let path = "/v1/accounts/\(account)/device-list"
 
             // A non-member is not even authenticated; a pending device is not trusted.
@@ -97,16 +98,24 @@ struct DeviceTests {
 
     @Test func joinsAreBoundedAndSignedByTheKeyTheyCarry() async throws {
         try await TestServers.with { servers in
-            let (client, _, account) = try await servers.newAccount()
+            let (client, owner, account) = try await servers.newAccount()
             for _ in 0..<16 {
-                try await join(TestDevice(), account: account, client: client)
+                try await join(TestDevice(), account: account, client: client, invitedBy: owner)
             }
+            // The seventeenth, invited too, is refused, and its invitation stays unused.
+            let secret = "ABCDEFGHJKMN"
+            let invited = try await client.send(
+                .POST, "/v1/accounts/\(account)/invitations",
+                json: Components.Schemas.Invitation(tokenHash: .init(Array(SHA256.hash(data: Array(secret.utf8)))), lifetimeSeconds: 60),
+                as: owner)
+            #expect(invited.status == 201)
             let seventeenth = TestDevice()
             let refused = try await client.send(
                 .POST, "/v1/accounts/\(account)/joins",
-                json: Components.Schemas.JoinRequest(device: seventeenth.keys, codeHash: .init([1])), as: seventeenth
+                json: Components.Schemas.JoinRequest(device: seventeenth.keys, codeHash: .init([1]), invitation: secret), as: seventeenth
             )
             #expect(refused.status == 409 && refused.errorCode == "too_many_pending")
+            #expect(try await servers.sqlInt("SELECT count(*) FROM invitations WHERE account_id = \(account) AND used_by IS NULL") == 1)
 
             // The body's key must be the signer's: a request signed by one key carrying another is refused.
             let signer = TestDevice()

@@ -75,7 +75,7 @@ struct PushTests {
                 try await WebSocketClient.connect(url: "ws://127.0.0.1:\(servers.ports[0])\(path)", logger: TestPostgres.logger) { _, _, _ in }
             }
             let pending = TestDevice()
-            try await join(pending, account: account, client: servers.client(0))
+            try await join(pending, account: account, client: servers.client(0), invitedBy: device)
             await #expect(throws: (any Error).self) {
                 try await openPushSocket(port: servers.ports[0], account: account, as: pending) { _, _, _ in }
             }
@@ -109,7 +109,7 @@ struct PushTests {
         try await TestServers.with(count: 2) { servers in
             let (client, first, account) = try await servers.newAccount()
             let second = TestDevice()
-            try await join(second, account: account, client: client)
+            try await join(second, account: account, client: client, invitedBy: first)
             let approve = try first.deviceList(version: 2, trusted: [first.id, second.id])
             #expect(try await client.send(.PUT, "/v1/accounts/\(account)/device-list", json: approve, as: first).status == 200)
 

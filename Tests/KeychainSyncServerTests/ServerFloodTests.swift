@@ -1,4 +1,5 @@
 #if Network
+import Crypto
 import Foundation
 import KeychainSyncAPI
 import KeychainSyncServer
@@ -138,6 +139,52 @@ struct ServerFloodTests {
             #expect(statuses == [200, 200, 200, 429, 429])
             #expect(retryAfter.flatMap(Int.init).map { (1...20).contains($0) } == true)
             #expect(try await client.changes(account, since: 0, as: device).status == 200)
+        }
+    }
+
+    @Test("16 join requests without an invitation are refused and store nothing; an invited device then joins, once")
+    func uninvitedJoinsAreRefused() async throws {
+        try await TestServers.with { servers in
+            let client = servers.client()
+            let owner = TestDevice()
+            let account = newAccountID()
+            #expect(try await client.createAccount(account, device: owner).status == 201)
+            for _ in 0..<16 {
+                let outsider = TestDevice()
+                let refused = try await client.send(
+                    .POST, "/v1/accounts/\(account)/joins",
+                    json: Components.Schemas.JoinRequest(device: outsider.keys, codeHash: .init(Array("code".utf8)), invitation: "AAAABBBBCCCC"),
+                    as: outsider)
+                #expect(refused.status == 403 && refused.errorCode == "invitation_required")
+            }
+            #expect(try await servers.sqlInt("SELECT count(*) FROM devices WHERE account_id = \(account) AND state = 'pending'") == 0)
+
+            // The owner invites; the invited device is admitted, and the invitation admits nobody else.
+            let secret = "7KQ2M9XD3F1P"
+            let invited = try await client.send(
+                .POST, "/v1/accounts/\(account)/invitations",
+                json: Components.Schemas.Invitation(tokenHash: .init(Array(SHA256.hash(data: Array(secret.utf8)))), lifetimeSeconds: 900), as: owner)
+            #expect(invited.status == 201)
+            let guest = TestDevice()
+            let admitted = try await client.send(
+                .POST, "/v1/accounts/\(account)/joins",
+                json: Components.Schemas.JoinRequest(device: guest.keys, codeHash: .init(Array("code".utf8)), invitation: secret), as: guest)
+            #expect(admitted.status == 202)
+            let second = TestDevice()
+            let reused = try await client.send(
+                .POST, "/v1/accounts/\(account)/joins",
+                json: Components.Schemas.JoinRequest(device: second.keys, codeHash: .init(Array("code".utf8)), invitation: secret), as: second)
+            #expect(reused.status == 403 && reused.errorCode == "invitation_required")
+
+            // The pending device sees nothing of the account but its own request: not the device list.
+            let list = try await client.send(.GET, "/v1/accounts/\(account)/device-list", as: guest)
+            #expect(list.status == 403 && list.errorCode == "not_trusted")
+            #expect(try await client.send(.GET, "/v1/accounts/\(account)/joins", as: guest).status == 403)
+            // Asking again while pending needs no invitation.
+            let again = try await client.send(
+                .POST, "/v1/accounts/\(account)/joins",
+                json: Components.Schemas.JoinRequest(device: guest.keys, codeHash: .init(Array("code".utf8))), as: guest)
+            #expect(again.status == 202)
         }
     }
 

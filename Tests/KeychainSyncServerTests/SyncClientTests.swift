@@ -16,7 +16,9 @@ struct SyncClientTests {
             let a = try SyncTestDevice(), b = try SyncTestDevice()
             a.session = try await SyncSession.createAccount(engine: a.engine, mirrorPath: a.mirrorPath, serverURL: SyncTestDevice.url(servers), name: "laptop")
             let account = try #require(a.session).account
-            let joining = try await SyncSession.join(engine: b.engine, mirrorPath: b.mirrorPath, serverURL: SyncTestDevice.url(servers), account: account)
+            let invitation = try await #require(a.session).invite().invitation
+            let joining = try await SyncSession.join(
+                engine: b.engine, mirrorPath: b.mirrorPath, serverURL: SyncTestDevice.url(servers), account: account, invitation: invitation)
             b.session = joining.session
             #expect(try await joining.session.finishJoining() == false)  // not approved yet
             let fingerprint = try await #require(a.session).approve(joining.code, name: "desktop")
@@ -54,7 +56,9 @@ struct SyncClientTests {
             let a = try SyncTestDevice(), b = try SyncTestDevice()
             a.session = try await SyncSession.createAccount(engine: a.engine, mirrorPath: a.mirrorPath, serverURL: SyncTestDevice.url(servers), name: "a")
             let account = try #require(a.session).account
-            let joining = try await SyncSession.join(engine: b.engine, mirrorPath: b.mirrorPath, serverURL: SyncTestDevice.url(servers), account: account)
+            let joining = try await SyncSession.join(
+                engine: b.engine, mirrorPath: b.mirrorPath, serverURL: SyncTestDevice.url(servers), account: account,
+                invitation: try await #require(a.session).invite().invitation)
             b.session = joining.session
             try await #require(a.session).approve(joining.code, name: "b")
             #expect(try await joining.session.finishJoining())

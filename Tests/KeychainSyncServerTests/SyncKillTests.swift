@@ -161,7 +161,7 @@ struct SyncKillTests {
                 account = writer.account
                 let joining = try await SyncSession.join(
                     engine: engineB, mirrorPath: KeychainLocation(home: homeB).syncMirrorPath,
-                    serverURL: server.url, account: account)
+                    serverURL: server.url, account: account, invitation: try await writer.invite().invitation)
                 try await writer.approve(joining.code, name: "checker")
                 #expect(try await joining.session.finishJoining())
                 checker = joining.session

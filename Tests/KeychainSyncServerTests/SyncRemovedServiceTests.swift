@@ -55,7 +55,8 @@ struct SyncRemovedServiceTests {
             #expect(try await Self.eventually { try Self.socketsOpen(to: port) == 0 })
 
             // Joining again asks afresh with a new device key, and completes once approved.
-            guard case .joinPending(let code, let fingerprint) = try await serviceB.perform(.join(server: server, account: account)) else {
+            guard case .invitation(let invitation, _, _) = try await serviceA.perform(.invite) else { throw SyncServiceTests.Failure("no invitation") }
+            guard case .joinPending(let code, let fingerprint) = try await serviceB.perform(.join(server: server, account: account, invitation: invitation)) else {
                 throw SyncServiceTests.Failure("no new join")
             }
             let newID = try b.deviceID

@@ -31,7 +31,8 @@ struct SyncServiceTests {
         guard case .accountCreated(let account) = try await a.perform(.createAccount(server: server, deviceName: "laptop")) else {
             throw Failure("no account")
         }
-        guard case .joinPending(let code, let fingerprint) = try await b.perform(.join(server: server, account: account)) else {
+        guard case .invitation(let invitation, _, _) = try await a.perform(.invite) else { throw Failure("no invitation") }
+        guard case .joinPending(let code, let fingerprint) = try await b.perform(.join(server: server, account: account, invitation: invitation)) else {
             throw Failure("no join")
         }
         #expect(try await a.perform(.approve(code: code, deviceName: "desktop")) == .approved(fingerprint: fingerprint))
@@ -267,10 +268,25 @@ struct SyncServiceTests {
             let unknown = await #expect(throws: KeychainError.self) { try await serviceA.perform(.approve(code: "00000-00000", deviceName: "x")) }
             #expect(unknown?.code == .itemNotFound)
 
+            // Joining needs an invitation: without one nothing is asked (errSecParam); a made-up one is refused by
+            // the server, which stores nothing.
+            let uninvited = await #expect(throws: KeychainError.self) { try await serviceB.perform(.join(server: server, account: account)) }
+            #expect(uninvited?.code == .invalidParameter)
+            let forged = await #expect(throws: KeychainError.self) {
+                try await serviceB.perform(.join(server: server, account: account, invitation: "AAAA-BBBB-CCCC"))
+            }
+            #expect(forged?.message.contains("invitation_required") == true)
+            guard case .pending(let nobody) = try await serviceA.perform(.pending) else { throw Failure("no pending list") }
+            #expect(nobody.isEmpty)
             // Joining: the same code until approved, then joined.
-            guard case .joinPending(let code, let fingerprint) = try await serviceB.perform(.join(server: server, account: account)) else {
+            guard case .invitation(let invitation, let uri, let expires) = try await serviceA.perform(.invite) else { throw Failure("no invitation") }
+            #expect(uri.hasPrefix("keychain-sync://join?") && uri.contains(account))
+            #expect(expires.timeIntervalSinceNow > 800 && expires.timeIntervalSinceNow <= 900)
+            guard case .joinPending(let code, let fingerprint) = try await serviceB.perform(.join(server: server, account: account, invitation: invitation)) else {
                 throw Failure("no join")
             }
+            guard case .pending(let waiting) = try await serviceA.perform(.pending) else { throw Failure("no pending list") }
+            #expect(waiting.map(\.code) == [code] && waiting.map(\.fingerprint) == [fingerprint])
             #expect(try await serviceB.perform(.join(server: server, account: account)) == .joinPending(code: code, fingerprint: fingerprint))
             guard case .status(let pending) = try await serviceB.perform(.status) else { throw Failure("no status") }
             #expect(pending.account == account && !pending.joined)

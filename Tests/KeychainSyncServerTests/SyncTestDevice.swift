@@ -122,8 +122,8 @@ final class SyncTestDevice: @unchecked Sendable {
         try #require(URL(string: "http://127.0.0.1:\(servers.ports[index])"))
     }
 
-    /// `count` devices in one new account on `servers`: the first makes it, each other asks to join and the first
-    /// approves it. Returns the devices and the account.
+    /// `count` devices in one new account on `servers`: the first makes it and invites each other, which asks to
+    /// join with the invitation; the first approves it. Returns the devices and the account.
     static func account(of count: Int, on servers: TestServers) async throws -> ([SyncTestDevice], String) {
         let devices = try (0..<count).map { _ in try SyncTestDevice() }
         let first = devices[0], clock = first.clock
@@ -135,7 +135,7 @@ final class SyncTestDevice: @unchecked Sendable {
             let clock = device.clock
             let joining = try await SyncSession.join(
                 engine: device.engine, mirrorPath: device.mirrorPath, serverURL: url(servers),
-                account: account, now: { clock.now })
+                account: account, invitation: try await first.requiredSession.invite().invitation, now: { clock.now })
             device.session = joining.session
             try await first.requiredSession.approve(joining.code, name: "device \(index)")
             #expect(try await joining.session.finishJoining())

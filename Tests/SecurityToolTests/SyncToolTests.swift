@@ -63,12 +63,23 @@ struct SyncToolTests {
             created == """
                 account: \(account)
                 server: \(server.url)
-                To add another machine, run there: security sync join --server \(server.url) --account \(account)
+                To add another machine, run `security sync invite` here and `security sync join --invitation URI` there.
 
                 """)
 
-        // The second asks to join and shows a code and its fingerprint.
-        let pending = try beta.sync(["join", "--server", server.url, "--account", account])
+        // Without an invitation the second cannot ask; the first makes one, valid 15 minutes, with a URI.
+        let uninvited = try beta.sandbox.run(["sync", "join", "--server", server.url, "--account", account])
+        #expect(uninvited.status == 206)
+        #expect(uninvited.stderr.contains("security sync invite"))
+        let invited = try alpha.sync(["invite"])
+        let uri = try #require(Self.field("uri", in: invited))
+        #expect(uri.hasPrefix("keychain-sync://join?") && uri.contains(account))
+        #expect(Self.field("invitation", in: invited)?.count == 14)
+        #expect(Self.field("expires", in: invited).flatMap { try? Date($0, strategy: .iso8601) }.map { $0.timeIntervalSinceNow > 800 } == true)
+        #expect(invited.hasSuffix("On the new machine run: security sync join --invitation '\(uri)'\n"))
+
+        // The second asks to join with it and shows a code and its fingerprint.
+        let pending = try beta.sync(["join", "--invitation", uri])
         let code = try #require(Self.field("code", in: pending))
         let fingerprint = try #require(Self.field("fingerprint", in: pending))
         #expect(code.count == 11 && code.dropFirst(5).first == "-")
@@ -81,6 +92,21 @@ struct SyncToolTests {
 
                 """)
         #expect(Self.field("joined", in: try beta.sync(["status"])) == "no (waiting for approval: run `security sync join` again once approved)")
+        // The first lists it, with the code it shows; the invitation cannot be used twice.
+        let waiting = try alpha.sync(["pending"]).split(separator: "\n")
+        #expect(waiting.count == 2 && waiting[0].hasPrefix("ID") && waiting[1].contains(code) && waiting[1].hasSuffix(fingerprint))
+        let third = try Machine(mode)
+        let reused = try third.sandbox.run(["sync", "join", "--invitation", uri])
+        #expect(reused.status != 0)
+        #expect(reused.stderr.contains("invitation_required"))
+        // A machine the first rejects is told so when it asks again.
+        let thirdPending = try third.sync(["join", "--invitation", try #require(Self.field("uri", in: try alpha.sync(["invite"])))])
+        let thirdCode = try #require(Self.field("code", in: thirdPending))
+        #expect(try alpha.sync(["reject", thirdCode]) == "rejected: \(thirdCode)\n")
+        let rejected = try third.sandbox.run(["sync", "join", "--server", server.url, "--account", account])
+        #expect(rejected.status == 3)
+        #expect(rejected.stderr.contains("rejected on a machine of the account"))
+        #expect(try alpha.sync(["pending"]).split(separator: "\n").count == 2)
 
         // A malformed code is refused with errSecParam, and says what a code looks like.
         let malformed = try alpha.sandbox.run(["sync", "approve", "NOT-A-CODE!"])
@@ -162,8 +188,10 @@ struct SyncToolTests {
         #expect(Self.field("joined", in: removedStatus)?.contains(" by alpha; to sync again run `security sync join") == true)
         #expect(try beta.sandbox.run(["sync", "devices"]).status == 3)
 
-        // Joining again asks afresh, with a new device key and so a new code; once approved it joins.
-        let again = try beta.sync(["join", "--server", server.url, "--account", account])
+        // Joining again asks afresh (with a new invitation), with a new device key and so a new code; once
+        // approved it joins.
+        let reinvited = try #require(Self.field("uri", in: try alpha.sync(["invite"])))
+        let again = try beta.sync(["join", "--invitation", reinvited])
         let newCode = try #require(Self.field("code", in: again))
         #expect(newCode != code)
         #expect(Self.field("fingerprint", in: again) != fingerprint)
@@ -181,7 +209,8 @@ struct SyncToolTests {
         let alpha = try Machine(mode), beta = try Machine(mode), gamma = try Machine(mode)
         let account = try #require(Self.field("account", in: try alpha.sync(["create-account", "--server", server.url, "--name", "alpha"])))
         for (machine, name) in [(beta, "beta"), (gamma, "gamma")] {
-            let pending = try machine.sync(["join", "--server", server.url, "--account", account])
+            let invitation = try #require(Self.field("invitation", in: try alpha.sync(["invite"])))
+            let pending = try machine.sync(["join", "--server", server.url, "--account", account, "--invitation", invitation])
             _ = try alpha.sync(["approve", try #require(Self.field("code", in: pending)), "--name", name])
             _ = try machine.sync(["join", "--server", server.url, "--account", account])
         }

@@ -42,11 +42,12 @@ final class SyncFixture: @unchecked Sendable {
         return try KeychainStore(directory: home, accessGroups: ["BENCH.sync"])
     }
 
-    /// A device that joined `owner`'s account: asked, approved by `owner`, and asked again.
+    /// A device that joined `owner`'s account: invited by `owner`, asked, approved by `owner`, and asked again.
     func join(_ owner: KeychainStore, account: String) async throws -> KeychainStore {
         let device = try newDevice()
         guard let url = server?.url else { throw BenchmarkFailure("The sync server is not running.") }
-        guard case .pending(let code, _) = try await device.joinSyncAccount(account, server: url) else {
+        let invitation = try await owner.createSyncInvitation()
+        guard case .pending(let code, _) = try await device.joinSyncAccount(account, server: url, invitation: invitation.code) else {
             throw BenchmarkFailure("A new device joined without approval.")
         }
         _ = try await owner.approveSyncDevice(code: code, name: "device \(devices.count)")

@@ -4,11 +4,12 @@ import Foundation
 /// ``KeychainConnection``-style seams in process or through keychaind.
 package enum SyncCommand: Sendable, Hashable {
     /// Make a new account on the server at `server` (an `http`/`https` URL) with this device, called `deviceName`,
-    /// as its first device.
-    case createAccount(server: String, deviceName: String)
-    /// Ask to join `account` on the server at `server`; the reply carries the code to approve on a device of the
-    /// account. Asked again once approved, it completes the join.
-    case join(server: String, account: String)
+    /// as its first device; `accountToken` is the operator's token when the server creates accounts by token only.
+    case createAccount(server: String, deviceName: String, accountToken: String? = nil)
+    /// Ask to join `account` on the server at `server` with an invitation's secret (`security sync invite` on a
+    /// device of the account); the reply carries the code to approve there. Asked again once approved (no
+    /// invitation needed), it completes the join.
+    case join(server: String, account: String, invitation: String? = nil)
     /// Approve the device that shows `code` (ten Crockford base32 characters, a dash allowed), naming it `deviceName`.
     case approve(code: String, deviceName: String)
     /// The account's trusted devices.
@@ -19,6 +20,31 @@ package enum SyncCommand: Sendable, Hashable {
     case status
     /// Sync now: read the server's changes, apply them, upload local ones.
     case now
+    /// Make a one-time invitation to join the account, valid 15 minutes.
+    case invite
+    /// The devices waiting to join.
+    case pending
+    /// Reject a device waiting to join, by its identifier or the code it shows.
+    case reject(device: String)
+}
+
+/// A device waiting to join the account.
+package struct SyncPendingDevice: Sendable, Hashable {
+    /// Its identifier (32 hex digits).
+    package var id: String
+    /// The join code it shows.
+    package var code: String
+    /// Its key fingerprint.
+    package var fingerprint: String
+    /// When it asked.
+    package var requested: Date
+
+    package init(id: String, code: String, fingerprint: String, requested: Date) {
+        self.id = id
+        self.code = code
+        self.fingerprint = fingerprint
+        self.requested = requested
+    }
 }
 
 /// One trusted device of a sync account.
@@ -164,4 +190,48 @@ package enum SyncReply: Sendable, Hashable {
     case status(SyncStatusReport)
     /// What the round did.
     case round(SyncRoundReport)
+    /// An invitation: its code, the URI that carries it with the server and the account, and when it lapses.
+    case invitation(code: String, uri: String, expires: Date)
+    /// The devices waiting to join.
+    case pending([SyncPendingDevice])
+    /// The device was rejected.
+    case rejected
+}
+
+/// The URI of an invitation to join a sync account, `keychain-sync://join?server=…&account=…&invitation=…`: what
+/// `security sync invite` prints (short enough for a QR code) and `security sync join --invitation` takes.
+package enum SyncInvitationURI {
+    /// The URI scheme.
+    package static let scheme = "keychain-sync"
+
+    /// The URI of the invitation `code` to `account` on `server`.
+    package static func make(server: String, account: String, code: String) -> String {
+        var components = URLComponents()
+        components.scheme = scheme
+        components.host = "join"
+        components.queryItems = [
+            URLQueryItem(name: "server", value: server), URLQueryItem(name: "account", value: account),
+            URLQueryItem(name: "invitation", value: code),
+        ]
+        // `+` inside the server's address is escaped so that no reader takes it for a space.
+        components.percentEncodedQuery = components.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
+        return components.string ?? ""
+    }
+
+    /// The server, account and code a URI made by ``make(server:account:code:)`` carries (the code as written, not
+    /// checked here).
+    /// - Throws: ``KeychainError`` `invalidParameter` when it is not such a URI.
+    package static func parse(_ text: String) throws(KeychainError) -> (server: String, account: String, code: String) {
+        guard let components = URLComponents(string: text), components.scheme == scheme, components.host == "join",
+            let items = components.queryItems,
+            let server = items.first(where: { $0.name == "server" })?.value,
+            let account = items.first(where: { $0.name == "account" })?.value,
+            let code = items.first(where: { $0.name == "invitation" })?.value
+        else {
+            throw KeychainError(
+                code: .invalidParameter,
+                message: "'\(text.prefix(80))' is not an invitation URI: give what `security sync invite` printed (keychain-sync://join?server=…&account=…&invitation=…).")
+        }
+        return (server, account, code)
+    }
 }

@@ -68,7 +68,7 @@ import HTTPTypes
 ///
 /// * A request body is at most what its route takes, checked from `Content-Length` before it is read (larger:
 ///   413 `body_too_large`): a write batch 8 MiB, zone keys 2 MiB, a new account 256 KiB, a device list 128 KiB,
-///   a join request 16 KiB, every other request none.
+///   a join request 16 KiB, an invitation 4 KiB, every other request none.
 /// * Rate limits, per source address and per account, on account creation, join requests and writes (record
 ///   batches, device lists, zone keys): past them 429 `rate_limited` with `Retry-After` (seconds). The numbers
 ///   are the server's settings (`keychain-sync-server --help`).
@@ -80,7 +80,8 @@ import HTTPTypes
 ///   characters of `A-Z a-z 0-9 . _ -`; `ciphertext` at most 256 KiB, `wrapped_key` at most 1 KiB, a wrapped
 ///   zone key at most 4 KiB, `code_hash` at most 64 bytes, a device list blob at most 64 KiB with at most 256
 ///   device ids, at most 256 zone keys per upload.
-/// * At most 16 pending devices per account; a pending device expires 24 hours after it asked to join.
+/// * At most 16 pending devices per account; a pending device expires 24 hours after it asked to join. At most
+///   16 unexpired invitations per account, each lasting at most 15 minutes.
 /// * A change-feed page holds at most 1000 records (default 500).
 /// * Tombstones (records with `deleted: true`) are purged after the server's horizon (30 days by default). A
 ///   client whose `since` lies before the account's purged point gets 410 `resync` and starts again from 0.
@@ -561,7 +562,9 @@ package struct Client: APIProtocol {
     }
     /// The account's current signed device list.
     ///
-    /// Open to trusted and pending devices of the account.
+    /// Open to trusted devices of the account. A pending device gets 403 `not_trusted` until it is approved:
+    /// it learns nothing of the other devices (their names and keys) before that.
+    ///
     ///
     /// - Remark: HTTP `GET /v1/accounts/{account}/device-list`.
     /// - Remark: Generated from `#/paths//v1/accounts/{account}/device-list/get(getDeviceList)`.
@@ -993,9 +996,13 @@ package struct Client: APIProtocol {
     }
     /// A new device asks to join the account.
     ///
-    /// Signed by the new device with the key in the body. The device becomes pending for 24 hours, until a
-    /// trusted device approves it with a device-list update naming it (and uploads its wrapped zone keys).
-    /// Asking again while pending refreshes the request.
+    /// Signed by the new device with the key in the body. A new request must carry an invitation a trusted
+    /// device made (`POST …/invitations`): its secret in `invitation`, which the server hashes and finds
+    /// unexpired and unused, and then marks used. Without one nothing is stored (403 `invitation_required`).
+    /// The device becomes pending for 24 hours, until a trusted device approves it with a device-list update
+    /// naming it (and uploads its wrapped zone keys) or rejects it (`DELETE …/joins/{device}`). Asking again
+    /// while pending refreshes the request, without an invitation. A pending device may read nothing of the
+    /// account but the zone keys wrapped for it (none until approved).
     ///
     ///
     /// - Remark: HTTP `POST /v1/accounts/{account}/joins`.
@@ -1146,6 +1153,358 @@ package struct Client: APIProtocol {
                 case 409:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Operations.RequestJoin.Output.Conflict.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .conflict(.init(body: body))
+                case 413:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.TooLarge.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .contentTooLarge(.init(body: body))
+                case 429:
+                    let headers: Components.Responses.TooManyRequests.Headers = .init(retryAfter: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Retry-After",
+                        as: Swift.Int.self
+                    ))
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.TooManyRequests.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .tooManyRequests(.init(
+                        headers: headers,
+                        body: body
+                    ))
+                default:
+                    return .undocumented(
+                        statusCode: response.status.code,
+                        .init(
+                            headerFields: response.headerFields,
+                            body: responseBody
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Rejects a pending device (trusted devices only).
+    ///
+    /// The pending device is refused for good: it is removed, and asking again with the same key answers 403
+    /// `device_removed`.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /v1/accounts/{account}/joins/{device}`.
+    /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/{device}/delete(rejectJoin)`.
+    package func rejectJoin(_ input: Operations.RejectJoin.Input) async throws -> Operations.RejectJoin.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.RejectJoin.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/accounts/{}/joins/{}",
+                    parameters: [
+                        input.path.account,
+                        input.path.device
+                    ]
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .delete
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                return (request, nil)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 204:
+                    return .noContent(.init())
+                case 401:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Unauthorized.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .unauthorized(.init(body: body))
+                case 403:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Forbidden.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .forbidden(.init(body: body))
+                case 404:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.RejectJoin.Output.NotFound.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .notFound(.init(body: body))
+                default:
+                    return .undocumented(
+                        statusCode: response.status.code,
+                        .init(
+                            headerFields: response.headerFields,
+                            body: responseBody
+                        )
+                    )
+                }
+            }
+        )
+    }
+    /// Makes a one-time invitation to join the account (trusted devices only).
+    ///
+    /// The device keeps the invitation's secret and gives it to the new device (a code, or a URI), which sends
+    /// it with its join request. The server keeps only `token_hash`, the SHA-256 of the secret's UTF-8 bytes.
+    /// An invitation lasts `lifetime_seconds` (at most 900) and admits one join request. At most 16 unexpired
+    /// invitations per account.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/accounts/{account}/invitations`.
+    /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)`.
+    package func createInvitation(_ input: Operations.CreateInvitation.Input) async throws -> Operations.CreateInvitation.Output {
+        try await client.send(
+            input: input,
+            forOperation: Operations.CreateInvitation.id,
+            serializer: { input in
+                let path = try converter.renderedPath(
+                    template: "/v1/accounts/{}/invitations",
+                    parameters: [
+                        input.path.account
+                    ]
+                )
+                var request: HTTPTypes.HTTPRequest = .init(
+                    soar_path: path,
+                    method: .post
+                )
+                suppressMutabilityWarning(&request)
+                converter.setAcceptHeader(
+                    in: &request.headerFields,
+                    contentTypes: input.headers.accept
+                )
+                let body: OpenAPIRuntime.HTTPBody?
+                switch input.body {
+                case let .json(value):
+                    body = try converter.setRequiredRequestBodyAsJSON(
+                        value,
+                        headerFields: &request.headerFields,
+                        contentType: "application/json; charset=utf-8"
+                    )
+                }
+                return (request, body)
+            },
+            deserializer: { response, responseBody in
+                switch response.status.code {
+                case 201:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.CreateInvitation.Output.Created.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas.InvitationCreated.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .created(.init(body: body))
+                case 400:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.BadRequest.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .badRequest(.init(body: body))
+                case 401:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Unauthorized.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .unauthorized(.init(body: body))
+                case 403:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.Forbidden.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .forbidden(.init(body: body))
+                case 404:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Components.Responses.NotFound.Body
+                    let chosenContentType = try converter.bestContentType(
+                        received: contentType,
+                        options: [
+                            "application/json"
+                        ]
+                    )
+                    switch chosenContentType {
+                    case "application/json":
+                        body = try await converter.getResponseBodyAsJSON(
+                            Components.Schemas._Error.self,
+                            from: responseBody,
+                            transforming: { value in
+                                .json(value)
+                            }
+                        )
+                    default:
+                        preconditionFailure("bestContentType chose an invalid content type.")
+                    }
+                    return .notFound(.init(body: body))
+                case 409:
+                    let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
+                    let body: Operations.CreateInvitation.Output.Conflict.Body
                     let chosenContentType = try converter.bestContentType(
                         received: contentType,
                         options: [

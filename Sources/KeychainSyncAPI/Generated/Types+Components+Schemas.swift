@@ -225,21 +225,71 @@ extension Components {
             package var device: Components.Schemas.DeviceKeys
             /// - Remark: Generated from `#/components/schemas/JoinRequest/code_hash`.
             package var codeHash: Components.Schemas.Bytes
+            /// The invitation's secret (required for a new request; at most 128 characters).
+            ///
+            /// - Remark: Generated from `#/components/schemas/JoinRequest/invitation`.
+            package var invitation: Swift.String?
             /// Creates a new `JoinRequest`.
             ///
             /// - Parameters:
             ///   - device:
             ///   - codeHash:
+            ///   - invitation: The invitation's secret (required for a new request; at most 128 characters).
             package init(
                 device: Components.Schemas.DeviceKeys,
-                codeHash: Components.Schemas.Bytes
+                codeHash: Components.Schemas.Bytes,
+                invitation: Swift.String? = nil
             ) {
                 self.device = device
                 self.codeHash = codeHash
+                self.invitation = invitation
             }
             package enum CodingKeys: String, CodingKey {
                 case device
                 case codeHash = "code_hash"
+                case invitation
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/Invitation`.
+        package struct Invitation: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/Invitation/token_hash`.
+            package var tokenHash: Components.Schemas.Bytes
+            /// How long the invitation lasts, 1 to 900 seconds.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Invitation/lifetime_seconds`.
+            package var lifetimeSeconds: Swift.Int64
+            /// Creates a new `Invitation`.
+            ///
+            /// - Parameters:
+            ///   - tokenHash:
+            ///   - lifetimeSeconds: How long the invitation lasts, 1 to 900 seconds.
+            package init(
+                tokenHash: Components.Schemas.Bytes,
+                lifetimeSeconds: Swift.Int64
+            ) {
+                self.tokenHash = tokenHash
+                self.lifetimeSeconds = lifetimeSeconds
+            }
+            package enum CodingKeys: String, CodingKey {
+                case tokenHash = "token_hash"
+                case lifetimeSeconds = "lifetime_seconds"
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/InvitationCreated`.
+        package struct InvitationCreated: Codable, Hashable, Sendable {
+            /// When the invitation lapses, in Unix milliseconds.
+            ///
+            /// - Remark: Generated from `#/components/schemas/InvitationCreated/expires`.
+            package var expires: Swift.Int64
+            /// Creates a new `InvitationCreated`.
+            ///
+            /// - Parameters:
+            ///   - expires: When the invitation lapses, in Unix milliseconds.
+            package init(expires: Swift.Int64) {
+                self.expires = expires
+            }
+            package enum CodingKeys: String, CodingKey {
+                case expires
             }
         }
         /// - Remark: Generated from `#/components/schemas/PendingDevice`.

@@ -736,7 +736,9 @@ package enum Operations {
     }
     /// The account's current signed device list.
     ///
-    /// Open to trusted and pending devices of the account.
+    /// Open to trusted devices of the account. A pending device gets 403 `not_trusted` until it is approved:
+    /// it learns nothing of the other devices (their names and keys) before that.
+    ///
     ///
     /// - Remark: HTTP `GET /v1/accounts/{account}/device-list`.
     /// - Remark: Generated from `#/paths//v1/accounts/{account}/device-list/get(getDeviceList)`.
@@ -861,8 +863,8 @@ package enum Operations {
                     }
                 }
             }
-            /// The device was removed from the account (`device_removed`), or is pending where a trusted device is
-            /// needed (`not_trusted`).
+            /// The device was removed from the account (`device_removed`), is pending where a trusted device is
+            /// needed (`not_trusted`), or asks to join without a valid invitation (`invitation_required`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/device-list/get(getDeviceList)/responses/403`.
@@ -1081,8 +1083,8 @@ package enum Operations {
                     }
                 }
             }
-            /// The device was removed from the account (`device_removed`), or is pending where a trusted device is
-            /// needed (`not_trusted`).
+            /// The device was removed from the account (`device_removed`), is pending where a trusted device is
+            /// needed (`not_trusted`), or asks to join without a valid invitation (`invitation_required`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/device-list/put(putDeviceList)/responses/403`.
@@ -1361,8 +1363,8 @@ package enum Operations {
                     }
                 }
             }
-            /// The device was removed from the account (`device_removed`), or is pending where a trusted device is
-            /// needed (`not_trusted`).
+            /// The device was removed from the account (`device_removed`), is pending where a trusted device is
+            /// needed (`not_trusted`), or asks to join without a valid invitation (`invitation_required`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/get(listJoins)/responses/403`.
@@ -1419,9 +1421,13 @@ package enum Operations {
     }
     /// A new device asks to join the account.
     ///
-    /// Signed by the new device with the key in the body. The device becomes pending for 24 hours, until a
-    /// trusted device approves it with a device-list update naming it (and uploads its wrapped zone keys).
-    /// Asking again while pending refreshes the request.
+    /// Signed by the new device with the key in the body. A new request must carry an invitation a trusted
+    /// device made (`POST …/invitations`): its secret in `invitation`, which the server hashes and finds
+    /// unexpired and unused, and then marks used. Without one nothing is stored (403 `invitation_required`).
+    /// The device becomes pending for 24 hours, until a trusted device approves it with a device-list update
+    /// naming it (and uploads its wrapped zone keys) or rejects it (`DELETE …/joins/{device}`). Asking again
+    /// while pending refreshes the request, without an invitation. A pending device may read nothing of the
+    /// account but the zone keys wrapped for it (none until approved).
     ///
     ///
     /// - Remark: HTTP `POST /v1/accounts/{account}/joins`.
@@ -1579,8 +1585,8 @@ package enum Operations {
                     }
                 }
             }
-            /// The device was removed from the account (`device_removed`), or is pending where a trusted device is
-            /// needed (`not_trusted`).
+            /// The device was removed from the account (`device_removed`), is pending where a trusted device is
+            /// needed (`not_trusted`), or asks to join without a valid invitation (`invitation_required`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/post(requestJoin)/responses/403`.
@@ -1757,6 +1763,574 @@ package enum Operations {
             }
         }
     }
+    /// Rejects a pending device (trusted devices only).
+    ///
+    /// The pending device is refused for good: it is removed, and asking again with the same key answers 403
+    /// `device_removed`.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /v1/accounts/{account}/joins/{device}`.
+    /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/{device}/delete(rejectJoin)`.
+    package enum RejectJoin {
+        package static let id: Swift.String = "rejectJoin"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/accounts/{account}/joins/{device}/DELETE/path`.
+            package struct Path: Sendable, Hashable {
+                /// The account id (a lowercase UUID).
+                ///
+                /// - Remark: Generated from `#/paths/v1/accounts/{account}/joins/{device}/DELETE/path/account`.
+                package var account: Components.Parameters.Account
+                /// The pending device's id.
+                ///
+                /// - Remark: Generated from `#/paths/v1/accounts/{account}/joins/{device}/DELETE/path/device`.
+                package var device: Components.Schemas.DeviceID
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - account: The account id (a lowercase UUID).
+                ///   - device: The pending device's id.
+                package init(
+                    account: Components.Parameters.Account,
+                    device: Components.Schemas.DeviceID
+                ) {
+                    self.account = account
+                    self.device = device
+                }
+            }
+            package var path: Operations.RejectJoin.Input.Path
+            /// - Remark: Generated from `#/paths/v1/accounts/{account}/joins/{device}/DELETE/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RejectJoin.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.RejectJoin.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.RejectJoin.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            package init(
+                path: Operations.RejectJoin.Input.Path,
+                headers: Operations.RejectJoin.Input.Headers = .init()
+            ) {
+                self.path = path
+                self.headers = headers
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct NoContent: Sendable, Hashable {
+                /// Creates a new `NoContent`.
+                package init() {}
+            }
+            /// The device is rejected.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/{device}/delete(rejectJoin)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            case noContent(Operations.RejectJoin.Output.NoContent)
+            /// The device is rejected.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/{device}/delete(rejectJoin)/responses/204`.
+            ///
+            /// HTTP response code: `204 noContent`.
+            package static var noContent: Self {
+                .noContent(.init())
+            }
+            /// The associated value of the enum case if `self` is `.noContent`.
+            ///
+            /// - Throws: An error if `self` is not `.noContent`.
+            /// - SeeAlso: `.noContent`.
+            package var noContent: Operations.RejectJoin.Output.NoContent {
+                get throws {
+                    switch self {
+                    case let .noContent(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "noContent",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The signature headers are missing or wrong, the timestamp is off by more than 300 s (`clock_skew`),
+            /// the nonce was used before (`replayed_request`), the device is unknown to the account (`unknown_device`)
+            /// or the signature does not verify (`bad_signature`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/{device}/delete(rejectJoin)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The device was removed from the account (`device_removed`), is pending where a trusted device is
+            /// needed (`not_trusted`), or asks to join without a valid invitation (`invitation_required`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/{device}/delete(rejectJoin)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct NotFound: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/accounts/{account}/joins/{device}/DELETE/responses/404/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/accounts/{account}/joins/{device}/DELETE/responses/404/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.RejectJoin.Output.NotFound.Body
+                /// Creates a new `NotFound`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.RejectJoin.Output.NotFound.Body) {
+                    self.body = body
+                }
+            }
+            /// No such account, or no pending device with this id (`no_such_request`).
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/{device}/delete(rejectJoin)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Operations.RejectJoin.Output.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Operations.RejectJoin.Output.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
+    /// Makes a one-time invitation to join the account (trusted devices only).
+    ///
+    /// The device keeps the invitation's secret and gives it to the new device (a code, or a URI), which sends
+    /// it with its join request. The server keeps only `token_hash`, the SHA-256 of the secret's UTF-8 bytes.
+    /// An invitation lasts `lifetime_seconds` (at most 900) and admits one join request. At most 16 unexpired
+    /// invitations per account.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/accounts/{account}/invitations`.
+    /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)`.
+    package enum CreateInvitation {
+        package static let id: Swift.String = "createInvitation"
+        package struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/accounts/{account}/invitations/POST/path`.
+            package struct Path: Sendable, Hashable {
+                /// The account id (a lowercase UUID).
+                ///
+                /// - Remark: Generated from `#/paths/v1/accounts/{account}/invitations/POST/path/account`.
+                package var account: Components.Parameters.Account
+                /// Creates a new `Path`.
+                ///
+                /// - Parameters:
+                ///   - account: The account id (a lowercase UUID).
+                package init(account: Components.Parameters.Account) {
+                    self.account = account
+                }
+            }
+            package var path: Operations.CreateInvitation.Input.Path
+            /// - Remark: Generated from `#/paths/v1/accounts/{account}/invitations/POST/header`.
+            package struct Headers: Sendable, Hashable {
+                package var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateInvitation.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                package init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.CreateInvitation.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            package var headers: Operations.CreateInvitation.Input.Headers
+            /// - Remark: Generated from `#/paths/v1/accounts/{account}/invitations/POST/requestBody`.
+            @frozen package enum Body: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/accounts/{account}/invitations/POST/requestBody/content/application\/json`.
+                case json(Components.Schemas.Invitation)
+            }
+            package var body: Operations.CreateInvitation.Input.Body
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - path:
+            ///   - headers:
+            ///   - body:
+            package init(
+                path: Operations.CreateInvitation.Input.Path,
+                headers: Operations.CreateInvitation.Input.Headers = .init(),
+                body: Operations.CreateInvitation.Input.Body
+            ) {
+                self.path = path
+                self.headers = headers
+                self.body = body
+            }
+        }
+        @frozen package enum Output: Sendable, Hashable {
+            package struct Created: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/accounts/{account}/invitations/POST/responses/201/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/accounts/{account}/invitations/POST/responses/201/content/application\/json`.
+                    case json(Components.Schemas.InvitationCreated)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas.InvitationCreated {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.CreateInvitation.Output.Created.Body
+                /// Creates a new `Created`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.CreateInvitation.Output.Created.Body) {
+                    self.body = body
+                }
+            }
+            /// The invitation exists.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)/responses/201`.
+            ///
+            /// HTTP response code: `201 created`.
+            case created(Operations.CreateInvitation.Output.Created)
+            /// The associated value of the enum case if `self` is `.created`.
+            ///
+            /// - Throws: An error if `self` is not `.created`.
+            /// - SeeAlso: `.created`.
+            package var created: Operations.CreateInvitation.Output.Created {
+                get throws {
+                    switch self {
+                    case let .created(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "created",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The request breaks a rule or a limit (`bad_request`); the message names it.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Components.Responses.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            package var badRequest: Components.Responses.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The signature headers are missing or wrong, the timestamp is off by more than 300 s (`clock_skew`),
+            /// the nonce was used before (`replayed_request`), the device is unknown to the account (`unknown_device`)
+            /// or the signature does not verify (`bad_signature`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            package var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The device was removed from the account (`device_removed`), is pending where a trusted device is
+            /// needed (`not_trusted`), or asks to join without a valid invitation (`invitation_required`).
+            ///
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            package var forbidden: Components.Responses.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// No such account (`no_such_account`).
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)/responses/404`.
+            ///
+            /// HTTP response code: `404 notFound`.
+            case notFound(Components.Responses.NotFound)
+            /// The associated value of the enum case if `self` is `.notFound`.
+            ///
+            /// - Throws: An error if `self` is not `.notFound`.
+            /// - SeeAlso: `.notFound`.
+            package var notFound: Components.Responses.NotFound {
+                get throws {
+                    switch self {
+                    case let .notFound(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "notFound",
+                            response: self
+                        )
+                    }
+                }
+            }
+            package struct Conflict: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/accounts/{account}/invitations/POST/responses/409/content`.
+                @frozen package enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/accounts/{account}/invitations/POST/responses/409/content/application\/json`.
+                    case json(Components.Schemas._Error)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    package var json: Components.Schemas._Error {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                package var body: Operations.CreateInvitation.Output.Conflict.Body
+                /// Creates a new `Conflict`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                package init(body: Operations.CreateInvitation.Output.Conflict.Body) {
+                    self.body = body
+                }
+            }
+            /// The account has 16 unexpired invitations (`too_many_invitations`).
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)/responses/409`.
+            ///
+            /// HTTP response code: `409 conflict`.
+            case conflict(Operations.CreateInvitation.Output.Conflict)
+            /// The associated value of the enum case if `self` is `.conflict`.
+            ///
+            /// - Throws: An error if `self` is not `.conflict`.
+            /// - SeeAlso: `.conflict`.
+            package var conflict: Operations.CreateInvitation.Output.Conflict {
+                get throws {
+                    switch self {
+                    case let .conflict(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "conflict",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// The body is larger than the route takes (`body_too_large`).
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)/responses/413`.
+            ///
+            /// HTTP response code: `413 contentTooLarge`.
+            case contentTooLarge(Components.Responses.TooLarge)
+            /// The associated value of the enum case if `self` is `.contentTooLarge`.
+            ///
+            /// - Throws: An error if `self` is not `.contentTooLarge`.
+            /// - SeeAlso: `.contentTooLarge`.
+            package var contentTooLarge: Components.Responses.TooLarge {
+                get throws {
+                    switch self {
+                    case let .contentTooLarge(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "contentTooLarge",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Over a rate limit (`rate_limited`); try again after `Retry-After` seconds.
+            ///
+            /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)/responses/429`.
+            ///
+            /// HTTP response code: `429 tooManyRequests`.
+            case tooManyRequests(Components.Responses.TooManyRequests)
+            /// The associated value of the enum case if `self` is `.tooManyRequests`.
+            ///
+            /// - Throws: An error if `self` is not `.tooManyRequests`.
+            /// - SeeAlso: `.tooManyRequests`.
+            package var tooManyRequests: Components.Responses.TooManyRequests {
+                get throws {
+                    switch self {
+                    case let .tooManyRequests(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "tooManyRequests",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen package enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            package init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            package var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            package static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
     /// The zone keys wrapped for the requesting device (trusted or pending).
     ///
     /// - Remark: HTTP `GET /v1/accounts/{account}/zone-keys`.
@@ -1882,8 +2456,8 @@ package enum Operations {
                     }
                 }
             }
-            /// The device was removed from the account (`device_removed`), or is pending where a trusted device is
-            /// needed (`not_trusted`).
+            /// The device was removed from the account (`device_removed`), is pending where a trusted device is
+            /// needed (`not_trusted`), or asks to join without a valid invitation (`invitation_required`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/zone-keys/get(getZoneKeys)/responses/403`.
@@ -2083,8 +2657,8 @@ package enum Operations {
                     }
                 }
             }
-            /// The device was removed from the account (`device_removed`), or is pending where a trusted device is
-            /// needed (`not_trusted`).
+            /// The device was removed from the account (`device_removed`), is pending where a trusted device is
+            /// needed (`not_trusted`), or asks to join without a valid invitation (`invitation_required`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/zone-keys/put(putZoneKeys)/responses/403`.
@@ -2357,8 +2931,8 @@ package enum Operations {
                     }
                 }
             }
-            /// The device was removed from the account (`device_removed`), or is pending where a trusted device is
-            /// needed (`not_trusted`).
+            /// The device was removed from the account (`device_removed`), is pending where a trusted device is
+            /// needed (`not_trusted`), or asks to join without a valid invitation (`invitation_required`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/zones/{zone}/records/post(writeRecords)/responses/403`.
@@ -2749,8 +3323,8 @@ package enum Operations {
                     }
                 }
             }
-            /// The device was removed from the account (`device_removed`), or is pending where a trusted device is
-            /// needed (`not_trusted`).
+            /// The device was removed from the account (`device_removed`), is pending where a trusted device is
+            /// needed (`not_trusted`), or asks to join without a valid invitation (`invitation_required`).
             ///
             ///
             /// - Remark: Generated from `#/paths//v1/accounts/{account}/zones/{zone}/changes/get(getChanges)/responses/403`.

@@ -46,7 +46,9 @@ package protocol APIProtocol: Sendable {
     func createAccount(_ input: Operations.CreateAccount.Input) async throws -> Operations.CreateAccount.Output
     /// The account's current signed device list.
     ///
-    /// Open to trusted and pending devices of the account.
+    /// Open to trusted devices of the account. A pending device gets 403 `not_trusted` until it is approved:
+    /// it learns nothing of the other devices (their names and keys) before that.
+    ///
     ///
     /// - Remark: HTTP `GET /v1/accounts/{account}/device-list`.
     /// - Remark: Generated from `#/paths//v1/accounts/{account}/device-list/get(getDeviceList)`.
@@ -70,14 +72,38 @@ package protocol APIProtocol: Sendable {
     func listJoins(_ input: Operations.ListJoins.Input) async throws -> Operations.ListJoins.Output
     /// A new device asks to join the account.
     ///
-    /// Signed by the new device with the key in the body. The device becomes pending for 24 hours, until a
-    /// trusted device approves it with a device-list update naming it (and uploads its wrapped zone keys).
-    /// Asking again while pending refreshes the request.
+    /// Signed by the new device with the key in the body. A new request must carry an invitation a trusted
+    /// device made (`POST …/invitations`): its secret in `invitation`, which the server hashes and finds
+    /// unexpired and unused, and then marks used. Without one nothing is stored (403 `invitation_required`).
+    /// The device becomes pending for 24 hours, until a trusted device approves it with a device-list update
+    /// naming it (and uploads its wrapped zone keys) or rejects it (`DELETE …/joins/{device}`). Asking again
+    /// while pending refreshes the request, without an invitation. A pending device may read nothing of the
+    /// account but the zone keys wrapped for it (none until approved).
     ///
     ///
     /// - Remark: HTTP `POST /v1/accounts/{account}/joins`.
     /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/post(requestJoin)`.
     func requestJoin(_ input: Operations.RequestJoin.Input) async throws -> Operations.RequestJoin.Output
+    /// Rejects a pending device (trusted devices only).
+    ///
+    /// The pending device is refused for good: it is removed, and asking again with the same key answers 403
+    /// `device_removed`.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /v1/accounts/{account}/joins/{device}`.
+    /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/{device}/delete(rejectJoin)`.
+    func rejectJoin(_ input: Operations.RejectJoin.Input) async throws -> Operations.RejectJoin.Output
+    /// Makes a one-time invitation to join the account (trusted devices only).
+    ///
+    /// The device keeps the invitation's secret and gives it to the new device (a code, or a URI), which sends
+    /// it with its join request. The server keeps only `token_hash`, the SHA-256 of the secret's UTF-8 bytes.
+    /// An invitation lasts `lifetime_seconds` (at most 900) and admits one join request. At most 16 unexpired
+    /// invitations per account.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/accounts/{account}/invitations`.
+    /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)`.
+    func createInvitation(_ input: Operations.CreateInvitation.Input) async throws -> Operations.CreateInvitation.Output
     /// The zone keys wrapped for the requesting device (trusted or pending).
     ///
     /// - Remark: HTTP `GET /v1/accounts/{account}/zone-keys`.
@@ -154,7 +180,9 @@ extension APIProtocol {
     }
     /// The account's current signed device list.
     ///
-    /// Open to trusted and pending devices of the account.
+    /// Open to trusted devices of the account. A pending device gets 403 `not_trusted` until it is approved:
+    /// it learns nothing of the other devices (their names and keys) before that.
+    ///
     ///
     /// - Remark: HTTP `GET /v1/accounts/{account}/device-list`.
     /// - Remark: Generated from `#/paths//v1/accounts/{account}/device-list/get(getDeviceList)`.
@@ -204,9 +232,13 @@ extension APIProtocol {
     }
     /// A new device asks to join the account.
     ///
-    /// Signed by the new device with the key in the body. The device becomes pending for 24 hours, until a
-    /// trusted device approves it with a device-list update naming it (and uploads its wrapped zone keys).
-    /// Asking again while pending refreshes the request.
+    /// Signed by the new device with the key in the body. A new request must carry an invitation a trusted
+    /// device made (`POST …/invitations`): its secret in `invitation`, which the server hashes and finds
+    /// unexpired and unused, and then marks used. Without one nothing is stored (403 `invitation_required`).
+    /// The device becomes pending for 24 hours, until a trusted device approves it with a device-list update
+    /// naming it (and uploads its wrapped zone keys) or rejects it (`DELETE …/joins/{device}`). Asking again
+    /// while pending refreshes the request, without an invitation. A pending device may read nothing of the
+    /// account but the zone keys wrapped for it (none until approved).
     ///
     ///
     /// - Remark: HTTP `POST /v1/accounts/{account}/joins`.
@@ -217,6 +249,44 @@ extension APIProtocol {
         body: Operations.RequestJoin.Input.Body
     ) async throws -> Operations.RequestJoin.Output {
         try await requestJoin(Operations.RequestJoin.Input(
+            path: path,
+            headers: headers,
+            body: body
+        ))
+    }
+    /// Rejects a pending device (trusted devices only).
+    ///
+    /// The pending device is refused for good: it is removed, and asking again with the same key answers 403
+    /// `device_removed`.
+    ///
+    ///
+    /// - Remark: HTTP `DELETE /v1/accounts/{account}/joins/{device}`.
+    /// - Remark: Generated from `#/paths//v1/accounts/{account}/joins/{device}/delete(rejectJoin)`.
+    package func rejectJoin(
+        path: Operations.RejectJoin.Input.Path,
+        headers: Operations.RejectJoin.Input.Headers = .init()
+    ) async throws -> Operations.RejectJoin.Output {
+        try await rejectJoin(Operations.RejectJoin.Input(
+            path: path,
+            headers: headers
+        ))
+    }
+    /// Makes a one-time invitation to join the account (trusted devices only).
+    ///
+    /// The device keeps the invitation's secret and gives it to the new device (a code, or a URI), which sends
+    /// it with its join request. The server keeps only `token_hash`, the SHA-256 of the secret's UTF-8 bytes.
+    /// An invitation lasts `lifetime_seconds` (at most 900) and admits one join request. At most 16 unexpired
+    /// invitations per account.
+    ///
+    ///
+    /// - Remark: HTTP `POST /v1/accounts/{account}/invitations`.
+    /// - Remark: Generated from `#/paths//v1/accounts/{account}/invitations/post(createInvitation)`.
+    package func createInvitation(
+        path: Operations.CreateInvitation.Input.Path,
+        headers: Operations.CreateInvitation.Input.Headers = .init(),
+        body: Operations.CreateInvitation.Input.Body
+    ) async throws -> Operations.CreateInvitation.Output {
+        try await createInvitation(Operations.CreateInvitation.Input(
             path: path,
             headers: headers,
             body: body

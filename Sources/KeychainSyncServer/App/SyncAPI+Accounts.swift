@@ -1,4 +1,5 @@
 #if Network
+import Crypto
 import Foundation
 import KeychainSyncAPI
 import OpenAPIRuntime
@@ -56,7 +57,8 @@ extension SyncAPI {
 
     func getDeviceList(_ input: Operations.GetDeviceList.Input) async throws -> Operations.GetDeviceList.Output {
         let account = input.path.account
-        _ = try device(of: account, in: [.trusted, .pending])
+        // A pending device learns nothing of the others (names, keys) before it is approved.
+        _ = try device(of: account, in: [.trusted])
         guard let list = try await store.deviceList(account: account) else { throw SyncFailure.noSuchAccount }
         return .ok(.init(body: .json(.init(list))))
     }
@@ -105,11 +107,20 @@ extension SyncAPI {
         try RequestValidation.publicKey(request.device.signingKey, what: "device.signing_key")
         try RequestValidation.publicKey(request.device.agreementKey, what: "device.agreement_key")
         try RequestValidation.bytes(request.codeHash, atMost: SyncLimits.maximumCodeHashBytes, what: "code_hash", allowEmpty: false)
+        if let invitation = request.invitation, invitation.isEmpty || invitation.utf8.count > SyncLimits.maximumInvitationLength {
+            throw SyncFailure.badRequest("invitation must be 1 to \(SyncLimits.maximumInvitationLength) characters: the secret of an invitation.")
+        }
         let device = StoredDevice(
             id: signer.deviceID, signingKey: signer.signingKey, agreementKey: Array(request.device.agreementKey.data), state: .pending,
             codeHash: Array(request.codeHash.data), requestedMillis: 0
         )
-        switch try await store.requestJoin(account: account, device: device) {
+        let invitationHash = request.invitation.map { Array(SHA256.hash(data: Array($0.utf8))) }
+        switch try await store.requestJoin(account: account, device: device, invitationHash: invitationHash) {
+        case .invitationRequired:
+            throw SyncFailure(
+                .forbidden, "invitation_required",
+                "Joining needs an invitation from a device of the account: run `security sync invite` there and give this device the code or URI (an invitation lasts 15 minutes and admits one device)."
+            )
         case .pending(let stored):
             return .accepted(.init(body: .json(.init(stored))))
         case .alreadyTrusted:
@@ -137,6 +148,42 @@ extension SyncAPI {
         _ = try device(of: account, in: [.trusted])
         let pending = try await store.pendingDevices(account: account)
         return .ok(.init(body: .json(.init(pending: pending.map(Components.Schemas.PendingDevice.init)))))
+    }
+
+    func rejectJoin(_ input: Operations.RejectJoin.Input) async throws -> Operations.RejectJoin.Output {
+        let account = input.path.account
+        let rejecter = try device(of: account, in: [.trusted])
+        guard try await store.rejectJoin(account: account, device: input.path.device, rejecter: rejecter.deviceID) else {
+            return .notFound(
+                .init(body: .json(.init(error: "no_such_request", message: "No device with this id is waiting to join the account (see `security sync pending`).")))
+            )
+        }
+        return .noContent(.init())
+    }
+
+    func createInvitation(_ input: Operations.CreateInvitation.Input) async throws -> Operations.CreateInvitation.Output {
+        let account = input.path.account
+        let creator = try device(of: account, in: [.trusted])
+        guard case .json(let body) = input.body else { throw SyncFailure.badRequest("Send the invitation as JSON.") }
+        guard body.tokenHash.data.count == 32 else { throw SyncFailure.badRequest("token_hash must be the 32 bytes of a SHA-256.") }
+        guard (1...SyncLimits.maximumInvitationLifetimeSeconds).contains(body.lifetimeSeconds) else {
+            throw SyncFailure.badRequest("lifetime_seconds must be 1 to \(SyncLimits.maximumInvitationLifetimeSeconds).")
+        }
+        switch try await store.createInvitation(
+            account: account, tokenHash: Array(body.tokenHash.data), creator: creator.deviceID, lifetimeSeconds: body.lifetimeSeconds)
+        {
+        case .created(let expires):
+            return .created(.init(body: .json(.init(expires: expires))))
+        case .tooMany:
+            return .conflict(
+                .init(
+                    body: .json(
+                        .init(
+                            error: "too_many_invitations",
+                            message: "The account has \(SyncLimits.maximumInvitations) unexpired invitations: use one, or wait until they lapse (15 minutes at most)."))))
+        case .noSuchAccount:
+            throw SyncFailure.noSuchAccount
+        }
     }
 
     func putZoneKeys(_ input: Operations.PutZoneKeys.Input) async throws -> Operations.PutZoneKeys.Output {

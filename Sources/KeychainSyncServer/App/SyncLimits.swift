@@ -6,7 +6,7 @@ package enum SyncLimits {
 
     /// The largest body a route takes, in bytes, checked from `Content-Length` before anything is read (and while
     /// reading a body sent in chunks): a write batch 8 MiB, zone keys 2 MiB, a new account 256 KiB, a device list
-    /// 128 KiB, a join request 16 KiB, anything else none.
+    /// 128 KiB, a join request 16 KiB, an invitation 4 KiB, anything else none.
     package static func bodyLimit(method: String, path: String) -> Int {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         // "", "v1", "accounts", account, ...
@@ -14,6 +14,7 @@ package enum SyncLimits {
         switch (method, segments.count, segments.count > 4 ? segments[4] : "") {
         case ("POST", 3, _): return 256 * 1024
         case ("POST", 5, "joins"): return 16 * 1024
+        case ("POST", 5, "invitations"): return 4 * 1024
         case ("PUT", 5, "device-list"): return 128 * 1024
         case ("PUT", 5, "zone-keys"): return 2 * 1024 * 1024
         case ("POST", 7, "zones") where segments[6] == "records": return maximumBodyBytes
@@ -40,6 +41,12 @@ package enum SyncLimits {
     package static let maximumDeviceListBytes = 64 * 1024
     /// The most device ids in a device list.
     package static let maximumDevicesPerList = 256
+    /// The most unexpired invitations per account.
+    package static let maximumInvitations = 16
+    /// The longest an invitation lasts, in seconds (15 minutes).
+    package static let maximumInvitationLifetimeSeconds: Int64 = 900
+    /// The longest invitation secret, in UTF-8 bytes.
+    package static let maximumInvitationLength = 128
     /// The most pending devices per account.
     package static let maximumPendingDevices = 16
     /// How long a join request stays pending, in seconds (24 hours).

@@ -25,7 +25,7 @@ package enum LimitedRequest: Sendable, Equatable {
     case accountCreation
     /// `POST /v1/accounts/{account}/joins`.
     case join(account: String)
-    /// `POST …/records`, `PUT …/device-list`, `PUT …/zone-keys`.
+    /// `POST …/records`, `PUT …/device-list`, `PUT …/zone-keys`, `POST …/invitations`, `DELETE …/joins/{device}`.
     case write(account: String)
 
     /// The kind of the request `method` `path`, or nil for one no limit counts.
@@ -36,7 +36,7 @@ package enum LimitedRequest: Sendable, Equatable {
         switch (method, segments.count, segments.count > 4 ? segments[4] : "") {
         case (.post, 3, _): self = .accountCreation
         case (.post, 5, "joins"): self = .join(account: account)
-        case (.put, 5, "device-list"), (.put, 5, "zone-keys"): self = .write(account: account)
+        case (.put, 5, "device-list"), (.put, 5, "zone-keys"), (.post, 5, "invitations"), (.delete, 6, "joins"): self = .write(account: account)
         case (.post, 7, "zones") where segments[6] == "records": self = .write(account: account)
         default: return nil
         }

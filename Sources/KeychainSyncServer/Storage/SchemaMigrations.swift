@@ -82,6 +82,18 @@ package enum SchemaMigrations {
             "ALTER TABLE devices ADD COLUMN removed_by text",
             // What each account stores (records' ciphertext and wrapped keys), for the storage quota.
             "ALTER TABLE accounts ADD COLUMN stored_bytes bigint NOT NULL DEFAULT 0",
+            // One-time invitations to join: the SHA-256 of each secret, until when, and which device used it.
+            """
+            CREATE TABLE invitations (
+                account_id text NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                token_hash bytea NOT NULL,
+                created_by text NOT NULL,
+                expires_at timestamptz NOT NULL,
+                used_by text,
+                PRIMARY KEY (account_id, token_hash)
+            )
+            """,
+            "CREATE INDEX invitations_expiry ON invitations (expires_at)",
             """
             UPDATE accounts SET stored_bytes = coalesce(
                 (SELECT sum(octet_length(ciphertext) + octet_length(wrapped_key)) FROM records WHERE records.account_id = accounts.id), 0)

@@ -229,6 +229,7 @@ extension SyncStore {
         ).decode(Int.self) {
             report.expiredNonces = count
         }
+        try await client.query("DELETE FROM invitations WHERE expires_at < now() - interval '1 day'", logger: logger)
         for try await count in try await client.query(
             """
             WITH gone AS (

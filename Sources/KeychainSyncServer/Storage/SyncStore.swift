@@ -228,26 +228,33 @@ package struct SyncStore: Sendable {
         case removed
         /// The account has the most pending devices it may have.
         case tooManyPending
+        /// A new request without an unexpired, unused invitation of the account: nothing was stored.
+        case invitationRequired
         /// No such account.
         case noSuchAccount
     }
 
-    /// Makes a device pending in an account (or refreshes its pending request).
-    package func requestJoin(account: String, device: StoredDevice) async throws -> JoinOutcome {
+    /// Makes a device pending in an account, using up the invitation whose secret hashes to `invitationHash`, or
+    /// refreshes its pending request (no invitation needed then).
+    package func requestJoin(account: String, device: StoredDevice, invitationHash: [UInt8]?) async throws -> JoinOutcome {
         try await client.withTransaction(logger: logger) { connection in
             var exists = false
             for try await _ in try await connection.query("SELECT 1 FROM accounts WHERE id = \(account) FOR UPDATE", logger: logger) {
                 exists = true
             }
             guard exists else { return .noSuchAccount }
-            for try await state in try await connection.query(
-                "SELECT state FROM devices WHERE account_id = \(account) AND id = \(device.id)",
+            var pendingAlready = false
+            for try await (state, lapsed) in try await connection.query(
+                """
+                SELECT state, requested < now() - make_interval(secs => \(SyncLimits.pendingLifetimeSeconds))
+                FROM devices WHERE account_id = \(account) AND id = \(device.id)
+                """,
                 logger: logger
-            ).decode(String.self) {
+            ).decode((String, Bool).self) {
                 switch DeviceState(rawValue: state) {
                 case .trusted: return .alreadyTrusted
                 case .removed: return .removed
-                case .pending, nil: break
+                case .pending, nil: pendingAlready = !lapsed
                 }
             }
             var pending = 0
@@ -262,6 +269,23 @@ package struct SyncStore: Sendable {
                 pending = count
             }
             guard pending < SyncLimits.maximumPendingDevices else { return .tooManyPending }
+            if !pendingAlready {
+                // A new request uses up an invitation, or stores nothing.
+                guard let invitationHash else { return .invitationRequired }
+                var used = false
+                for try await _ in try await connection.query(
+                    """
+                    UPDATE invitations SET used_by = \(device.id)
+                    WHERE account_id = \(account) AND token_hash = \(ByteBuffer(bytes: invitationHash))
+                      AND used_by IS NULL AND expires_at > now()
+                    RETURNING 1
+                    """,
+                    logger: logger
+                ) {
+                    used = true
+                }
+                guard used else { return .invitationRequired }
+            }
             var stored = device
             for try await requested in try await connection.query(
                 """
@@ -279,6 +303,63 @@ package struct SyncStore: Sendable {
             stored.state = .pending
             return .pending(stored)
         }
+    }
+
+    /// What became of an invitation.
+    package enum InvitationOutcome: Sendable {
+        /// It exists until this time, in Unix milliseconds.
+        case created(expiresMillis: Int64)
+        /// The account has the most unexpired invitations it may have.
+        case tooMany
+        /// No such account.
+        case noSuchAccount
+    }
+
+    /// Records an invitation to `account` by `creator`: the hash of its secret, lasting `lifetimeSeconds`.
+    package func createInvitation(account: String, tokenHash: [UInt8], creator: String, lifetimeSeconds: Int64) async throws -> InvitationOutcome {
+        try await client.withTransaction(logger: logger) { connection in
+            var exists = false
+            for try await _ in try await connection.query("SELECT 1 FROM accounts WHERE id = \(account) FOR UPDATE", logger: logger) {
+                exists = true
+            }
+            guard exists else { return .noSuchAccount }
+            for try await count in try await connection.query(
+                "SELECT count(*) FROM invitations WHERE account_id = \(account) AND expires_at > now() AND used_by IS NULL",
+                logger: logger
+            ).decode(Int.self) where count >= SyncLimits.maximumInvitations {
+                return .tooMany
+            }
+            var expires: Int64 = 0
+            for try await millis in try await connection.query(
+                """
+                INSERT INTO invitations (account_id, token_hash, created_by, expires_at)
+                VALUES (\(account), \(ByteBuffer(bytes: tokenHash)), \(creator), now() + make_interval(secs => \(lifetimeSeconds)))
+                ON CONFLICT (account_id, token_hash) DO NOTHING
+                RETURNING (extract(epoch FROM expires_at) * 1000)::bigint
+                """,
+                logger: logger
+            ).decode(Int64.self) {
+                expires = millis
+            }
+            return .created(expiresMillis: expires)
+        }
+    }
+
+    /// Rejects the pending device `device` of `account` for good (it becomes removed, by `rejecter`).
+    /// - Returns: Whether there was such a pending device.
+    package func rejectJoin(account: String, device: String, rejecter: String) async throws -> Bool {
+        var rejected = false
+        for try await _ in try await client.query(
+            """
+            UPDATE devices SET state = 'removed', removed_at = now(), removed_by = \(rejecter)
+            WHERE account_id = \(account) AND id = \(device) AND state = 'pending'
+            RETURNING 1
+            """,
+            logger: logger
+        ) {
+            rejected = true
+        }
+        return rejected
     }
 
     /// The account's pending devices whose requests have not lapsed, oldest first.
