@@ -58,6 +58,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         // NIOCore's IOError names what a sync call's (or an OCSP question's) socket met (its errno).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
@@ -280,6 +281,8 @@ let package = Package(
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird", condition: network),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime", condition: network),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: network),
+                // The database's TLS: a private CA (sslrootcert) and verify-ca / verify-full.
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: network),
                 .product(name: "Metrics", package: "swift-metrics", condition: network),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: network),
                 .product(name: "NIOCore", package: "swift-nio", condition: network),

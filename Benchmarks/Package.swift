@@ -12,7 +12,8 @@ let package = Package(
     name: "swift-keychain-benchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "swift-keychain", path: ".."),
+        // With the Network trait: the sync benchmarks run the sync server and sync through KeychainKit.
+        .package(name: "swift-keychain", path: "..", traits: ["Network"]),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),

@@ -21,6 +21,7 @@
 #     man pages security(1), git-credential-keychain(1), keychaind(8); copyright, changelog
 #   keychain-sync-server_VERSION_ARCH.deb           (the product keychain-sync-server, built with the Network trait)
 #     /usr/bin/keychain-sync-server, /usr/lib/systemd/system/keychain-sync-server.service (not enabled),
+#     /etc/keychain-sync-server/env (its settings, a conffile),
 #     keychain-sync-server(8)
 #
 # The version is KeychainVersion.string (Sources/KeychainVersion/KeychainVersion.swift); every program built must
@@ -479,6 +480,10 @@ stage_sync_server() {
         > "$stage/usr/lib/systemd/system/keychain-sync-server.service"
     grep -q '^ExecStart=/usr/bin/keychain-sync-server' "$stage/usr/lib/systemd/system/keychain-sync-server.service" \
         || die "keychain-sync-server.service has no ExecStart=/usr/local/bin/keychain-sync-server to point at /usr/bin"
+    # The unit's settings, commented out: a conffile, so that an upgrade keeps the operator's.
+    install -d -m 0755 "$stage/etc/keychain-sync-server"
+    install -m 0600 "$root/Support/systemd/keychain-sync-server.env" "$stage/etc/keychain-sync-server/env"
+    echo /etc/keychain-sync-server/env > "$stage/DEBIAN/conffiles"
     man_page "$stage/usr/bin/keychain-sync-server" 8 "$stage/usr/share/man/man8"
     write_docs "$stage" keychain-sync-server "$root/Package.resolved" "$(checkouts_of "$scratch")"
     for script in postinst prerm postrm; do maintainer_script "$stage" keychain-sync-server "$script"; done
@@ -490,7 +495,8 @@ stage_sync_server() {
  device lists, public keys) in PostgreSQL and keeps nothing on local disk.
  .
  The systemd unit keychain-sync-server.service is installed but not enabled:
- name the database in a drop-in first (see the unit's comments)."
+ set the database in /etc/keychain-sync-server/env and run
+ keychain-sync-server setup-database first (see the unit's comments)."
     build_deb "$stage" "keychain-sync-server_${version}_${arch}.deb"
 }
 

@@ -188,6 +188,53 @@ struct ServerFloodTests {
         }
     }
 
+    @Test("A request in flight when PostgreSQL goes away is answered 503 within the request timeout")
+    func aRequestWithoutADatabaseIsAnswered() async throws {
+        var configuration = SyncServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.requestTimeout = .seconds(2)
+        try await TestServers.with(configuration: configuration) { servers in
+            let client = servers.client()
+            let device = TestDevice()
+            let account = newAccountID()
+            #expect(try await client.createAccount(account, device: device).status == 201)
+            try await Self.cutOff(servers.database)
+            let start = ContinuousClock.now
+            let answer = try await client.changes(account, since: 0, as: device)
+            let waited = ContinuousClock.now - start
+            #expect(answer.status == 503 && answer.errorCode == "unavailable", "\(answer.status) \(answer.errorCode)")
+            #expect(waited < .seconds(5), "answered after \(waited)")
+            try await Self.reconnect(servers.database)
+        }
+    }
+
+    @Test("SIGTERM stops the server within 10 seconds, even while its database is away")
+    func sigtermIsHonouredWithoutADatabase() async throws {
+        let server = try SyncServerProcess()
+        defer { server.stop() }
+        try await Self.cutOff(server.database)
+        // A request waiting on the database while the server is asked to stop.
+        let client = SyncTestClient(port: server.port)
+        let waiting = Task { try? await client.changes(newAccountID(), since: 0, as: TestDevice()) }
+        let took = server.terminate(within: .seconds(15))
+        #expect(took.map { $0 < .seconds(10) } == true, "SIGTERM took \(String(describing: took))")
+        waiting.cancel()
+    }
+
+    /// Refuses new connections to `database` and ends the open ones, as when PostgreSQL goes away.
+    static func cutOff(_ database: String) async throws {
+        try await TestPostgres.withClient(database: "postgres") { admin in
+            try await admin.query("ALTER DATABASE \(unescaped: database) ALLOW_CONNECTIONS false")
+            try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(database)")
+        }
+    }
+
+    /// Lets connections to `database` in again.
+    static func reconnect(_ database: String) async throws {
+        try await TestPostgres.withClient(database: "postgres") { admin in
+            try await admin.query("ALTER DATABASE \(unescaped: database) ALLOW_CONNECTIONS true")
+        }
+    }
+
     /// A TCP connection to 127.0.0.1:`port`.
     static func connect(port: Int) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -122,6 +122,15 @@ public final class SyncServerProcess: @unchecked Sendable {
         }
     }
 
+    /// Sends SIGTERM and waits up to `limit` for the exit; returns how long it took, or nil when it did not exit
+    /// (then it is left running: ``stop()`` kills it).
+    public func terminate(within limit: Duration) -> Duration? {
+        let start = ContinuousClock.now
+        if process.isRunning { process.terminate() }
+        while process.isRunning && ContinuousClock.now - start < limit { usleep(10_000) }
+        return process.isRunning ? nil : ContinuousClock.now - start
+    }
+
     /// SIGTERM, waits for the exit (SIGKILL after 10 s: a graceful shutdown can wait on a client's open push socket,
     /// and this call blocks its thread), and drops the database.
     public func stop() {

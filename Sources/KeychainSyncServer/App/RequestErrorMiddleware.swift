@@ -9,6 +9,8 @@ import OpenAPIRuntime
 struct RequestErrorMiddleware: ServerMiddleware {
     /// Where unexpected errors are logged.
     let logger: Logger
+    /// How long a handler may take (waiting on the database) before the request answers 503.
+    var timeout: Duration = .seconds(SyncLimits.defaultRequestTimeoutSeconds)
 
     func intercept(
         _ request: HTTPRequest,
@@ -18,7 +20,17 @@ struct RequestErrorMiddleware: ServerMiddleware {
         next: (HTTPRequest, HTTPBody?, ServerRequestMetadata) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         do {
-            return try await next(request, body, metadata)
+            // The handler runs in the deadline's child task while this one only waits for it (a task group waits for
+            // its children, so `next` never outlives this call): it is called once, from that task alone, never
+            // concurrently, though the runtime does not declare the closure Sendable.
+            return try await withoutActuallyEscaping(next) { next in
+                nonisolated(unsafe) let handler = next
+                return try await withDeadline(timeout) { try await handler(request, body, metadata) }
+            }
+        } catch is DeadlinePassed {
+            logger.error("A request found no database within the request timeout", metadata: ["operation": "\(operationID)"])
+            let failure = SyncFailure.databaseAway
+            return (HTTPResponse(status: failure.status, headerFields: failure.headers), failure.httpBody)
         } catch let error as ServerError {
             if let failure = error.underlyingError as? SyncFailure {
                 return (HTTPResponse(status: failure.status, headerFields: failure.headers), failure.httpBody)

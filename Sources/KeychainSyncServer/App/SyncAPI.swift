@@ -68,13 +68,16 @@ package enum SyncAPIDocument {
     package static var bytes: [UInt8] { KeychainSyncAPI.openAPIDocument }
 }
 
-/// Runs `body`, failing with `CancellationError` when it takes longer than `timeout`.
+/// What ``withDeadline(_:_:)`` throws when the time passed.
+struct DeadlinePassed: Error {}
+
+/// Runs `body`, failing with ``DeadlinePassed`` when it takes longer than `timeout` (`body` is then cancelled).
 func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
         group.addTask {
             try await Task.sleep(for: timeout)
-            throw CancellationError()
+            throw DeadlinePassed()
         }
         defer { group.cancelAll() }
         guard let first = try await group.next() else { throw CancellationError() }

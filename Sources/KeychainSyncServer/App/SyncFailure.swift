@@ -65,6 +65,10 @@ package struct SyncFailure: Error, Sendable, Equatable {
         return failure
     }
 
+    /// 503: the database did not answer within the request timeout.
+    package static let databaseAway = SyncFailure(
+        .serviceUnavailable, "unavailable", "The server cannot reach its database right now: try again in a few seconds.")
+
     /// 404: no such account.
     package static let noSuchAccount = SyncFailure(
         .notFound, "no_such_account",

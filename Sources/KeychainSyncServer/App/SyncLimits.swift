@@ -61,6 +61,10 @@ package enum SyncLimits {
     package static let maximumSockets = 10_000
     /// The storage quota of an account, in bytes (100 MiB).
     package static let defaultStorageQuotaBytes: Int64 = 100 * 1024 * 1024
+    /// How long a request may take once read, in seconds, before it answers 503 (a database away).
+    package static let defaultRequestTimeoutSeconds = 5
+    /// How long a graceful shutdown may take, in seconds, before the server stops all the same.
+    package static let shutdownSeconds = 10
     /// How long a connection may stay silent (between requests, or while its request is read), in seconds.
     package static let defaultIdleTimeoutSeconds = 30
 }

@@ -36,12 +36,13 @@ package enum SyncServer {
         let router = Router(context: SyncRequestContext.self)
         router.add(middleware: RequestObservationMiddleware(metrics: metrics))
         let limits = RequestLimits(configuration.rateLimits)
-        let authentication = AuthenticationMiddleware(store: store, limits: limits, clientAddressHeader: configuration.clientAddressHeader)
+        let authentication = AuthenticationMiddleware(
+            store: store, limits: limits, clientAddressHeader: configuration.clientAddressHeader, requestTimeout: configuration.requestTimeout)
         router.add(middleware: authentication)
         let api = SyncAPI(
             store: store, metrics: metrics, logger: logger, quotaBytes: configuration.storageQuotaBytes,
             accountCreation: configuration.accountCreation)
-        try api.registerHandlers(on: router, middlewares: [RequestErrorMiddleware(logger: logger)])
+        try api.registerHandlers(on: router, middlewares: [RequestErrorMiddleware(logger: logger, timeout: configuration.requestTimeout)])
 
         let webSocketRouter = Router(context: SyncRequestContext.self)
         webSocketRouter.add(middleware: RequestObservationMiddleware(metrics: metrics))

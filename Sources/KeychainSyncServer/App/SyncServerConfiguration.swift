@@ -25,6 +25,9 @@ package struct SyncServerConfiguration: Sendable {
     /// The request header that carries the client's address when the server is behind a proxy that sets it
     /// (`X-Forwarded-For`: its last entry); nil: the connection's peer address.
     package var clientAddressHeader: String?
+    /// How long a request may wait on the database (its authentication's lookups, then its handler) before it
+    /// answers 503: a request in flight when PostgreSQL goes away gets an answer.
+    package var requestTimeout: Duration = .seconds(SyncLimits.defaultRequestTimeoutSeconds)
     /// Where `/metrics` and `/health` are served, apart from the API (nil: nowhere). Loopback by default: the
     /// API's listener serves `/health` too, but never the metrics.
     package var monitoring: (host: String, port: Int)?

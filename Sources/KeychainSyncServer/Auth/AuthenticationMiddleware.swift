@@ -26,15 +26,19 @@ package struct AuthenticationMiddleware: RouterMiddleware {
     let limits: RequestLimits
     /// The header that carries the client's address behind a proxy (nil: the peer's address).
     let clientAddressHeader: HTTPField.Name?
+    /// How long the database may take, for the lookups here and for the handler after.
+    let requestTimeout: Duration
     /// The current Unix time in seconds (a parameter for the tests of skew).
     let now: @Sendable () -> Int64
 
     /// A middleware on a store, reading the system clock.
     package init(
         store: SyncStore, limits: RequestLimits = RequestLimits(SyncRateLimits()), clientAddressHeader: String? = nil,
+        requestTimeout: Duration = .seconds(SyncLimits.defaultRequestTimeoutSeconds),
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
         self.store = store
+        self.requestTimeout = requestTimeout
         self.limits = limits
         self.clientAddressHeader = clientAddressHeader.flatMap { HTTPField.Name($0) }
         self.now = now
@@ -76,8 +80,18 @@ package struct AuthenticationMiddleware: RouterMiddleware {
         context.device = device
         // The handlers read the body that was checked.
         request.body = .init(buffer: body)
+        // The handlers answer within the timeout too (``RequestErrorMiddleware``).
         return try await AuthenticatedDevice.$current.withValue(device) {
             try await next(request, context)
+        }
+    }
+
+    /// `body`'s result, or 503 when it takes longer than `timeout` (the database does not answer).
+    func answering<T: Sendable>(within timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        do {
+            return try await withDeadline(timeout, body)
+        } catch is DeadlinePassed {
+            throw SyncFailure.databaseAway
         }
     }
 
@@ -159,12 +173,14 @@ package struct AuthenticationMiddleware: RouterMiddleware {
                 )
             }
             device.signingKey = key
-            if !account.isEmpty, let known = try await store.credentials(account: account, device: deviceID) {
+            if !account.isEmpty, let known = try await answering(within: requestTimeout, { [store] in try await store.credentials(account: account, device: deviceID) }) {
                 device.state = known.state
                 removal = (known.removedAtMillis, known.removedBy)
             }
         } else {
-            guard !account.isEmpty, let known = try await store.credentials(account: account, device: deviceID) else {
+            guard !account.isEmpty,
+                let known = try await answering(within: requestTimeout, { [store] in try await store.credentials(account: account, device: deviceID) })
+            else {
                 throw SyncFailure(
                     .unauthorized, "unknown_device",
                     "This device is not a member of the account (or its join request lapsed): ask to join the account first."
@@ -188,7 +204,7 @@ package struct AuthenticationMiddleware: RouterMiddleware {
                 "The signature does not verify with this device's key: sign the canonical string described in the API document."
             )
         }
-        guard try await store.recordNonce(device: deviceID, nonce: nonce) else {
+        guard try await answering(within: requestTimeout, { [store] in try await store.recordNonce(device: deviceID, nonce: nonce) }) else {
             throw SyncFailure(
                 .unauthorized, "replayed_request",
                 "This nonce was already used by this device (a replayed request): sign again with a fresh random nonce."

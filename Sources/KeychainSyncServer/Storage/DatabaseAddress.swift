@@ -1,5 +1,6 @@
 #if Network
 import Foundation
+import NIOSSL
 import PostgresNIO
 
 /// Where the server's PostgreSQL is and how to log in, from a libpq-style URL or a Unix socket folder.
@@ -12,10 +13,12 @@ package enum DatabaseAddress {
 
     /// A client configuration from a URL such as `postgres://user:password@host:5432/database?sslmode=require`.
     ///
-    /// `sslmode` may be `disable` (the default), `prefer`, `require` or `verify-full` (the last two verify the
-    /// server's certificate against the system's roots). A `host` query item naming a folder (libpq's form for Unix
-    /// sockets, as in `postgres:///db?host=/run/postgresql`) connects through that folder's socket. The password may
-    /// instead come from `PGPASSWORD`, which keeps it off the command line.
+    /// `sslmode` has libpq's meanings: `disable` (the default), `prefer` and `require` encrypt without checking
+    /// who answers (`require` with `sslrootcert` checks the chain, as libpq's does); `verify-ca` checks that the
+    /// server's certificate chains to `sslrootcert` (a PEM file, for a private CA) or else the system's roots;
+    /// `verify-full` checks that and that it names the host. A `host` query item naming a folder (libpq's form for
+    /// Unix sockets, as in `postgres:///db?host=/run/postgresql`) connects through that folder's socket, at `port`
+    /// (5432 by default). The password may instead come from `PGPASSWORD`, which keeps it off the command line.
     /// - Parameters:
     ///   - url: The URL.
     ///   - environment: The process environment (for `PGPASSWORD`, `PGUSER`).
@@ -41,17 +44,39 @@ package enum DatabaseAddress {
         guard let host = components.host, !host.isEmpty else {
             throw Invalid(description: "The PostgreSQL URL names no host: write postgres://user@HOST/database, or ?host=/socket/folder.")
         }
-        let tls: PostgresClient.Configuration.TLS
-        switch query["sslmode"] ?? "disable" {
-        case "disable": tls = .disable
-        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
-        case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
-        case let other:
-            throw Invalid(description: "sslmode=\(other) is not supported: use disable, prefer, require or verify-full.")
-        }
+        let tls = try Self.tls(mode: query["sslmode"] ?? "disable", rootCertificate: query["sslrootcert"])
         return PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user, password: password, database: database, tls: tls
         )
+    }
+
+    /// The TLS of `sslmode` `mode`, trusting `rootCertificate` (a PEM file) when given, else the system's roots.
+    static func tls(mode: String, rootCertificate: String?) throws -> PostgresClient.Configuration.TLS {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let rootCertificate {
+            guard FileManager.default.isReadableFile(atPath: rootCertificate) else {
+                throw Invalid(description: "sslrootcert=\(rootCertificate) cannot be read: give the PEM file of the CA that signed the database server's certificate.")
+            }
+            configuration.trustRoots = .file(rootCertificate)
+        }
+        switch mode {
+        case "disable":
+            return .disable
+        case "allow", "prefer":
+            configuration.certificateVerification = .none
+            return .prefer(configuration)
+        case "require":
+            configuration.certificateVerification = rootCertificate == nil ? .none : .noHostnameVerification
+            return .require(configuration)
+        case "verify-ca":
+            configuration.certificateVerification = .noHostnameVerification
+            return .require(configuration)
+        case "verify-full":
+            configuration.certificateVerification = .fullVerification
+            return .require(configuration)
+        default:
+            throw Invalid(description: "sslmode=\(mode) is not supported: use disable, prefer, require, verify-ca or verify-full.")
+        }
     }
 
     /// A client configuration for the server's Unix socket in `folder` (as libpq's `host=/folder`).
