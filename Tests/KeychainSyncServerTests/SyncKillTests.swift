@@ -75,6 +75,8 @@ struct SyncKillTests {
                         "--host", "127.0.0.1", "--port", "\(port)",
                         "--postgres-socket", TestPostgres.socketFolder ?? "", "--postgres-user", TestPostgres.user,
                         "--postgres-database", database, "--log-level", "info", "--no-metrics",
+                        // The writer syncs round after round, as fast as it can: more than a person's machine would.
+                        "--writes-per-account-per-minute", "100000", "--writes-per-address-per-minute", "100000",
                     ], outputPath: scratch + "/server-\(starts).log")
                 do {
                     let line = try await server.waitForLine(containing: "listening on 127.0.0.1:", inErrors: true)

@@ -18,9 +18,21 @@ struct TestServers: Sendable {
     var monitoringPorts: [Int] = []
 
     /// Runs `body` with `count` instances on a new database; shuts them down gracefully and drops the database after.
+    /// The configuration of the tests' instances unless one is given: every test's devices share 127.0.0.1 and
+    /// sync as fast as they can, so the rate limits are out of their way (the flood tests set their own).
+    static var testConfiguration: SyncServerConfiguration {
+        var configuration = SyncServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.rateLimits.writesPerAccountPerMinute = 100_000
+        configuration.rateLimits.writesPerAddressPerMinute = 100_000
+        configuration.rateLimits.joinsPerAccountPerHour = 100_000
+        configuration.rateLimits.joinsPerAddressPerHour = 100_000
+        configuration.rateLimits.accountCreationsPerAddressPerHour = 100_000
+        return configuration
+    }
+
     static func with<T: Sendable>(
         count: Int = 1,
-        configuration: SyncServerConfiguration = SyncServerConfiguration(host: "127.0.0.1", port: 0),
+        configuration: SyncServerConfiguration = testConfiguration,
         _ body: @Sendable (TestServers) async throws -> T
     ) async throws -> T {
         try await TestPostgres.withDatabase { database in
