@@ -41,6 +41,17 @@ struct SyncToolCommand: AsyncParsableCommand {
     /// The exit status of a verb run on a machine removed from its account.
     static let removedExitStatus: Int32 = 3
 
+    /// `rows` as columns two spaces apart at least, each line without trailing spaces.
+    static func table(_ rows: [[String]]) -> String {
+        var widths = [Int](repeating: 0, count: rows.map(\.count).max() ?? 0)
+        for row in rows { for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) } }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces) + "\n"
+        }.joined()
+    }
+
     /// The admin tool's store, its failure named after `function`.
     static func store(_ function: String) throws(ToolFailure) -> KeychainStore {
         try ToolContext.keychain(function: function)
@@ -257,19 +268,12 @@ struct SyncDevices: AsyncParsableCommand {
 
     /// The table: a header, then one line per device, oldest first.
     static func table(_ devices: [KeychainStore.SyncDevice]) -> String {
-        let rows =
+        SyncToolCommand.table(
             [["ID", "NAME", "ADDED", "FINGERPRINT", ""]]
-            + devices.sorted { ($0.added, $0.id) < ($1.added, $1.id) }.map {
-                // Names come from the account's device list, which other machines write: control characters are escaped.
-                [printable($0.id), printable($0.name), $0.added.formatted(.iso8601), printable($0.fingerprint), $0.isThisDevice ? "this device" : ""]
-            }
-        var widths = [Int](repeating: 0, count: 5)
-        for row in rows { for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) } }
-        return rows.map { row in
-            row.enumerated().map { column, cell in
-                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces) + "\n"
-        }.joined()
+                + devices.sorted { ($0.added, $0.id) < ($1.added, $1.id) }.map {
+                    // Names come from the account's device list, which other machines write: control characters are escaped.
+                    [printable($0.id), printable($0.name), $0.added.formatted(.iso8601), printable($0.fingerprint), $0.isThisDevice ? "this device" : ""]
+                })
     }
 }
 
@@ -357,17 +361,10 @@ struct SyncPending: AsyncParsableCommand {
         } catch {
             throw SyncToolCommand.failure(Self.function, error)
         }
-        let rows =
-            [["ID", "CODE", "REQUESTED", "FINGERPRINT"]]
-            + devices.map { [printable($0.id), printable($0.code), $0.requested.formatted(.iso8601), printable($0.fingerprint)] }
-        var widths = [Int](repeating: 0, count: 4)
-        for row in rows { for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) } }
         Output.standardOutput(
-            rows.map { row in
-                row.enumerated().map { column, cell in
-                    column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-                }.joined(separator: "  ") + "\n"
-            }.joined())
+            SyncToolCommand.table(
+                [["ID", "CODE", "REQUESTED", "FINGERPRINT"]]
+                    + devices.map { [printable($0.id), printable($0.code), $0.requested.formatted(.iso8601), printable($0.fingerprint)] }))
     }
 }
 

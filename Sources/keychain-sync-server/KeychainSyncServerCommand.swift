@@ -57,9 +57,6 @@ struct KeychainSyncServerCommand: AsyncParsableCommand {
     @Option(help: "Join requests one source address may send per hour (also the burst).")
     var joinsPerAddressPerHour = SyncRateLimits().joinsPerAddressPerHour
 
-    @Option(help: "Join requests one account may receive per hour, from anyone (also the burst).")
-    var joinsPerAccountPerHour = SyncRateLimits().joinsPerAccountPerHour
-
     @Option(help: "Writes (record batches, device lists, zone keys) one source address may send per minute (also the burst).")
     var writesPerAddressPerMinute = SyncRateLimits().writesPerAddressPerMinute
 
@@ -89,7 +86,7 @@ struct KeychainSyncServerCommand: AsyncParsableCommand {
         }
         for (name, value) in [
             ("--account-creations-per-hour", accountCreationsPerHour), ("--joins-per-address-per-hour", joinsPerAddressPerHour),
-            ("--joins-per-account-per-hour", joinsPerAccountPerHour), ("--writes-per-address-per-minute", writesPerAddressPerMinute),
+            ("--writes-per-address-per-minute", writesPerAddressPerMinute),
             ("--writes-per-account-per-minute", writesPerAccountPerMinute),
         ] where value < 0 {
             throw ValidationError("\(name) must be 0 (refuse all) or more.")
@@ -121,7 +118,6 @@ struct KeychainSyncServerCommand: AsyncParsableCommand {
         configuration.accountCreation = try accountCreationPolicy()
         configuration.rateLimits.accountCreationsPerAddressPerHour = accountCreationsPerHour
         configuration.rateLimits.joinsPerAddressPerHour = joinsPerAddressPerHour
-        configuration.rateLimits.joinsPerAccountPerHour = joinsPerAccountPerHour
         configuration.rateLimits.writesPerAddressPerMinute = writesPerAddressPerMinute
         configuration.rateLimits.writesPerAccountPerMinute = writesPerAccountPerMinute
         configuration.clientAddressHeader = clientAddressHeader

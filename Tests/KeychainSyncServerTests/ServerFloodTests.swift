@@ -64,6 +64,19 @@ struct ServerFloodTests {
         #expect(after - before < 20 * 1024 * 1024, "RSS grew from \(before / 1_048_576) MiB to \(after / 1_048_576) MiB")
     }
 
+    @Test("A timestamp at either end of Int64 is refused as clock skew, not a crash")
+    func extremeTimestampsAreRefused() async throws {
+        let server = try SyncServerProcess()
+        defer { server.stop() }
+        let client = SyncTestClient(port: server.port)
+        for timestamp in [Int64.min, Int64.max] {
+            let answer = try await client.send(
+                .GET, "/v1/accounts/\(newAccountID())/device-list", as: TestDevice(), signing: Signing(timestamp: timestamp))
+            #expect(answer.status == 401 && answer.errorCode == "clock_skew", "\(timestamp): \(answer.status)")
+        }
+        #expect(try await client.send(.GET, "/openapi.yaml", as: nil).status == 200)
+    }
+
     @Test("A body larger than its route takes is refused from Content-Length (a join request is at most 16 KiB)")
     func aBodyOverItsRoutesLimitIsRefused() async throws {
         let server = try SyncServerProcess()

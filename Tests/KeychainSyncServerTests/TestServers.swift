@@ -24,7 +24,6 @@ struct TestServers: Sendable {
         var configuration = SyncServerConfiguration(host: "127.0.0.1", port: 0)
         configuration.rateLimits.writesPerAccountPerMinute = 100_000
         configuration.rateLimits.writesPerAddressPerMinute = 100_000
-        configuration.rateLimits.joinsPerAccountPerHour = 100_000
         configuration.rateLimits.joinsPerAddressPerHour = 100_000
         configuration.rateLimits.accountCreationsPerAddressPerHour = 100_000
         return configuration

@@ -134,7 +134,7 @@ public final class SyncServerProcess: @unchecked Sendable {
                 // A hundred devices on one address, creating accounts and writing at once: the limits meant for
                 // the internet would refuse the benchmark itself.
                 "--account-creations-per-hour", "100000", "--joins-per-address-per-hour", "100000",
-                "--joins-per-account-per-hour", "100000", "--writes-per-address-per-minute", "1000000",
+                "--writes-per-address-per-minute", "1000000",
                 "--writes-per-account-per-minute", "1000000",
             ], quiet: false)
         let deadline = ContinuousClock.now + .seconds(60)

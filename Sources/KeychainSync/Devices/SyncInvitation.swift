@@ -23,20 +23,10 @@ public struct SyncInvitation: Sendable, Hashable, CustomStringConvertible {
     /// or the `invitation` of a URI.
     /// - Throws: ``KeychainError`` `invalidParameter` when it is not twelve such characters.
     public init(parsing text: String) throws(KeychainError) {
-        var characters = ""
-        for character in text.uppercased() where character != "-" && character != " " {
-            let mapped: Character =
-                switch character {
-                case "O": "0"
-                case "I", "L": "1"
-                default: character
-                }
-            guard SyncJoinCode.alphabet.contains(mapped), characters.count < 12 else {
-                throw KeychainError(
-                    code: .invalidParameter,
-                    message: "'\(text.prefix(40))' is not an invitation: it has twelve letters and digits, as XXXX-XXXX-XXXX, shown by `security sync invite` on a machine of the account.")
-            }
-            characters.append(mapped)
+        guard let characters = SyncJoinCode.crockford(text, atMost: 12) else {
+            throw KeychainError(
+                code: .invalidParameter,
+                message: "'\(text.prefix(40))' is not an invitation: it has twelve letters and digits, as XXXX-XXXX-XXXX, shown by `security sync invite` on a machine of the account.")
         }
         guard characters.count == 12 else {
             throw KeychainError(code: .invalidParameter, message: "An invitation has twelve letters and digits (XXXX-XXXX-XXXX); '\(text.prefix(40))' has \(characters.count).")

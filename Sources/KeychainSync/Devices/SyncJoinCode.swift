@@ -32,6 +32,20 @@ public struct SyncJoinCode: Sendable, Hashable, CustomStringConvertible {
     /// read as he says (O as 0; I and L as 1).
     /// - Throws: ``KeychainError`` `invalidParameter` when it is not ten such characters.
     public init(parsing text: String) throws(KeychainError) {
+        guard let characters = Self.crockford(text, atMost: 10) else {
+            throw KeychainError(
+                code: .invalidParameter, message: "'\(text.prefix(40))' is not a join code: it has ten letters and digits, as XXXXX-XXXXX, shown by `security sync join` on the new device.")
+        }
+        guard characters.count == 10 else {
+            throw KeychainError(code: .invalidParameter, message: "A join code has ten letters and digits (XXXXX-XXXXX); '\(text.prefix(40))' has \(characters.count).")
+        }
+        self.characters = characters
+    }
+
+    /// `text` as Crockford's base32 characters as a person typed them: upper case, without spaces and dashes, the
+    /// letters he maps read as he says (O as 0; I and L as 1); nil when another character, or more than `atMost`
+    /// of them, is there.
+    static func crockford(_ text: String, atMost: Int) -> String? {
         var characters = ""
         for character in text.uppercased() where character != "-" && character != " " {
             let mapped: Character =
@@ -40,16 +54,10 @@ public struct SyncJoinCode: Sendable, Hashable, CustomStringConvertible {
                 case "I", "L": "1"
                 default: character
                 }
-            guard Self.alphabet.contains(mapped) else {
-                throw KeychainError(
-                    code: .invalidParameter, message: "'\(text.prefix(40))' is not a join code: it has ten letters and digits, as XXXXX-XXXXX, shown by `security sync join` on the new device.")
-            }
+            guard alphabet.contains(mapped), characters.count < atMost else { return nil }
             characters.append(mapped)
         }
-        guard characters.count == 10 else {
-            throw KeychainError(code: .invalidParameter, message: "A join code has ten letters and digits (XXXXX-XXXXX); '\(text.prefix(40))' has \(characters.count).")
-        }
-        self.characters = characters
+        return characters
     }
 
     /// `XXXXX-XXXXX`.

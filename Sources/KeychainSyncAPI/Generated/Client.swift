@@ -69,9 +69,10 @@ import HTTPTypes
 /// * A request body is at most what its route takes, checked from `Content-Length` before it is read (larger:
 ///   413 `body_too_large`): a write batch 8 MiB, zone keys 2 MiB, a new account 256 KiB, a device list 128 KiB,
 ///   a join request 16 KiB, an invitation 4 KiB, every other request none.
-/// * Rate limits, per source address and per account, on account creation, join requests and writes (record
-///   batches, device lists, zone keys): past them 429 `rate_limited` with `Retry-After` (seconds). The numbers
-///   are the server's settings (`keychain-sync-server --help`).
+/// * Rate limits on account creation and join requests per source address, and on writes (record batches,
+///   device lists, zone keys, invitations, rejections) per source address and per account: past them 429
+///   `rate_limited` with `Retry-After` (seconds). The numbers are the server's settings
+///   (`keychain-sync-server --help`).
 /// * An account stores at most the server's quota (100 MiB by default) of ciphertexts and wrapped keys: a write
 ///   batch past it answers 507 `quota_exceeded` and writes nothing.
 /// * A connection silent for the server's idle timeout (30 s by default), between requests or in the middle of

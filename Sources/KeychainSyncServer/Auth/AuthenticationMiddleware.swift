@@ -124,11 +124,12 @@ package struct AuthenticationMiddleware: RouterMiddleware {
         guard let timestamp = Int64(timestampText) else {
             throw SyncFailure(.unauthorized, "bad_timestamp", "Keychain-Timestamp must be whole Unix seconds in decimal.")
         }
-        let skew = arrived - timestamp
-        guard abs(skew) <= RequestSignature.maximumClockSkew else {
+        // Any Int64 may come: the difference is taken without overflowing.
+        let (skew, overflowed) = arrived.subtractingReportingOverflow(timestamp)
+        guard !overflowed, skew.magnitude <= RequestSignature.maximumClockSkew.magnitude else {
             throw SyncFailure(
                 .unauthorized, "clock_skew",
-                "The request's timestamp is \(abs(skew)) seconds \(skew > 0 ? "behind" : "ahead of") the server's clock (at most \(RequestSignature.maximumClockSkew) allowed): correct the device's clock and sign again."
+                "The request's timestamp is \(overflowed ? "far" : "\(skew.magnitude) seconds") \(timestamp < arrived ? "behind" : "ahead of") the server's clock (at most \(RequestSignature.maximumClockSkew) seconds allowed): correct the device's clock and sign again."
             )
         }
         guard RequestSignature.isWellFormedNonce(nonce) else {

@@ -6,10 +6,10 @@ import HTTPTypes
 package struct SyncRateLimits: Sendable {
     /// Accounts one source address may create per hour.
     package var accountCreationsPerAddressPerHour = 10
-    /// Join requests one source address may send per hour.
+    /// Join requests one source address may send per hour. (Not per account: the joining devices are not the
+    /// account's, so counting them against it would let anyone lock its joins; an invitation admits one device, and
+    /// at most 16 wait.)
     package var joinsPerAddressPerHour = 20
-    /// Join requests one account may receive per hour (from anyone).
-    package var joinsPerAccountPerHour = 20
     /// Writes (record batches, device lists, zone keys) one source address may send per minute.
     package var writesPerAddressPerMinute = 600
     /// Writes one account may take per minute.
@@ -47,7 +47,6 @@ package enum LimitedRequest: Sendable, Equatable {
 package struct RequestLimits: Sendable {
     let creationsByAddress: TokenBuckets
     let joinsByAddress: TokenBuckets
-    let joinsByAccount: TokenBuckets
     let writesByAddress: TokenBuckets
     let writesByAccount: TokenBuckets
 
@@ -55,7 +54,6 @@ package struct RequestLimits: Sendable {
     package init(_ limits: SyncRateLimits) {
         creationsByAddress = TokenBuckets(capacity: limits.accountCreationsPerAddressPerHour, period: .seconds(3600))
         joinsByAddress = TokenBuckets(capacity: limits.joinsPerAddressPerHour, period: .seconds(3600))
-        joinsByAccount = TokenBuckets(capacity: limits.joinsPerAccountPerHour, period: .seconds(3600))
         writesByAddress = TokenBuckets(capacity: limits.writesPerAddressPerMinute, period: .seconds(60))
         writesByAccount = TokenBuckets(capacity: limits.writesPerAccountPerMinute, period: .seconds(60))
     }
@@ -75,8 +73,7 @@ package struct RequestLimits: Sendable {
     func checkAccount(_ kind: LimitedRequest) throws(SyncFailure) {
         let wait: Duration? =
             switch kind {
-            case .accountCreation: nil
-            case .join(let account): joinsByAccount.take(account)
+            case .accountCreation, .join: nil
             case .write(let account): writesByAccount.take(account)
             }
         if let wait { throw SyncFailure.rateLimited(retryAfter: wait, what: "for this account") }
