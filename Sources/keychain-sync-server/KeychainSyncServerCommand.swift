@@ -108,12 +108,17 @@ struct KeychainSyncServerCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "keychain-sync-server")
-        let client = PostgresClient(configuration: try database.configuration(), backgroundLogger: logger)
+        let databaseConfiguration = try database.configuration()
+        // postgres-nio's own lines about its connections (refused, lost, retried) name the database too.
+        var databaseLogger = logger
+        databaseLogger[metadataKey: "database"] = "\(DatabaseAddress.describe(databaseConfiguration))"
+        let client = PostgresClient(configuration: databaseConfiguration, backgroundLogger: databaseLogger)
         var configuration = SyncServerConfiguration(
             host: host, port: port, tombstoneHorizonSeconds: Int64(tombstoneHorizonDays) * 24 * 60 * 60,
             idleTimeout: .seconds(idleTimeout), monitoring: noMetrics ? nil : (metricsHost, metricsPort)
         )
         configuration.requestTimeout = .seconds(requestTimeout)
+        configuration.databaseDescription = DatabaseAddress.describe(databaseConfiguration)
         configuration.storageQuotaBytes = Int64(storageQuotaMib) * 1024 * 1024
         configuration.accountCreation = try accountCreationPolicy()
         configuration.rateLimits.accountCreationsPerAddressPerHour = accountCreationsPerHour

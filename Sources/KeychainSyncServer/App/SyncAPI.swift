@@ -47,7 +47,7 @@ struct SyncAPI: APIProtocol {
             try await withDeadline(.seconds(3)) { try await store.ping() }
             return true
         } catch {
-            logger.warning("Health check: the database does not answer", metadata: ["error": "\(type(of: error))"])
+            logger.error("Health check: the database does not answer", metadata: ["error": "\(type(of: error))"])
             return false
         }
     }

@@ -29,6 +29,10 @@ package enum SyncServer {
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onMonitoringRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> some ApplicationProtocol {
+        // Every line about the database names it (socket or host, database), so that an operator sees which one.
+        var named = logger
+        named[metadataKey: "database"] = "\(configuration.databaseDescription)"
+        let logger = named
         let store = SyncStore(client: database, logger: logger)
         let metrics = SyncMetrics()
         let hub = PushHub(perAccount: configuration.pushSocketsPerAccount, total: configuration.pushSockets)

@@ -25,6 +25,8 @@ package struct SyncServerConfiguration: Sendable {
     /// The request header that carries the client's address when the server is behind a proxy that sets it
     /// (`X-Forwarded-For`: its last entry); nil: the connection's peer address.
     package var clientAddressHeader: String?
+    /// The database as the logs name it: its socket or host and port, and its name (never a password).
+    package var databaseDescription = "PostgreSQL"
     /// How long a request may wait on the database (its authentication's lookups, then its handler) before it
     /// answers 503: a request in flight when PostgreSQL goes away gets an answer.
     package var requestTimeout: Duration = .seconds(SyncLimits.defaultRequestTimeoutSeconds)

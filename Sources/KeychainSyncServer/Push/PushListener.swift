@@ -34,7 +34,7 @@ struct PushListener: Service, CustomStringConvertible {
                     }
                 } catch {
                     if !Task.isCancelled {
-                        logger.warning("The push listener lost its database connection; retrying", metadata: ["error": "\(type(of: error))"])
+                        logger.error("The push listener lost its database connection; retrying", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
                     }
                 }
                 hub.setListening(false)

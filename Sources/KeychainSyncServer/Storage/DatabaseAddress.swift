@@ -79,6 +79,13 @@ package enum DatabaseAddress {
         }
     }
 
+    /// The database as the logs name it: `/run/postgresql/.s.PGSQL.5432 database keychain_sync user keychain_sync`,
+    /// or `db.internal:5432 …` (never the password).
+    package static func describe(_ configuration: PostgresClient.Configuration) -> String {
+        let place = configuration.unixSocketPath ?? "\(configuration.host ?? "?"):\(configuration.port ?? 5432)"
+        return "\(place) database \(configuration.database ?? configuration.username) user \(configuration.username)"
+    }
+
     /// A client configuration for the server's Unix socket in `folder` (as libpq's `host=/folder`).
     package static func socket(
         folder: String, port: Int = 5432, user: String, database: String, password: String? = nil

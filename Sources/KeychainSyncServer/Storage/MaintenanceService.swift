@@ -33,7 +33,7 @@ struct MaintenanceService: Service, CustomStringConvertible {
                     )
                 } catch {
                     if !Task.isCancelled {
-                        logger.warning("Maintenance pass failed; will retry", metadata: ["error": "\(type(of: error))"])
+                        logger.error("Maintenance pass failed (the database?); will retry", metadata: ["error": "\(String(reflecting: error).prefix(300))"])
                     }
                 }
                 try? await Task.sleep(for: interval)
