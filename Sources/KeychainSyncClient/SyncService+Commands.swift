@@ -103,9 +103,7 @@ extension SyncService {
                     }
                 } catch  where error.code == .syncDeviceRemoved {
                     // Rejected on a device of the account: recorded, so that the next join asks afresh.
-                    let notice = error.cause as? SyncRemovalNotice
-                    try current.mirror.setDocument(
-                        Self.removalDocument, Self.encode(SyncRemoval(date: notice?.date, by: notice?.byDevice.map { Self.name(of: $0, in: current) })))
+                    try current.mirror.setDocument(Self.removalDocument, Self.encode(Self.removal(from: error, in: current)))
                     throw KeychainError(
                         code: .syncDeviceRemoved,
                         message:

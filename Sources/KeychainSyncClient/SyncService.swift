@@ -174,8 +174,7 @@ package final class SyncService: Sendable {
             summary = try await session.syncOnce { transfer in self.state.withLock { $0.round = transfer } }
         } catch  where error.code == .syncDeviceRemoved {
             // For good: the server never takes this device key back. Rounds and push stop until it joins again.
-            let notice = error.cause as? SyncRemovalNotice
-            let removal = SyncRemoval(date: notice?.date, by: notice?.byDevice.map { Self.name(of: $0, in: session) })
+            let removal = Self.removal(from: error, in: session)
             logger.notice("this device was removed from its sync account; it stops syncing", metadata: ["account": "\(session.account)"])
             record { () throws(KeychainError) in try session.mirror.setDocument(Self.removalDocument, Self.encode(removal)) }
             let removed = Self.removedError(session, removal)
@@ -241,6 +240,12 @@ package final class SyncService: Sendable {
     static func encode(_ removal: SyncRemoval) -> Data {
         let stored = StoredRemoval(millis: removal.date.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }, by: removal.by)
         return (try? JSONEncoder().encode(stored)) ?? Data("{}".utf8)
+    }
+
+    /// The removal the server's refusal `error` tells of, the remover named as the last trusted list names it.
+    static func removal(from error: KeychainError, in session: SyncSession) -> SyncRemoval {
+        let notice = error.cause as? SyncRemovalNotice
+        return SyncRemoval(date: notice?.date, by: notice?.byDevice.map { name(of: $0, in: session) })
     }
 
     /// The name the last list this device trusted gives device `id`, else `id`.

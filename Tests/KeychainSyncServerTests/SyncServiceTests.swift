@@ -275,6 +275,7 @@ struct SyncServiceTests {
             let forged = await #expect(throws: KeychainError.self) {
                 try await serviceB.perform(.join(server: server, account: account, invitation: "AAAA-BBBB-CCCC"))
             }
+            #expect(forged?.code == .authenticationFailed)
             #expect(forged?.message.contains("invitation_required") == true)
             guard case .pending(let nobody) = try await serviceA.perform(.pending) else { throw Failure("no pending list") }
             #expect(nobody.isEmpty)

@@ -46,11 +46,4 @@ public struct SyncInvitation: Sendable, Hashable, CustomStringConvertible {
     public func uri(server: URL, account: String) -> String {
         SyncInvitationURI.make(server: server.absoluteString, account: account, code: description)
     }
-
-    /// What a URI made by ``uri(server:account:)`` carries.
-    /// - Throws: ``KeychainError`` `invalidParameter` when it is not such a URI.
-    public static func parse(uri text: String) throws(KeychainError) -> (server: String, account: String, invitation: SyncInvitation) {
-        let parts = try SyncInvitationURI.parse(text)
-        return (parts.server, parts.account, try SyncInvitation(parsing: parts.code))
-    }
 }

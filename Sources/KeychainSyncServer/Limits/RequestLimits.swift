@@ -24,7 +24,7 @@ package enum LimitedRequest: Sendable, Equatable {
     /// `POST /v1/accounts`.
     case accountCreation
     /// `POST /v1/accounts/{account}/joins`.
-    case join(account: String)
+    case join
     /// `POST …/records`, `PUT …/device-list`, `PUT …/zone-keys`, `POST …/invitations`, `DELETE …/joins/{device}`.
     case write(account: String)
 
@@ -35,7 +35,7 @@ package enum LimitedRequest: Sendable, Equatable {
         let account = segments.count > 3 ? String(segments[3]) : ""
         switch (method, segments.count, segments.count > 4 ? segments[4] : "") {
         case (.post, 3, _): self = .accountCreation
-        case (.post, 5, "joins"): self = .join(account: account)
+        case (.post, 5, "joins"): self = .join
         case (.put, 5, "device-list"), (.put, 5, "zone-keys"), (.post, 5, "invitations"), (.delete, 6, "joins"): self = .write(account: account)
         case (.post, 7, "zones") where segments[6] == "records": self = .write(account: account)
         default: return nil
