@@ -55,8 +55,10 @@ let package = Package(
             dependencies: [
                 "BenchmarkSupport",
                 .product(name: "Benchmark", package: "benchmark"),
-                // Built beside the benchmarks so they can start it.
+                // Built beside the benchmarks so they can start them: the server, and the command line that
+                // Scripts/initial-sync-cli.sh times.
                 .product(name: "keychain-sync-server", package: "swift-keychain"),
+                .product(name: "keychain", package: "swift-keychain"),
             ],
             path: "Benchmarks/SyncBenchmarks",
             swiftSettings: strictSwift,

@@ -3,6 +3,8 @@ import Crypto
 import Foundation
 import KeychainSyncAPI
 import KeychainSyncServer
+import PostgresNIO
+import ServiceLifecycle
 import Testing
 
 #if canImport(Glibc)
@@ -215,3 +217,44 @@ func join(
     #expect(response.status == 202)
 }
 #endif
+
+extension AuthenticationTests {
+    /// The monitoring listener comes up before the API's, which waits for the schema: until the API listens, `/health`
+    /// says `starting` (503), so nothing that waits for health sends a request to a port nobody listens on.
+    @Test func healthSaysStartingUntilTheAPIListens() async throws {
+        try await TestPostgres.withDatabase { database in
+            try await TestPostgres.withClient(database: database) { admin in
+                try await admin.withConnection { holder in
+                    // Hold the schema's lock, so the API's listener waits for it.
+                    try await holder.query("BEGIN", logger: TestPostgres.logger)
+                    try await holder.query("SELECT pg_advisory_xact_lock(\(SchemaMigrations.advisoryLockKey))", logger: TestPostgres.logger)
+                    let (ports, continuation) = AsyncStream.makeStream(of: (Int, Bool).self)
+                    let client = PostgresClient(configuration: TestPostgres.configuration(database: database), backgroundLogger: TestPostgres.logger)
+                    let app = try SyncServer.makeApplication(
+                        configuration: Self.withMonitoring, database: client, logger: TestPostgres.logger,
+                        onRunning: { continuation.yield(($0, false)) }, onMonitoringRunning: { continuation.yield(($0, true)) })
+                    let group = ServiceGroup(
+                        configuration: .init(
+                            services: [.init(service: client), .init(service: app)], gracefulShutdownSignals: [], logger: TestPostgres.logger))
+                    let run = Task { try await group.run() }
+                    var iterator = ports.makeAsyncIterator()
+                    let first = await iterator.next()
+                    #expect(first?.1 == true, "The monitoring listener came up first.")
+                    let monitoring = SyncTestClient(port: first?.0 ?? 0)
+                    let starting = try await monitoring.send(.GET, "/health", as: nil)
+                    #expect(starting.status == 503)
+                    #expect(try starting.decode(Components.Schemas.Health.self).status == "starting")
+
+                    try await holder.query("COMMIT", logger: TestPostgres.logger)
+                    let api = await iterator.next()
+                    #expect(api?.1 == false)
+                    let up = try await monitoring.send(.GET, "/health", as: nil)
+                    #expect(up.status == 200)
+                    #expect(try up.decode(Components.Schemas.Health.self).status == "ok")
+                    await group.triggerGracefulShutdown()
+                    try await run.value
+                }
+            }
+        }
+    }
+}

@@ -12,7 +12,9 @@ import Synchronization
 //   trip to the server;
 // - initial sync of 10,000 items to a new device;
 // - a change's latency from device A to device B, both running their sync engine (push over WebSocket);
-// - the server's record writes per second with 100 devices uploading at once.
+// - the server's record writes per second with 100 devices uploading at once;
+// - an honest device's sync rounds against a server with the limits it ships with, quiet and during a flood of
+//   hostile requests from other addresses (issue 34).
 
 /// State a benchmark's setup makes and its closure uses.
 final class SyncFixture: @unchecked Sendable {
@@ -22,17 +24,20 @@ final class SyncFixture: @unchecked Sendable {
     var folder = ""
     var devices: [KeychainStore] = []
     var engines: [Task<Void, Never>] = []
+    var flood: SyncFlood?
+    var residentBefore = 0
     let counter = Atomic<Int>(0)
 
     func nextIndex() -> Int { counter.add(1, ordering: .relaxed).oldValue }
 
-    /// Starts PostgreSQL and the server, and a folder for the devices' keychains.
-    func start() throws {
+    /// Starts PostgreSQL and the server (with the limits it ships with when `internetLimits`), and a folder for the
+    /// devices' keychains.
+    func start(internetLimits: Bool = false) throws {
         folder = NSTemporaryDirectory() + "skb-sync-\(getpid())-\(UInt32.random(in: 0 ... .max))"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let database = try ThrowawayPostgres()
         self.database = database
-        server = try SyncServerProcess(database: database)
+        server = try SyncServerProcess(database: database, internetLimits: internetLimits)
     }
 
     /// A new device: a keychain of its own under the folder.
@@ -58,6 +63,8 @@ final class SyncFixture: @unchecked Sendable {
     }
 
     func tearDown() {
+        flood?.stop()
+        flood = nil
         for engine in engines { engine.cancel() }
         engines = []
         devices = []
@@ -222,4 +229,78 @@ let benchmarks: @Sendable () -> Void = {
             }
             log("server writes: \(writers) devices made their accounts")
         }, teardown: { many.tearDown() })
+
+    // MARK: An honest device during a flood
+
+    /// Sets up `fixture`: a server with its shipped limits and one honest device with an account and 100 items.
+    @Sendable func honestDevice(_ fixture: SyncFixture) async throws {
+        try fixture.start(internetLimits: true)
+        guard let url = fixture.server?.url else { return }
+        let device = try fixture.newDevice()
+        let keychain = items(device)
+        for index in 0..<100 { try keychain.set("secret \(index)", for: "item-\(index)") }
+        _ = try await device.createSyncAccount(server: url, deviceName: "honest")
+        _ = try await device.syncNow()
+        fixture.devices = [device]
+    }
+
+    /// One honest round: a change to one item, synced.
+    @Sendable func honestRound(_ fixture: SyncFixture) async throws {
+        guard let device = fixture.devices.first else { return }
+        let index = fixture.nextIndex()
+        try items(device).set("change \(index)", for: "item-\(index % 100)")
+        let round = try await device.syncNow()
+        guard round.uploaded == 1 else { throw BenchmarkFailure("The honest device uploaded \(round.uploaded) records, not 1.") }
+    }
+
+    // An account's writes are limited to 300 a minute (the burst): 205 rounds fit.
+    let honestConfiguration = Benchmark.Configuration(metrics: [.wallClock], warmupIterations: 5, maxDuration: .seconds(120), maxIterations: 200)
+
+    let quiet = SyncFixture()
+    Benchmark(
+        "load · an honest device's sync round · quiet", configuration: honestConfiguration,
+        closure: { _ in try await honestRound(quiet) }, setup: { try await honestDevice(quiet) }, teardown: { quiet.tearDown() })
+
+    let flooded = SyncFixture()
+    let serverGrowth = BenchmarkMetric.custom("server RSS growth (KiB)", polarity: .prefersSmaller, useScalingFactor: false)
+    Benchmark(
+        "load · an honest device's sync round · during a flood",
+        configuration: .init(metrics: [.wallClock, serverGrowth], warmupIterations: 5, maxDuration: .seconds(120), maxIterations: 200),
+        closure: { benchmark in
+            try await honestRound(flooded)
+            if let server = flooded.server {
+                benchmark.measurement(serverGrowth, residentKilobytes(of: server.pid) - flooded.residentBefore)
+            }
+        },
+        setup: {
+            try await honestDevice(flooded)
+            guard let server = flooded.server, let account = try await flooded.devices.first?.syncStatus().account,
+                let port = server.url.port
+            else { return }
+            flooded.residentBefore = residentKilobytes(of: server.pid)
+            let flood = SyncFlood(port: port, account: account)
+            flooded.flood = flood
+            flood.start()
+            // The flood is under way (every kind answered, the held connections open) before the first round.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while flood.tally.count < SyncFlood.Kind.allCases.count - 1 || (flood.tally[.unsignedBodies]?.sent ?? 0) < 50 {
+                guard ContinuousClock.now < deadline else { throw BenchmarkFailure("The flood did not get going within 20 s.") }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            log("flood: under way against \(server.url) (\(flooded.residentBefore) KiB before)")
+        },
+        teardown: {
+            guard let flood = flooded.flood, let server = flooded.server else { return }
+            let after = residentKilobytes(of: server.pid)
+            let held = flood.held
+            let tallies = flood.stop()
+            flooded.flood = nil
+            for kind in SyncFlood.Kind.allCases { log("flood: \(kind.rawValue): \(tallies[kind] ?? SyncFlood.Tally())") }
+            log("flood: half-sent requests held open at the end: \(held)")
+            log("flood: the server's RSS \(flooded.residentBefore) KiB before, \(after) KiB after")
+            flooded.tearDown()
+            // The limits held: nothing the flood sent was served, and nothing made the server fail.
+            let served = tallies.values.flatMap { $0.byStatus }.filter { (200..<300).contains($0.key) || $0.key >= 500 }
+            guard served.isEmpty else { throw BenchmarkFailure("The flood was answered with \(served): a limit did not hold.") }
+        })
 }

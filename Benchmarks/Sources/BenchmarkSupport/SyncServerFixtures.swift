@@ -111,32 +111,36 @@ enum ChildProcess {
 public final class SyncServerProcess: @unchecked Sendable {
     /// The server's base URL.
     public let url: URL
+    /// The port of its monitoring listener (`/health`, `/metrics`).
+    public let monitoringPort: Int
     /// The server's process ID.
     public let pid: pid_t
 
-    /// Starts the server on `database` and waits until `/health` answers.
-    public init(database: ThrowawayPostgres) throws {
+    /// Starts the server on `database` and waits until `/health` answers. With `internetLimits` the server keeps
+    /// the rate limits it ships with (for the flood); without, they are raised so far that a hundred devices on one
+    /// address, creating accounts and writing at once, are never refused.
+    public init(database: ThrowawayPostgres, internetLimits: Bool = false) throws {
         let binary = URL(fileURLWithPath: BenchEnvironment.executablePath).deletingLastPathComponent()
             .appendingPathComponent("keychain-sync-server").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw BenchmarkFailure("keychain-sync-server is not at \(binary); build the benchmark package (it builds the server too).")
         }
         let port = try Self.freePort()
-        // /health is on the monitoring listener.
         let monitoringPort = try Self.freePort()
         guard let base = URL(string: "http://127.0.0.1:\(port)") else { throw BenchmarkFailure("No URL for port \(port).") }
         url = base
-        pid = try ChildProcess.spawn(
-            binary,
-            [
-                "--port", String(port), "--postgres-socket", database.socketFolder,
-                "--postgres-user", database.user, "--log-level", "error", "--metrics-port", String(monitoringPort),
-                // A hundred devices on one address, creating accounts and writing at once: the limits meant for
-                // the internet would refuse the benchmark itself.
+        self.monitoringPort = monitoringPort
+        var arguments = [
+            "--port", String(port), "--postgres-socket", database.socketFolder,
+            "--postgres-user", database.user, "--log-level", "error", "--metrics-port", String(monitoringPort),
+        ]
+        if !internetLimits {
+            arguments += [
                 "--account-creations-per-hour", "100000", "--joins-per-address-per-hour", "100000",
-                "--writes-per-address-per-minute", "1000000",
-                "--writes-per-account-per-minute", "1000000",
-            ], quiet: false)
+                "--writes-per-address-per-minute", "1000000", "--writes-per-account-per-minute", "1000000",
+            ]
+        }
+        pid = try ChildProcess.spawn(binary, arguments, quiet: false)
         let deadline = ContinuousClock.now + .seconds(60)
         while !Self.healthy(port: monitoringPort) {
             guard ChildProcess.isRunning(pid), ContinuousClock.now < deadline else {
@@ -169,9 +173,9 @@ public final class SyncServerProcess: @unchecked Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Whether the server's `GET /health` answers 200 now.
+    /// Whether the server's `GET /health` (on its monitoring listener) answers 200 now.
     public func healthy() -> Bool {
-        Self.healthy(port: url.port ?? 0)
+        Self.healthy(port: monitoringPort)
     }
 
     /// Whether `GET /health` answers 200 (a plain HTTP/1.1 request over a socket; no client library needed).

@@ -139,7 +139,7 @@ package struct Client: APIProtocol {
     private var converter: Converter {
         client.converter
     }
-    /// Whether the server can reach its database (monitoring listener only).
+    /// Whether the API's listener is up and the server can reach its database (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /health`.
     /// - Remark: Generated from `#/paths//health/get(getHealth)`.

@@ -195,7 +195,7 @@ extension APIProtocol {
 }
 
 fileprivate extension UniversalServer where APIHandler: APIProtocol {
-    /// Whether the server can reach its database (monitoring listener only).
+    /// Whether the API's listener is up and the server can reach its database (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /health`.
     /// - Remark: Generated from `#/paths//health/get(getHealth)`.

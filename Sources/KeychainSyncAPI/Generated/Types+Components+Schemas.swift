@@ -72,14 +72,14 @@ extension Components {
         }
         /// - Remark: Generated from `#/components/schemas/Health`.
         package struct Health: Codable, Hashable, Sendable {
-            /// `ok`, or `unavailable` when the database does not answer.
+            /// `ok`; `starting` until the API's listener is up; `unavailable` when the database does not answer.
             ///
             /// - Remark: Generated from `#/components/schemas/Health/status`.
             package var status: Swift.String
             /// Creates a new `Health`.
             ///
             /// - Parameters:
-            ///   - status: `ok`, or `unavailable` when the database does not answer.
+            ///   - status: `ok`; `starting` until the API's listener is up; `unavailable` when the database does not answer.
             package init(status: Swift.String) {
                 self.status = status
             }

@@ -18,7 +18,7 @@ import struct Foundation.Data
 import struct Foundation.Date
 /// API operations, with input and output types, generated from `#/paths` in the OpenAPI document.
 package enum Operations {
-    /// Whether the server can reach its database (monitoring listener only).
+    /// Whether the API's listener is up and the server can reach its database (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /health`.
     /// - Remark: Generated from `#/paths//health/get(getHealth)`.
@@ -74,7 +74,7 @@ package enum Operations {
                     self.body = body
                 }
             }
-            /// The database answers.
+            /// The API's listener accepts connections and the database answers.
             ///
             /// - Remark: Generated from `#/paths//health/get(getHealth)/responses/200`.
             ///
@@ -125,7 +125,7 @@ package enum Operations {
                     self.body = body
                 }
             }
-            /// The database does not answer.
+            /// The API's listener is not up yet (`starting`), or the database does not answer (`unavailable`).
             ///
             /// - Remark: Generated from `#/paths//health/get(getHealth)/responses/503`.
             ///

@@ -18,7 +18,7 @@ import struct Foundation.Data
 import struct Foundation.Date
 /// A type that performs HTTP operations defined by the OpenAPI document.
 package protocol APIProtocol: Sendable {
-    /// Whether the server can reach its database (monitoring listener only).
+    /// Whether the API's listener is up and the server can reach its database (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /health`.
     /// - Remark: Generated from `#/paths//health/get(getHealth)`.
@@ -138,7 +138,7 @@ package protocol APIProtocol: Sendable {
 
 /// Convenience overloads for operation inputs.
 extension APIProtocol {
-    /// Whether the server can reach its database (monitoring listener only).
+    /// Whether the API's listener is up and the server can reach its database (monitoring listener only).
     ///
     /// - Remark: HTTP `GET /health`.
     /// - Remark: Generated from `#/paths//health/get(getHealth)`.

@@ -35,6 +35,7 @@ package enum SyncServer {
         let logger = named
         let store = SyncStore(client: database, logger: logger)
         let metrics = SyncMetrics()
+        let listening = APIListening()
         let hub = PushHub(perAccount: configuration.pushSocketsPerAccount, total: configuration.pushSockets)
 
         let router = Router(context: SyncRequestContext.self)
@@ -64,7 +65,10 @@ package enum SyncServer {
                     ws: .init(maxFrameSize: 1 << 16, autoPing: .enabled(timePeriod: .seconds(30))))
             ),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "keychain-sync-server"),
-            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? configuration.port) },
+            onServerRunning: { channel in
+                listening.markListening()
+                await onRunning(channel.localAddress?.port ?? configuration.port)
+            },
             logger: logger
         )
         let (schemaReady, schemaReadyContinuation) = AsyncStream.makeStream(of: Void.self)
@@ -75,7 +79,7 @@ package enum SyncServer {
         if let monitoring = configuration.monitoring {
             app.addServices(
                 MonitoringListener.makeApplication(
-                    host: monitoring.host, port: monitoring.port, store: store, metrics: metrics, logger: logger,
+                    host: monitoring.host, port: monitoring.port, store: store, metrics: metrics, api: listening, logger: logger,
                     onRunning: onMonitoringRunning))
         }
         app.addServices(

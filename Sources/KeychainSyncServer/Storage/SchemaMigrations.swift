@@ -9,7 +9,7 @@ import PostgresNIO
 /// each step exactly once: the others wait on the lock and then find the steps recorded in `schema_migrations`.
 package enum SchemaMigrations {
     /// The advisory lock key the migration transaction holds (an arbitrary constant of this program).
-    static let advisoryLockKey: Int64 = 0x6b63_7379_6e63_0001
+    package static let advisoryLockKey: Int64 = 0x6b63_7379_6e63_0001
 
     /// The steps, by number from 1; never edit a released step, add a new one.
     static let steps: [[String]] = [
