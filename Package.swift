@@ -208,6 +208,17 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // SSH's formats for the agent keychaind serves: the agent protocol's typed messages and frames, public and
+        // private keys and their signatures, OpenSSH private key files (bcrypt KDF on the shared Blowfish).
+        .target(
+            name: "KeychainSSH",
+            dependencies: [
+                "KeychainCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSwift
+        ),
         // The freedesktop Secret Service (org.freedesktop.secrets) served from keychaind over sd-bus: sessions,
         // collections and items as keychain items.
         .target(
@@ -454,6 +465,12 @@ let package = Package(
             name: "KeychainImportTests",
             dependencies: ["KeychainImport", "KeychainCore", "KeychainTestSupport", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
             exclude: ["Fixtures"],
+            swiftSettings: strictSwift
+        ),
+        // SSH's formats against OpenSSH's own tools (ssh-keygen) and golden vectors of the agent protocol.
+        .testTarget(
+            name: "KeychainSSHTests",
+            dependencies: ["KeychainSSH", "KeychainCore", "KeychainTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// The byte order in which KWallet's C++ code read bytes into 32-bit words, for Blowfish and for its own SHA-1.
 ///
 /// KWallet chose it with `#if Q_BYTE_ORDER == Q_BIG_ENDIAN` in files that, from KDE Frameworks 5 on, no longer
@@ -34,80 +36,7 @@ enum KWalletWordOrder: Sendable, CaseIterable {
     }
 }
 
-/// Blowfish (Bruce Schneier, 1993), 16 rounds, with a key of 1 to 56 bytes: the block cipher of KWallet's wallet
-/// files, which this implements itself as KWallet did (libcrypto's copy is deprecated and may be left out of a build).
-struct Blowfish: Sendable {
-    /// The 18 subkeys.
-    private var p: [UInt32]
-    /// The four S-boxes, one after the other (256 words each).
-    private var s: [UInt32]
-
-    /// The longest key Blowfish takes, in bytes (448 bits).
-    static let maximumKeyLength = 56
-
-    /// Sets up the cipher for `key` (1 to ``maximumKeyLength`` bytes); `nil` for a key of another length.
-    init?(key: [UInt8]) {
-        guard !key.isEmpty, key.count <= Self.maximumKeyLength else { return nil }
-        p = Self.initialP
-        s = Self.initialS0 + Self.initialS1 + Self.initialS2 + Self.initialS3
-        var j = 0
-        for i in 0..<18 {
-            var data: UInt32 = 0
-            for _ in 0..<4 {
-                data = data << 8 | UInt32(key[j])
-                j = (j + 1) % key.count
-            }
-            p[i] ^= data
-        }
-        var left: UInt32 = 0, right: UInt32 = 0
-        for i in stride(from: 0, to: 18, by: 2) {
-            encrypt(&left, &right)
-            p[i] = left
-            p[i + 1] = right
-        }
-        for i in stride(from: 0, to: 1024, by: 2) {
-            encrypt(&left, &right)
-            s[i] = left
-            s[i + 1] = right
-        }
-    }
-
-    /// The round function.
-    @inline(__always)
-    private func f(_ x: UInt32) -> UInt32 {
-        ((s[Int(x >> 24)] &+ s[256 + Int((x >> 16) & 0xFF)]) ^ s[512 + Int((x >> 8) & 0xFF)]) &+ s[768 + Int(x & 0xFF)]
-    }
-
-    /// Encrypts the block whose halves are `left` and `right`, in place.
-    func encrypt(_ left: inout UInt32, _ right: inout UInt32) {
-        var l = left, r = right
-        for i in 0..<16 {
-            l ^= p[i]
-            r ^= f(l)
-            swap(&l, &r)
-        }
-        swap(&l, &r)
-        r ^= p[16]
-        l ^= p[17]
-        left = l
-        right = r
-    }
-
-    /// Decrypts the block whose halves are `left` and `right`, in place.
-    func decrypt(_ left: inout UInt32, _ right: inout UInt32) {
-        var l = left, r = right
-        for i in stride(from: 17, to: 1, by: -1) {
-            l ^= p[i]
-            r ^= f(l)
-            swap(&l, &r)
-        }
-        swap(&l, &r)
-        r ^= p[1]
-        l ^= p[0]
-        left = l
-        right = r
-    }
-
+extension Blowfish {
     /// How a wallet's blocks are chained.
     enum Mode: Sendable {
         /// Each 8-byte block on its own (wallets marked cipher 0, written before KWallet's CBC was fixed).
