@@ -28,18 +28,7 @@ for count in "${@:-1000 10000}"; do
         dir=$work/$n
         mkdir -p "$dir/run"
         chmod 700 "$dir/run"
-        python3 - "$n" "$dir/db.xml" <<'PY'
-import base64, os, sys
-n, path = int(sys.argv[1]), sys.argv[2]
-entries = "".join(
-    "<Entry><UUID>%s</UUID><String><Key>Title</Key><Value>entry %d</Value></String>"
-    "<String><Key>UserName</Key><Value>user%d</Value></String><String><Key>URL</Key><Value>https://site%d.example.com</Value></String>"
-    "<String><Key>Password</Key><Value>secret-%d</Value></String></Entry>" % (base64.b64encode(os.urandom(16)).decode(), i, i, i, i)
-    for i in range(n))
-open(path, "w").write('<?xml version="1.0" encoding="UTF-8"?><KeePassFile><Meta><DatabaseName>Bench</DatabaseName></Meta>'
-                      '<Root><Group><Name>Root</Name>' + entries + '</Group></Root></KeePassFile>')
-PY
-        printf 'pw\npw\n' | keepassxc-cli import -q -p "$dir/db.xml" "$dir/db.kdbx" >/dev/null 2>&1
+        "$root/Benchmarks/Scripts/keepass-database.sh" "$n" "$dir/db.kdbx"
         printf '#!/bin/sh\nSCRIPTED_PINENTRY_DEFAULT=%s/person exec %s\n' "$dir" "$pinentry" > "$dir/pinentry"
         chmod +x "$dir/pinentry"
         echo "pin pw-1" > "$dir/person"

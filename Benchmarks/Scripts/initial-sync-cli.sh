@@ -44,18 +44,7 @@ server_pid=$!
 for _ in $(seq 600); do grep -q "listening on 127.0.0.1:" "$work/server.log" && break; sleep 0.1; done
 url="http://127.0.0.1:$(grep -o 'listening on 127.0.0.1:[0-9]*' "$work/server.log" | head -1 | cut -d: -f2)"
 
-python3 - "$count" "$work/db.xml" <<'PY'
-import base64, os, sys
-n, path = int(sys.argv[1]), sys.argv[2]
-entries = "".join(
-    "<Entry><UUID>%s</UUID><String><Key>Title</Key><Value>entry %d</Value></String>"
-    "<String><Key>UserName</Key><Value>user%d</Value></String><String><Key>URL</Key><Value>https://site%d.example.com</Value></String>"
-    "<String><Key>Password</Key><Value>secret-%d</Value></String></Entry>" % (base64.b64encode(os.urandom(16)).decode(), i, i, i, i)
-    for i in range(n))
-open(path, "w").write('<?xml version="1.0" encoding="UTF-8"?><KeePassFile><Meta><DatabaseName>Bench</DatabaseName></Meta>'
-                      '<Root><Group><Name>Root</Name>' + entries + '</Group></Root></KeePassFile>')
-PY
-printf 'pw\npw\n' | QT_QPA_PLATFORM=offscreen keepassxc-cli import -q -p "$work/db.xml" "$work/db.kdbx" >/dev/null 2>&1
+"$root/Benchmarks/Scripts/keepass-database.sh" "$count" "$work/db.kdbx"
 
 now() { date +%s.%N; }
 secs() { echo "$2 - $1" | bc | xargs printf '%.2f'; }
