@@ -214,8 +214,11 @@ let package = Package(
             name: "KeychainSSH",
             dependencies: [
                 "KeychainCore",
+                "CKeychainLinux",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSwift
         ),
@@ -328,6 +331,8 @@ let package = Package(
             dependencies: [
                 "KeychainCore",
                 "KeychainDaemon",
+                "KeychainProtocol",
+                "KeychainSSH",
                 "KeychainSecretService",
                 "KeychainVersion",
                 "CKeychainLinux",
@@ -335,6 +340,7 @@ let package = Package(
                 .target(name: "KeychainNetwork", condition: network),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSwift
         ),
@@ -470,7 +476,8 @@ let package = Package(
         // SSH's formats against OpenSSH's own tools (ssh-keygen) and golden vectors of the agent protocol.
         .testTarget(
             name: "KeychainSSHTests",
-            dependencies: ["KeychainSSH", "KeychainCore", "KeychainTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            // keychaind and security are built so the agent tests can run them.
+            dependencies: ["KeychainSSH", "KeychainCore", "KeychainTestSupport", "keychaind", "security", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -3,9 +3,12 @@ import CKeychainLinux
 import Foundation
 import KeychainCore
 import KeychainDaemon
+import KeychainProtocol
+import KeychainSSH
 import KeychainSecretService
 import KeychainVersion
 import Logging
+import ServiceLifecycle
 #if Network
 // The sync client and OCSP over HTTP, registered with KeychainCore at start (the Network trait).
 import KeychainSyncClient
@@ -16,6 +19,9 @@ import KeychainSyncClient
 /// the kernel's peer credentials. With `--system` it runs as a system user and serves every local user their own
 /// keychain. Everything but the command line lives in the KeychainDaemon library.
 package struct Keychaind: AsyncParsableCommand {
+    /// The SSH agent's socket, in the folder of keychaind's socket (`security ssh-agent --env` prints it).
+    package static let sshAgentSocketName = "ssh-agent.sock"
+
     package static let configuration = CommandConfiguration(
         commandName: "keychaind",
         abstract: "The keychain daemon: serves the keychain in KEYCHAIN_HOME to the programs of this user.",
@@ -73,6 +79,9 @@ package struct Keychaind: AsyncParsableCommand {
 
     @Flag(name: .customLong("secret-service-replace"), help: "With --secret-service: take the name over from another provider that allows it (gnome-keyring), instead of refusing to start.")
     var secretServiceReplace = false
+
+    @Flag(name: .customLong("ssh-agent"), help: "Also serve an SSH agent (SSH_AUTH_SOCK) on the keychain's SSH keys, at ssh-agent.sock beside the socket.")
+    var sshAgent = false
 
     @Option(
         name: .customLong("ready-fd"),
@@ -136,6 +145,7 @@ package struct Keychaind: AsyncParsableCommand {
         limits.frameTimeout = .milliseconds(Int(frameTimeout * 1000))
         var launcher = DaemonLauncher(socket: socket, idleLock: idleLock, limits: limits, mode: mode, logger: Logger(label: "keychaind"))
         launcher.exitWhenIdle = exitWhenIdle.map { .seconds($0) }
+        var makeBridge: (@Sendable (DaemonLauncher.DaemonContext) throws -> [any Service])?
         if secretService || secretServiceReplace {
             guard !system else {
                 throw ValidationError("--secret-service serves one user's session bus; a --system keychaind serves every user and cannot. Run a per-user keychaind with --secret-service.")
@@ -143,10 +153,30 @@ package struct Keychaind: AsyncParsableCommand {
             let environment = ProcessInfo.processInfo.environment
             let address = try SecretServiceBridge.sessionBusAddress(environment)
             let replace = secretServiceReplace
-            launcher.additionalServices = { context in
+            makeBridge = { context in
                 guard let served = context.keychains.open.first else { return [] }
                 let policy = try UnregisteredCallerPolicy.fromEnvironment(environment)
                 return [SecretServiceBridge(address: address, replace: replace, policy: policy, engine: served.engine, context: context)]
+            }
+        }
+        var makeAgent: (@Sendable (DaemonLauncher.DaemonContext) -> [any Service])?
+        if sshAgent {
+            guard !system else {
+                throw ValidationError("--ssh-agent serves one user's SSH keys; a --system keychaind cannot. Run a per-user keychaind with --ssh-agent.")
+            }
+            guard let socketPath = socket ?? DaemonSocket.defaultPath(ProcessInfo.processInfo.environment) else {
+                throw ValidationError("XDG_RUNTIME_DIR is not set, so there is no default socket. Pass --socket PATH.")
+            }
+            let agentPath = URL(fileURLWithPath: socketPath).deletingLastPathComponent().path + "/" + Self.sshAgentSocketName
+            makeAgent = { context in
+                guard let served = context.keychains.open.first else { return [] }
+                let handler = SSHAgentHandler(store: SSHKeyStore(engine: served.engine), logger: context.logger)
+                return [SSHAgentListener(path: agentPath, handler: handler)]
+            }
+        }
+        if makeBridge != nil || makeAgent != nil {
+            launcher.additionalServices = { [makeBridge, makeAgent] context in
+                try (makeBridge?(context) ?? []) + (makeAgent?(context) ?? [])
             }
         }
         do {

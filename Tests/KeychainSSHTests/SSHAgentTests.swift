@@ -1,0 +1,141 @@
+import Foundation
+import KeychainCore
+import KeychainSSH
+import KeychainTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// keychaind's SSH agent, driven by OpenSSH's own clients: `ssh-add` adds, lists and removes keys, and
+/// `ssh-keygen -Y sign` signs through the agent (its signature checked by `ssh-keygen -Y check-novalidate`).
+@Suite(.enabled(if: OpenSSHTools.available && FileManager.default.isExecutableFile(atPath: "/usr/bin/ssh-add"), "needs ssh-add and ssh-keygen (openssh-client)"))
+struct SSHAgentTests {
+    /// A keychaind with `--ssh-agent` on a new keychain, and its agent socket once it accepts connections.
+    static func agent() throws -> (daemon: KeychaindProcess, folder: String, agentSocket: String) {
+        let folder = NSTemporaryDirectory() + "ssh-agent-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder + "/home", withIntermediateDirectories: true)
+        chmod(folder, 0o700)
+        let environment = ["KEYCHAIN_HOME": folder + "/home", "HOME": folder, "PATH": "/usr/bin:/bin"]
+        let daemon = try KeychaindProcess(socketPath: folder + "/d.sock", environment: environment, arguments: ["--ssh-agent"])
+        let agentSocket = folder + "/ssh-agent.sock"
+        // The agent's listener starts beside the socket server: wait for its socket to accept.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try SSHAgentTests.run("/usr/bin/ssh-add", ["-l"], agentSocket).status == 2 {
+            guard ContinuousClock.now < deadline else { throw TestProcessError("The SSH agent socket did not accept within 30 s:\n\(daemon.output)") }
+            usleep(20_000)
+        }
+        return (daemon, folder, agentSocket)
+    }
+
+    static func run(_ program: String, _ arguments: [String], _ agentSocket: String, input: Data? = nil) throws -> ProgramRun {
+        try ProgramRun.run(program, arguments, environment: ["SSH_AUTH_SOCK": agentSocket, "PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], input: input, timeout: 60)
+    }
+
+    @Test func ssh_addAndSigningGoThroughTheKeychain() throws {
+        let (daemon, folder, socket) = try Self.agent()
+        defer {
+            _ = daemon.stop()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        // Empty: ssh-add -l says so with status 1.
+        #expect(try Self.run("/usr/bin/ssh-add", ["-l"], socket).status == 1)
+        var publicLines: [String] = []
+        for type in [["-t", "ed25519"], ["-t", "ecdsa", "-b", "256"], ["-t", "rsa", "-b", "3072"]] {
+            let file = folder + "/id_\(type[1])"
+            try OpenSSHKeyFileTests.keygen(["-q", "-C", "key \(type[1])", "-N", "", "-f", file] + type)
+            let added = try Self.run("/usr/bin/ssh-add", [file], socket)
+            #expect(added.status == 0, "\(added.stderr)")
+            publicLines.append(try String(contentsOfFile: file + ".pub", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        // ssh-add -L prints exactly the three public keys, in the order they were added.
+        let listed = try Self.run("/usr/bin/ssh-add", ["-L"], socket)
+        #expect(listed.status == 0)
+        #expect(listed.stdout.split(separator: "\n").map(String.init) == publicLines)
+
+        // Each key signs through the agent: ssh-keygen -Y sign with only the public key file.
+        for type in ["ed25519", "ecdsa", "rsa"] {
+            let message = folder + "/message-\(type)"
+            try Data("signed through the agent\n".utf8).write(to: URL(fileURLWithPath: message))
+            let signed = try Self.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", folder + "/id_\(type).pub", "-n", "file", message], socket)
+            #expect(signed.status == 0, "\(type): \(signed.stderr)")
+            let checked = try Self.run(
+                "/usr/bin/ssh-keygen", ["-Y", "check-novalidate", "-n", "file", "-s", message + ".sig"], socket, input: Data("signed through the agent\n".utf8))
+            #expect(checked.status == 0, "\(type): \(checked.stderr)")
+        }
+
+        // The keys are in the keychain: a restarted keychaind's agent still lists them.
+        _ = daemon.stop()
+        let restarted = try KeychaindProcess(
+            socketPath: folder + "/d.sock", environment: ["KEYCHAIN_HOME": folder + "/home", "HOME": folder, "PATH": "/usr/bin:/bin"],
+            arguments: ["--ssh-agent"])
+        defer { _ = restarted.stop() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        var again = try Self.run("/usr/bin/ssh-add", ["-L"], socket)
+        while again.status == 2, ContinuousClock.now < deadline {
+            usleep(20_000)
+            again = try Self.run("/usr/bin/ssh-add", ["-L"], socket)
+        }
+        #expect(again.stdout.split(separator: "\n").map(String.init) == publicLines)
+
+        // ssh-add -d removes one; ssh-add -D the rest.
+        #expect(try Self.run("/usr/bin/ssh-add", ["-d", folder + "/id_ecdsa.pub"], socket).status == 0)
+        #expect(try Self.run("/usr/bin/ssh-add", ["-L"], socket).stdout.split(separator: "\n").count == 2)
+        #expect(try Self.run("/usr/bin/ssh-add", ["-D"], socket).status == 0)
+        #expect(try Self.run("/usr/bin/ssh-add", ["-l"], socket).status == 1)
+    }
+
+    @Test func constraintsTheAgentCannotHonourAreRefusedNotDropped() throws {
+        let (daemon, folder, socket) = try Self.agent()
+        defer {
+            _ = daemon.stop()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        let file = folder + "/id"
+        try OpenSSHKeyFileTests.keygen(["-q", "-N", "", "-f", file, "-t", "ed25519"])
+        // -t (lifetime) and -c (confirm): refused, and the key is not added.
+        #expect(try Self.run("/usr/bin/ssh-add", ["-t", "60", file], socket).status != 0)
+        #expect(try Self.run("/usr/bin/ssh-add", ["-l"], socket).status == 1)
+        // Locking is refused (the keychain's own lock governs the keys).
+        #expect(try Self.run("/usr/bin/ssh-add", ["-x"], socket, input: Data("pw\npw\n".utf8)).status != 0)
+    }
+
+    /// The attack: another user on the machine, with the socket left open to everyone (a folder and socket made
+    /// world-accessible by mistake). The kernel's peer credentials still keep them out.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root to run ssh-add as another user (setpriv)"))
+    func anotherUserIsRefusedEvenWhenTheSocketIsOpenToEveryone() throws {
+        let (daemon, folder, socket) = try Self.agent()
+        defer {
+            _ = daemon.stop()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        let file = folder + "/id"
+        try OpenSSHKeyFileTests.keygen(["-q", "-N", "", "-C", "mine", "-f", file, "-t", "ed25519"])
+        #expect(try Self.run("/usr/bin/ssh-add", [file], socket).status == 0)
+        chmod(folder, 0o755)
+        chmod(socket, 0o666)
+        let stranger = try Self.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/ssh-add", "-L"], socket)
+        #expect(stranger.status != 0)
+        #expect(!stranger.stdout.contains("ssh-ed25519"))
+        let removal = try Self.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/ssh-add", "-D"], socket)
+        #expect(removal.status != 0)
+        // The owner still has the key.
+        #expect(try Self.run("/usr/bin/ssh-add", ["-L"], socket).stdout.contains("mine"))
+    }
+
+    @Test func securityPrintsWhereTheAgentListens() throws {
+        let (daemon, folder, socket) = try Self.agent()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let environment = ["KEYCHAIN_DAEMON_SOCKET": folder + "/d.sock", "KEYCHAIN_HOME": folder + "/home", "HOME": folder, "PATH": "/usr/bin:/bin"]
+        let security = try BuiltProducts.path(of: "security")
+        let printed = try ProgramRun.run(security, ["ssh-agent", "--env"], environment: environment)
+        #expect(printed.status == 0, "\(printed.stderr)")
+        #expect(printed.stdout == "SSH_AUTH_SOCK=\(socket); export SSH_AUTH_SOCK;\n")
+        // keychaind stopped: the line is printed, and the status says nothing listens.
+        _ = daemon.stop()
+        let stopped = try ProgramRun.run(security, ["ssh-agent"], environment: environment)
+        #expect(stopped.status == 1)
+        #expect(stopped.stderr.contains("no SSH agent is listening"))
+    }
+}
