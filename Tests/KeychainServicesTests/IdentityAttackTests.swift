@@ -125,7 +125,7 @@ import Glibc
         }
         let run = try vault.find(extra: [variable: target])
         #expect(run.stdout == "status=-34018\n", "its claim to the vault's group is refused: \(run.stdout)\(run.stderr)")
-        #expect(vault.daemon.output.contains("started with \(variable) set"))
+        #expect(vault.daemon.logs("started with \(variable) set"))
         var env = vault.environment
         env[variable] = target
         let own = try runProgram(vault.program, ["find", "crown", "svc"], environment: env)
@@ -140,7 +140,7 @@ import Glibc
         let vault = try Vault()
         let run = try vault.find(prefix: ["/usr/bin/strace", "-f", "-qq", "-o", "/dev/null"])
         #expect(run.stdout == "status=-34018\n", "\(run.stdout)\(run.stderr)")
-        #expect(vault.daemon.output.contains("being traced by process"))
+        #expect(vault.daemon.logs("being traced by process"))
     }
 
     /// 256 connections each holding the start of a maximal frame (16 MiB announced, up to 2 MiB sent) keep keychaind
@@ -174,6 +174,6 @@ import Glibc
         }
         #expect(peak != nil)
         #expect((peak ?? .max) < 256 << 10, "keychaind's peak resident memory: \(peak ?? -1) KiB")
-        #expect(vault.daemon.output.contains("frames in flight over the limit"))
+        #expect(vault.daemon.logs("frames in flight over the limit"))
     }
 }

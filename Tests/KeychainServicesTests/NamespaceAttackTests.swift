@@ -62,7 +62,7 @@ struct NamespaceAttackTests {
         #expect(run.stdout.hasPrefix("status=-25300\n"), "the registered program's item stays out of reach: \(run.stdout)\(run.stderr)")
         #expect(!run.stdout.contains("secret-v"))
         #expect(reportedGroups(run.stdout) == ["untrusted:" + (try BuiltProducts.path(of: "security"))], "\(run.stdout)")
-        #expect(daemon.daemon.output.contains("untrusted client"))
+        #expect(daemon.daemon.waitForOutput(containing: "untrusted client", timeout: .seconds(30)))
         #expect(daemon.stop() == 0)
     }
 

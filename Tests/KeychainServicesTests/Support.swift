@@ -98,6 +98,9 @@ final class DaemonProcess: @unchecked Sendable {
     var socketPath: String { daemon.socketPath }
     var process: Process { daemon.process }
     var output: String { daemon.output }
+    /// Whether keychaind logs `text` within `timeout`: its log is read as it comes, so a line about what a request
+    /// just did may arrive a moment after the answer.
+    func logs(_ text: String, timeout: Duration = .seconds(30)) -> Bool { daemon.waitForOutput(containing: text, timeout: timeout) }
     @discardableResult func stop() -> Int32 { daemon.stop() }
     func kill() { daemon.kill() }
 }
