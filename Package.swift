@@ -316,6 +316,8 @@ let package = Package(
                 "KeychainKit",
                 "KeychainSecretServiceClient",
                 "KeychainImport",
+                // DaemonSocket: where keychaind's SSH agent listens (security ssh-agent).
+                "KeychainProtocol",
                 "KeychainVersion",
                 .target(name: "KeychainSyncClient", condition: network),
                 .target(name: "KeychainNetwork", condition: network),

@@ -33,6 +33,11 @@ package enum DaemonSocket {
         return moved
     }
 
+    /// The SSH agent's socket of the keychaind at `socket` (`keychaind --ssh-agent`): `ssh-agent.sock` in the same folder.
+    package static func sshAgentPath(forSocket socket: String) -> String {
+        NSString(string: socket).deletingLastPathComponent + "/ssh-agent.sock"
+    }
+
     /// The lock that clients starting a keychaind on demand, and such a keychaind when it exits, take turns on: in
     /// the folder of its socket.
     package static func autostartLockPath(forSocket socket: String) -> String {

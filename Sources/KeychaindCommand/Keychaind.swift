@@ -19,8 +19,6 @@ import KeychainSyncClient
 /// the kernel's peer credentials. With `--system` it runs as a system user and serves every local user their own
 /// keychain. Everything but the command line lives in the KeychainDaemon library.
 package struct Keychaind: AsyncParsableCommand {
-    /// The SSH agent's socket, in the folder of keychaind's socket (`security ssh-agent --env` prints it).
-    package static let sshAgentSocketName = "ssh-agent.sock"
 
     package static let configuration = CommandConfiguration(
         commandName: "keychaind",
@@ -167,7 +165,7 @@ package struct Keychaind: AsyncParsableCommand {
             guard let socketPath = socket ?? DaemonSocket.defaultPath(ProcessInfo.processInfo.environment) else {
                 throw ValidationError("XDG_RUNTIME_DIR is not set, so there is no default socket. Pass --socket PATH.")
             }
-            let agentPath = URL(fileURLWithPath: socketPath).deletingLastPathComponent().path + "/" + Self.sshAgentSocketName
+            let agentPath = DaemonSocket.sshAgentPath(forSocket: socketPath)
             makeAgent = { context in
                 guard let served = context.keychains.open.first else { return [] }
                 let handler = SSHAgentHandler(store: SSHKeyStore(engine: served.engine), logger: context.logger)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeychainKit
+import KeychainProtocol
 
 /// `security ssh-agent --env`: where keychaind's SSH agent listens, as shell commands that set `SSH_AUTH_SOCK`.
 struct SSHAgentCommand: ParsableCommand {
@@ -27,7 +28,7 @@ struct SSHAgentCommand: ParsableCommand {
             throw ToolFailure.input(
                 "ssh-agent", "No keychaind is used here (KEYCHAIN_DAEMON_SOCKET=off, or none is installed), so there is no SSH agent. Start keychaind --ssh-agent.")
         }
-        let path = URL(fileURLWithPath: daemon).deletingLastPathComponent().path + "/ssh-agent.sock"
+        let path = DaemonSocket.sshAgentPath(forSocket: daemon)
         Output.standardOutput("SSH_AUTH_SOCK=\(Self.quoted(path)); export SSH_AUTH_SOCK;\n")
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else {

@@ -121,7 +121,7 @@ struct OpenSSHKeyFileTests {
         let bytes = try #require(Data(base64Encoded: body))
         for cut in stride(from: 0, to: bytes.count, by: 3) {
             let text = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + bytes.prefix(cut).base64EncodedString() + "\n-----END OPENSSH PRIVATE KEY-----\n"
-            #expect(throws: KeychainError.self) { _ = try OpenSSHPrivateKeyFile.open(try OpenSSHPrivateKeyFile.envelope(text), passphrase: Array("pw".utf8)) }
+            expectKeychainError(.corruptData, "cut at \(cut)") { try OpenSSHPrivateKeyFile.open(try OpenSSHPrivateKeyFile.envelope(text), passphrase: Array("pw".utf8)) }
         }
         expectKeychainError(.corruptData) { try OpenSSHPrivateKeyFile.envelope("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n") }
         expectKeychainError(.corruptData) { try OpenSSHPrivateKeyFile.envelope("not a key") }

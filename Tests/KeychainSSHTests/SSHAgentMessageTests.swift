@@ -79,10 +79,10 @@ struct SSHAgentMessageTests {
         for request in requests {
             let bytes = request.message
             for cut in 1..<bytes.count {
-                #expect(throws: KeychainError.self) { _ = try SSHAgentRequest(message: Array(bytes.prefix(cut))) }
+                expectKeychainError(.corruptData, "\(request) cut at \(cut)") { try SSHAgentRequest(message: Array(bytes.prefix(cut))) }
             }
             // A byte after the fields is refused too.
-            #expect(throws: KeychainError.self) { _ = try SSHAgentRequest(message: bytes + [0]) }
+            expectKeychainError(.corruptData, "\(request) with a byte more") { try SSHAgentRequest(message: bytes + [0]) }
         }
         // An Ed25519 key whose public half does not match its seed.
         var writer = SSHWireWriter()

@@ -19,14 +19,11 @@ struct SSHAgentTests {
         chmod(folder, 0o700)
         let environment = ["KEYCHAIN_HOME": folder + "/home", "HOME": folder, "PATH": "/usr/bin:/bin"]
         let daemon = try KeychaindProcess(socketPath: folder + "/d.sock", environment: environment, arguments: ["--ssh-agent"])
-        let agentSocket = folder + "/ssh-agent.sock"
-        // The agent's listener starts beside the socket server: wait for its socket to accept.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try SSHAgentTests.run("/usr/bin/ssh-add", ["-l"], agentSocket).status == 2 {
-            guard ContinuousClock.now < deadline else { throw TestProcessError("The SSH agent socket did not accept within 30 s:\n\(daemon.output)") }
-            usleep(20_000)
+        // The agent's listener starts beside the socket server: it logs once it listens.
+        guard daemon.waitForOutput(containing: "SSH agent listening", timeout: .seconds(30)) else {
+            throw TestProcessError("The SSH agent did not start within 30 s:\n\(daemon.output)")
         }
-        return (daemon, folder, agentSocket)
+        return (daemon, folder, folder + "/ssh-agent.sock")
     }
 
     static func run(_ program: String, _ arguments: [String], _ agentSocket: String, input: Data? = nil) throws -> ProgramRun {
@@ -71,12 +68,8 @@ struct SSHAgentTests {
             socketPath: folder + "/d.sock", environment: ["KEYCHAIN_HOME": folder + "/home", "HOME": folder, "PATH": "/usr/bin:/bin"],
             arguments: ["--ssh-agent"])
         defer { _ = restarted.stop() }
-        let deadline = ContinuousClock.now + .seconds(30)
-        var again = try Self.run("/usr/bin/ssh-add", ["-L"], socket)
-        while again.status == 2, ContinuousClock.now < deadline {
-            usleep(20_000)
-            again = try Self.run("/usr/bin/ssh-add", ["-L"], socket)
-        }
+        #expect(restarted.waitForOutput(containing: "SSH agent listening", timeout: .seconds(30)), "\(restarted.output)")
+        let again = try Self.run("/usr/bin/ssh-add", ["-L"], socket)
         #expect(again.stdout.split(separator: "\n").map(String.init) == publicLines)
 
         // ssh-add -d removes one; ssh-add -D the rest.

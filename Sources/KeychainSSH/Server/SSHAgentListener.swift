@@ -65,7 +65,8 @@ package final class SSHAgentListener: Service, Sendable {
     package func run() async throws {
         let fd = try bindSocket()
         listening.withLock { $0 = fd }
-        handler.logger.info("SSH agent listening", metadata: ["socket": "\(path)"])
+        // Notice, as keychaind's own socket is announced: what waits for the agent waits for this line.
+        handler.logger.notice("SSH agent listening", metadata: ["socket": "\(path)"])
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let thread = Thread { [self] in

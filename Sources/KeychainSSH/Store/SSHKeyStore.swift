@@ -53,7 +53,7 @@ package struct SSHKeyStore: Sendable {
     /// Keeps `key` with `comment`, replacing a key with the same public key.
     package func add(_ key: SSHPrivateKey, comment: String) throws(KeychainError) {
         let fingerprint = key.publicKey.fingerprint
-        _ = try? engine.delete(query(fingerprint: fingerprint), caller: caller)
+        _ = try delete(query(fingerprint: fingerprint))
         guard try identities().count < Self.maximumKeys else {
             throw KeychainError(code: .invalidParameter, message: "The keychain holds \(Self.maximumKeys) SSH keys already. Remove one first (ssh-add -d, or security ssh remove).")
         }
@@ -90,17 +90,18 @@ package struct SSHKeyStore: Sendable {
     /// Removes the key whose public blob is `blob`: whether there was one.
     package func remove(blob: [UInt8]) throws(KeychainError) -> Bool {
         guard let publicKey = try? SSHPublicKey(blob: blob) else { return false }
-        do {
-            return try engine.delete(query(fingerprint: publicKey.fingerprint), caller: caller) > 0
-        } catch  where error.code == .itemNotFound {
-            return false
-        }
+        return try delete(query(fingerprint: publicKey.fingerprint)) > 0
     }
 
     /// Removes every SSH key (and nothing else of the keychain): how many there were.
     package func removeAll() throws(KeychainError) -> Int {
+        try delete(query())
+    }
+
+    /// Deletes what `q` matches: how many (0 when nothing did).
+    private func delete(_ q: ItemQuery) throws(KeychainError) -> Int {
         do {
-            return try engine.delete(query(), caller: caller)
+            return try engine.delete(q, caller: caller)
         } catch  where error.code == .itemNotFound {
             return 0
         }
