@@ -17,7 +17,8 @@ package enum TokenKeys {
 
     /// A token key's public key, from its stored attributes and private bytes.
     package static func publicKey(_ attributes: [String: AttributeValue], privateBytes: Data) throws(KeychainError) -> Data {
-        try material(attributes, privateBytes).publicKey().bytes
+        if isTPMKey(privateBytes) { return try tpmPublicKey(privateBytes) }
+        return try material(attributes, privateBytes).publicKey().bytes
     }
 
     static func material(_ attributes: [String: AttributeValue], _ bytes: Data) throws(KeychainError) -> KeyMaterial {
@@ -78,12 +79,19 @@ extension KeychainEngine {
             else {
                 throw .param("Keys in the token need a ThisDeviceOnly kSecAttrAccessible value.")
             }
-            let key = try KeyMaterial.generate(type: .ec, sizeInBits: 256)
-            for (code, value) in try key.itemAttributes(["perm": .int(1)]) {
+            // Inside the TPM when there is one (the item keeps only the TPM's wrapped blobs); else generated here.
+            let bytes: Data, attributes: [String: PlistValue]
+            if let device = try tokenKeyTPM() {
+                (bytes, attributes) = try TokenKeys.createInTPM(device)
+            } else {
+                let key = try KeyMaterial.generate(type: .ec, sizeInBits: 256)
+                (bytes, attributes) = (key.bytes, try key.itemAttributes(["perm": .int(1)]))
+            }
+            for (code, value) in attributes {
                 guard let descriptor = ItemClass.key.attribute(code) else { continue }
                 query.attributes[code] = try QueryParser.coerce(value, to: descriptor)
             }
-            query.valueData = key.bytes
+            query.valueData = bytes
             return .key(try add(query, caller: caller).leavingEngine())
         case .sign(let ref, let algorithm, _), .decrypt(let ref, let algorithm, _), .exchange(let ref, let algorithm, _, _, _):
             reference = ref
@@ -102,11 +110,15 @@ extension KeychainEngine {
         {
             throw Self.presenceNeeded([requirement])
         }
-        let key = try TokenKeys.material(item.attributes, bytes)
         guard let algorithm = KeyAlgorithm(identifier: algorithmName) else {
             if let reason = KeyAlgorithm.unimplementedReason(algorithmName) { throw KeychainError(code: .unimplemented, message: reason) }
             throw .param("The algorithm is not supported. Check SecKeyIsAlgorithmSupported first.")
         }
+        if TokenKeys.isTPMKey(bytes) {
+            logger.debug("token key operation", metadata: ["op": "\(algorithm.operations.sorted { $0.rawValue < $1.rawValue }.first.map { "\($0)" } ?? "")", "in": "tpm"])
+            return .data(try TokenKeys.useTPMKey(request, algorithm: algorithm, identifier: algorithmName, bytes: bytes, device: tpm))
+        }
+        let key = try TokenKeys.material(item.attributes, bytes)
         switch request {
         case .create:
             throw .param("A token key is created only once.")
@@ -120,6 +132,22 @@ extension KeychainEngine {
             logger.debug("token key operation", metadata: ["op": "exchange"])
             let peer = try KeyMaterial(externalRepresentation: peerBytes, type: .ec, keyClass: .publicKey)
             return .data(try key.keyExchange(algorithm, identifier: algorithmName, peer: peer, requestedSize: size, sharedInfo: info))
+        }
+    }
+}
+
+extension KeychainEngine {
+    /// The TPM new token keys are made in: the engine's TPM, when it answers. A TPM named by `KEYCHAIN_TPM_TCTI`
+    /// that does not answer is an error; the kernel's `/dev/tpmrm0`, found without being named, is skipped then
+    /// (the key is held here instead, as on a machine without a TPM).
+    func tokenKeyTPM() throws(KeychainError) -> TPMDevice? {
+        guard let tpm else { return nil }
+        do {
+            _ = try TokenKeys.session(tpm)
+            return tpm
+        } catch  where !tpm.required {
+            logger.notice("the TPM does not answer; a new token key is held by keychaind", metadata: ["reason": "\(error.message)"])
+            return nil
         }
     }
 }
