@@ -75,6 +75,10 @@ let package = Package(
         // The device key sealed to the machine's TPM 2.0 with tpm2-tss (Debian's libtss2-dev): ESAPI, the TCTI
         // loader, marshalling and response-code decoding, opened (dlopen) on the first TPM call, like libcrypto.
         .target(name: "CKeychainTPM", linkerSettings: [.linkedLibrary("dl")]),
+        // PKCS#11 tokens (smart cards, YubiKeys, SoftHSM) through p11-kit's module registry (the modules configured in
+        // /usr/share/p11-kit/modules; PKCS#11's header from Debian's libp11-kit-dev): libp11-kit is opened (dlopen) on
+        // the first token call, like libcrypto.
+        .target(name: "CKeychainPKCS11", linkerSettings: [.linkedLibrary("dl")]),
         // D-Bus through sd-bus from libsystemd (Debian's libsystemd-dev): the headers as a module, nothing more.
         .systemLibrary(name: "CSystemdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
@@ -97,6 +101,7 @@ let package = Package(
                 "CKeychainLinux",
                 "CKeychainPKCS12",
                 "CKeychainTPM",
+                "CKeychainPKCS11",
             ],
             swiftSettings: strictSwift
         ),
@@ -318,6 +323,8 @@ let package = Package(
                 "KeychainImport",
                 // DaemonSocket: where keychaind's SSH agent listens (security ssh-agent).
                 "KeychainProtocol",
+                // security ssh: OpenSSH key files, and the items the agent serves.
+                "KeychainSSH",
                 "KeychainVersion",
                 .target(name: "KeychainSyncClient", condition: network),
                 .target(name: "KeychainNetwork", condition: network),

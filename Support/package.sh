@@ -10,6 +10,7 @@
 #                                                   all three one program, /usr/libexec/swift-keychain/keychain)
 #     /usr/lib/systemd/system/keychaind-system.socket, .service   the system keychaind (the socket is enabled)
 #     /usr/lib/systemd/user/keychaind.socket, .service, keychaind.service.d/secret-service.conf   a per-user keychaind
+#     /usr/lib/systemd/user/keychaind-ssh-agent.socket   its SSH agent (off until enabled)
 #                                                   for systemd --user, serving the Secret Service (not enabled: the
 #                                                   session bus starts it)
 #     /usr/lib/sysusers.d/keychain.conf, /usr/lib/tmpfiles.d/keychain.conf   the keychain user, /var/lib/keychain
@@ -396,6 +397,8 @@ stage_swift_keychain() {
     sed 's|/usr/local/bin/keychaind|/usr/bin/keychaind|g; s|(/usr/local/bin by default; Support/install.sh|(/usr/bin in the package; Support/install.sh|' \
         "$units/keychaind-system.service" > "$stage/usr/lib/systemd/system/keychaind-system.service"
     install -m 0644 "$units/keychaind.socket" "$stage/usr/lib/systemd/user/keychaind.socket"
+    # The SSH agent's socket ships off: `systemctl --user enable --now keychaind-ssh-agent.socket` turns it on.
+    install -m 0644 "$units/keychaind-ssh-agent.socket" "$stage/usr/lib/systemd/user/keychaind-ssh-agent.socket"
     sed 's|%h/.local/bin/keychaind|/usr/bin/keychaind|g; s|(~/.local/bin here)|(/usr/bin here)|' \
         "$units/keychaind.service" > "$stage/usr/lib/systemd/user/keychaind.service"
     sed 's|%h/.local/bin/keychaind|/usr/bin/keychaind|g; s|^# Installed by `Support/install.sh --user --secret-service`\.|# Installed by the swift-keychain package (an empty ~/.config/systemd/user/keychaind.service.d/secret-service.conf turns it off).|' \
@@ -443,10 +446,10 @@ stage_swift_keychain() {
     # The postinst makes the keychain user with systemd-sysusers where systemd is, else with useradd or adduser.
     depends="$depends, passwd | adduser"
     # Loaded with dlopen when needed (Sources/CKeychainPKCS12/libcrypto.c, Sources/CKeychainTPM/ckeychain_tpm.c,
-    # Sources/CKeychainImport): PKCS#12 import/export, sealing the device key to a TPM and importing KeePass databases
-    # work without them only by failing.
+    # Sources/CKeychainImport, Sources/CKeychainPKCS11): PKCS#12 import/export, sealing the device key to a TPM,
+    # importing KeePass databases and reaching smart cards through p11-kit work without them only by failing.
     recommends="pinentry-curses | pinentry"
-    for soname in libcrypto.so.3 libtss2-esys.so.0 libtss2-tctildr.so.0 libtss2-mu.so.0 libtss2-rc.so.0 libargon2.so.1 libz.so.1; do
+    for soname in libcrypto.so.3 libtss2-esys.so.0 libtss2-tctildr.so.0 libtss2-mu.so.0 libtss2-rc.so.0 libargon2.so.1 libz.so.1 libp11-kit.so.0; do
         package=$(package_of_soname "$soname")
         if [ -n "$package" ]; then
             case ", $recommends, " in *", $package, "*) ;; *) recommends="$recommends, $package" ;; esac
