@@ -49,6 +49,20 @@ let package = Package(
             swiftSettings: strictSwift,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // keychaind's SSH agent: signatures with keys it holds and with keys in a (software) TPM.
+        .executableTarget(
+            name: "SSHAgentBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                // keychaind serves the agent; security makes the TPM-resident key (security ssh create).
+                .product(name: "keychaind", package: "swift-keychain"),
+                .product(name: "security", package: "swift-keychain"),
+            ],
+            path: "Benchmarks/SSHAgentBenchmarks",
+            swiftSettings: strictSwift,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // Sync between devices through the real server and a PostgreSQL of the benchmark's own (issue 18).
         .executableTarget(
             name: "SyncBenchmarks",

@@ -33,6 +33,10 @@
 #                    the session bus, started by D-Bus activation (keychaind.service.d/secret-service.conf and
 #                    ~/.local/share/dbus-1/services/org.freedesktop.secrets.service; without systemd --user the bus
 #                    runs keychaind --secret-service itself)
+#   --ssh-agent      with --user: keychaind also serves an SSH agent on the keychain's SSH keys, on
+#                    $XDG_RUNTIME_DIR/keychain/ssh-agent.sock (keychaind-ssh-agent.socket starts keychaind when ssh
+#                    first connects); ~/.config/environment.d/60-keychain-ssh-agent.conf sets SSH_AUTH_SOCK for the
+#                    session's next login
 #
 # Without a running systemd (a container, CI), --system creates the keychain user with useradd and the folders with
 # install -d, and says how to start keychaind by hand. Support/package.sh builds Debian packages of the same layout
@@ -47,6 +51,7 @@ destdir=""
 scratch=""
 strip=yes
 secretservice=no
+sshagent=no
 uninstall=no
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -63,6 +68,7 @@ while [ $# -gt 0 ]; do
         --strip) strip=yes ;;
         --no-strip) strip=no ;;
         --secret-service) secretservice=yes ;;
+        --ssh-agent) sshagent=yes ;;
         --no-build) build=no ;;
         --no-enable) enable=no ;;
         -h|--help) sed -n '2,/^set -eu$/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -72,6 +78,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$mode" ] || { echo "install.sh: say --system, --user or --pam (see --help)" >&2; exit 2; }
 [ "$secretservice" = no ] || [ "$mode" = user ] || { echo "install.sh: --secret-service goes with --user (a --system keychaind serves every user and no session bus)" >&2; exit 2; }
+[ "$sshagent" = no ] || [ "$mode" = user ] || { echo "install.sh: --ssh-agent goes with --user (an SSH agent serves one user's keys)" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -199,7 +206,7 @@ if [ "$uninstall" = yes ]; then
     fi
     if [ -z "$destdir" ]; then
         if [ "$mode" = user ] && systemctl --user show-environment >/dev/null 2>&1; then
-            systemctl --user disable --now keychaind.socket keychaind.service 2>/dev/null || true
+            systemctl --user disable --now keychaind-ssh-agent.socket keychaind.socket keychaind.service 2>/dev/null || true
         elif [ "$mode" = system ] && [ -d /run/systemd/system ]; then
             systemctl disable --now keychaind-system.socket keychaind-system.service 2>/dev/null || true
         fi
@@ -217,6 +224,9 @@ if [ "$uninstall" = yes ]; then
     if [ "$mode" = user ]; then
         remove "$destdir$units/keychaind.socket"
         remove "$destdir$units/keychaind.service"
+        # The SSH agent's files (--ssh-agent), when they are there.
+        remove "$destdir$units/keychaind-ssh-agent.socket"
+        remove "$destdir${XDG_CONFIG_HOME:-$HOME/.config}/environment.d/60-keychain-ssh-agent.conf"
         # The Secret Service's files (--secret-service), when they are there: the activation file only when it starts
         # keychaind (gnome-keyring's has the same name).
         remove "$destdir$units/keychaind.service.d/secret-service.conf"
@@ -306,8 +316,15 @@ if [ "$mode" = user ]; then
         chmod 0644 "$destdir$services/org.freedesktop.secrets.service"
         echo "Installed the Secret Service: keychaind.service.d/secret-service.conf and $services/org.freedesktop.secrets.service"
     fi
+    if [ "$sshagent" = yes ]; then
+        install -m 0644 "$here/systemd/keychaind-ssh-agent.socket" "$destdir$units/keychaind-ssh-agent.socket"
+        install -d -m 0755 "$destdir${XDG_CONFIG_HOME:-$HOME/.config}/environment.d"
+        install -m 0644 "$here/systemd/environment.d/60-keychain-ssh-agent.conf" "$destdir${XDG_CONFIG_HOME:-$HOME/.config}/environment.d/60-keychain-ssh-agent.conf"
+        echo "Installed the SSH agent: keychaind-ssh-agent.socket, and SSH_AUTH_SOCK in environment.d (from the next login; now: eval \"\$(security ssh-agent --env)\")"
+    fi
     if [ "$enable" = yes ] && systemctl --user show-environment >/dev/null 2>&1; then
         systemctl --user daemon-reload
+        if [ "$sshagent" = yes ]; then systemctl --user enable --now keychaind-ssh-agent.socket; fi
         systemctl --user enable --now keychaind.socket
         echo "keychaind.socket is listening at \$XDG_RUNTIME_DIR/keychain/keychaind.sock"
     elif [ "$enable" = yes ]; then

@@ -73,7 +73,7 @@ extension DaemonLauncher {
     /// The system keychaind's listening socket (see ``claimSystem(stateDirectory:)``).
     func systemListener() throws -> Listener {
         let path = socket ?? DaemonSocket.systemPath
-        if Self.takeActivationSocket() { return .inherited(3, path: path) }
+        if Self.takeActivationSocket(), let sockets = Self.activationSockets { return .inherited(sockets.main, path: path) }
         let folder = NSString(string: path).deletingLastPathComponent
         if mkdir(folder, 0o755) != 0, errno != EEXIST {
             throw StartFailure(

@@ -155,8 +155,8 @@ package struct DaemonLauncher: Sendable {
     /// changes the mode of a folder it did not make: `--socket` may name a folder other programs use), and refused
     /// otherwise.
     func resolveListener(_ environment: [String: String]) throws -> Listener {
-        if Self.takeActivationSocket() {
-            return .inherited(3, path: socket ?? DaemonSocket.defaultPath(environment))
+        if Self.takeActivationSocket(), let sockets = Self.activationSockets {
+            return .inherited(sockets.main, path: socket ?? DaemonSocket.defaultPath(environment))
         }
         guard let path = socket ?? DaemonSocket.defaultPath(environment) else {
             throw StartFailure("XDG_RUNTIME_DIR is not set, so there is no default socket. Pass --socket PATH.")
@@ -173,8 +173,8 @@ package struct DaemonLauncher: Sendable {
         return .path(path)
     }
 
-    /// Whether systemd passed a listening socket (`LISTEN_PID`, `LISTEN_FDS`): then it is fd 3, and the variables
-    /// are removed so that no child sees them.
+    /// Whether systemd passed a listening socket (`LISTEN_PID`, `LISTEN_FDS`), and the variables are removed so
+    /// that no child sees them; keychaind's own socket is then ``activationSockets``' `main`.
     static func takeActivationSocket() -> Bool {
         guard socketActivated else { return false }
         unsetenv("LISTEN_PID"); unsetenv("LISTEN_FDS"); unsetenv("LISTEN_FDNAMES")
@@ -182,11 +182,34 @@ package struct DaemonLauncher: Sendable {
     }
 
     /// Whether systemd started this process with a listening socket.
-    static let socketActivated: Bool = {
-        guard let pid = ProcessInfo.processInfo.environment["LISTEN_PID"], Int32(pid) == getpid(),
-            let count = ProcessInfo.processInfo.environment["LISTEN_FDS"].flatMap(Int.init)
-        else { return false }
-        return count >= 1
+    static var socketActivated: Bool { activationSockets != nil }
+
+    /// The listening sockets systemd passed, by their names (`FileDescriptorName=`, in `LISTEN_FDNAMES`).
+    package struct ActivationSockets: Sendable, Hashable {
+        /// keychaind's own socket (`keychaind.socket`): the first one not named `ssh-agent`.
+        package var main: Int32
+        /// The SSH agent's socket (`keychaind-ssh-agent.socket`, named `ssh-agent`), when it was passed.
+        package var sshAgent: Int32?
+    }
+
+    /// The sockets systemd passed this process (read once, before the variables are removed), or nil when it
+    /// passed none (or only an agent socket, which keychaind cannot serve without its own).
+    package static let activationSockets: ActivationSockets? = {
+        let environment = ProcessInfo.processInfo.environment
+        guard let pid = environment["LISTEN_PID"], Int32(pid) == getpid(), let count = environment["LISTEN_FDS"].flatMap(Int.init),
+            (1...64).contains(count)
+        else { return nil }
+        let names = (environment["LISTEN_FDNAMES"] ?? "").split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        var main: Int32?, agent: Int32?
+        for index in 0..<count {
+            let fd = Int32(3 + index)
+            if index < names.count, names[index] == "ssh-agent" {
+                agent = agent ?? fd
+            } else if main == nil {
+                main = fd
+            }
+        }
+        return main.map { ActivationSockets(main: $0, sshAgent: agent) }
     }()
 
     /// Holds `keychaind.lock` in the keychain's folder locked for the daemon's life, so two daemons never serve one

@@ -64,12 +64,16 @@ public struct KeychainItem: Sendable, Hashable {
     public let data: Data?
     /// The item's persistent reference (`kSecValuePersistentRef`).
     public let persistentReference: Data
+    /// The public key (X9.63: `04`, x, y) of a key that never leaves the keychain, when it was asked for
+    /// (``KeychainStore/tokenKeys(matching:)``).
+    public let tokenPublicKey: Data?
 
     init(_ found: FoundItem) {
         itemClass = Class(rawValue: found.itemClass.rawValue) ?? .genericPassword
         attributes = found.attributes.mapValues(Value.init)
         data = found.data
         persistentReference = found.persistentRef.data
+        tokenPublicKey = found.tokenPublicKey
     }
 }
 

@@ -158,7 +158,9 @@ package struct Keychaind: AsyncParsableCommand {
             }
         }
         var makeAgent: (@Sendable (DaemonLauncher.DaemonContext) -> [any Service])?
-        if sshAgent {
+        // systemd passes the agent's socket (keychaind-ssh-agent.socket) when it is enabled: that serves it too.
+        let activatedAgent = DaemonLauncher.activationSockets?.sshAgent
+        if sshAgent || activatedAgent != nil {
             guard !system else {
                 throw ValidationError("--ssh-agent serves one user's SSH keys; a --system keychaind cannot. Run a per-user keychaind with --ssh-agent.")
             }
@@ -168,8 +170,13 @@ package struct Keychaind: AsyncParsableCommand {
             let agentPath = DaemonSocket.sshAgentPath(forSocket: socketPath)
             makeAgent = { context in
                 guard let served = context.keychains.open.first else { return [] }
-                let handler = SSHAgentHandler(store: SSHKeyStore(engine: served.engine), logger: context.logger)
-                return [SSHAgentListener(path: agentPath, handler: handler)]
+                // The person is asked on the display when there is one, else on the terminal of the program that
+                // asked (ssh in a terminal), as for every other prompt of keychaind.
+                let prompters = context.prompters, location = served.engine.location
+                let handler = SSHAgentHandler(store: SSHKeyStore(engine: served.engine), logger: context.logger) { peer in
+                    prompters.prompter(for: location, terminal: PeerTerminal.path(of: peer.pid))
+                }
+                return [SSHAgentListener(path: agentPath, handler: handler, inherited: activatedAgent)]
             }
         }
         if makeBridge != nil || makeAgent != nil {

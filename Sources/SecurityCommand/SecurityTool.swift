@@ -36,7 +36,7 @@ package struct SecurityTool: AsyncParsableCommand {
             AddTrustedCert.self, RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
             AddCRL.self,
             SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self,
-            LoginKeychainPAM.self, Approve.self, SSHAgentCommand.self,
+            LoginKeychainPAM.self, Approve.self, SSHAgentCommand.self, SSHKeyCommand.self,
         ]
     )
 

@@ -79,19 +79,21 @@ struct SSHAgentTests {
         #expect(try Self.run("/usr/bin/ssh-add", ["-l"], socket).status == 1)
     }
 
-    @Test func constraintsTheAgentCannotHonourAreRefusedNotDropped() throws {
+    @Test func lifetimesAreKeptAndLockingWithoutAPasscodeIsRefused() throws {
         let (daemon, folder, socket) = try Self.agent()
         defer {
             _ = daemon.stop()
             try? FileManager.default.removeItem(atPath: folder)
         }
         let file = folder + "/id"
-        try OpenSSHKeyFileTests.keygen(["-q", "-N", "", "-f", file, "-t", "ed25519"])
-        // -t (lifetime) and -c (confirm): refused, and the key is not added.
-        #expect(try Self.run("/usr/bin/ssh-add", ["-t", "60", file], socket).status != 0)
-        #expect(try Self.run("/usr/bin/ssh-add", ["-l"], socket).status == 1)
-        // Locking is refused (the keychain's own lock governs the keys).
+        try OpenSSHKeyFileTests.keygen(["-q", "-N", "", "-C", "for an hour", "-f", file, "-t", "ed25519"])
+        // -t: kept with its lifetime (forgetting it is SSHAgentHandlerTests', with a clock).
+        let added = try Self.run("/usr/bin/ssh-add", ["-t", "3600", file], socket)
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(try Self.run("/usr/bin/ssh-add", ["-l"], socket).stdout.contains("for an hour"))
+        // The keychain has no passcode, so there is nothing to lock the agent with.
         #expect(try Self.run("/usr/bin/ssh-add", ["-x"], socket, input: Data("pw\npw\n".utf8)).status != 0)
+        #expect(try Self.run("/usr/bin/ssh-add", ["-l"], socket).status == 0)
     }
 
     /// The attack: another user on the machine, with the socket left open to everyone (a folder and socket made
@@ -115,6 +117,56 @@ struct SSHAgentTests {
         #expect(removal.status != 0)
         // The owner still has the key.
         #expect(try Self.run("/usr/bin/ssh-add", ["-L"], socket).stdout.contains("mine"))
+    }
+
+    /// systemd's socket activation, with systemd played by a script that does what it does: binds keychaind.socket's
+    /// and keychaind-ssh-agent.socket's sockets, names them in `LISTEN_FDNAMES` and executes keychaind (no
+    /// `--ssh-agent`): keychaind serves the agent on the socket named `ssh-agent`, and leaves the socket file to
+    /// systemd when it stops.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs python3 to stand in for systemd"))
+    func socketActivationServesTheAgentOnThePassedSocket() throws {
+        let folder = NSTemporaryDirectory() + "ssh-activation-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder + "/home", withIntermediateDirectories: true)
+        chmod(folder, 0o700)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let script = folder + "/systemd.py"
+        try """
+        import os, socket, sys
+        paths, command = sys.argv[1:3], sys.argv[3:]
+        high = []
+        for path in paths:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(path)
+            os.chmod(path, 0o600)
+            s.listen(16)
+            high.append(os.dup2(s.detach(), 100 + len(high)))
+        for index, fd in enumerate(high):
+            os.dup2(fd, 3 + index)
+            os.set_inheritable(3 + index, True)
+            os.close(fd)
+        env = dict(os.environ, LISTEN_PID=str(os.getpid()), LISTEN_FDS="2", LISTEN_FDNAMES="keychaind:ssh-agent")
+        os.execve(command[0], command, env)
+
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let socket = folder + "/d.sock", agent = folder + "/ssh-agent.sock"
+        let daemon = try KeychaindProcess(
+            socketPath: socket, environment: ["KEYCHAIN_HOME": folder + "/home", "HOME": folder, "PATH": "/usr/bin:/bin"],
+            commandPrefix: ["/usr/bin/python3", script, socket, agent])
+        #expect(daemon.waitForOutput(containing: "SSH agent listening", timeout: .seconds(30)), "\(daemon.output)")
+        let file = folder + "/id"
+        try OpenSSHKeyFileTests.keygen(["-q", "-N", "", "-C", "activated", "-f", file, "-t", "ed25519"])
+        #expect(try Self.run("/usr/bin/ssh-add", [file], agent).status == 0)
+        #expect(try Self.run("/usr/bin/ssh-add", ["-l"], agent).stdout.contains("activated"))
+        // keychaind's own socket is the other one.
+        let security = try BuiltProducts.path(of: "security")
+        let listed = try ProgramRun.run(
+            security, ["ssh", "list"],
+            environment: ["KEYCHAIN_DAEMON_SOCKET": socket, "KEYCHAIN_HOME": folder + "/home", "HOME": folder, "PATH": "/usr/bin:/bin"])
+        #expect(listed.stdout.contains("activated"), "\(listed.stderr)")
+        #expect(daemon.stop() == 0)
+        // The socket file is systemd's (RemoveOnStop): keychaind leaves it.
+        var info = stat()
+        #expect(lstat(agent, &info) == 0)
     }
 
     @Test func securityPrintsWhereTheAgentListens() throws {

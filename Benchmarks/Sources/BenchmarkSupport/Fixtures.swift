@@ -274,8 +274,9 @@ public final class DaemonProcess: @unchecked Sendable {
     private let folder: String
     private let home: String
 
-    /// Starts the keychaind built beside this executable on the store at `home`, and waits until it answers.
-    public init(home: String) throws {
+    /// Starts the keychaind built beside this executable on the store at `home`, with `arguments` added and
+    /// `environment` set, and waits until it answers.
+    public init(home: String, arguments: [String] = [], environment extra: [String: String] = [:]) throws {
         let binary = URL(fileURLWithPath: BenchEnvironment.executablePath).deletingLastPathComponent().appendingPathComponent("keychaind").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw BenchmarkFailure("keychaind is not at \(binary); build the benchmark package (it builds keychaind too).")
@@ -286,11 +287,12 @@ public final class DaemonProcess: @unchecked Sendable {
         socket = folder + "/kd.sock"
         process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["--socket", socket, "--idle-lock", "0", "--log-level", "error"]
+        process.arguments = ["--socket", socket, "--idle-lock", "0", "--log-level", "error"] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["KEYCHAIN_HOME"] = home
         environment.removeValue(forKey: "KEYCHAIN_DAEMON_SOCKET")
         environment.removeValue(forKey: "KEYCHAIN_ENTITLEMENTS")
+        environment.merge(extra) { $1 }
         process.environment = environment
         try process.run()
         let deadline = ContinuousClock.now + .seconds(60)
@@ -304,6 +306,9 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// The daemon's process ID.
     public var pid: Int32 { process.processIdentifier }
+
+    /// Where its SSH agent listens when it was started with `--ssh-agent`: beside its socket.
+    public var sshAgentSocket: String { folder + "/ssh-agent.sock" }
 
     /// The daemon's resident memory in bytes (`VmRSS`).
     public var residentBytes: Int {

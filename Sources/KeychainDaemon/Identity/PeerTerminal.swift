@@ -8,10 +8,10 @@ import Musl
 
 /// The terminal a process runs in, from the kernel (`tty_nr` in `/proc/PID/stat`): where keychaind's pinentry asks
 /// the person at that terminal when there is no display.
-enum PeerTerminal {
+package enum PeerTerminal {
     /// The device path of the controlling terminal of process `pid` (`/dev/pts/N`, `/dev/ttyN`), when it has one and
     /// the device node there is that terminal; nil otherwise.
-    static func path(of pid: Int32, proc: String = "/proc") -> String? {
+    package static func path(of pid: Int32, proc: String = "/proc") -> String? {
         guard let data = try? Data(contentsOf: URL(fileURLWithPath: "\(proc)/\(pid)/stat")), data.count < 4096,
             let text = String(data: data, encoding: .utf8), let close = text.lastIndex(of: ")")
         else { return nil }

@@ -9,7 +9,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// keychaind's SSH agent socket (`SSH_AUTH_SOCK`): accepts connections of this user only (`SO_PEERCRED`), reads the
+/// keychaind's SSH agent socket (`SSH_AUTH_SOCK`): accepts connections of this user only (`SO_PEERCRED`, which also
+/// names the program that prompts mention), reads the
 /// agent protocol's frames (at most 256 KiB each) and answers each with ``SSHAgentHandler``, one thread per connection,
 /// at most ``maximumConnections`` at once (more are closed at once).
 package final class SSHAgentListener: Service, Sendable {
@@ -22,15 +23,25 @@ package final class SSHAgentListener: Service, Sendable {
     private let open = Atomic<Int>(0)
     private let listening = Mutex<Int32>(-1)
 
-    /// A listener at `path` (its folder must exist and be private to this user).
-    package init(path: String, handler: SSHAgentHandler, maximumConnections: Int = 64) {
+    /// A listening socket systemd passed (socket activation), used instead of making one at ``path``.
+    package let inherited: Int32?
+
+    /// A listener at `path` (its folder must exist and be private to this user), or on the socket systemd passed
+    /// (`inherited`; `path` then only names it).
+    package init(path: String, handler: SSHAgentHandler, maximumConnections: Int = 64, inherited: Int32? = nil) {
         self.path = path
+        self.inherited = inherited
         self.handler = handler
         self.maximumConnections = maximumConnections
     }
 
     /// Makes the socket: an old socket at the path is replaced, anything else there is refused.
     func bindSocket() throws(KeychainError) -> Int32 {
+        if let inherited {
+            // Not passed on to the programs keychaind starts (pinentry).
+            _ = fcntl(inherited, F_SETFD, FD_CLOEXEC)
+            return inherited
+        }
         var info = stat()
         if lstat(path, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFSOCK, info.st_uid == getuid() else {
@@ -67,6 +78,17 @@ package final class SSHAgentListener: Service, Sendable {
         listening.withLock { $0 = fd }
         // Notice, as keychaind's own socket is announced: what waits for the agent waits for this line.
         handler.logger.notice("SSH agent listening", metadata: ["socket": "\(path)"])
+        // Keys past their lifetime (ssh-add -t) are deleted at the next request, and by this sweep when none comes.
+        let sweep = Task { [handler] in
+            while (try? await Task.sleep(for: .seconds(10))) != nil {
+                do throws(KeychainError) {
+                    _ = try handler.store.removeExpired()
+                } catch {
+                    handler.logger.debug("expired SSH keys not swept yet", metadata: ["reason": "\(error.message)"])
+                }
+            }
+        }
+        defer { sweep.cancel() }
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let thread = Thread { [self] in
@@ -81,7 +103,8 @@ package final class SSHAgentListener: Service, Sendable {
             listening.withLock { _ = shutdown($0, Int32(SHUT_RDWR)) }
         }
         close(fd)
-        unlink(path)
+        // A socket systemd made is systemd's to remove.
+        if inherited == nil { unlink(path) }
     }
 
     private func acceptConnections(_ fd: Int32) {
@@ -91,7 +114,8 @@ package final class SSHAgentListener: Service, Sendable {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 return
             }
-            guard Self.peerUID(connection) == getuid() else {
+            var credentials = ckeychain_peer_credentials()
+            guard ckeychain_peer_credentials_of(connection, &credentials) == 0, credentials.uid == getuid() else {
                 handler.logger.notice("an SSH agent connection from another user was refused")
                 close(connection)
                 continue
@@ -102,8 +126,9 @@ package final class SSHAgentListener: Service, Sendable {
                 close(connection)
                 continue
             }
+            let peer = SSHAgentPeer.of(pid: credentials.pid, uid: credentials.uid)
             let thread = Thread { [self] in
-                serve(connection)
+                serve(connection, peer: peer)
                 close(connection)
                 open.subtract(1, ordering: .relaxed)
             }
@@ -112,15 +137,9 @@ package final class SSHAgentListener: Service, Sendable {
         }
     }
 
-    /// The uid of the process at the other end of `fd`, nil when the kernel does not say.
-    static func peerUID(_ fd: Int32) -> uid_t? {
-        var credentials = ckeychain_peer_credentials()
-        guard ckeychain_peer_credentials_of(fd, &credentials) == 0 else { return nil }
-        return credentials.uid
-    }
-
     /// Answers the requests on `fd` until the client closes it or sends something malformed.
-    private func serve(_ fd: Int32) {
+    private func serve(_ fd: Int32, peer: SSHAgentPeer) {
+        var state = SSHAgentConnection(peer: peer)
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
@@ -129,7 +148,7 @@ package final class SSHAgentListener: Service, Sendable {
                     buffer.removeFirst(consumed)
                     let response: SSHAgentResponse
                     do {
-                        response = handler.answer(try SSHAgentRequest(message: message))
+                        response = handler.answer(try SSHAgentRequest(message: message), connection: &state)
                     } catch {
                         response = .failure
                     }

@@ -1,0 +1,105 @@
+import Benchmark
+import BenchmarkSupport
+import Crypto
+import Foundation
+
+// keychaind's SSH agent signing, against the floor under it, in one run:
+// - floor: an ECDSA P-256 signature made in this process with swift-crypto (the agent's own signing call);
+// - an agent signature with a key keychaind holds (added with the agent protocol, as ssh-add adds it): one
+//   request and answer on the agent's socket, the key found in the keychain and unsealed, the signature made;
+// - the same with a P-256 key inside a software TPM (swtpm; `security ssh create` with KEYCHAIN_TPM_TCTI): the
+//   signature is the TPM's.
+// One client, one request at a time: what one ssh login waits for.
+
+final class AgentFixture: @unchecked Sendable {
+    var home = ""
+    var daemon: DaemonProcess?
+    var client: SSHAgentClient?
+    var tpm: SoftwareTPMProcess?
+    var blob: [UInt8] = []
+    let floorKey = P256.Signing.PrivateKey()
+
+    func start(environment: [String: String] = [:]) throws {
+        home = NSTemporaryDirectory() + "bench-agent-\(UInt32.random(in: 0 ... .max))"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        daemon = try DaemonProcess(home: home, arguments: ["--ssh-agent"], environment: environment)
+        guard let daemon else { return }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while client == nil {
+            client = try? SSHAgentClient(path: daemon.sshAgentSocket)
+            if client == nil {
+                guard ContinuousClock.now < deadline else { throw BenchmarkFailure("keychaind's SSH agent did not start") }
+                usleep(20_000)
+            }
+        }
+    }
+
+    func tearDown() {
+        client = nil
+        daemon?.stop()
+        daemon = nil
+        tpm?.stop()
+        tpm = nil
+        try? FileManager.default.removeItem(atPath: home)
+    }
+}
+
+let signed = Array("a session identifier and a user-authentication request, about this long".utf8)
+
+var signatures: Benchmark.Configuration {
+    .init(
+        metrics: [.throughput, .wallClock],
+        timeUnits: .microseconds, warmupIterations: 20,
+        maxDuration: .seconds(3), maxIterations: 20_000)
+}
+
+let benchmarks: @Sendable () -> Void = {
+    let floor = AgentFixture()
+    Benchmark("floor · ECDSA P-256 signature in process (swift-crypto)", configuration: signatures) { _ in
+        blackHole(try floor.floorKey.signature(for: signed))
+    }
+
+    let held = AgentFixture()
+    Benchmark(
+        "agent · ECDSA P-256 signature, key held by keychaind", configuration: signatures,
+        closure: { _ in
+            guard let client = held.client else { throw BenchmarkFailure("no agent") }
+            try client.sign(blob: held.blob, data: signed)
+        },
+        setup: {
+            try held.start()
+            let key = P256.Signing.PrivateKey()
+            try held.client?.add(key, comment: "bench")
+            held.blob = SSHAgentClient.blob(key.publicKey)
+        }, teardown: { held.tearDown() })
+
+    let inTPM = AgentFixture()
+    Benchmark(
+        "agent · ECDSA P-256 signature, key in the TPM (swtpm)", configuration: signatures,
+        closure: { _ in
+            guard let client = inTPM.client else { throw BenchmarkFailure("no agent") }
+            try client.sign(blob: inTPM.blob, data: signed)
+        },
+        setup: {
+            guard let tpm = try SoftwareTPMProcess() else { throw BenchmarkFailure("swtpm is not installed") }
+            inTPM.tpm = tpm
+            try inTPM.start(environment: ["KEYCHAIN_TPM_TCTI": tpm.tcti])
+            guard let daemon = inTPM.daemon else { return }
+            // security ssh create, through this keychaind: the key is made in the TPM.
+            let security = URL(fileURLWithPath: BenchEnvironment.executablePath).deletingLastPathComponent().appendingPathComponent("security").path
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: security)
+            process.arguments = ["ssh", "create", "-C", "bench-tpm"]
+            var environment = ProcessInfo.processInfo.environment
+            environment["KEYCHAIN_HOME"] = inTPM.home
+            environment["KEYCHAIN_DAEMON_SOCKET"] = daemon.socket
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0, let blob = try inTPM.client?.identities().first else {
+                throw BenchmarkFailure("security ssh create failed (exit \(process.terminationStatus))")
+            }
+            inTPM.blob = blob
+        }, teardown: { inTPM.tearDown() })
+}
