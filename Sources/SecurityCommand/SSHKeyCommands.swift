@@ -14,7 +14,8 @@ struct SSHKeyCommand: ParsableCommand {
             only; keychaind --ssh-agent serves them (security ssh-agent --env prints SSH_AUTH_SOCK). `add` imports an \
             OpenSSH private key file (its passphrase asked once, on the terminal or as one line of standard input); \
             `create` makes a P-256 key that never leaves the keychain — inside the TPM when keychaind has one — and \
-            prints its public key for authorized_keys. With --presence each use asks the person (the keychain passcode, \
+            prints its public key for authorized_keys. `list` prints the public keys, each followed by a tab and where \
+            the private key is: (imported), (in the TPM) or (held by keychaind). With --presence each use asks the person (the keychain passcode, \
             or a confirmation when none is set), the prompt naming the program and host. ssh-add -d/-D never remove \
             keys made by `create`; `remove` does.
             """,
@@ -174,7 +175,8 @@ struct SSHListKeys: ParsableCommand {
             for item in try SSHKeyCommand.orNone({ () throws(KeychainError) in try store.tokenKeys(matching: tokens) }) ?? [] {
                 guard let point = item.tokenPublicKey else { continue }
                 let key = SSHPublicKey.ecdsaP256(point: Array(point))
-                lines.append(key.authorizedKeysLine(comment: item.attributes["labl"]?.stringValue ?? "") + "\t(in the keychain's token)")
+                let place = item.attributes["crtr"]?.intValue == TokenKeys.creator ? "(in the TPM)" : "(held by keychaind)"
+                lines.append(key.authorizedKeysLine(comment: item.attributes["labl"]?.stringValue ?? "") + "\t" + place)
             }
         } catch {
             throw ToolFailure(function, error)

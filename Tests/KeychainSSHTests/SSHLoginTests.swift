@@ -83,12 +83,14 @@ struct SSHLoginTests {
         /// asks for any write of the admin tool to a program's group), and answers the agent's prompts.
         let person: PinentryScript
 
-        init() throws {
+        init(tpm: SoftwareTPM? = nil) throws {
             person = try PinentryScript()
             folder = NSTemporaryDirectory() + "ssh-login-\(UUID().uuidString.prefix(8))"
             try FileManager.default.createDirectory(atPath: folder + "/home", withIntermediateDirectories: true)
             chmod(folder, 0o700)
-            let base = ["KEYCHAIN_HOME": folder + "/home", "HOME": folder, "PATH": "/usr/bin:/bin", "KEYCHAIN_PINENTRY": person.program]
+            var base = ["KEYCHAIN_HOME": folder + "/home", "HOME": folder, "PATH": "/usr/bin:/bin", "KEYCHAIN_PINENTRY": person.program]
+            // The TPM keychaind makes token keys in; without one named, none (a machine's /dev/tpmrm0 is not used).
+            base["KEYCHAIN_TPM_TCTI"] = tpm?.tcti ?? "none"
             daemon = try KeychaindProcess(socketPath: folder + "/d.sock", environment: base, arguments: ["--ssh-agent"])
             guard daemon.waitForOutput(containing: "SSH agent listening", timeout: .seconds(30)) else {
                 throw TestProcessError("The SSH agent did not start within 30 s:\n\(daemon.output)")
@@ -150,6 +152,27 @@ struct SSHLoginTests {
         #expect(try rig.sshAdd(["-L"]).stdout == made.stdout)
         // ...and so does everything else.
         #expect(try rig.security(["find-generic-password", "-a", "me", "-s", "mail", "-w"]).stdout == "secret\n")
+    }
+
+    @Test(.enabled(if: SoftwareTPM.available, "needs swtpm (Debian packages swtpm, swtpm-tools)"))
+    func aKeyInsideTheTPMLogsIn() throws {
+        let tpm = try SoftwareTPM()
+        let rig = try Rig(tpm: tpm)
+        defer { rig.stop() }
+        let made = try rig.security(["ssh", "create", "-C", "in the tpm"], approving: true)
+        #expect(made.status == 0, "\(made.stderr)")
+        let line = made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(line.hasPrefix("ecdsa-sha2-nistp256 "))
+        // The key item says the TPM holds it (kSecAttrCreator 'tpm2').
+        let listed = try rig.security(["ssh", "list"])
+        #expect(listed.stdout == line + "\t(in the TPM)\n", "\(listed.stderr)")
+        try rig.server.authorize(line)
+        let login = try rig.server.login(agent: rig.agent)
+        #expect(login.status == 0, "\(login.stderr)")
+        #expect(login.stdout == "logged-in\n")
+        // The signature was the TPM's: without it, the key signs nothing.
+        tpm.stop()
+        #expect(try rig.server.login(agent: rig.agent).status != 0)
     }
 
     @Test func aKeyAskingForPresenceLogsInOnlyWhenThePersonApproves() throws {
