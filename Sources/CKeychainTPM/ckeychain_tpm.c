@@ -185,6 +185,27 @@ ckeychain_tpm_result ckeychain_tpm_seal(const char *tcti, const uint8_t *secret,
     return ok();
 }
 
+// Reads a sealed object's or key's two marshalled blobs, each whole; `what` names the object in the message.
+// Malformed blobs are 2 (refused), as the TPM's own refusal of altered blobs is.
+static ckeychain_tpm_result unmarshal_blobs(const uint8_t *public_blob, size_t public_size, const uint8_t *private_blob,
+                                            size_t private_size, TPM2B_PUBLIC *in_public, TPM2B_PRIVATE *in_private,
+                                            const char *what) {
+    char why[120];
+    memset(in_public, 0, sizeof *in_public);
+    memset(in_private, 0, sizeof *in_private);
+    size_t offset = 0;
+    if (tss.Tss2_MU_TPM2B_PUBLIC_Unmarshal(public_blob, public_size, &offset, in_public) != TSS2_RC_SUCCESS || offset != public_size) {
+        snprintf(why, sizeof why, "%s's public part is malformed", what);
+        return fail(2, 0, why);
+    }
+    offset = 0;
+    if (tss.Tss2_MU_TPM2B_PRIVATE_Unmarshal(private_blob, private_size, &offset, in_private) != TSS2_RC_SUCCESS || offset != private_size) {
+        snprintf(why, sizeof why, "%s's private part is malformed", what);
+        return fail(2, 0, why);
+    }
+    return ok();
+}
+
 ckeychain_tpm_result ckeychain_tpm_unseal(const char *tcti, const uint8_t *public_blob, size_t public_size,
                                           const uint8_t *private_blob, size_t private_size,
                                           uint8_t *secret, size_t *secret_size) {
@@ -195,16 +216,10 @@ ckeychain_tpm_result ckeychain_tpm_unseal(const char *tcti, const uint8_t *publi
         return fail(1, 0, why);
     }
     TPM2B_PUBLIC in_public;
-    memset(&in_public, 0, sizeof in_public);
     TPM2B_PRIVATE in_private;
-    memset(&in_private, 0, sizeof in_private);
-    size_t offset = 0;
-    if (tss.Tss2_MU_TPM2B_PUBLIC_Unmarshal(public_blob, public_size, &offset, &in_public) != TSS2_RC_SUCCESS || offset != public_size) {
-        return fail(2, 0, "the sealed object's public part is malformed");
-    }
-    offset = 0;
-    if (tss.Tss2_MU_TPM2B_PRIVATE_Unmarshal(private_blob, private_size, &offset, &in_private) != TSS2_RC_SUCCESS || offset != private_size) {
-        return fail(2, 0, "the sealed object's private part is malformed");
+    ckeychain_tpm_result parsed = unmarshal_blobs(public_blob, public_size, private_blob, private_size, &in_public, &in_private, "the sealed object");
+    if (parsed.status != 0) {
+        return parsed;
     }
     session s;
     ckeychain_tpm_result r = open_session(tcti, &s);
@@ -368,16 +383,10 @@ static ckeychain_tpm_result load_key(ckeychain_tpm_context *ctx, const uint8_t *
         return fail(2, 0, "the key's blobs have sizes no key has");
     }
     TPM2B_PUBLIC in_public;
-    memset(&in_public, 0, sizeof in_public);
     TPM2B_PRIVATE in_private;
-    memset(&in_private, 0, sizeof in_private);
-    size_t offset = 0;
-    if (tss.Tss2_MU_TPM2B_PUBLIC_Unmarshal(public_blob, public_size, &offset, &in_public) != TSS2_RC_SUCCESS || offset != public_size) {
-        return fail(2, 0, "the key's public part is malformed");
-    }
-    offset = 0;
-    if (tss.Tss2_MU_TPM2B_PRIVATE_Unmarshal(private_blob, private_size, &offset, &in_private) != TSS2_RC_SUCCESS || offset != private_size) {
-        return fail(2, 0, "the key's private part is malformed");
+    ckeychain_tpm_result parsed = unmarshal_blobs(public_blob, public_size, private_blob, private_size, &in_public, &in_private, "the key");
+    if (parsed.status != 0) {
+        return parsed;
     }
     // Only what ckeychain_tpm_key_create makes: a sealed object's blobs (or a restricted key's) would load, and then
     // fail at the operation with a less telling error.

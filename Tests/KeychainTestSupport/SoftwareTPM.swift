@@ -82,4 +82,3 @@ public final class SoftwareTPM: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: state)
     }
 }
-

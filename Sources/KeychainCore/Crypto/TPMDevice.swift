@@ -84,7 +84,8 @@ package struct TPMDevice: Sendable, Hashable {
         return Array(secret.prefix(size))
     }
 
-    private static func check(_ result: ckeychain_tpm_result) throws(Failure) {
+    /// The failure a C result describes (its message names the step and the TSS2 code, never key material).
+    static func check(_ result: ckeychain_tpm_result) throws(Failure) {
         var result = result
         let message = withUnsafeBytes(of: &result.message) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)

@@ -117,7 +117,7 @@ package final class TPMSession: Sendable {
     package init(device: TPMDevice) throws(TPMDevice.Failure) {
         var result = ckeychain_tpm_result()
         guard let context = ckeychain_tpm_open(device.tcti, &result) else {
-            try Self.check(result)
+            try TPMDevice.check(result)
             throw .failed("connecting to the TPM failed without a reason")
         }
         self.device = device
@@ -147,7 +147,7 @@ package final class TPMSession: Sendable {
                 }
             }
         }
-        try Self.check(result)
+        try TPMDevice.check(result)
         guard publicSize <= publicBlob.count, privateSize <= privateBlob.count,
             let key = TPMKeyBlob(publicBlob: Array(publicBlob.prefix(publicSize)), privateBlob: Array(privateBlob.prefix(privateSize))),
             key.x963PublicKey == [0x04] + x + y
@@ -174,7 +174,7 @@ package final class TPMSession: Sendable {
                 }
             }
         }
-        try Self.check(result)
+        try TPMDevice.check(result)
         do {
             return Array(try P256.Signing.ECDSASignature(rawRepresentation: r + s).derRepresentation)
         } catch {
@@ -212,21 +212,7 @@ package final class TPMSession: Sendable {
                 }
             }
         }
-        try Self.check(result)
+        try TPMDevice.check(result)
         return z
-    }
-
-    /// The failure a C result describes (its message names the step and the TSS2 code, never key material).
-    private static func check(_ result: ckeychain_tpm_result) throws(TPMDevice.Failure) {
-        var result = result
-        let message = withUnsafeBytes(of: &result.message) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
-        switch result.status {
-        case 0: return
-        case 1: throw .unreachable(message)
-        case 2: throw .refused(message)
-        default: throw .failed(message)
-        }
     }
 }

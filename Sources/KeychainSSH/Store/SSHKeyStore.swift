@@ -78,24 +78,37 @@ package struct SSHKeyStore: Sendable {
     /// damaged items are left out.
     package func keys() throws(KeychainError) -> [SSHAgentKey] {
         _ = try removeExpired()
-        var keys = try storedItems().compactMap(Self.storedKey)
+        return try storedItems().compactMap(Self.storedKey) + tokenKeys()
+    }
+
+    /// The key whose public blob is `blob`, nil when there is none (an expired key is deleted, and none). One
+    /// lookup by fingerprint; the token keys are searched only for a P-256 key the agent did not add.
+    package func key(blob: [UInt8]) throws(KeychainError) -> SSHAgentKey? {
+        guard let publicKey = try? SSHPublicKey(blob: blob) else { return nil }
+        var q = Self.query(fingerprint: publicKey.fingerprint)
+        q.returns = ReturnOptions(attributes: true)
+        if let item = try found(q).first, let key = Self.storedKey(item), key.publicKey == publicKey {
+            guard !key.constraints.expired(at: now()) else {
+                _ = try delete(Self.query(fingerprint: publicKey.fingerprint))
+                return nil
+            }
+            return key
+        }
+        guard case .ecdsaP256 = publicKey else { return nil }
+        return try tokenKeys().first { $0.publicKey == publicKey }
+    }
+
+    private func tokenKeys() throws(KeychainError) -> [SSHAgentKey] {
         var q = Self.tokenQuery()
         q.limit = .all
         q.returns = ReturnOptions(attributes: true, ref: true)
-        for item in try found(q) {
+        return try found(q).compactMap { item in
             guard let point = item.tokenPublicKey, let publicKey = try? SSHPublicKey(blob: SSHPublicKey.ecdsaP256(point: Array(point)).blob)
-            else { continue }
-            keys.append(
-                SSHAgentKey(
-                    source: .token(item.persistentRef), publicKey: publicKey, comment: item.attributes["labl"]?.stringValue ?? "",
-                    constraints: SSHKeyConstraints(), accessControl: Self.accessControl(item), reference: item.persistentRef))
+            else { return nil }
+            return SSHAgentKey(
+                source: .token(item.persistentRef), publicKey: publicKey, comment: item.attributes["labl"]?.stringValue ?? "",
+                constraints: SSHKeyConstraints(), accessControl: Self.accessControl(item), reference: item.persistentRef)
         }
-        return keys
-    }
-
-    /// The key whose public blob is `blob`, nil when there is none.
-    package func key(blob: [UInt8]) throws(KeychainError) -> SSHAgentKey? {
-        try keys().first { $0.publicKey.blob == blob }
     }
 
     private func storedItems() throws(KeychainError) -> [FoundItem] {
