@@ -4,6 +4,7 @@ import KeychainClient
 import KeychainCore
 import KeychainServices
 import KeychainTestSupport
+import LocalAuthentication
 import Testing
 
 /// The keys and certificates of the test process's SoftHSM token (``SoftHSMToken``) through SecItemCopyMatching,
@@ -104,6 +105,115 @@ final class PKCS11ItemTests {
             #expect(attributes[kSecAttrKeyClass as String] as? Int == 1)
             // Its public key is the token's.
             #expect(try external(try #require(SecKeyCopyPublicKey(privateKey))) == fixture.rsaPublicKeyPKCS1)
+        }
+    }
+
+    /// Runs the real openssl in the token's folder.
+    func openssl(_ arguments: [String]) throws -> ProgramRun {
+        try ProgramRun.run(
+            try #require(SoftHSMToken.program("openssl")), arguments, environment: fixture.environment, directory: fixture.directory, scratch: fixture.directory)
+    }
+
+    func write(_ data: Data) throws -> String {
+        let path = fixture.directory + "/\(UUID().uuidString).bin"
+        try data.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The token's private key labelled `label`, found with `context` (which carries the PIN, or not).
+    func tokenPrivateKey(_ label: String, context: LAContext) throws -> SecKey {
+        let (status, found) = copy([
+            kSecClass as String: kSecClassKey, kSecAttrTokenID as String: tokenID, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+            kSecAttrLabel as String: label, kSecReturnRef as String: true, kSecUseAuthenticationContext as String: context,
+        ])
+        #expect(status == errSecSuccess)
+        return try #require(found as? SecKey)
+    }
+
+    func pinContext() -> LAContext {
+        let context = LAContext()
+        #expect(context.setCredential(Data(SoftHSMToken.pin.utf8), type: .smartCardPIN))
+        return context
+    }
+
+    @Test("token keys sign with the PIN from LAContext; openssl verifies the signatures")
+    func tokenKeysSign() throws {
+        try run(groups: Self.tokenGroups) {
+            let message = Data("signed on the token".utf8)
+            let messagePath = try write(message)
+            var error: Unmanaged<CFError>?
+
+            let rsa = try tokenPrivateKey(SoftHSMToken.rsaLabel, context: pinContext())
+            for (algorithm, options) in [
+                (SecKeyAlgorithm.rsaSignatureMessagePKCS1v15SHA256, [String]()),
+                (.rsaSignatureMessagePSSSHA256, ["-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:32"]),
+            ] {
+                let signature = try #require(SecKeyCreateSignature(rsa, algorithm, message as CFData, &error) as Data?, "\(algorithm): \(String(describing: cfError(error)))")
+                #expect(signature.count == 256)
+                let verified = try openssl(["dgst", "-sha256", "-verify", fixture.rsaPublicKeyPEMPath] + options + ["-signature", try write(signature), messagePath])
+                #expect(verified.status == 0, "\(algorithm): \(verified.stdout)\(verified.stderr)")
+                #expect(verified.stdout == "Verified OK\n")
+            }
+            // A digest signed as given, in a DigestInfo.
+            let digest = Data(SHA256.hash(data: message))
+            let digestSignature = try #require(SecKeyCreateSignature(rsa, .rsaSignatureDigestPKCS1v15SHA256, digest as CFData, &error) as Data?)
+            #expect(try openssl(["dgst", "-sha256", "-verify", fixture.rsaPublicKeyPEMPath, "-signature", try write(digestSignature), messagePath]).status == 0)
+
+            // ECDSA: the token's raw r‖s comes back as X9.62 DER.
+            let ec = try tokenPrivateKey(SoftHSMToken.ecLabel, context: pinContext())
+            let ecSignature = try #require(SecKeyCreateSignature(ec, .ecdsaSignatureMessageX962SHA256, message as CFData, &error) as Data?)
+            #expect(ecSignature.first == 0x30)
+            let ecVerified = try openssl(["dgst", "-sha256", "-verify", fixture.ecPublicKeyPEMPath, "-signature", try write(ecSignature), messagePath])
+            #expect(ecVerified.status == 0, "\(ecVerified.stdout)\(ecVerified.stderr)")
+            #expect(ecVerified.stdout == "Verified OK\n")
+            // Our own verification agrees, with the public key SecKeyCopyPublicKey gives.
+            let ecPublic = try #require(SecKeyCopyPublicKey(ec))
+            #expect(try external(ecPublic) == fixture.ecPublicKeyX963)
+            #expect(SecKeyVerifySignature(ecPublic, .ecdsaSignatureMessageX962SHA256, message as CFData, ecSignature as CFData, &error))
+        }
+    }
+
+    @Test("without the PIN a token key fails with errSecInteractionNotAllowed; a wrong PIN with errSecAuthFailed")
+    func tokenKeysNeedThePIN() throws {
+        try run(groups: Self.tokenGroups) {
+            let message = Data("no PIN".utf8) as CFData
+            var error: Unmanaged<CFError>?
+            let withoutPIN = try tokenPrivateKey(SoftHSMToken.ecLabel, context: LAContext())
+            #expect(SecKeyCreateSignature(withoutPIN, .ecdsaSignatureMessageX962SHA256, message, &error) == nil)
+            #expect(cfError(error) == Int(errSecInteractionNotAllowed))
+            let wrong = LAContext()
+            #expect(wrong.setCredential(Data("000000".utf8), type: .smartCardPIN))
+            let withWrongPIN = try tokenPrivateKey(SoftHSMToken.ecLabel, context: wrong)
+            #expect(SecKeyCreateSignature(withWrongPIN, .ecdsaSignatureMessageX962SHA256, message, &error) == nil)
+            #expect(cfError(error) == Int(errSecAuthFailed))
+        }
+    }
+
+    @Test("token keys decrypt (RSA PKCS#1 and OAEP-SHA1) and agree keys (ECDH)")
+    func tokenKeysDecryptAndAgree() throws {
+        try run(groups: Self.tokenGroups) {
+            var error: Unmanaged<CFError>?
+            let secret = Data("for the token only".utf8)
+            let rsa = try tokenPrivateKey(SoftHSMToken.rsaLabel, context: pinContext())
+            let rsaPublic = try #require(SecKeyCopyPublicKey(rsa))
+            #expect(try external(rsaPublic) == fixture.rsaPublicKeyPKCS1)
+            // openssl encrypts with PKCS#1 v1.5; we encrypt with OAEP-SHA1 (the one OAEP hash SoftHSM takes).
+            let plainPath = try write(secret), sealedPath = fixture.directory + "/\(UUID().uuidString).sealed"
+            let encrypted = try openssl(["pkeyutl", "-encrypt", "-pubin", "-inkey", fixture.rsaPublicKeyPEMPath, "-in", plainPath, "-out", sealedPath])
+            #expect(encrypted.status == 0, "\(encrypted.stderr)")
+            let sealed = try Data(contentsOf: URL(fileURLWithPath: sealedPath))
+            #expect(SecKeyCreateDecryptedData(rsa, .rsaEncryptionPKCS1, sealed as CFData, &error) as Data? == secret)
+            let oaep = try #require(SecKeyCreateEncryptedData(rsaPublic, .rsaEncryptionOAEPSHA1, secret as CFData, &error) as Data?)
+            #expect(SecKeyCreateDecryptedData(rsa, .rsaEncryptionOAEPSHA1, oaep as CFData, &error) as Data? == secret)
+
+            let ec = try tokenPrivateKey(SoftHSMToken.ecLabel, context: pinContext())
+            let other = try randomKey(kSecAttrKeyTypeECSECPrimeRandom, 256)
+            let otherPublic = try #require(SecKeyCopyPublicKey(other))
+            let ours = try #require(SecKeyCopyKeyExchangeResult(ec, .ecdhKeyExchangeStandard, otherPublic, [:] as CFDictionary, &error) as Data?)
+            let ecPublic = try #require(SecKeyCopyPublicKey(ec))
+            let theirs = try #require(SecKeyCopyKeyExchangeResult(other, .ecdhKeyExchangeStandard, ecPublic, [:] as CFDictionary, &error) as Data?)
+            #expect(ours == theirs)
+            #expect(ours.count == 32)
         }
     }
 

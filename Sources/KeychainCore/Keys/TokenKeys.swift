@@ -98,6 +98,10 @@ extension KeychainEngine {
             algorithmName = algorithm
         }
         guard reference.itemClass == .key else { throw .param("A token key operation needs the key's reference.") }
+        // A key on a PKCS#11 token (a smart card's): the token does the work.
+        if let result = try pkcs11TokenKey(request, reference: reference, algorithmName: algorithmName, caller: caller, authentication: authentication) {
+            return result
+        }
         var query = ItemQuery(itemClass: .key)
         query.persistentRef = reference
         query.sync = .any
