@@ -8,7 +8,8 @@ import LocalAuthentication
 import Testing
 
 /// The keys and certificates of the test process's SoftHSM token (``SoftHSMToken``) through SecItemCopyMatching,
-/// as Apple shows CryptoTokenKit items: in `com.apple.token`, with `kSecAttrTokenID`, never written.
+/// as Apple shows CryptoTokenKit items: in `com.apple.token`, with `kSecAttrTokenID`, never written; and their
+/// private keys used through SecKey with the PIN from `LAContext`, checked with the real `openssl`.
 @Suite(
     .serialized,
     .enabled(
