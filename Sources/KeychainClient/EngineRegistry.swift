@@ -64,7 +64,7 @@ package final class EngineRegistry: @unchecked Sendable {
             engine = open
         } else {
             engines = engines.filter { $0.value.engine != nil }
-            engine = try KeychainEngine(location: location, createIfMissing: createIfMissing, logger: logger ?? Logger(label: "swift-keychain"))
+            engine = try KeychainEngine(location: location, createIfMissing: createIfMissing, logger: logger ?? Logger(label: "swift-keychain"), pkcs11: .shared)
             engines[location] = WeakEngine(engine: engine)
         }
         if pin { pinned[location] = engine }

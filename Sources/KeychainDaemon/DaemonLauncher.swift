@@ -116,7 +116,7 @@ package struct DaemonLauncher: Sendable {
         let guardFD = try Self.claimKeychain(location, runtimeFolder: listener.path.map { NSString(string: $0).deletingLastPathComponent })
         let engine: KeychainEngine
         do {
-            engine = try KeychainEngine(location: location, logger: logger, defaultIdleTimeout: idleLock > 0 ? idleLock : nil)
+            engine = try KeychainEngine(location: location, logger: logger, defaultIdleTimeout: idleLock > 0 ? idleLock : nil, pkcs11: .shared)
         } catch {
             close(guardFD)
             throw StartFailure("keychaind cannot open the keychain in \(location.home): \(error.message)")

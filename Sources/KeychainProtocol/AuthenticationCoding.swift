@@ -5,7 +5,7 @@ import KeychainCore
 //
 //   authentication: u8 ui (0 allow, 1 fail, 2 skip) | optional string operation prompt | optional data context (16) |
 //                   u64 reuse duration (Double bits) | optional data application password |
-//                   optional string localized reason | u8 interaction not allowed
+//                   optional string localized reason | u8 interaction not allowed | optional data smart card PIN
 //   requirement:    optional data persistent ref | string item description | u8 operation (1 decrypt, 2 sign,
 //                   3 delete) | data access control (its stored form)
 //
@@ -25,6 +25,7 @@ extension BinaryWriter {
         optional(a.applicationPassword) { $0.bytes($1) }
         optional(a.localizedReason) { $0.string($1) }
         bool(a.interactionNotAllowed)
+        optional(a.smartCardPIN) { $0.bytes($1) }
     }
 
     mutating func requirement(_ r: PresenceRequirement) {
@@ -59,6 +60,7 @@ extension BinaryReader {
         a.applicationPassword = try optional { (r) throws(KeychainError) in try r.bytes() }
         a.localizedReason = try optional { (r) throws(KeychainError) in try r.string() }
         a.interactionNotAllowed = try bool()
+        a.smartCardPIN = try optional { (r) throws(KeychainError) in try r.bytes() }
         return a
     }
 

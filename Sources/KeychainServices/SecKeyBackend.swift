@@ -269,7 +269,9 @@ enum SecKeyBackend {
     /// (the search's `kSecUseAuthenticationContext`) for its private operations.
     static func key(fromReference fields: [String: PlistValue], context: LAContext? = nil) -> SecKey? {
         if case .data(let reference)? = fields["v_PersistentRef"], case .data(let publicBytes)? = fields["pub"], fields["v_Data"] == nil {
-            guard let publicKey = try? KeyMaterial(externalRepresentation: publicBytes, type: .ec, keyClass: .publicKey) else { return nil }
+            // The key's type as the item gives it (RSA for a smart card's key); the keychain's own token keys are EC.
+            let type = (try? keyType(fields["type"])) ?? .ec
+            guard let publicKey = try? KeyMaterial(externalRepresentation: publicBytes, type: type, keyClass: .publicKey) else { return nil }
             return SecKey(
                 publicKey, attributes: fields.filter { storedAttributes.contains($0.key) }, tokenReference: reference,
                 authenticationContext: context)

@@ -16,7 +16,8 @@ public let LATouchIDAuthenticationMaximumAllowableReuseDuration: TimeInterval = 
 public enum LACredentialType: Int, Sendable {
     /// An item's application password (`kSecAccessControlApplicationPassword`).
     case applicationPassword = 0
-    /// A smart card's PIN: not supported here (`setCredential` returns `false`).
+    /// A smart card's PIN, for the private keys of PKCS#11 tokens (smart cards, YubiKeys, SoftHSM) that
+    /// SecItemCopyMatching finds in `kSecAttrAccessGroupToken`: the token is logged in with it for each operation.
     case smartCardPIN = -3
 }
 
@@ -50,6 +51,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     private var fallbackTitle: String?
     private var cancelTitle: String?
     private var applicationPassword: Data?
+    private var smartCardPIN: Data?
     private var invalidated = false
 
     /// A new context, with no proof yet.
@@ -96,23 +98,30 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     /// Sets (or, with `nil`, removes) a credential the keychain uses instead of asking: an item's application
-    /// password for ``LACredentialType/applicationPassword``.
+    /// password for ``LACredentialType/applicationPassword``, a token's PIN (UTF-8) for
+    /// ``LACredentialType/smartCardPIN``.
     ///
-    /// - Returns: Whether the credential was set; `false` for a type this keychain does not use
-    ///   (``LACredentialType/smartCardPIN``) or once the context is invalidated.
+    /// - Returns: Whether the credential was set; `false` once the context is invalidated.
     @discardableResult
     open func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
-        guard type == .applicationPassword else { return false }
-        return lock.withLock {
+        lock.withLock {
             guard !invalidated else { return false }
-            applicationPassword = credential
+            switch type {
+            case .applicationPassword: applicationPassword = credential
+            case .smartCardPIN: smartCardPIN = credential
+            }
             return true
         }
     }
 
     /// Whether a credential of `type` is set.
     open func isCredentialSet(_ type: LACredentialType) -> Bool {
-        type == .applicationPassword && lock.withLock { applicationPassword != nil }
+        lock.withLock {
+            switch type {
+            case .applicationPassword: applicationPassword != nil
+            case .smartCardPIN: smartCardPIN != nil
+            }
+        }
     }
 
     /// Ends the context: the keychain forgets the proofs this program obtained under it, its credential is
@@ -121,7 +130,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// which keychain calls report as a failed authentication).
     open func invalidate() {
         let first = lock.withLock {
-            defer { invalidated = true; applicationPassword = nil }
+            defer { invalidated = true; applicationPassword = nil; smartCardPIN = nil }
             return !invalidated
         }
         guard first else { return }
@@ -139,7 +148,7 @@ open class LAContext: NSObject, @unchecked Sendable {
                 id: identifier, localizedReason: reason.isEmpty ? nil : reason,
                 interactionNotAllowed: noInteraction || invalidated,
                 reuseDuration: invalidated ? 0 : reuseDuration,
-                applicationPassword: invalidated ? nil : applicationPassword)
+                applicationPassword: invalidated ? nil : applicationPassword, smartCardPIN: invalidated ? nil : smartCardPIN)
         }
     }
 }

@@ -37,6 +37,7 @@ package struct SecurityTool: AsyncParsableCommand {
             AddCRL.self,
             SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self,
             LoginKeychainPAM.self, Approve.self, SSHAgentCommand.self, SSHKeyCommand.self,
+            ListSmartCards.self, ExportSmartCard.self,
         ]
     )
 

@@ -95,7 +95,7 @@ import Testing
     static let goldenPresenceNeeded =
         "0000007903020000000bfeffff9d0e0000001461757468656e7469636174696f6e4e6565646564000000056e6565647300000002010000001467656e70abababababababababababababababab0000000462616e6b010000000b010000000000004012616b00000000036e6577010000000b010000000080000000616b"
     static let goldenAuthenticate =
-        "0000008203010000000c16010000001467656e70abababababababababababababababab0000000462616e6b010000000b010000000000004012616b0001000000145369676e20696e20353025206661737465720d0a0100000010c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7403e000000000000010000000270770100000006726561736f6e00"
+        "0000008303010000000c16010000001467656e70abababababababababababababababab0000000462616e6b010000000b010000000000004012616b0001000000145369676e20696e20353025206661737465720d0a0100000010c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7c7403e000000000000010000000270770100000006726561736f6e0000"
 
     /// User presence on the wire: the failure that asks for proofs, and the request that obtains one.
     @Test func presenceFramesEncodeToTheirGoldenBytes() throws {
@@ -111,6 +111,17 @@ import Testing
         #expect(options == Self.authentication)
         // A query without authentication options keeps its bytes (the find golden above); one with them differs.
         #expect(Frame(id: 7, body: .request(.find(Self.authenticatedQuery, claim: ["TEAM.app"]))).encoded != Self.findRequest.encoded)
+    }
+
+    /// A smart card PIN (`LAContext.setCredential(_:type: .smartCardPIN)`) travels with the authentication, last.
+    @Test func smartCardPINTravelsWithTheAuthentication() throws {
+        var options = Self.authentication
+        options.smartCardPIN = Data("123456".utf8)
+        var writer = BinaryWriter()
+        writer.authentication(options)
+        #expect(writer.data.suffix(11) == Data([1, 0, 0, 0, 6]) + Data("123456".utf8))
+        var reader = BinaryReader(writer.data)
+        #expect(try reader.authentication() == options)
     }
 
     /// A hostile frame cannot name a context of the wrong length, a negative or infinite reuse, or claim more

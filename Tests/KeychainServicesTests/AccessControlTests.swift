@@ -419,7 +419,14 @@ func failure(_ body: () throws(KeychainCore.KeychainError) -> Void) -> KeychainC
         #expect(context.localizedFallbackTitle == "Use passcode")
         #expect(context.localizedCancelTitle == "Not now")
         #expect(context.value.localizedReason == "Unlock the vault")
-        #expect(!context.setCredential(Data("1234".utf8), type: .smartCardPIN))
+        // A smart card PIN is carried to the token's keys; invalidating the context drops it.
+        #expect(!context.isCredentialSet(.smartCardPIN))
+        #expect(context.setCredential(Data("1234".utf8), type: .smartCardPIN))
+        #expect(context.isCredentialSet(.smartCardPIN))
+        #expect(context.value.smartCardPIN == Data("1234".utf8))
+        #expect(context.setCredential(nil, type: .smartCardPIN))
+        #expect(!context.isCredentialSet(.smartCardPIN))
+        #expect(context.value.smartCardPIN == nil)
         // Two contexts never share proofs.
         #expect(LAContext().value.id != LAContext().value.id)
         #expect(context.value.id == context.value.id)

@@ -54,6 +54,9 @@ package struct AuthenticationOptions: Sendable, Hashable {
     package var localizedReason: String?
     /// The context forbids prompts (`LAContext.interactionNotAllowed`): as `kSecUseAuthenticationUIFail`.
     package var interactionNotAllowed = false
+    /// A smart card's PIN the caller already holds (`LAContext.setCredential(_:type: .smartCardPIN)`), for the
+    /// private keys of PKCS#11 tokens; passed to the token only.
+    package var smartCardPIN: Data?
 
     package init() {}
 
@@ -64,6 +67,7 @@ package struct AuthenticationOptions: Sendable, Hashable {
         applicationPassword = context.applicationPassword
         localizedReason = context.localizedReason
         interactionNotAllowed = context.interactionNotAllowed
+        smartCardPIN = context.smartCardPIN
     }
 
     /// Apple's `LATouchIDAuthenticationMaximumAllowableReuseDuration`: a proof is never reused for longer.
@@ -89,12 +93,15 @@ package struct AuthenticationContextValue: Sendable, Hashable {
     package var reuseDuration: TimeInterval
     /// A credential set with `setCredential(_:type: .applicationPassword)`.
     package var applicationPassword: Data?
+    /// A credential set with `setCredential(_:type: .smartCardPIN)`.
+    package var smartCardPIN: Data?
 
     package init(
         id: AuthenticationContextID, localizedReason: String? = nil, interactionNotAllowed: Bool = false,
-        reuseDuration: TimeInterval = 0, applicationPassword: Data? = nil
+        reuseDuration: TimeInterval = 0, applicationPassword: Data? = nil, smartCardPIN: Data? = nil
     ) {
         self.id = id
+        self.smartCardPIN = smartCardPIN
         self.localizedReason = localizedReason
         self.interactionNotAllowed = interactionNotAllowed
         self.reuseDuration = reuseDuration

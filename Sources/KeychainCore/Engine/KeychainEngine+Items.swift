@@ -18,6 +18,7 @@ extension KeychainEngine {
     package func add(_ q: ItemQuery, caller: AccessPolicy, keepingDates: ItemDates? = nil) throws(KeychainError) -> FoundItem {
         let cls = q.itemClass
         guard cls != .identity else { throw .param("Identities cannot be added by attributes.") }
+        try refuseTokenGroupWrite(q)
         var attributes = q.attributes
         let group: String
         if let explicit = q.accessGroup {
@@ -218,8 +219,21 @@ extension KeychainEngine {
     /// key's private bytes never leave: such keys come back with their public key instead. A damaged item the
     /// query meets gives `errSecDecode`; with `kSecMatchLimitAll` it is skipped and counted in the log, and the
     /// query fails with `errSecDecode` only when no intact item matched (see ``DamagedRowPolicy``).
+    ///
+    /// Then, for a caller that sees `com.apple.token`, the keys, certificates and identities of the PKCS#11 tokens
+    /// present (see `KeychainEngine+PKCS11.swift`), while the limit allows.
     package func find(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> [FoundItem] {
-        try findStored(q, caller: caller, gate: presenceGate(q.authentication, caller: caller)).map { $0.leavingEngine() }
+        let stored: [FoundItem]
+        do {
+            stored = try findStored(q, caller: caller, gate: presenceGate(q.authentication, caller: caller)).map { $0.leavingEngine() }
+        } catch  where error.code == .itemNotFound && tokenItemsApply(q, caller: caller) {
+            stored = []
+        }
+        if let limit = q.limit.maximum, stored.count >= limit { return stored }
+        let found = stored + tokenItems(q, caller: caller)
+        guard !found.isEmpty else { throw .notFound() }
+        if let limit = q.limit.maximum { return Array(found.prefix(limit)) }
+        return found
     }
 
     /// Finds matching items as stored, private key bytes included: for the engine's own use only. Without a
@@ -260,6 +274,7 @@ extension KeychainEngine {
     ) throws(KeychainError) {
         let cls = q.itemClass
         if q.hasReturnKeys { throw .param("SecItemUpdate's query cannot contain kSecReturn… keys.") }
+        try refuseTokenGroupWrite(q)
         if q.hasMatchKeys { throw .param("SecItemUpdate's query cannot contain kSecMatch… keys (not even kSecMatchLimit).") }
         if cls == .identity { throw .notFound("Identities cannot be updated yet.") }
         if case .string(let group)? = changes["agrp"], !caller.allows(group) { throw missingEntitlement(group, caller: caller) }
@@ -380,11 +395,12 @@ extension KeychainEngine {
     package func delete(_ q: ItemQuery, caller: AccessPolicy) throws(KeychainError) -> Int {
         let cls = q.itemClass
         if q.hasMatchKeys { throw .param("SecItemDelete deletes every match: its query cannot contain kSecMatch… keys, and kSecMatchLimit only as kSecMatchLimitAll.") }
+        try refuseTokenGroupWrite(q)
         if cls == .identity {
             // Deleting an identity deletes its certificate, then its key (Apple's "explode").
             var all = q
             all.limit = .all
-            let identities = try find(all, caller: caller)
+            let identities = try findStored(all, caller: caller)
             for identity in identities {
                 for (itemClass, uuid) in [(ItemClass.certificate, identity.uuid), (.key, identity.identityKey?.uuid)] {
                     guard let uuid else { continue }

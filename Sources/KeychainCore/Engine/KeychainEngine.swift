@@ -57,6 +57,9 @@ package final class KeychainEngine: Sendable {
     /// The old private groups (executable names) already looked at for items to move to the program's full path
     /// (see ``adoptLegacyPrivateGroup(_:as:)``).
     let legacyGroupsChecked = Mutex<Set<String>>([])
+    /// The PKCS#11 tokens whose keys and certificates searches show in `com.apple.token` (nil: none; see
+    /// `KeychainEngine+PKCS11.swift`).
+    let pkcs11: PKCS11Registry?
 
     /// The keys usable right now.
     var crypto: ItemCrypto { keys.crypto }
@@ -74,15 +77,17 @@ package final class KeychainEngine: Sendable {
     /// `tpm` is the TPM 2.0 a new keychain's device key is sealed to, and an existing plain one migrated to (see
     /// ``TPMDevice/fromEnvironment(_:defaultDevice:)``); a keychain sealed to another machine's TPM fails to open
     /// with `errSecInvalidKeychain`. `passcodePolicy` is what passcodes are calibrated to: production's 64 MiB
-    /// and 250 ms unless a test asks for less.
+    /// and 250 ms unless a test asks for less. `pkcs11` is the registry whose tokens' items searches show (the
+    /// programs pass ``PKCS11Registry/shared``; nil, the default: no token items).
     package init(
         location: KeychainLocation, createIfMissing: Bool = true, logger: Logger = Logger(label: "swift-keychain"),
         random: any RandomSource = SystemRandom(), now: @escaping @Sendable () -> Date = { Date() },
         defaultIdleTimeout: Double? = Double(KeychainSettings.defaultIdleTimeout),
         clocks: LockClocks = .system, tpm: TPMDevice? = TPMDevice.fromEnvironment(),
-        passcodePolicy: PasscodeKDF.Policy = .production
+        passcodePolicy: PasscodeKDF.Policy = .production, pkcs11: PKCS11Registry? = nil
     ) throws(KeychainError) {
         self.location = location
+        self.pkcs11 = pkcs11
         self.tpm = tpm
         self.passcodePolicy = passcodePolicy
         self.logger = logger

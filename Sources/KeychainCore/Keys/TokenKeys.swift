@@ -102,7 +102,19 @@ extension KeychainEngine {
         query.persistentRef = reference
         query.sync = .any
         query.returns.data = true
-        guard let item = try findStored(query, caller: caller).first, let bytes = item.data, TokenKeys.isTokenKey(item.attributes) else {
+        let stored: FoundItem?
+        do {
+            stored = try findStored(query, caller: caller).first
+        } catch  where error.code == .itemNotFound {
+            stored = nil
+        }
+        // Not a stored key: a key on a PKCS#11 token (a smart card's), if one present holds it; the token does the work.
+        if stored == nil,
+            let result = try pkcs11TokenKey(request, reference: reference, algorithmName: algorithmName, caller: caller, authentication: authentication)
+        {
+            return result
+        }
+        guard let item = stored, let bytes = item.data, TokenKeys.isTokenKey(item.attributes) else {
             throw KeychainError.notFound("The token key is no longer in the keychain.")
         }
         if let requirement = Self.requirement(item, .sign),
