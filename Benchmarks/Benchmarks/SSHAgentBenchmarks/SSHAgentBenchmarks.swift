@@ -97,14 +97,20 @@ let benchmarks: @Sendable () -> Void = {
             process.executableURL = URL(fileURLWithPath: security)
             process.arguments = ["ssh", "create", "-C", "bench-tpm"]
             var environment = ProcessInfo.processInfo.environment
+            // Not the benchmark's malloc counter: keychaind trusts only the security tool itself, unpreloaded.
+            environment["LD_PRELOAD"] = nil
+            environment["KEYCHAIN_ENTITLEMENTS"] = nil
             environment["KEYCHAIN_HOME"] = inTPM.home
             environment["KEYCHAIN_DAEMON_SOCKET"] = daemon.socket
             process.environment = environment
             process.standardOutput = FileHandle.nullDevice
+            let errors = Pipe()
+            process.standardError = errors
             try process.run()
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
             guard process.terminationStatus == 0, let blob = try inTPM.client?.identities().first else {
-                throw BenchmarkFailure("security ssh create failed (exit \(process.terminationStatus))")
+                throw BenchmarkFailure("security ssh create failed (exit \(process.terminationStatus)): \(said)")
             }
             inTPM.blob = blob
         }, teardown: { inTPM.tearDown() })
