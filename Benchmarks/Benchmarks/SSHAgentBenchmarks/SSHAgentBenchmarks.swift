@@ -81,37 +81,48 @@ let benchmarks: @Sendable () -> Void = {
             try client.sign(blob: inTPM.blob, data: signed)
         },
         setup: {
-            guard let tpm = try SoftwareTPMProcess() else { throw BenchmarkFailure("swtpm is not installed") }
-            inTPM.tpm = tpm
-            // keychaind asks the person before the security tool writes to keychain.ssh: a pinentry that approves
-            // (Assuan: OK to everything) stands in for them.
-            let approver = NSTemporaryDirectory() + "bench-approve-\(UInt32.random(in: 0 ... .max))"
-            try "#!/bin/sh\necho 'OK ready'\nwhile read -r line; do echo OK; case \"$line\" in BYE*) exit 0;; esac; done\n"
-                .write(toFile: approver, atomically: true, encoding: .utf8)
-            chmod(approver, 0o700)
-            try inTPM.start(environment: ["KEYCHAIN_TPM_TCTI": tpm.tcti, "KEYCHAIN_PINENTRY": approver])
-            guard let daemon = inTPM.daemon else { return }
-            // security ssh create, through this keychaind: the key is made in the TPM.
-            let security = URL(fileURLWithPath: BenchEnvironment.executablePath).deletingLastPathComponent().appendingPathComponent("security").path
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: security)
-            process.arguments = ["ssh", "create", "-C", "bench-tpm"]
-            var environment = ProcessInfo.processInfo.environment
-            // Not the benchmark's malloc counter: keychaind trusts only the security tool itself, unpreloaded.
-            environment["LD_PRELOAD"] = nil
-            environment["KEYCHAIN_ENTITLEMENTS"] = nil
-            environment["KEYCHAIN_HOME"] = inTPM.home
-            environment["KEYCHAIN_DAEMON_SOCKET"] = daemon.socket
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            let errors = Pipe()
-            process.standardError = errors
-            try process.run()
-            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            guard process.terminationStatus == 0, let blob = try inTPM.client?.identities().first else {
-                throw BenchmarkFailure("security ssh create failed (exit \(process.terminationStatus)): \(said)")
+            // A failed setup gets no teardown: stop what was started, or the harness waits on it.
+            do { try startInTPM(inTPM) } catch {
+                inTPM.tearDown()
+                throw error
             }
-            inTPM.blob = blob
         }, teardown: { inTPM.tearDown() })
+}
+
+/// Starts keychaind with a software TPM and makes a key in it with `security ssh create`, as a person would.
+func startInTPM(_ inTPM: AgentFixture) throws {
+    guard let tpm = try SoftwareTPMProcess() else { throw BenchmarkFailure("swtpm is not installed") }
+    inTPM.tpm = tpm
+    // keychaind asks the person before the security tool writes to keychain.ssh: a pinentry that approves
+    // (Assuan: OK to everything) stands in for them.
+    let approver = NSTemporaryDirectory() + "bench-approve-\(UInt32.random(in: 0 ... .max))"
+    try "#!/bin/sh\necho 'OK ready'\nwhile read -r line; do echo OK; case \"$line\" in BYE*) exit 0;; esac; done\n"
+        .write(toFile: approver, atomically: true, encoding: .utf8)
+    chmod(approver, 0o700)
+    try inTPM.start(environment: ["KEYCHAIN_TPM_TCTI": tpm.tcti, "KEYCHAIN_PINENTRY": approver])
+    guard let daemon = inTPM.daemon else { return }
+    // security ssh create, through this keychaind: the key is made in the TPM.
+    let security = URL(fileURLWithPath: BenchEnvironment.executablePath).deletingLastPathComponent().appendingPathComponent("security").path
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: security)
+    process.arguments = ["ssh", "create", "-C", "bench-tpm"]
+    var environment = ProcessInfo.processInfo.environment
+    // Not the benchmark's malloc counter nor its library path: keychaind trusts only the security tool
+    // itself, with nothing preloaded and no library path that could put other code in it.
+    environment["LD_PRELOAD"] = nil
+    environment["LD_LIBRARY_PATH"] = nil
+    environment["KEYCHAIN_ENTITLEMENTS"] = nil
+    environment["KEYCHAIN_HOME"] = inTPM.home
+    environment["KEYCHAIN_DAEMON_SOCKET"] = daemon.socket
+    process.environment = environment
+    process.standardOutput = FileHandle.nullDevice
+    let errors = Pipe()
+    process.standardError = errors
+    try process.run()
+    let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0, let blob = try inTPM.client?.identities().first else {
+        throw BenchmarkFailure("security ssh create failed (exit \(process.terminationStatus)): \(said)")
+    }
+    inTPM.blob = blob
 }
