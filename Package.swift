@@ -448,6 +448,35 @@ let package = Package(
             exclude: ["Fixtures", "Attacks/borrow_identity.py"],
             swiftSettings: strictSwift
         ),
+        // Apple's declarations, as data: one row per public symbol of KeychainServices and LocalAuthentication (symbol,
+        // Apple's Swift declaration, its source). The plugin generates a function per row that uses the symbol with
+        // Apple's exact types, so a declaration that differs from Apple's stops this target's build, naming the
+        // symbol; the tests check that every public symbol has a row (from the modules' symbol graphs).
+        .testTarget(
+            name: "KeychainServicesConformanceTests",
+            dependencies: ["KeychainServices", .target(name: "LocalAuthentication", condition: .when(platforms: [.linux]))],
+            exclude: ["Declarations"],
+            swiftSettings: strictSwift,
+            plugins: ["DeclarationConformancePlugin"]
+        ),
+        // Short snippets written in the shapes public keychain wrappers use Apple's API (each cites its project and
+        // file), compiled against KeychainServices with a plain import and run in the test process and through keychaind.
+        .testTarget(
+            name: "KeychainServicesSnippetTests",
+            dependencies: ["KeychainTestSupport", "KeychainServices", .target(name: "LocalAuthentication", condition: .when(platforms: [.linux])), "KeychainCore", "KeychainClient", "keychaind"],
+            swiftSettings: strictSwift
+        ),
+        // The declaration checks' generator and the build plugin that runs it (for KeychainServicesConformanceTests).
+        .executableTarget(
+            name: "declaration-conformance-generator",
+            path: "Tests/DeclarationConformanceGenerator",
+            swiftSettings: strictSwift
+        ),
+        .plugin(
+            name: "DeclarationConformancePlugin",
+            capability: .buildTool(),
+            dependencies: ["declaration-conformance-generator"]
+        ),
         .testTarget(
             name: "KeychainKitTests",
             // keychain-sync-server: the sync API's tests run the real server (on a PostgreSQL the environment gives), and

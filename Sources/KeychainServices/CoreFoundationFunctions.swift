@@ -5,8 +5,9 @@ import Foundation
 // CFDictionary, CFArray), over the Foundation types those names stand for here. Memory is Swift's: there is no
 // CFRetain or CFRelease to call, as in Swift on Apple's platforms.
 
-/// MacTypes' "no error" (`noErr`), which Apple's code compares `OSStatus` results with.
-public var noErr: Int { 0 }
+/// MacTypes' "no error" (`noErr`), which Apple's code compares `OSStatus` results with: an `OSStatus`, as the
+/// Darwin overlay declares it, so `let status: OSStatus = noErr` compiles as it does there.
+public var noErr: OSStatus { 0 }
 
 /// CoreFoundation's bit-flag options type.
 public typealias CFOptionFlags = UInt
@@ -28,7 +29,7 @@ nonisolated(unsafe) public let kCFErrorDescriptionKey: CFString! = "NSDescriptio
 /// The type of a CoreFoundation object, to compare with a `…GetTypeID()` function's result, as code written for
 /// Apple's platforms checks what `SecItemCopyMatching` returned:
 /// `CFGetTypeID(item) == SecKeyGetTypeID()`. Zero for `nil` or an object of no CoreFoundation type.
-public func CFGetTypeID(_ cf: CFTypeRef?) -> CFTypeID {
+public func CFGetTypeID(_ cf: CFTypeRef!) -> CFTypeID {
     guard let cf else { return 0 }
     switch cf {
     case is SecKey: return SecKeyGetTypeID()
@@ -73,7 +74,7 @@ public func CFErrorGetTypeID() -> CFTypeID { CoreFoundationTypeID.error }
 
 /// Whether two objects are equal (two strings with the same characters, two data objects with the same bytes,
 /// the same key, …).
-public func CFEqual(_ cf1: CFTypeRef?, _ cf2: CFTypeRef?) -> Bool {
+public func CFEqual(_ cf1: CFTypeRef!, _ cf2: CFTypeRef!) -> Bool {
     switch (cf1, cf2) {
     case (nil, nil): return true
     case (let a?, let b?):
@@ -86,7 +87,7 @@ public func CFEqual(_ cf1: CFTypeRef?, _ cf2: CFTypeRef?) -> Bool {
 }
 
 /// A hash code for the object, equal for objects `CFEqual` finds equal.
-public func CFHash(_ cf: CFTypeRef?) -> CFHashCode {
+public func CFHash(_ cf: CFTypeRef!) -> CFHashCode {
     guard let cf else { return 0 }
     if let control = cf as? SecAccessControl { return CFHashCode(bitPattern: control.hashValue) }
     if let object = cf as? NSObject { return CFHashCode(bitPattern: object.hash) }
@@ -94,40 +95,42 @@ public func CFHash(_ cf: CFTypeRef?) -> CFHashCode {
 }
 
 /// A description of the object for developers (never a key's or an item's secret bytes).
-public func CFCopyDescription(_ cf: CFTypeRef?) -> CFString? {
+public func CFCopyDescription(_ cf: CFTypeRef!) -> CFString! {
     guard let cf else { return nil }
     return String(describing: cf) as NSString
 }
 
-/// The value of a boolean object (`kCFBooleanTrue` or `kCFBooleanFalse`).
-public func CFBooleanGetValue(_ boolean: CFBoolean) -> Bool {
-    boolean.boolValue
+/// The value of a boolean object (`kCFBooleanTrue` or `kCFBooleanFalse`); `false` for `nil`.
+public func CFBooleanGetValue(_ boolean: CFBoolean!) -> Bool {
+    boolean?.boolValue ?? false
 }
 
 // MARK: CFError
 
-/// The error's domain, such as `kCFErrorDomainOSStatus` for an `OSStatus`.
-public func CFErrorGetDomain(_ err: CFError) -> CFErrorDomain {
-    err.domain as NSString
+/// The error's domain, such as `kCFErrorDomainOSStatus` for an `OSStatus`; `nil` for no error.
+public func CFErrorGetDomain(_ err: CFError!) -> CFErrorDomain! {
+    err.map { $0.domain as NSString }
 }
 
-/// The error's code: for Keychain Services errors, the `OSStatus`.
-public func CFErrorGetCode(_ err: CFError) -> CFIndex {
-    err.code
+/// The error's code: for Keychain Services errors, the `OSStatus`; 0 for no error.
+public func CFErrorGetCode(_ err: CFError!) -> CFIndex {
+    err?.code ?? 0
 }
 
 /// The error's user-info dictionary (its description and underlying error, when it has them).
-public func CFErrorCopyUserInfo(_ err: CFError) -> CFDictionary? {
-    err.userInfo as NSDictionary
+public func CFErrorCopyUserInfo(_ err: CFError!) -> CFDictionary! {
+    err.map { $0.userInfo as NSDictionary }
 }
 
 /// A description of the error for people to read.
-public func CFErrorCopyDescription(_ err: CFError) -> CFString? {
-    err.localizedDescription as NSString
+public func CFErrorCopyDescription(_ err: CFError!) -> CFString! {
+    err.map { $0.localizedDescription as NSString }
 }
 
-/// A new error in `domain` with `code` and, optionally, a user-info dictionary with string keys.
-public func CFErrorCreate(_ allocator: CFAllocator?, _ domain: CFErrorDomain, _ code: CFIndex, _ userInfo: CFDictionary?) -> CFError? {
+/// A new error in `domain` with `code` and, optionally, a user-info dictionary with string keys; `nil` without a
+/// domain.
+public func CFErrorCreate(_ allocator: CFAllocator!, _ domain: CFErrorDomain!, _ code: CFIndex, _ userInfo: CFDictionary!) -> CFError! {
+    guard let domain else { return nil }
     var info: [String: Any] = [:]
     userInfo?.forEach { key, value in
         if let name = key as? String { info[name] = value }
@@ -137,25 +140,26 @@ public func CFErrorCreate(_ allocator: CFAllocator?, _ domain: CFErrorDomain, _ 
 
 // MARK: CFData
 
-/// The number of bytes in `theData`.
-public func CFDataGetLength(_ theData: CFData) -> CFIndex {
-    theData.length
+/// The number of bytes in `theData` (0 for `nil`).
+public func CFDataGetLength(_ theData: CFData!) -> CFIndex {
+    theData?.length ?? 0
 }
 
 /// The bytes of `theData`, valid while it lives.
-public func CFDataGetBytePtr(_ theData: CFData) -> UnsafePointer<UInt8>? {
-    theData.length == 0 ? nil : theData.bytes.assumingMemoryBound(to: UInt8.self)
+public func CFDataGetBytePtr(_ theData: CFData!) -> UnsafePointer<UInt8>! {
+    guard let theData, theData.length > 0 else { return nil }
+    return theData.bytes.assumingMemoryBound(to: UInt8.self)
 }
 
 /// Copies the bytes of `range` out of `theData` into `buffer`, which must hold `range.length` bytes. A range
-/// that is not inside the data copies nothing (Apple's traps).
-public func CFDataGetBytes(_ theData: CFData, _ range: CFRange, _ buffer: UnsafeMutablePointer<UInt8>) {
-    guard range.location >= 0, range.length > 0, range.location <= theData.length - range.length else { return }
+/// that is not inside the data, or no data or buffer, copies nothing (Apple's traps).
+public func CFDataGetBytes(_ theData: CFData!, _ range: CFRange, _ buffer: UnsafeMutablePointer<UInt8>!) {
+    guard let theData, let buffer, range.location >= 0, range.length > 0, range.location <= theData.length - range.length else { return }
     theData.getBytes(buffer, range: NSRange(location: range.location, length: range.length))
 }
 
 /// A data object holding a copy of `length` bytes at `bytes`.
-public func CFDataCreate(_ allocator: CFAllocator?, _ bytes: UnsafePointer<UInt8>?, _ length: CFIndex) -> CFData? {
+public func CFDataCreate(_ allocator: CFAllocator!, _ bytes: UnsafePointer<UInt8>!, _ length: CFIndex) -> CFData! {
     guard length >= 0 else { return nil }
     guard let bytes, length > 0 else { return NSData() }
     return NSData(bytes: bytes, length: length)
@@ -163,37 +167,37 @@ public func CFDataCreate(_ allocator: CFAllocator?, _ bytes: UnsafePointer<UInt8
 
 // MARK: CFDictionary and CFArray
 
-/// The number of entries in `theDict`.
-public func CFDictionaryGetCount(_ theDict: CFDictionary) -> CFIndex {
-    theDict.count
+/// The number of entries in `theDict` (0 for `nil`).
+public func CFDictionaryGetCount(_ theDict: CFDictionary!) -> CFIndex {
+    theDict?.count ?? 0
 }
 
 /// The value stored under `key` (a pointer to a key object, as `Unmanaged.passUnretained(kSecValueData).toOpaque()`
 /// gives it), or `nil`. As on Apple's platforms the value is not retained for the caller: it stays valid while
 /// the dictionary lives and holds it (`Unmanaged<AnyObject>.fromOpaque(value).takeUnretainedValue()`).
-public func CFDictionaryGetValue(_ theDict: CFDictionary, _ key: UnsafeRawPointer?) -> UnsafeRawPointer? {
-    guard let key else { return nil }
+public func CFDictionaryGetValue(_ theDict: CFDictionary!, _ key: UnsafeRawPointer!) -> UnsafeRawPointer! {
+    guard let theDict, let key else { return nil }
     let name = Unmanaged<AnyObject>.fromOpaque(key).takeUnretainedValue()
     guard let value = theDict.object(forKey: name) else { return nil }
     return BorrowedObjects.shared.pointer(to: value, in: theDict, slot: BorrowedObjects.slot(name))
 }
 
 /// Whether `theDict` has an entry for `key` (a pointer to a key object, as for `CFDictionaryGetValue`).
-public func CFDictionaryContainsKey(_ theDict: CFDictionary, _ key: UnsafeRawPointer?) -> Bool {
-    guard let key else { return false }
+public func CFDictionaryContainsKey(_ theDict: CFDictionary!, _ key: UnsafeRawPointer!) -> Bool {
+    guard let theDict, let key else { return false }
     return theDict.object(forKey: Unmanaged<AnyObject>.fromOpaque(key).takeUnretainedValue()) != nil
 }
 
-/// The number of values in `theArray`.
-public func CFArrayGetCount(_ theArray: CFArray) -> CFIndex {
-    theArray.count
+/// The number of values in `theArray` (0 for `nil`).
+public func CFArrayGetCount(_ theArray: CFArray!) -> CFIndex {
+    theArray?.count ?? 0
 }
 
 /// The value at `idx`, not retained for the caller: it stays valid while the array lives
 /// (`Unmanaged<AnyObject>.fromOpaque(value).takeUnretainedValue()`). `nil` for an index outside the array
-/// (Apple's traps).
-public func CFArrayGetValueAtIndex(_ theArray: CFArray, _ idx: CFIndex) -> UnsafeRawPointer? {
-    guard idx >= 0, idx < theArray.count else { return nil }
+/// (Apple's traps), or for no array.
+public func CFArrayGetValueAtIndex(_ theArray: CFArray!, _ idx: CFIndex) -> UnsafeRawPointer! {
+    guard let theArray, idx >= 0, idx < theArray.count else { return nil }
     return BorrowedObjects.shared.pointer(to: theArray.object(at: idx), in: theArray, slot: AnyHashable(idx))
 }
 

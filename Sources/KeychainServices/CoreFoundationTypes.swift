@@ -64,8 +64,9 @@ public func CFRangeMake(_ loc: CFIndex, _ len: CFIndex) -> CFRange {
 public final class CFAllocator: @unchecked Sendable {
     init() {}
 }
-/// The default allocator (`nil`: the one every function uses).
-public let kCFAllocatorDefault: CFAllocator? = nil
+/// The default allocator, the one every function uses (an object, as on Apple's platforms, so that
+/// `let allocator: CFAllocator = kCFAllocatorDefault` holds one).
+public let kCFAllocatorDefault: CFAllocator! = CFAllocator()
 
 /// The boolean `true` object.
 public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)

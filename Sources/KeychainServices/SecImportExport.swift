@@ -82,7 +82,7 @@ public struct SecItemImportExportKeyParameters {
     /// The prompt of a passphrase dialog (not used: there is none).
     public var alertPrompt: Unmanaged<CFString>?
     /// The access of imported keys (`SecAccess` on macOS; not used).
-    public var accessRef: Unmanaged<CFTypeRef>?
+    public var accessRef: Unmanaged<SecAccess>?
     /// The usage of imported keys (not used by export).
     public var keyUsage: Unmanaged<CFArray>?
     /// The attributes of imported keys (not used by export).
@@ -96,7 +96,7 @@ public struct SecItemImportExportKeyParameters {
     /// Parameters with every field given, as Swift imports Apple's C structure.
     public init(
         version: UInt32, flags: SecKeyImportExportFlags, passphrase: Unmanaged<CFTypeRef>?, alertTitle: Unmanaged<CFString>?,
-        alertPrompt: Unmanaged<CFString>?, accessRef: Unmanaged<CFTypeRef>?, keyUsage: Unmanaged<CFArray>?,
+        alertPrompt: Unmanaged<CFString>?, accessRef: Unmanaged<SecAccess>?, keyUsage: Unmanaged<CFArray>?,
         keyAttributes: Unmanaged<CFArray>?
     ) {
         self.version = version

@@ -6,8 +6,14 @@ import Foundation
 /// A random number generator (`SecRandomRef`); there is one, the system's.
 public typealias SecRandomRef = OpaquePointer
 
-/// The default random number generator: the kernel's CSPRNG.
-nonisolated(unsafe) public let kSecRandomDefault: SecRandomRef? = nil
+/// The default random number generator: the kernel's CSPRNG. A pointer that is never read, as Apple's is a value
+/// to pass and nothing more (non-optional, as Apple declares it).
+nonisolated(unsafe) public let kSecRandomDefault: SecRandomRef = OpaquePointer(Unmanaged.passUnretained(DefaultRandomSource.shared).toOpaque())
+
+/// What `kSecRandomDefault` points at: an object alive for the whole process, so the pointer is never dangling.
+final class DefaultRandomSource: Sendable {
+    static let shared = DefaultRandomSource()
+}
 
 /// Fills `bytes` with `count` cryptographically secure random bytes from the kernel (Swift's
 /// `SystemRandomNumberGenerator`, which reads `getrandom(2)`). Returns `errSecSuccess`, or `errSecParam` for a
