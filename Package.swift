@@ -464,6 +464,7 @@ let package = Package(
         .testTarget(
             name: "KeychainServicesSnippetTests",
             dependencies: ["KeychainTestSupport", "KeychainServices", .target(name: "LocalAuthentication", condition: .when(platforms: [.linux])), "KeychainCore", "KeychainClient", "keychaind"],
+            exclude: ["INDEX.md"],
             swiftSettings: strictSwift
         ),
         // The declaration checks' generator and the build plugin that runs it (for KeychainServicesConformanceTests).

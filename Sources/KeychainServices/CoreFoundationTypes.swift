@@ -68,6 +68,17 @@ public final class CFAllocator: @unchecked Sendable {
 /// `let allocator: CFAllocator = kCFAllocatorDefault` holds one).
 public let kCFAllocatorDefault: CFAllocator! = CFAllocator()
 
+/// A string object hashes and compares as the `String` it holds when put in an `AnyHashable`, as on Apple's
+/// platforms: so `attributes[kSecAttrAccount]`, on a `[AnyHashable: Any]` result whose keys are Swift strings, finds
+/// the account (swift-corelibs-foundation leaves `NSString` out of `AnyHashable`'s bridging, and the lookup would
+/// quietly find nothing).
+extension NSString: @retroactive _HasCustomAnyHashableRepresentation {
+    /// The `String` this object holds, as an `AnyHashable`.
+    public func _toCustomAnyHashable() -> AnyHashable? {
+        AnyHashable(String._unconditionallyBridgeFromObjectiveC(self))
+    }
+}
+
 /// The boolean `true` object.
 public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
 /// The boolean `false` object.

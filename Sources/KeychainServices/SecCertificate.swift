@@ -40,6 +40,18 @@ public func SecCertificateCopyKey(_ certificate: SecCertificate) -> SecKey? {
     certificate.data.publicKey.map { SecKey($0) }
 }
 
+/// The certificate's public key: iOS's older name of `SecCertificateCopyKey` (Apple deprecated it in iOS 12).
+public func SecCertificateCopyPublicKey(_ certificate: SecCertificate) -> SecKey? {
+    SecCertificateCopyKey(certificate)
+}
+
+/// The certificate's public key, in macOS's older form: `errSecUnsupportedFormat` (-25256) and no key for a key of
+/// another kind than EC P-256/P-384/P-521 or RSA.
+public func SecCertificateCopyPublicKey(_ certificate: SecCertificate, _ key: UnsafeMutablePointer<SecKey?>) -> OSStatus {
+    key.pointee = SecCertificateCopyKey(certificate)
+    return key.pointee == nil ? errSecUnsupportedFormat : errSecSuccess
+}
+
 /// The subject's common name (the last one when there are several).
 public func SecCertificateCopyCommonName(_ certificate: SecCertificate, _ commonName: UnsafeMutablePointer<CFString?>) -> OSStatus {
     commonName.pointee = certificate.data.commonNames.last.map(NSString.init(string:))

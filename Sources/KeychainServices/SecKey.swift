@@ -249,6 +249,21 @@ nonisolated(unsafe) public let kSecKeyKeyExchangeParameterRequestedSize: CFStrin
 /// The shared info a key exchange with a KDF mixes in (`SecKeyCopyKeyExchangeResult`).
 nonisolated(unsafe) public let kSecKeyKeyExchangeParameterSharedInfo: CFString = "sharedInfo"
 
+/// The keys of `SecKeyCopyKeyExchangeResult`'s parameters, as Swift on Apple's platforms names them:
+/// `[SecKeyKeyExchangeParameter.requestedSize.rawValue: 32]`.
+public struct SecKeyKeyExchangeParameter: RawRepresentable, Hashable, @unchecked Sendable {
+    /// The key, such as `kSecKeyKeyExchangeParameterRequestedSize`.
+    public let rawValue: CFString
+
+    /// A parameter from its key.
+    public init(rawValue: CFString) { self.rawValue = rawValue }
+
+    /// The number of bytes a key exchange with a KDF returns (`kSecKeyKeyExchangeParameterRequestedSize`).
+    public static let requestedSize = SecKeyKeyExchangeParameter(rawValue: kSecKeyKeyExchangeParameterRequestedSize)
+    /// The shared info a key exchange with a KDF mixes in (`kSecKeyKeyExchangeParameterSharedInfo`).
+    public static let sharedInfo = SecKeyKeyExchangeParameter(rawValue: kSecKeyKeyExchangeParameterSharedInfo)
+}
+
 /// The type identifier of keys, to compare with `CFGetTypeID` of an object a call returned
 /// (`CFGetTypeID(item) == SecKeyGetTypeID()` before `item as! SecKey`).
 public func SecKeyGetTypeID() -> CFTypeID { CoreFoundationTypeID.secKey }

@@ -113,6 +113,11 @@ enum SecKeyBackend {
         if case .data(let bytes)? = attributes["accc"], let control = AccessControl(encoded: bytes) {
             attributes["accc"] = .accessControl(control)
         }
+        // A key's own dictionary gives its class and type as Apple's string constants (`kSecAttrKeyClassPrivate`,
+        // `kSecAttrKeyTypeECSECPrimeRandom`), as Apple's does; only a stored item's attributes have them as numbers.
+        for name in ["kcls", "type"] {
+            if case .int(let value)? = attributes[name] { attributes[name] = .string(String(value)) }
+        }
         return SecItemBackend.object(.dictionary(attributes)) as? NSDictionary
     }
 

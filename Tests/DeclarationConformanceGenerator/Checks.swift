@@ -93,7 +93,9 @@ struct CheckWriter {
         let function =
             "@available(*, deprecated, message: \"compile-time checks only\")\nfunc \(name)(\(parameters.joined(separator: ", ")))\(effects) {\n"
             + body.map { "    " + $0 + "\n" }.joined() + "}\n"
-        return comment + "\n" + function
+        guard row.source.hasPrefix("not in Apple's SDK") else { return comment + "\n" + function }
+        // Ours only: where KeychainServices is Apple's Security framework, the symbol is not there.
+        return comment + "\n#if !(canImport(Security) && !KEYCHAIN_FORCE_BUILD_API)\n" + function + "#endif\n"
     }
 
     /// `check_LAContext_setCredential_type` for `LAContext.setCredential(_:type:)`; an operator's characters are

@@ -17,7 +17,8 @@ enum Mode: String, CaseIterable, Sendable, CustomStringConvertible {
 /// of the access groups `com.example.app` (the default group of new items) and `com.example.shared`.
 ///
 /// Through keychaind, the test process is registered for every group and claims those two per call, so keychaind
-/// decides as it does for an app of those groups.
+/// decides as it does for an app of those groups. With a passcode, the keychain has one and is unlocked (items
+/// `kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly` need one).
 final class SnippetKeychain: @unchecked Sendable {
     static let groups = ["com.example.app", "com.example.shared"]
 
@@ -25,9 +26,10 @@ final class SnippetKeychain: @unchecked Sendable {
     private let engine: KeychainEngine
     private let daemon: KeychaindProcess?
 
-    init(_ mode: Mode) throws {
+    init(_ mode: Mode, passcode: String? = nil) throws {
         home = FileManager.default.temporaryDirectory.appendingPathComponent("snippet-\(UUID().uuidString)").path
         engine = try KeychainEngine(location: KeychainLocation(home: home))
+        if let passcode { try engine.changePasscode(from: nil, to: passcode) }
         switch mode {
         case .inProcess:
             daemon = nil
@@ -40,7 +42,10 @@ final class SnippetKeychain: @unchecked Sendable {
             var environment = ProcessInfo.processInfo.environment
             environment["KEYCHAIN_HOME"] = home
             environment["KEYCHAIN_ENTITLEMENTS"] = nil
-            daemon = try KeychaindProcess(socketPath: home + "/keychaind.sock", environment: environment)
+            let started = try KeychaindProcess(socketPath: home + "/keychaind.sock", environment: environment)
+            daemon = started
+            // keychaind starts locked, as after a reboot, until the passcode is given.
+            if let passcode { try DaemonKeychain(client: DaemonClient(socketPath: started.socketPath), claim: Self.groups).unlock(passcode: passcode) }
         }
     }
 

@@ -103,7 +103,7 @@ final class PKCS11ItemTests {
             let privateKey = try #require(key)
             let attributes = try #require(SecKeyCopyAttributes(privateKey) as? [String: Any])
             #expect(attributes[kSecAttrTokenID as String] as? String == tokenID)
-            #expect(attributes[kSecAttrKeyClass as String] as? Int == 1)
+            #expect(attributes[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate as String)
             // Its public key is the token's.
             #expect(try external(try #require(SecKeyCopyPublicKey(privateKey))) == fixture.rsaPublicKeyPKCS1)
         }

@@ -315,8 +315,9 @@ struct KeyTestError: Error, CustomStringConvertible {
                 ])
             let privateBytes = try external(key)
             let attributes = try #require(SecKeyCopyAttributes(key) as? [String: Any])
-            #expect(attributes[kSecAttrKeyClass as String] as? Int == 1)
-            #expect(attributes[kSecAttrKeyType as String] as? Int == 73)
+            // Apple's string constants here; a stored item's attributes have them as numbers.
+            #expect(attributes[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate as String)
+            #expect(attributes[kSecAttrKeyType as String] as? String == kSecAttrKeyTypeECSECPrimeRandom as String)
             #expect(attributes[kSecAttrKeySizeInBits as String] as? Int == 256)
             #expect(attributes[kSecAttrApplicationTag as String] as? Data == tag)
             let label = try #require(attributes[kSecAttrApplicationLabel as String] as? Data)

@@ -85,7 +85,7 @@ func tokenKey(_ tag: String) -> SecKey? {
             #expect(cfError(error) == -4)
             let attributes = try #require(SecKeyCopyAttributes(key) as? [String: Any])
             #expect(attributes[kSecAttrTokenID as String] as? String == "com.apple.setoken")
-            #expect(attributes[kSecAttrKeyClass as String] as? Int == 1)
+            #expect(attributes[kSecAttrKeyClass as String] as? String == kSecAttrKeyClassPrivate as String)
             #expect(attributes[kSecValueData as String] == nil)
             let publicKey = try #require(SecKeyCopyPublicKey(key))
             #expect(try external(publicKey).count == 65)
