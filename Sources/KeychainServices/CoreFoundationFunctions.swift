@@ -79,8 +79,8 @@ public func CFEqual(_ cf1: CFTypeRef!, _ cf2: CFTypeRef!) -> Bool {
     case (nil, nil): return true
     case (let a?, let b?):
         if a === b { return true }
-        if let a = a as? SecAccessControl, let b = b as? SecAccessControl { return a == b }
-        if let a = a as? NSObject, let b = b as? NSObject { return a.isEqual(b) }
+        // The Security objects compare as Hashable says, Foundation's as isEqual(_:) does.
+        if let a = a as? any Hashable, let b = b as? any Hashable { return AnyHashable(a) == AnyHashable(b) }
         return false
     default: return false
     }
@@ -89,8 +89,7 @@ public func CFEqual(_ cf1: CFTypeRef!, _ cf2: CFTypeRef!) -> Bool {
 /// A hash code for the object, equal for objects `CFEqual` finds equal.
 public func CFHash(_ cf: CFTypeRef!) -> CFHashCode {
     guard let cf else { return 0 }
-    if let control = cf as? SecAccessControl { return CFHashCode(bitPattern: control.hashValue) }
-    if let object = cf as? NSObject { return CFHashCode(bitPattern: object.hash) }
+    if let value = cf as? any Hashable { return CFHashCode(bitPattern: AnyHashable(value).hashValue) }
     return CFHashCode(bitPattern: ObjectIdentifier(cf).hashValue)
 }
 

@@ -17,6 +17,19 @@ public final class SecCertificate: @unchecked Sendable, CustomStringConvertible 
     public var description: String { "<cert(\(data.subjectSummary ?? "?"))>" }
 }
 
+/// Certificates compare as CoreFoundation compares them (`CFEqual`): equal when their DER encodings are.
+extension SecCertificate: Hashable {
+    /// Whether both are the same certificate (the same DER bytes).
+    public static func == (left: SecCertificate, right: SecCertificate) -> Bool {
+        left === right || left.data.der == right.data.der
+    }
+
+    /// Hashes the DER encoding.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(data.der)
+    }
+}
+
 /// The type identifier of certificates, to compare with `CFGetTypeID` of an object a call returned.
 public func SecCertificateGetTypeID() -> CFTypeID { CoreFoundationTypeID.secCertificate }
 

@@ -21,6 +21,19 @@ public final class SecIdentity: @unchecked Sendable, CustomStringConvertible {
     public var description: String { "<SecIdentity \(certificate.description)>" }
 }
 
+/// Identities compare as CoreFoundation compares them (`CFEqual`): equal when certificate and key are.
+extension SecIdentity: Hashable {
+    /// Whether both pair the same certificate with the same key.
+    public static func == (left: SecIdentity, right: SecIdentity) -> Bool {
+        left === right || (left.certificate == right.certificate && left.privateKey == right.privateKey)
+    }
+
+    /// Hashes the certificate.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(certificate)
+    }
+}
+
 /// The type identifier of identities, to compare with `CFGetTypeID` of an object a call returned.
 public func SecIdentityGetTypeID() -> CFTypeID { CoreFoundationTypeID.secIdentity }
 

@@ -40,6 +40,22 @@ public final class SecKey: @unchecked Sendable, CustomStringConvertible {
 }
 
 /// An algorithm for a key operation (`SecKeyAlgorithm`): its raw value is Apple's identifier string.
+/// Keys compare as CoreFoundation compares them (`CFEqual`): equal when they are the same key, of the same class.
+extension SecKey: Hashable {
+    /// Whether both are the same key.
+    public static func == (left: SecKey, right: SecKey) -> Bool {
+        left === right || (left.material == right.material && left.tokenReference == right.tokenReference)
+    }
+
+    /// Hashes the key's public part and reference: equal keys hash alike.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(material.type)
+        hasher.combine(material.keyClass)
+        hasher.combine(material.sizeInBits)
+        hasher.combine(tokenReference)
+    }
+}
+
 public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     /// Apple's identifier, such as `"algid:sign:ECDSA:message-X962:SHA256"`.
     public let rawValue: CFString

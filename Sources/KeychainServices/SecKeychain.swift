@@ -24,6 +24,15 @@ public final class SecAccess: @unchecked Sendable {
     private init() {}
 }
 
+/// Keychains compare as CoreFoundation compares them (`CFEqual`): equal when they name the same keychain.
+extension SecKeychain: Hashable {
+    /// Whether both name the same keychain.
+    public static func == (left: SecKeychain, right: SecKeychain) -> Bool { left.name == right.name }
+
+    /// Hashes the keychain's name.
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}
+
 /// A keychain's status bits (`SecKeychainGetStatus`).
 public typealias SecKeychainStatus = UInt32
 /// The keychain is unlocked.

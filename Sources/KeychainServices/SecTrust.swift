@@ -46,6 +46,30 @@ public final class SecTrust: @unchecked Sendable {
     }
 }
 
+/// Policies compare as CoreFoundation compares them (`CFEqual`): equal when they check the same things.
+extension SecPolicy: Hashable {
+    /// Whether both are the same policy, for the same server name and revocation options.
+    public static func == (left: SecPolicy, right: SecPolicy) -> Bool {
+        left === right || (left.identifier == right.identifier && left.hostname == right.hostname && left.revocation == right.revocation)
+    }
+
+    /// Hashes what the policy checks.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(identifier)
+        hasher.combine(hostname)
+        hasher.combine(revocation)
+    }
+}
+
+/// A trust object is equal only to itself: it is an evaluation under way, whose settings change.
+extension SecTrust: Hashable {
+    /// Whether both are the same object.
+    public static func == (left: SecTrust, right: SecTrust) -> Bool { left === right }
+
+    /// Hashes the object's identity.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
 /// The type identifier of policies, to compare with `CFGetTypeID` of an object a call returned.
 public func SecPolicyGetTypeID() -> CFTypeID { CoreFoundationTypeID.secPolicy }
 
