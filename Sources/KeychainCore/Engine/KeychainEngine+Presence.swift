@@ -41,7 +41,7 @@ extension KeychainEngine {
     }
 
     /// The access control stored with an item, if any.
-    static func accessControl(_ attributes: [String: AttributeValue]) -> AccessControl? {
+    package static func accessControl(_ attributes: [String: AttributeValue]) -> AccessControl? {
         guard case .data(let bytes)? = attributes["accc"] else { return nil }
         return AccessControl(encoded: bytes)
     }

@@ -107,7 +107,7 @@ package struct SSHKeyStore: Sendable {
             else { return nil }
             return SSHAgentKey(
                 source: .token(item.persistentRef), publicKey: publicKey, comment: item.attributes["labl"]?.stringValue ?? "",
-                constraints: SSHKeyConstraints(), accessControl: Self.accessControl(item), reference: item.persistentRef)
+                constraints: SSHKeyConstraints(), accessControl: KeychainEngine.accessControl(item.attributes), reference: item.persistentRef)
         }
     }
 
@@ -129,12 +129,7 @@ package struct SSHKeyStore: Sendable {
         else { return nil }
         return SSHAgentKey(
             source: .stored, publicKey: publicKey, comment: item.attributes["labl"]?.stringValue ?? "", constraints: constraints,
-            accessControl: accessControl(item), reference: item.persistentRef)
-    }
-
-    private static func accessControl(_ item: FoundItem) -> AccessControl? {
-        guard case .data(let bytes)? = item.attributes["accc"] else { return nil }
-        return AccessControl(encoded: bytes)
+            accessControl: KeychainEngine.accessControl(item.attributes), reference: item.persistentRef)
     }
 
     /// The item attributes and secret that keep `key` with `comment` and `constraints`: what the agent adds, and
