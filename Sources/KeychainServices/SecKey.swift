@@ -39,7 +39,6 @@ public final class SecKey: @unchecked Sendable, CustomStringConvertible {
     }
 }
 
-/// An algorithm for a key operation (`SecKeyAlgorithm`): its raw value is Apple's identifier string.
 /// Keys compare as CoreFoundation compares them (`CFEqual`): equal when they are the same key, of the same class.
 extension SecKey: Hashable {
     /// Whether both are the same key.
@@ -47,7 +46,7 @@ extension SecKey: Hashable {
         left === right || (left.material == right.material && left.tokenReference == right.tokenReference)
     }
 
-    /// Hashes the key's public part and reference: equal keys hash alike.
+    /// Hashes the key's type, class and size and its token reference: equal keys hash alike.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(material.type)
         hasher.combine(material.keyClass)
@@ -56,6 +55,7 @@ extension SecKey: Hashable {
     }
 }
 
+/// An algorithm for a key operation (`SecKeyAlgorithm`): its raw value is Apple's identifier string.
 public struct SecKeyAlgorithm: RawRepresentable, Hashable, @unchecked Sendable {
     /// Apple's identifier, such as `"algid:sign:ECDSA:message-X962:SHA256"`.
     public let rawValue: CFString
