@@ -201,7 +201,8 @@ func blueRSAPublicKey(extractingFrom data: Data) throws -> SecKey {
             var ref: CFTypeRef?
             #expect(SecItemCopyMatching(privateQuery as CFDictionary, &ref) == errSecSuccess)
             #expect(CFGetTypeID(ref) == SecKeyGetTypeID())
-            let stored = ref as! SecKey
+            // Apple's documentation casts with as! after this check; a conditional cast keeps a failure a test failure.
+            let stored = try #require(ref as? SecKey)
             #expect(SecKeyCopyExternalRepresentation(stored, nil) as Data? == SecKeyCopyExternalRepresentation(privateKey, nil) as Data?)
             #expect(SecItemDelete([kSecClass as String: kSecClassKey] as CFDictionary) == errSecSuccess)
             #expect(SecItemCopyMatching(all as CFDictionary, nil) == errSecItemNotFound)
@@ -222,7 +223,8 @@ func blueRSAPublicKey(extractingFrom data: Data) throws -> SecKey {
             let reimportedPrivate = try blueRSACreateKey(from: privateDER, type: .privateType)
             let message = Data("reimported".utf8)
             #expect(try blueRSAVerify(message, with: publicKey, signature: blueRSASigned(message, with: reimportedPrivate)))
-            #expect(throws: BlueRSALikeError.self) { try blueRSACreateKey(from: Data("not a key".utf8), type: .publicType) }
+            let notAKey = #expect(throws: BlueRSALikeError.self) { try blueRSACreateKey(from: Data("not a key".utf8), type: .publicType) }
+            #expect(notAKey?.reason == "Couldn't create key reference from key data")
         }
     }
 
@@ -237,7 +239,8 @@ func blueRSAPublicKey(extractingFrom data: Data) throws -> SecKey {
             #expect(ciphertext != plaintext)
             #expect(try blueRSADecrypted(ciphertext, with: privateKey) == plaintext)
             let (otherPrivate, _) = try blueRSAMakeKeyPair(bits: 2048)
-            #expect(throws: BlueRSALikeError.self) { try blueRSADecrypted(ciphertext, with: otherPrivate) }
+            let wrongKey = #expect(throws: BlueRSALikeError.self) { try blueRSADecrypted(ciphertext, with: otherPrivate) }
+            #expect(wrongKey?.underlying.map { CFErrorGetCode($0) } == Int(errSecParam))
         }
     }
 
@@ -271,7 +274,8 @@ func blueRSAPublicKey(extractingFrom data: Data) throws -> SecKey {
             let key = try blueRSAPublicKey(extractingFrom: der)
             #expect(SecKeyCopyExternalRepresentation(key, nil) as Data? == expected)
             #expect(SecKeyGetBlockSize(key) == 256)
-            #expect(throws: BlueRSALikeError.self) { try blueRSAPublicKey(extractingFrom: Data("garbage".utf8)) }
+            let notACertificate = #expect(throws: BlueRSALikeError.self) { try blueRSAPublicKey(extractingFrom: Data("garbage".utf8)) }
+            #expect(notACertificate?.reason == "Unable to create certificate from certificate data.")
         }
     }
 }

@@ -63,7 +63,8 @@ extension CFError {
     var keychainAccessNSError: NSError {
         let domain = CFErrorGetDomain(self) as String
         let code = CFErrorGetCode(self)
-        let userInfo = CFErrorCopyUserInfo(self) as! [String: Any]
+        // KeychainAccess force-casts; a missing dictionary is an empty one here, so a test cannot crash the run.
+        let userInfo = CFErrorCopyUserInfo(self) as? [String: Any] ?? [:]
         return NSError(domain: domain, code: code, userInfo: userInfo)
     }
 }
