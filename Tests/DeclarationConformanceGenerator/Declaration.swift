@@ -62,7 +62,7 @@ extension DeclarationShape {
     /// modifiers (`final`, `open`, `override`, `convenience`) and default values are dropped.
     static func parse(_ declaration: String) throws -> DeclarationShape {
         var words = Substring(declaration.trimmingCharacters(in: .whitespaces))
-        let modifiers = ["final ", "open ", "public ", "override ", "convenience ", "required ", "nonisolated(unsafe) ", "nonisolated ", "mutating ", "optional ", "class func "]
+        let modifiers = ["final ", "open ", "public ", "override ", "convenience ", "required ", "nonisolated(unsafe) ", "nonisolated ", "mutating ", "optional "]
         var isStatic = false
         while true {
             if words.hasPrefix("@") {
@@ -82,7 +82,7 @@ extension DeclarationShape {
                 words = words.dropFirst("class ".count)
                 continue
             }
-            if let modifier = modifiers.first(where: { words.hasPrefix($0) && $0 != "class func " }) {
+            if let modifier = modifiers.first(where: { words.hasPrefix($0) }) {
                 words = words.dropFirst(modifier.count)
                 continue
             }
