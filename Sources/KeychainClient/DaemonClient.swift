@@ -20,8 +20,10 @@ package final class DaemonClient: Sendable {
     /// Idle connections, each with the time (monotonic nanoseconds) it was last used and the process that made it.
     private let idle = Mutex<[(fd: Int32, since: UInt64, owner: pid_t)]>([])
     private let nextID = Atomic<UInt32>(1)
-    /// Idle connections kept for reuse; more are closed after their call.
-    private let maximumIdle = 16
+    /// Idle connections kept for reuse; more are closed after their call. As many as the threads of a busy program
+    /// call at once: a connection closed after its call costs keychaind a thread and a new identification on the
+    /// next (a quarter of its time per add with 32 threads adding and 16 kept). keychaind allows 256 per user.
+    private let maximumIdle = 64
 
     /// How to start keychaind when nothing listens at the socket (the per-user keychaind a client starts on
     /// demand); nil: never start one.

@@ -270,7 +270,8 @@ package struct RequestDispatcher: Sendable {
             home: engine.location.home, lockState: engine.lockState,
             daemon: .init(
                 pid: getpid(), caller: session.identity.description, isAdminTool: session.isAdminTool,
-                accessGroups: groups, transactions: statistics.transactions, writes: statistics.writes))
+                accessGroups: groups, transactions: statistics.transactions, writes: statistics.writes,
+                writerNanoseconds: Int(statistics.serialTime.components.seconds * 1_000_000_000 + statistics.serialTime.components.attoseconds / 1_000_000_000)))
     }
 }
 

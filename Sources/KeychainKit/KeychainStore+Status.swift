@@ -28,6 +28,10 @@ extension KeychainStore {
             /// together (group commit), so under concurrent writers `writes / commits` is the writes each fsync
             /// made durable.
             public let writes: Int
+            /// How long keychaind's writer was busy committing those writes, during which no other write could
+            /// commit: the write path's serial time. Divided by ``writes``, it is what each write holds the others
+            /// back (the fsync shared by a commit's writes included).
+            public let writerTime: Duration
         }
 
         init(_ status: ServiceStatus) {
@@ -36,7 +40,7 @@ extension KeychainStore {
             daemon = status.daemon.map {
                 Daemon(
                     pid: $0.pid, caller: $0.caller, isAdminTool: $0.isAdminTool, accessGroups: $0.accessGroups,
-                    commits: $0.transactions, writes: $0.writes)
+                    commits: $0.transactions, writes: $0.writes, writerTime: .nanoseconds($0.writerNanoseconds))
             }
         }
     }

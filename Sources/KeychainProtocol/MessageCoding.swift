@@ -155,6 +155,7 @@ extension KeychainResponse {
                 w.optional(d.accessGroups) { $0.strings($1) }
                 w.int(d.transactions)
                 w.int(d.writes)
+                w.int(d.writerNanoseconds)
             }
         case .backup(let data, let summary):
             w.u8(7)
@@ -230,7 +231,7 @@ extension KeychainResponse {
                 ServiceStatus.DaemonDetails(
                     pid: Int32(bitPattern: try r.u32()), caller: try r.string(), isAdminTool: try r.bool(),
                     accessGroups: try r.optional { (r) throws(KeychainError) in try r.strings() },
-                    transactions: try count(&r), writes: try count(&r))
+                    transactions: try count(&r), writes: try count(&r), writerNanoseconds: try count(&r))
             }
             return .status(ServiceStatus(home: home, lockState: lockState, daemon: daemon))
         case 7:

@@ -241,6 +241,18 @@ package enum SecItemBackend {
         return Dictionary(uniqueKeysWithValues: codes.map { ($0, NSString(string: $0)) })
     }()
 
+    /// Immutable number objects every result shares (Apple's are tagged pointers or shared too): the booleans,
+    /// and the small integers attributes mostly hold (classes, protection flags, sync and tombstone markers).
+    enum SharedObjects {
+        static let yes = NSNumber(value: true)
+        static let no = NSNumber(value: false)
+        static let smallIntegers: [NSNumber] = (0...255).map { NSNumber(value: Int64($0)) }
+
+        static func number(_ i: Int64) -> NSNumber {
+            (0...255).contains(i) ? smallIntegers[Int(i)] : NSNumber(value: i)
+        }
+    }
+
     /// The CoreFoundation object Apple's API returns for a value.
     package static func object(_ value: PlistValue) -> AnyObject {
         object(value, context: { nil })
@@ -251,11 +263,14 @@ package enum SecItemBackend {
         switch value {
         case .string(let s): return NSString(string: s)
         case .data(let d): return NSData(data: d)
-        case .bool(let b): return NSNumber(value: b)
-        case .int(let i): return NSNumber(value: i)
+        case .bool(let b): return b ? SharedObjects.yes : SharedObjects.no
+        case .int(let i): return SharedObjects.number(i)
         case .double(let d): return NSNumber(value: d)
         case .date(let d): return NSDate(timeIntervalSinceReferenceDate: d.timeIntervalSinceReferenceDate)
-        case .array(let items): return NSArray(array: items.map { object($0, context: context) })
+        case .array(let items):
+            // From a buffer: `NSArray(array:)` would cast every element on its way in.
+            let objects = items.map { object($0, context: context) }
+            return objects.withUnsafeBufferPointer { NSArray(objects: $0.baseAddress, count: $0.count) }
         case .dictionary(let dict):
             if dict.count == 1, case .dictionary(let fields)? = dict[SecItemDictionaries.keyReferenceMarker],
                 let key = SecKeyBackend.key(fromReference: fields, context: context())
@@ -272,10 +287,11 @@ package enum SecItemBackend {
             {
                 return SecCertificate(certificate)
             }
-            // Built from two arrays: assigning key by key goes through AnyHashable and dynamic casts for every
-            // entry, which dominated "return attributes" queries. Keys are the schema's few codes, made into
-            // NSStrings once (see `keyObject`).
-            var keys: [NSString] = []
+            // Built from two buffers by Foundation's designated initializer: assigning key by key goes through
+            // AnyHashable and dynamic casts for every entry, and the array-taking initializer casts every value
+            // again on its way in; together they dominated "return attributes" queries. Keys are the schema's few
+            // codes, made into NSStrings once (see `keyObject`).
+            var keys: [NSObject] = []
             var values: [AnyObject] = []
             keys.reserveCapacity(dict.count)
             values.reserveCapacity(dict.count)
@@ -283,7 +299,11 @@ package enum SecItemBackend {
                 keys.append(keyObject(k))
                 values.append(object(v, context: context))
             }
-            return NSMutableDictionary(objects: values, forKeys: keys)
+            return values.withUnsafeBufferPointer { values in
+                keys.withUnsafeBufferPointer { keys in
+                    NSMutableDictionary(objects: values.baseAddress, forKeys: keys.baseAddress, count: keys.count)
+                }
+            }
         case .unsupported(let name): return NSString(string: name)
         case .accessControl(let control): return SecAccessControl(control)
         case .authenticationContext: return NSString(string: "LAContext")

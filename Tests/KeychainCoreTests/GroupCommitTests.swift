@@ -113,6 +113,7 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
         let stats = writer.statistics
         #expect(stats.writes == 16)
         #expect(stats.transactions == 2, "the 16 writes that queued behind the first shared one commit")
+        #expect(stats.serialTime >= .milliseconds(300), "the writer's serial time holds the first commit, which held the writer 0.3 s")
         #expect(try pool.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM t") } == 16)
     }
 }

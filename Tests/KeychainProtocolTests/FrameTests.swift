@@ -217,7 +217,7 @@ import Testing
             #expect(back == request, "request \(index)")
             #expect(decoded.id == UInt32(index))
         }
-        let status = ServiceStatus(home: "/h", lockState: .locked, daemon: .init(pid: 42, caller: "me", isAdminTool: true, accessGroups: ["*"], transactions: 3, writes: 5))
+        let status = ServiceStatus(home: "/h", lockState: .locked, daemon: .init(pid: 42, caller: "me", isAdminTool: true, accessGroups: ["*"], transactions: 3, writes: 5, writerNanoseconds: 7))
         let responses: [KeychainResponse] = [
             .done, .item(identity), .items([]), .items([Self.foundItem, identity]), .count(3), .tokenKey(.key(identity)), .tokenKey(.data(Data([7]))),
             .status(status), .status(ServiceStatus(home: "/h", lockState: .noPasscode)), .backup(Data([1, 2]), BackupSummary(items: 3, thisDeviceOnly: 1, skippedPasscodeOnly: 2)),

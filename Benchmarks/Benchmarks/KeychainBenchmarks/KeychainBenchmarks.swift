@@ -77,11 +77,12 @@ func deleteOne(_ f: Fixture, _ benchmark: Benchmark) throws {
 }
 
 /// The commits keychaind has made and the writes they held, from its status.
-func commitCounts(_ f: Fixture) throws -> (commits: Int, writes: Int) {
-    guard let socket = f.daemon?.socket, let daemon = try KeychainStore.daemonStatus(socket: socket).daemon else {
+/// keychaind's counts of commits and writes, its writer's serial time, and the CPU time of its threads.
+func commitCounts(_ f: Fixture) throws -> (commits: Int, writes: Int, writerTime: Duration, cpuNanoseconds: Int) {
+    guard let process = f.daemon, let daemon = try KeychainStore.daemonStatus(socket: process.socket).daemon else {
         throw BenchmarkFailure("keychaind reported no status")
     }
-    return (daemon.commits, daemon.writes)
+    return (daemon.commits, daemon.writes, daemon.writerTime, process.cpuNanoseconds)
 }
 
 @Sendable func log(_ message: String) { progress(message) }
@@ -281,9 +282,13 @@ let benchmarks: @Sendable () -> Void = {
 
             // keychaind's own count of the commits (fsyncs) the round's adds took, from its status: how many writes
             // group commit put in each.
+            // Also from keychaind: how long each write held the writer (its serial time: SQL and the shared fsync),
+            // and the CPU time keychaind spent per add (its threads' scheduler time, read outside the measurement).
             let perCommit = BenchmarkMetric.custom("writes per commit", polarity: .prefersLarger, useScalingFactor: false)
+            let serial = BenchmarkMetric.custom("writer serial µs per write", polarity: .prefersSmaller, useScalingFactor: false)
+            let cpu = BenchmarkMetric.custom("keychaind CPU µs per add", polarity: .prefersSmaller, useScalingFactor: false)
             var addWrites = writes
-            addWrites.metrics.append(perCommit)
+            addWrites.metrics += [perCommit, serial, cpu]
             Benchmark(
                 "SecItemAdd · keychaind · \(name) · \(suffix)", configuration: addWrites,
                 closure: { benchmark in
@@ -300,7 +305,12 @@ let benchmarks: @Sendable () -> Void = {
                     guard failed.load(ordering: .relaxed) == 0 else { throw BenchmarkFailure("adds failed through keychaind") }
                     let after = try commitCounts(f)
                     let commits = after.commits - before.commits
-                    benchmark.measurement(perCommit, commits > 0 ? Int((Double(after.writes - before.writes) / Double(commits)).rounded()) : 0)
+                    let written = after.writes - before.writes
+                    benchmark.measurement(perCommit, commits > 0 ? Int((Double(written) / Double(commits)).rounded()) : 0)
+                    let busy = after.writerTime - before.writerTime
+                    let busyMicroseconds = Double(busy.components.seconds) * 1e6 + Double(busy.components.attoseconds) / 1e12
+                    benchmark.measurement(serial, written > 0 ? Int((busyMicroseconds / Double(written)).rounded()) : 0)
+                    benchmark.measurement(cpu, Int((Double(after.cpuNanoseconds - before.cpuNanoseconds) / 1e3 / Double(clients)).rounded()))
                 }, setup: setup, teardown: teardown)
 
             guard clients == 1 else { continue }

@@ -310,6 +310,23 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Where its SSH agent listens when it was started with `--ssh-agent`: beside its socket.
     public var sshAgentSocket: String { folder + "/ssh-agent.sock" }
 
+    /// The CPU time the daemon's live threads have used, in nanoseconds: the sum of each thread's
+    /// `/proc/PID/task/TID/schedstat` (time on a CPU, kept by the scheduler to the nanosecond, unlike `/proc/PID/stat`'s
+    /// clock ticks). Threads that ended are not counted, so compare two readings between which none ends (keychaind
+    /// keeps a connection's thread as long as the connection).
+    public var cpuNanoseconds: Int {
+        let tasks = "/proc/\(pid)/task"
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: tasks) else { return 0 }
+        var total = 0
+        for thread in threads {
+            guard let text = try? String(contentsOfFile: "\(tasks)/\(thread)/schedstat", encoding: .utf8),
+                let first = text.split(separator: " ").first, let nanoseconds = Int(first)
+            else { continue }
+            total += nanoseconds
+        }
+        return total
+    }
+
     /// The daemon's resident memory in bytes (`VmRSS`).
     public var residentBytes: Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),

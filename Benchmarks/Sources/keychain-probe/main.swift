@@ -150,12 +150,15 @@ func concurrentAdds(total: Int, clients: Int, rounds: Bool, daemon: DaemonProces
     let adds = perClient * clients
     let commits = (after?.commits ?? 0) - (before?.commits ?? 0)
     let writes = (after?.writes ?? 0) - (before?.writes ?? 0)
+    let busy = (after?.writerTime ?? .zero) - (before?.writerTime ?? .zero)
+    let busyMicroseconds = Double(busy.components.seconds) * 1e6 + Double(busy.components.attoseconds) / 1e12
     print(
         String(
-            format: "%@ · %d clients: %d adds in %.2f s, %.0f/s; %d writes in %d commits, %.1f per commit; CPU per add: keychaind %.0f µs, clients %.0f µs; %d failures",
+            format:
+                "%@ · %d clients: %d adds in %.2f s, %.0f/s; %d writes in %d commits, %.1f per commit, writer serial %.1f µs per write; CPU per add: keychaind %.0f µs, clients %.0f µs; %d failures",
             rounds ? "rounds" : "free-running", clients, adds, seconds, Double(adds) / seconds, writes, commits,
-            commits > 0 ? Double(writes) / Double(commits) : 0, daemonUsed / Double(adds) * 1e6, ownUsed / Double(adds) * 1e6,
-            failures.load(ordering: .relaxed)))
+            commits > 0 ? Double(writes) / Double(commits) : 0, writes > 0 ? busyMicroseconds / Double(writes) : 0,
+            daemonUsed / Double(adds) * 1e6, ownUsed / Double(adds) * 1e6, failures.load(ordering: .relaxed)))
 }
 
 /// User and system CPU seconds a process has used (all its threads, live and ended), from `/proc/PID/stat`.

@@ -182,9 +182,9 @@ package struct DescribedError: Error, Sendable, CustomStringConvertible {
 }
 
 extension KeychainEngine {
-    /// Write transactions committed by this engine and the writes they held (group commit puts several
-    /// concurrent writes in one transaction).
-    package var commitStatistics: (transactions: Int, writes: Int) { writer.statistics }
+    /// Write transactions committed by this engine, the writes they held (group commit puts several concurrent
+    /// writes in one transaction), and the writer's serial time.
+    package var commitStatistics: CommitStatistics { writer.statistics }
 
     /// Closes the database after the writes in progress: the WAL is checkpointed and the files released.
     /// The engine must not be used afterwards.

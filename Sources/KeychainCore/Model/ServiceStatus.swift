@@ -30,14 +30,20 @@ package struct ServiceStatus: Sendable, Hashable {
         package var transactions: Int
         /// Writes those transactions held (group commit puts several in one).
         package var writes: Int
+        /// How long the writer was busy committing them (no other write commits meanwhile), in nanoseconds.
+        package var writerNanoseconds: Int
 
-        package init(pid: Int32, caller: String, isAdminTool: Bool, accessGroups: [String]?, transactions: Int, writes: Int) {
+        package init(
+            pid: Int32, caller: String, isAdminTool: Bool, accessGroups: [String]?, transactions: Int, writes: Int,
+            writerNanoseconds: Int = 0
+        ) {
             self.pid = pid
             self.caller = caller
             self.isAdminTool = isAdminTool
             self.accessGroups = accessGroups
             self.transactions = transactions
             self.writes = writes
+            self.writerNanoseconds = writerNanoseconds
         }
     }
 }

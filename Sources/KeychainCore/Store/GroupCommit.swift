@@ -2,6 +2,22 @@ import Foundation
 import GRDB
 import Synchronization
 
+/// What a keychain's writer has committed since it was made (``KeychainEngine/commitStatistics``).
+package struct CommitStatistics: Sendable, Hashable {
+    /// Write transactions committed: each one fsync.
+    package var transactions: Int
+    /// The writes those transactions held.
+    package var writes: Int
+    /// How long the writer was busy committing them, during which no other write could commit.
+    package var serialTime: Duration
+
+    package init(transactions: Int, writes: Int, serialTime: Duration) {
+        self.transactions = transactions
+        self.writes = writes
+        self.serialTime = serialTime
+    }
+}
+
 /// Runs every write of one keychain through one transaction at a time, and commits the writes that arrive
 /// while another is committing together, in a single transaction (group commit).
 ///
@@ -35,11 +51,17 @@ final class GroupCommitWriter: Sendable {
     /// read knows nothing was written since when it still sees it (see ``generation``).
     private let ended = Atomic<UInt64>(0)
     private let committedWrites = Atomic<Int>(0)
+    /// Nanoseconds leaders spent committing: from taking a batch off the queue to handing the queue to the next
+    /// leader. No other write can commit meanwhile, so this is the write path's serial time.
+    private let serialNanoseconds = Atomic<UInt64>(0)
 
-    /// Transactions committed and the writes they held, since the writer was made: their ratio is how many
-    /// writes share each fsync.
-    var statistics: (transactions: Int, writes: Int) {
-        (committedTransactions.load(ordering: .relaxed), committedWrites.load(ordering: .relaxed))
+    /// Transactions committed, the writes they held, and the time the writer was busy committing them (its serial
+    /// time), since the writer was made: writes over transactions is how many writes share each fsync, serial time
+    /// over writes what each write holds every other back.
+    var statistics: CommitStatistics {
+        CommitStatistics(
+            transactions: committedTransactions.load(ordering: .relaxed), writes: committedWrites.load(ordering: .relaxed),
+            serialTime: .nanoseconds(Int64(clamping: serialNanoseconds.load(ordering: .relaxed))))
     }
     /// How many write transactions have ended. Read it before reading the database: while it has not changed,
     /// no write made through this writer can have changed what was read (caches over the store check it).
@@ -82,6 +104,7 @@ final class GroupCommitWriter: Sendable {
     /// Commits one batch from the queue's head (which holds this thread's own job), then hands leadership to
     /// the next queued job, if any.
     private func commitBatches() {
+        let started = DispatchTime.now().uptimeNanoseconds
         let batch: [Job] = queue.withLock { q in
             let n = min(q.pending.count, maximumBatch)
             let batch = Array(q.pending.prefix(n))
@@ -98,6 +121,7 @@ final class GroupCommitWriter: Sendable {
         // The next leader first, so the next commit starts while the finished jobs' owners are still waking (each
         // wake is a system call, and a batch may hold hundreds); the leader's own job needs no wake.
         next?.wake.signal()
+        serialNanoseconds.add(DispatchTime.now().uptimeNanoseconds &- started, ordering: .relaxed)
         for job in batch.dropFirst() { job.wake.signal() }
     }
 
@@ -112,16 +136,22 @@ final class GroupCommitWriter: Sendable {
                         batch[0].outcome = .success(())
                         return .commit
                     }
+                    // Each job in a savepoint of its own, through statements prepared once per connection (GRDB's
+                    // `inSavepoint` prepares its SAVEPOINT and RELEASE again for every job).
+                    let savepoint = try db.cachedStatement(sql: "SAVEPOINT job")
+                    let release = try db.cachedStatement(sql: "RELEASE SAVEPOINT job")
+                    // A savepoint statement that fails leaves the transaction in doubt: it rolls back whole, and
+                    // every job in it fails.
                     for job in batch {
+                        try savepoint.execute()
                         do {
-                            try db.inSavepoint {
-                                try job.body?(db)
-                                return .commit
-                            }
+                            try job.body?(db)
                             job.outcome = .success(())
                         } catch {
                             job.outcome = .failure(error)
+                            try db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT job").execute()
                         }
+                        try release.execute()
                     }
                     return .commit
                 }

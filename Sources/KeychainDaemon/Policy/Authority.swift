@@ -78,6 +78,24 @@ package final class Authority: Sendable {
 
     /// The access groups a call may use, given what the caller claims (nil: everything it has).
     func policy(for session: Session, claim: [String]?) throws(KeychainError) -> AccessPolicy {
+        guard claim == nil, !session.isAdminTool else { return try workOutPolicy(for: session, claim: claim) }
+        // A request that claims nothing gets every group the registry gives the program: the same answer until the
+        // registry changes.
+        let generation = try session.keychain.registryAndGeneration().generation
+        if let cached = session.cachedPolicy.withLock({ $0 }), cached.generation == generation {
+            if let legacy = session.legacyPrivateGroup, case .executable(let path) = session.identity.program,
+                cached.policy.groups == [session.identity.privateGroup]
+            {
+                session.engine.adoptLegacyPrivateGroup(legacy, as: path)
+            }
+            return cached.policy
+        }
+        let policy = try workOutPolicy(for: session, claim: nil)
+        session.cachedPolicy.withLock { $0 = (generation, policy) }
+        return policy
+    }
+
+    private func workOutPolicy(for session: Session, claim: [String]?) throws(KeychainError) -> AccessPolicy {
         let policy = try groupPolicy(for: session, claim: claim)
             .identified(as: session.identity.presenceKey, name: session.identity.description)
         // Known in items' trusted-application lists as the kernel identified it, and by the teams of the groups the
@@ -109,9 +127,9 @@ package final class Authority: Sendable {
     /// registered.
     func registeredGroups(_ session: Session) throws(KeychainError) -> [String] {
         if let entry = try session.keychain.registry().registration(for: session.identity) { return entry.groups }
-        if session.identity.untrusted == nil, case .executable(let path) = session.identity.program {
+        if let legacy = session.legacyPrivateGroup, case .executable(let path) = session.identity.program {
             // Items the program stored in its own process before 0.30, under its executable's name.
-            session.engine.adoptLegacyPrivateGroup(NSString(string: path).lastPathComponent, as: path)
+            session.engine.adoptLegacyPrivateGroup(legacy, as: path)
         }
         return [session.identity.privateGroup]
     }

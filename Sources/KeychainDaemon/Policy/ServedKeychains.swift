@@ -14,7 +14,7 @@ package final class ServedKeychain: Sendable {
     /// The user whose keychain this is (the kernel's uid of the processes it serves).
     package let uid: UInt32
     package let engine: KeychainEngine
-    private let registryCache = Mutex<(stamp: FileStamp, registry: AppRegistry)?>(nil)
+    private let registryCache = Mutex<(stamp: FileStamp, registry: AppRegistry, generation: Int)?>(nil)
 
     package init(uid: UInt32, engine: KeychainEngine) {
         self.uid = uid
@@ -23,14 +23,22 @@ package final class ServedKeychain: Sendable {
 
     /// The keychain's program registry, read again whenever the file changes.
     package func registry() throws(KeychainError) -> AppRegistry {
+        try registryAndGeneration().registry
+    }
+
+    /// The registry, and a number that changes whenever it was read again (0 while there is no registry file): what
+    /// a session's cached access policy is checked against (``Session/cachedPolicy``).
+    func registryAndGeneration() throws(KeychainError) -> (registry: AppRegistry, generation: Int) {
         guard let stamp = FileStamp(path: engine.location.registryPath) else {
-            if errno == ENOENT { return AppRegistry() }
+            if errno == ENOENT { return (AppRegistry(), 0) }
             throw KeychainError(code: .io, message: "Cannot read \(engine.location.registryPath). Check its permissions.")
         }
-        if let cached = registryCache.withLock({ $0 }), cached.stamp == stamp { return cached.registry }
+        let cached = registryCache.withLock { $0 }
+        if let cached, cached.stamp == stamp { return (cached.registry, cached.generation) }
         let registry = try engine.appRegistry()
-        registryCache.withLock { $0 = (stamp, registry) }
-        return registry
+        let generation = (cached?.generation ?? 0) + 1
+        registryCache.withLock { $0 = (stamp, registry, generation) }
+        return (registry, generation)
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import KeychainCore
 import Synchronization
 
@@ -16,11 +17,22 @@ package final class Session: Sendable {
     /// The approvals the person gave "only this time" on this connection (by subject): one command of the tool is
     /// one "time", however many requests it sends (an import of 10,000 items is 100), so they are not asked again.
     let approvedOnce = Mutex<Set<String>>([])
+    /// The access policy of this connection's item requests that claim no groups, and the registry generation it
+    /// was worked out from (``ServedKeychain/registryAndGeneration()``): worked out again only when the registry
+    /// changes, instead of for every request.
+    let cachedPolicy = Mutex<(generation: Int, policy: AccessPolicy)?>(nil)
+    /// The name an unregistered program's items had before 0.30 (its executable's file name), worked out once.
+    let legacyPrivateGroup: String?
 
     package init(identity: PeerIdentity, isAdminTool: Bool, keychain: ServedKeychain) {
         self.identity = identity
         self.isAdminTool = isAdminTool
         self.keychain = keychain
+        if identity.untrusted == nil, case .executable(let path) = identity.program {
+            legacyPrivateGroup = NSString(string: path).lastPathComponent
+        } else {
+            legacyPrivateGroup = nil
+        }
     }
 
     /// The engine of this connection's keychain.
