@@ -256,6 +256,48 @@ import Glibc
         #expect(frames.last.flatMap(Self.secret) == "written", "the read saw the write before it")
     }
 
+    /// keychaind works a connection's access policy out once, not per request: a registration made or removed while
+    /// the connection stays open applies from its next request on, and a claim the registry refuses stays refused.
+    @Test func registryChangesApplyToAnOpenConnectionsNextRequest() throws {
+        let f = try Fixture()
+        let client = try f.connect()
+        let identity = f.session.identity
+        guard case .executable(let path) = identity.program else { Issue.record("the test process is not an executable"); return }
+        var id: UInt32 = 0
+        func add(_ account: String, claim: [String]? = nil) throws -> KeychainResponse? {
+            var q = ItemQuery(itemClass: .genericPassword)
+            q.attributes = ["acct": .string(account), "svce": .string("registry")]
+            q.valueData = Data("v".utf8)
+            q.returns.attributes = true
+            id += 1
+            try client.send(Frame(id: id, body: .request(.add(q, claim: claim))).encoded)
+            guard case .response(let response)? = try client.frames(1).first?.body else { return nil }
+            return response
+        }
+        func group(_ response: KeychainResponse?) -> String? {
+            guard case .item(let stored)? = response else { return nil }
+            return stored.attributes["agrp"]?.stringValue
+        }
+        func refusal(_ response: KeychainResponse?) -> KeychainError.Code? {
+            guard case .failure(let error)? = response else { return nil }
+            return error.code
+        }
+
+        #expect(group(try add("before")) == f.group, "unregistered: the private group")
+        #expect(refusal(try add("claimed", claim: ["TEAM.cache"])) == .missingEntitlement)
+
+        let entry = AppRegistration(
+            program: .executable(path: path, sha256: identity.executableSHA256), applicationIdentifier: nil,
+            accessGroups: ["TEAM.cache"])
+        try f.engine.updateAppRegistry { $0.register(entry) }
+        #expect(group(try add("registered")) == "TEAM.cache", "the registration applies on the same connection")
+        #expect(group(try add("claimed", claim: ["TEAM.cache"])) == "TEAM.cache")
+
+        try f.engine.updateAppRegistry { $0.remove(named: path) }
+        #expect(refusal(try add("claimed-again", claim: ["TEAM.cache"])) == .missingEntitlement, "removed: the claim is refused again")
+        #expect(group(try add("after")) == f.group, "removed: the private group again")
+    }
+
     // MARK: Attacks on the connection itself
 
     /// Python that takes descriptor argv[2] of process argv[1] (`pidfd_getfd`, syscall 438) as `fd`.

@@ -78,20 +78,17 @@ package final class Authority: Sendable {
 
     /// The access groups a call may use, given what the caller claims (nil: everything it has).
     func policy(for session: Session, claim: [String]?) throws(KeychainError) -> AccessPolicy {
-        guard claim == nil, !session.isAdminTool else { return try workOutPolicy(for: session, claim: claim) }
-        // A request that claims nothing gets every group the registry gives the program: the same answer until the
-        // registry changes.
-        let generation = try session.keychain.registryAndGeneration().generation
-        if let cached = session.cachedPolicy.withLock({ $0 }), cached.generation == generation {
-            if let legacy = session.legacyPrivateGroup, case .executable(let path) = session.identity.program,
-                cached.policy.groups == [session.identity.privateGroup]
-            {
-                session.engine.adoptLegacyPrivateGroup(legacy, as: path)
-            }
+        guard !session.isAdminTool else { return try workOutPolicy(for: session, claim: claim) }
+        // The same claim gets the same answer until the registry changes (a client sends the same claim with every
+        // request, or none).
+        let (registry, generation) = try session.keychain.registryAndGeneration()
+        if let cached = session.cachedPolicy.withLock({ $0 }), cached.generation == generation, cached.claim == claim {
+            if cached.unregistered { adoptLegacyPrivateGroup(session) }
             return cached.policy
         }
-        let policy = try workOutPolicy(for: session, claim: nil)
-        session.cachedPolicy.withLock { $0 = (generation, policy) }
+        let policy = try workOutPolicy(for: session, claim: claim)
+        let unregistered = registry.registration(for: session.identity) == nil
+        session.cachedPolicy.withLock { $0 = (generation, claim, unregistered, policy) }
         return policy
     }
 
@@ -127,10 +124,14 @@ package final class Authority: Sendable {
     /// registered.
     func registeredGroups(_ session: Session) throws(KeychainError) -> [String] {
         if let entry = try session.keychain.registry().registration(for: session.identity) { return entry.groups }
-        if let legacy = session.legacyPrivateGroup, case .executable(let path) = session.identity.program {
-            // Items the program stored in its own process before 0.30, under its executable's name.
-            session.engine.adoptLegacyPrivateGroup(legacy, as: path)
-        }
+        adoptLegacyPrivateGroup(session)
         return [session.identity.privateGroup]
+    }
+
+    /// Moves the items an unregistered program stored in its own process before 0.30, under its executable's name,
+    /// to its private group (once per keychain; again after a try that found the keychain locked).
+    private func adoptLegacyPrivateGroup(_ session: Session) {
+        guard let legacy = session.legacyPrivateGroup, case .executable(let path) = session.identity.program else { return }
+        session.engine.adoptLegacyPrivateGroup(legacy, as: path)
     }
 }

@@ -17,10 +17,11 @@ package final class Session: Sendable {
     /// The approvals the person gave "only this time" on this connection (by subject): one command of the tool is
     /// one "time", however many requests it sends (an import of 10,000 items is 100), so they are not asked again.
     let approvedOnce = Mutex<Set<String>>([])
-    /// The access policy of this connection's item requests that claim no groups, and the registry generation it
-    /// was worked out from (``ServedKeychain/registryAndGeneration()``): worked out again only when the registry
-    /// changes, instead of for every request.
-    let cachedPolicy = Mutex<(generation: Int, policy: AccessPolicy)?>(nil)
+    /// The access policy of this connection's last item request, the groups that request claimed, whether the
+    /// program was unregistered, and the registry generation it was worked out from
+    /// (``ServedKeychain/registryAndGeneration()``): worked out again only when the claim or the registry changes,
+    /// instead of for every request.
+    let cachedPolicy = Mutex<(generation: Int, claim: [String]?, unregistered: Bool, policy: AccessPolicy)?>(nil)
     /// The name an unregistered program's items had before 0.30 (its executable's file name), worked out once.
     let legacyPrivateGroup: String?
 
