@@ -271,7 +271,7 @@ package struct RequestDispatcher: Sendable {
             daemon: .init(
                 pid: getpid(), caller: session.identity.description, isAdminTool: session.isAdminTool,
                 accessGroups: groups, transactions: statistics.transactions, writes: statistics.writes,
-                writerNanoseconds: Int(statistics.serialTime.components.seconds * 1_000_000_000 + statistics.serialTime.components.attoseconds / 1_000_000_000)))
+                writerNanoseconds: Int(statistics.serialTime.nanoseconds)))
     }
 }
 
